@@ -1,0 +1,52 @@
+"""The one place that prints. Results go to stdout, progress and messages to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def info(message: str) -> None:
+    err.print(message)
+
+
+def result(message: Any) -> None:
+    out.print(message)
+
+
+def error(message: str) -> None:
+    # plain write: one line, no markup interpretation of user-supplied text
+    sys.stderr.write(f"error: {message}\n")
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+class _Bar:
+    def __init__(self, progress: Progress | None, task: Any):
+        self._progress, self._task = progress, task
+
+    def advance(self, status: str = "") -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, status=status)
+
+
+@contextmanager
+def progress(total: int, description: str, enabled: bool = True) -> Iterator[_Bar]:
+    """A rich progress bar on stderr; silent when stderr is not a terminal."""
+    if not enabled or not err.is_terminal:
+        yield _Bar(None, None)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn(), TextColumn("{task.fields[status]}"))
+    with Progress(*columns, console=err, transient=False) as bar:
+        yield _Bar(bar, bar.add_task(description, total=total, status=""))

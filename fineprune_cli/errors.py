@@ -1,0 +1,15 @@
+"""User-facing errors: the CLI prints their message as one line and exits with code 2."""
+
+
+class FinepruneError(Exception):
+    """Bad input or missing files: the user can fix it, so no traceback is shown."""
+
+    exit_code = 2
+
+
+class ConfigError(FinepruneError):
+    """An invalid option, flag combination or config file."""
+
+
+class DataError(FinepruneError):
+    """Dataset files missing, unreadable or malformed."""

@@ -1,0 +1,80 @@
+"""Predicted time saving (Section 4.4, Formulas 2-7) and the epoch timeline (Figure 3)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .records import read_metrics, read_summary
+from .schedule import PruneSchedule, formula_n_prune
+
+
+@dataclass
+class Estimate:
+    epochs: int
+    pruning_epochs: list[int]
+    n_prune: int                 # counted by running the schedule
+    n_prune_formula: int         # Formulas 3/4 as printed
+    formula_agrees: bool
+    prune_fraction: float
+    epoch_seconds: float         # T * b: one full epoch
+    time_unit: str               # "seconds" or "epochs" (when no time was given)
+    overhead_per_pruning_epoch: float   # t_0
+    t_regular: float
+    t_prune: float
+    t_save: float
+    saving_percent: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
+             epoch_seconds: float | None = None, overhead: float = 0.0) -> Estimate:
+    """t_regular = n T b (F2); a pruning epoch runs (1 - f) of the batches (F5);
+    t_prune = sum of epoch times + n_prune t_0 (F6); t_save = t_regular - t_prune (F7)."""
+    pruning = schedule.pruning_epochs(epochs) if prune_fraction > 0 else []
+    n_prune = len(pruning)
+    formula = formula_n_prune(epochs, schedule.window, schedule.start, schedule.block, schedule.count)
+    unit = "seconds" if epoch_seconds is not None else "epochs"
+    t_epoch = 1.0 if epoch_seconds is None else epoch_seconds
+    t_regular = epochs * t_epoch
+    t_prune = (epochs - n_prune) * t_epoch + n_prune * (1 - prune_fraction) * t_epoch + n_prune * overhead
+    t_save = t_regular - t_prune
+    return Estimate(epochs, pruning, n_prune, formula, formula == n_prune, prune_fraction, t_epoch,
+                    unit, overhead, t_regular, t_prune, t_save, 100.0 * t_save / t_regular)
+
+
+def times_from_run(run_dir: Path) -> tuple[float, float]:
+    """(seconds per full epoch, overhead per pruning epoch) measured in a run folder.
+
+    The full-epoch time is the mean over unpruned epochs, leaving out epoch 1 when others
+    exist (it pays for warm-up and compilation). All measured overhead (counting in every
+    epoch plus selection) is charged to the pruning epochs, as Formula 6 does.
+    """
+    rows = read_metrics(run_dir)
+    summary = read_summary(run_dir)
+    try:
+        full = [float(r["train_seconds"]) for r in rows if int(r.get("pruned") or 0) == 0]
+    except (KeyError, ValueError):
+        raise ConfigError(f"{run_dir}/metrics.csv lacks readable train_seconds/pruned columns") from None
+    if len(full) > 1 and int(rows[0].get("pruned") or 0) == 0:
+        full = full[1:]
+    if not full:
+        raise ConfigError(f"{run_dir} has no completed unpruned epoch to time")
+    n_pruned = len(summary.get("pruning_epochs") or [])
+    overhead = float(summary.get("overhead_seconds") or 0.0) / n_pruned if n_pruned else 0.0
+    return sum(full) / len(full), overhead
+
+
+def timeline(schedule: PruneSchedule, epochs: int) -> list[tuple[int, int, str]]:
+    """One entry per window: (first epoch, last epoch, marks), '#' pruning, '.' regular."""
+    rows = []
+    first = 1
+    while first <= epochs:
+        last = min((schedule.window_index(first) + 1) * schedule.window - 1, epochs)
+        marks = "".join("#" if schedule.prunes(e) else "." for e in range(first, last + 1))
+        rows.append((first, last, marks))
+        first = last + 1
+    return rows

@@ -1,0 +1,75 @@
+"""Which epochs prune: Algorithm 2 of Li et al. (2018), with the meaning fixed in README.md.
+
+Epochs are numbered e = 1..n. With window w: position p = e mod w, window k = e // w.
+Starting point a_0 = start and a_k = int(a_{k-1} / attenuation), once per new window
+(the paper's text; its pseudocode would divide at every epoch after the first window).
+Epoch e prunes iff p >= a_k and e mod block < count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PruneSchedule:
+    window: int = 60
+    start: int = 30
+    attenuation: float = 2.0
+    block: int = 2
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ConfigError(f"--window must be >= 1, got {self.window}")
+        if not 0 <= self.start < self.window:
+            raise ConfigError(f"--start must be in [0, window={self.window}), got {self.start}")
+        if self.block < 1:
+            raise ConfigError(f"--block must be >= 1, got {self.block}")
+        if not 1 <= self.count <= self.block:
+            raise ConfigError(f"--count must be in [1, block={self.block}], got {self.count}")
+        if not self.attenuation >= 1:
+            raise ConfigError(f"--attenuation must be >= 1, got {self.attenuation}")
+
+    def window_index(self, epoch: int) -> int:
+        return epoch // self.window
+
+    def position(self, epoch: int) -> int:
+        return epoch % self.window
+
+    def resets(self, epoch: int) -> bool:
+        """DroppingCount is cleared at the start of this epoch (Algorithm 1, line 1)."""
+        return epoch % self.window == 0
+
+    def starting_point(self, k: int) -> int:
+        a = self.start
+        for _ in range(k):
+            a = int(a / self.attenuation)
+        return a
+
+    def prunes(self, epoch: int) -> bool:
+        a = self.starting_point(self.window_index(epoch))
+        return self.position(epoch) >= a and epoch % self.block < self.count
+
+    def pruning_epochs(self, epochs: int) -> list[int]:
+        return [e for e in range(1, epochs + 1) if self.prunes(e)]
+
+    def window_ends(self, epoch: int, epochs: int) -> bool:
+        """Last epoch of a window (its counts are final) or of the run."""
+        return self.resets(epoch + 1) or epoch == epochs
+
+
+def formula_n_prune(epochs: int, window: int, start: int, block: int, count: int) -> int:
+    """n_prune from the paper's Formulas 3/4 as printed (r = PruningBlock, c = PruningCount).
+
+    They ignore attenuation, count a whole remainder (w - a) mod r as pruning epochs and
+    assume every window's block starts at a; a negative tail (n mod w < a) is taken as 0.
+    """
+    per_window = ((window - start) // block) * count + (window - start) % block
+    n = per_window * (epochs // window)
+    if epochs % window:
+        tail = max(epochs % window - start, 0)
+        n += (tail // block) * count + tail % block
+    return n

@@ -1,0 +1,48 @@
+"""Rich renderings of results for the terminal (tables, the Figure-3 style timeline)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from . import console
+from .estimate import Estimate, timeline
+from .schedule import PruneSchedule
+
+
+def show_estimate(est: Estimate, schedule: PruneSchedule) -> None:
+    unit = "s" if est.time_unit == "seconds" else " epochs"
+    table = Table(title="Predicted saving (Section 4.4)", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    formula = f"{est.n_prune_formula}" + ("" if est.formula_agrees else "  (differs: see README)")
+    for label, value in [
+        ("epochs n", f"{est.epochs}"),
+        ("pruning epochs n_prune (schedule)", f"{est.n_prune}"),
+        ("n_prune by Formulas 3/4 as printed", formula),
+        ("prune fraction", f"{est.prune_fraction:.2f}"),
+        ("full epoch T*b", f"{est.epoch_seconds:.3f}{unit}"),
+        ("overhead per pruning epoch t_0", f"{est.overhead_per_pruning_epoch:.4f}{unit}"),
+        ("t_regular", f"{est.t_regular:.2f}{unit}"),
+        ("t_prune", f"{est.t_prune:.2f}{unit}"),
+        ("t_save", f"{est.t_save:.2f}{unit}"),
+        ("saving", f"{est.saving_percent:.2f}%"),
+    ]:
+        table.add_row(label, value)
+    console.result(table)
+    console.result(render_timeline(schedule, est.epochs))
+
+
+def render_timeline(schedule: PruneSchedule, epochs: int) -> Text:
+    text = Text("Timeline (one row per window; ")
+    text.append("#", style="bold red")
+    text.append(" pruning epoch, ")
+    text.append(".", style="dim")
+    text.append(" regular epoch)\n")
+    for first, last, marks in timeline(schedule, epochs):
+        k = schedule.window_index(first)
+        text.append(f"w{k:<3} a={schedule.starting_point(k):<3} {first:>4}-{last:<4} |")
+        for mark in marks:
+            text.append(mark, style="bold red" if mark == "#" else "dim")
+        text.append("|\n")
+    return text

@@ -1,0 +1,75 @@
+import pytest
+
+from fineprune_cli.config import Config, build_config, parse_int_list, validate
+from fineprune_cli.errors import ConfigError
+
+
+def test_defaults_are_the_papers_recipe():
+    t = Config().train
+    assert (t.epochs, t.batch_size, t.lr, t.momentum, t.weight_decay) == (200, 128, 0.1, 0.9, 5e-4)
+    assert (t.milestones, t.gamma) == ([60, 120, 160], 0.2)
+
+
+def test_precedence_defaults_then_yaml_then_flags(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("model: {name: lenet}\ntrain: {epochs: 7, lr: 0.05}\nprune: {enabled: true}\n")
+    cfg = build_config(f, {"train.epochs": 3, "train.lr": None, "data.dataset": "synthetic"})
+    assert cfg.model.name == "lenet" and cfg.train.epochs == 3 and cfg.train.lr == 0.05
+    assert cfg.prune.enabled and cfg.data.dataset == "synthetic" and cfg.train.batch_size == 128
+
+
+@pytest.mark.parametrize("text, word", [
+    ("model: {nmae: lenet}", "unknown key 'model.nmae'"),
+    ("modle: {name: lenet}", "unknown section 'modle'"),
+    ("train: {epochs: ten}", "train.epochs: expected int"),
+    ("train: {milestones: 60}", "expected a list"),
+    ("train: [1, 2]", "must be a mapping"),
+    ("- a\n- b", "expected a mapping"),
+    ("train: {epochs: 3\n", "not valid YAML"),
+    ("prune: {enabled: 1}", "expected bool"),
+])
+def test_bad_yaml_is_one_clear_error(tmp_path, text, word):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=word):
+        build_config(f, {})
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        build_config(tmp_path / "nope.yaml", {})
+
+
+def _valid(**changes):
+    cfg = Config()
+    cfg.model.name, cfg.data.dataset = "lenet", "synthetic"
+    for dotted, value in changes.items():
+        section, key = dotted.split("__")
+        setattr(getattr(cfg, section), key, value)
+    return cfg
+
+
+@pytest.mark.parametrize("changes, word", [
+    ({"model__name": "resnet9"}, "unknown model 'resnet9'; choose one of: lenet"),
+    ({"data__dataset": "mnist"}, "unknown dataset 'mnist'; choose one of: fashion-mnist"),
+    ({"train__epochs": 0}, "--epochs must be a positive integer"),
+    ({"train__batch_size": -1}, "--batch-size must be a positive integer"),
+    ({"train__lr": 0.0}, "--lr must be positive"),
+    ({"train__milestones": [120, 60]}, "strictly increasing"),
+    ({"prune__prune_fraction": 1.0}, "prune-fraction"),
+    ({"prune__tolerance": -0.1}, "tolerance"),
+    ({"prune__window": 0}, "window"),
+    ({"prune__policy": "greedy"}, "policy"),
+    ({"run__device": "tpu"}, "--device"),
+    ({"data__subset": 0}, "--subset"),
+])
+def test_validate_rejects(changes, word):
+    with pytest.raises(ConfigError, match=word.replace("(", r"\(")):
+        validate(_valid(**changes))
+
+
+def test_parse_int_list():
+    assert parse_int_list("60, 120,160", "--milestones") == [60, 120, 160]
+    assert parse_int_list("", "--milestones") == []
+    with pytest.raises(ConfigError):
+        parse_int_list("60;120", "--milestones")

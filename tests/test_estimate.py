@@ -1,0 +1,49 @@
+import json
+
+import pytest
+
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.estimate import estimate, times_from_run, timeline
+from fineprune_cli.schedule import PruneSchedule
+
+
+def test_paper_setup_by_hand():
+    est = estimate(PruneSchedule(), epochs=200, prune_fraction=0.3, epoch_seconds=10.0, overhead=0.5)
+    assert est.n_prune == 72 and est.n_prune_formula == 45 and not est.formula_agrees
+    assert est.t_regular == pytest.approx(2000.0)
+    assert est.t_prune == pytest.approx(2000 - 72 * 0.3 * 10 + 72 * 0.5)
+    assert est.t_save == pytest.approx(72 * 3 - 36)
+    assert est.saving_percent == pytest.approx(100 * 180 / 2000)
+
+
+def test_without_time_the_unit_is_epochs():
+    est = estimate(PruneSchedule(window=10, start=5), epochs=30, prune_fraction=0.5)
+    assert est.time_unit == "epochs" and est.t_regular == 30
+    assert est.saving_percent == pytest.approx(100 * 0.5 * est.n_prune / 30)
+
+
+def test_timeline_rows_follow_windows():
+    rows = timeline(PruneSchedule(window=4, start=2, attenuation=2, block=3, count=2), 12)
+    assert [(a, b) for a, b, _ in rows] == [(1, 3), (4, 7), (8, 11), (12, 12)]
+    assert "".join(m for _, _, m in rows) == "..#..##.##.#"
+
+
+def _run_folder(tmp_path, rows, summary):
+    header = "epoch,lr,samples,train_seconds,train_loss,test_loss,test_accuracy,pruned,overhead_seconds\n"
+    body = "".join(f"{e},0.1,{s},{t},1,1,50,{p},0\n" for e, s, t, p in rows)
+    (tmp_path / "metrics.csv").write_text(header + body)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    return tmp_path
+
+
+def test_times_from_run_skip_warmup_and_charge_overhead_to_pruning_epochs(tmp_path):
+    run = _run_folder(tmp_path, [(1, 100, 9.0, 0), (2, 100, 2.0, 0), (3, 70, 1.4, 1), (4, 100, 4.0, 0)],
+                      {"pruning_epochs": [3], "overhead_seconds": 0.3})
+    epoch_s, overhead = times_from_run(run)
+    assert epoch_s == pytest.approx(3.0)          # mean of epochs 2 and 4
+    assert overhead == pytest.approx(0.3)
+
+
+def test_times_from_run_errors(tmp_path):
+    with pytest.raises(ConfigError, match="summary.json|metrics.csv"):
+        times_from_run(tmp_path)

@@ -1,0 +1,83 @@
+"""The library API in a plain hand-written PyTorch loop, as a user would write it."""
+
+import torch
+import torch.nn.functional as F
+
+from fineprune_cli import Pruner, PruneSchedule
+
+
+def _toy(n=240, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 8, generator=g)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
+    return x, y
+
+
+def test_plain_loop_trains_exactly_the_keep_list_and_counts_match_by_hand():
+    x, y = _toy()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    schedule = PruneSchedule(window=3, start=1, attenuation=1, block=1, count=1)
+    pruner = Pruner(len(y), schedule, prune_fraction=0.25, seed=1)
+    expected = torch.zeros(len(y), dtype=torch.int32)
+    first_loss = last_loss = None
+    for epoch in range(1, 8):
+        keep = pruner.begin_epoch(epoch)
+        if schedule.resets(epoch):
+            expected.zero_()
+        if pruner.prunes(epoch):
+            assert len(keep) == len(y) - 60
+            dropped = sorted(set(range(len(y))) - set(keep.tolist()))
+            # every dropped sample has a count >= every kept sample's count
+            assert expected[dropped].min() >= expected[keep].max()
+        else:
+            assert len(keep) == len(y)
+        seen = []
+        for idx in keep[torch.randperm(len(keep))].split(32):
+            losses = F.cross_entropy(model(x[idx]), y[idx], reduction="none")
+            opt.zero_grad()
+            losses.mean().backward()
+            opt.step()
+            pruner.update(idx, losses)
+            for i, loss in zip(idx.tolist(), losses.tolist()):       # Algorithm 1, one sample at a time
+                expected[i] += int(loss > sum(losses.tolist()) / len(idx))
+            seen += idx.tolist()
+        assert sorted(seen) == sorted(keep.tolist())
+        assert torch.equal(pruner.counts, expected)
+        epoch_loss = F.cross_entropy(model(x), y).item()
+        first_loss = epoch_loss if first_loss is None else first_loss
+        last_loss = epoch_loss
+    assert [e for e in range(1, 8) if pruner.prunes(e)] == [1, 2, 4, 5, 7]
+    assert last_loss < first_loss
+
+
+def test_prune_fraction_zero_never_prunes():
+    pruner = Pruner(50, PruneSchedule(window=2, start=0, attenuation=1, block=1, count=1), 0.0)
+    assert all(len(pruner.begin_epoch(e)) == 50 for e in range(1, 6))
+
+
+def test_window_edge_resets_counts():
+    pruner = Pruner(4, PruneSchedule(window=3, start=1), 0.5)
+    pruner.begin_epoch(2)
+    pruner.update(torch.arange(4), torch.tensor([0.0, 0.0, 0.0, 8.0]))
+    assert pruner.counts.sum() == 1
+    pruner.begin_epoch(3)
+    assert pruner.counts.sum() == 0
+
+
+def test_random_policy_spends_the_same_budget_in_the_same_epochs():
+    schedule = PruneSchedule(window=4, start=1, attenuation=1, block=2, count=1)
+    fine = Pruner(100, schedule, 0.3, policy="fine", seed=3)
+    rand = Pruner(100, schedule, 0.3, policy="random", seed=3)
+    for e in range(1, 9):
+        assert len(fine.begin_epoch(e)) == len(rand.begin_epoch(e))
+        assert fine.prunes(e) == rand.prunes(e)
+    assert rand.counts.sum() == 0           # the control ignores losses
+
+
+def test_selection_is_seeded():
+    schedule = PruneSchedule(window=5, start=0, attenuation=1, block=1, count=1)
+    a, b, c = (Pruner(100, schedule, 0.2, seed=s) for s in (7, 7, 8))
+    ka, kb, kc = a.begin_epoch(1), b.begin_epoch(1), c.begin_epoch(1)
+    assert torch.equal(ka, kb) and not torch.equal(ka, kc)

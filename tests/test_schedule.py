@@ -1,0 +1,64 @@
+import pytest
+
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.schedule import PruneSchedule, formula_n_prune
+
+
+def test_default_schedule_prunes_about_a_third_of_200_epochs():
+    s = PruneSchedule()
+    assert [s.starting_point(k) for k in range(4)] == [30, 15, 7, 3]
+    epochs = s.pruning_epochs(200)
+    assert len(epochs) == 72
+    assert epochs[:3] == [30, 32, 34] and epochs[-1] == 200
+    assert [e for e in epochs if 60 <= e < 120][0] == 76     # a_1 = 15: p >= 15, even epochs
+
+
+def test_small_case_by_hand():
+    # w=4, a=2,1,0,0 ; prune iff p >= a_k and e % 3 < 2 (worked out in the comment below)
+    # e: 1 p1<2 | 2 e%3=2 | 3 yes | 4 p0<1 | 5 e%3=2 | 6 yes | 7 yes | 8 e%3=2 | 9 yes | 10 yes | 11 no | 12 yes
+    s = PruneSchedule(window=4, start=2, attenuation=2, block=3, count=2)
+    assert s.pruning_epochs(12) == [3, 6, 7, 9, 10, 12]
+
+
+def test_attenuation_once_per_window_not_per_epoch():
+    s = PruneSchedule(window=10, start=8, attenuation=2, block=1, count=1)
+    assert [s.starting_point(k) for k in range(5)] == [8, 4, 2, 1, 0]
+    # window 1 (epochs 10..19) starts pruning at p = 4, whatever the epoch inside the window
+    assert [e for e in s.pruning_epochs(20) if e >= 10] == [14, 15, 16, 17, 18, 19]
+
+
+def test_fractional_attenuation():
+    s = PruneSchedule(window=60, start=30, attenuation=1.5, block=1, count=1)
+    assert [s.starting_point(k) for k in range(4)] == [30, 20, 13, 8]
+
+
+def test_resets_and_window_ends():
+    s = PruneSchedule(window=5, start=1)
+    assert [e for e in range(1, 16) if s.resets(e)] == [5, 10, 15]
+    assert [e for e in range(1, 13) if s.window_ends(e, 12)] == [4, 9, 12]
+
+
+def test_block_count_equal_prunes_every_epoch_after_start():
+    s = PruneSchedule(window=3, start=0, attenuation=1, block=1, count=1)
+    assert s.pruning_epochs(7) == list(range(1, 8))
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"window": 0}, "window"), ({"start": 60}, "start"), ({"start": -1}, "start"),
+    ({"block": 0}, "block"), ({"count": 0}, "count"), ({"count": 3, "block": 2}, "count"),
+    ({"attenuation": 0.5}, "attenuation"),
+])
+def test_invalid_schedules(kwargs, word):
+    with pytest.raises(ConfigError, match=word):
+        PruneSchedule(**kwargs)
+
+
+def test_formula_as_printed():
+    assert formula_n_prune(200, 60, 30, 2, 1) == 45            # tail 200 mod 60 = 20 < a: taken as 0
+    assert formula_n_prune(120, 60, 30, 4, 1) == 18            # (7*1 + 2) * 2: the remainder counts whole
+    assert formula_n_prune(130, 60, 6, 4, 1) == (13 + 2) * 2 + 1 + 0
+
+
+def test_formula_matches_schedule_without_attenuation_on_aligned_blocks():
+    s = PruneSchedule(window=60, start=30, attenuation=1, block=2, count=1)
+    assert len(s.pruning_epochs(120)) == formula_n_prune(120, 60, 30, 2, 1) == 30

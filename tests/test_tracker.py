@@ -1,0 +1,53 @@
+import torch
+
+from fineprune_cli.tracker import DroppingCount
+
+
+def test_counts_samples_above_batch_mean():
+    t = DroppingCount(8)
+    t.update(torch.tensor([5, 0, 2, 7]), torch.tensor([1.0, 2.0, 3.0, 6.0]))   # mean 3: only 6 > 3
+    assert t.counts.tolist() == [0, 0, 0, 0, 0, 0, 0, 1]
+    t.update(torch.tensor([7, 1]), torch.tensor([4.0, 0.0]))                   # mean 2: 4 > 2
+    assert t.counts.tolist() == [0, 0, 0, 0, 0, 0, 0, 2]
+
+
+def test_tolerance_raises_the_bar():
+    idx, losses = torch.arange(4), torch.tensor([1.0, 2.0, 4.0, 5.0])       # mean 3
+    loose, strict, none = DroppingCount(4, 0.0), DroppingCount(4, 0.5), DroppingCount(4, 2 / 3)
+    for t in (loose, strict, none):
+        t.update(idx, losses)
+    assert loose.counts.tolist() == [0, 0, 1, 1]
+    assert strict.counts.tolist() == [0, 0, 0, 1]                           # bar 4.5
+    assert none.counts.tolist() == [0, 0, 0, 0]                             # bar 5.0, not strictly above
+
+
+def test_reset_clears():
+    t = DroppingCount(3)
+    t.update(torch.arange(3), torch.tensor([0.0, 0.0, 9.0]))
+    t.reset()
+    assert t.counts.sum().item() == 0
+
+
+def test_highest_picks_largest_counts():
+    t = DroppingCount(5)
+    t.counts.copy_(torch.tensor([0, 5, 3, 5, 1], dtype=torch.int32))
+    g = torch.Generator().manual_seed(0)
+    assert set(t.highest(2, g).tolist()) == {1, 3}
+    assert set(t.highest(3, g).tolist()) == {1, 2, 3}
+
+
+def test_ties_are_broken_by_seeded_permutation_not_index():
+    t = DroppingCount(100)                  # all counts equal
+    picks = [tuple(sorted(t.highest(10, torch.Generator().manual_seed(s)).tolist())) for s in range(5)]
+    assert picks[0] != tuple(range(10))
+    assert len(set(picks)) > 1
+    again = tuple(sorted(t.highest(10, torch.Generator().manual_seed(0)).tolist()))
+    assert again == picks[0]
+
+
+def test_state_round_trip():
+    t = DroppingCount(4, 0.1)
+    t.update(torch.arange(4), torch.tensor([0.0, 1.0, 2.0, 9.0]))
+    u = DroppingCount(4)
+    u.load_state_dict(t.state_dict())
+    assert torch.equal(u.counts, t.counts) and u.tolerance == 0.1
