@@ -1,0 +1,111 @@
+"""Model zoo: shapes, gradients, parameter counts and registry errors."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import models
+from models import count_parameters, create, list_models
+from models.wrn import wide_resnet
+
+EXPECTED_ORDER = ["lenet", "vgg13", "vgg16", "vgg19", "resnet18", "resnet34",
+                  "resnet50", "wrn10", "wrn16", "wrn22"]
+
+# 3 input channels, 10 classes; values of the standard CIFAR implementations.
+KNOWN_COUNTS = {
+    "lenet": 62_006,
+    "vgg13": 9_416_010,
+    "vgg16": 14_728_266,
+    "vgg19": 20_040_522,
+    "resnet18": 11_173_962,
+    "resnet34": 21_282_122,
+    "resnet50": 23_520_842,
+}
+
+
+def _first_weight(model: nn.Module) -> torch.Tensor:
+    return next(m.weight for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear)))
+
+
+def _check_forward_backward(model: nn.Module, x: torch.Tensor, num_classes: int) -> None:
+    model.train()
+    out = model(x)
+    assert out.shape == (x.shape[0], num_classes)
+    assert torch.isfinite(out).all()
+    out.square().mean().backward()
+    grad = _first_weight(model).grad
+    assert grad is not None
+    assert torch.isfinite(grad).all()
+    assert grad.abs().sum() > 0
+
+
+def test_registry_order():
+    assert list_models() == EXPECTED_ORDER
+
+
+@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("in_channels", [1, 3])
+@pytest.mark.parametrize("size", [28, 32])
+def test_forward_backward(name, in_channels, size):
+    torch.manual_seed(0)
+    num_classes = 7 if in_channels == 1 else 10  # also exercise a non-default head
+    model = create(name, in_channels=in_channels, num_classes=num_classes)
+    x = torch.randn(2, in_channels, size, size)
+    _check_forward_backward(model, x, num_classes)
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_channels_last(name):
+    torch.manual_seed(0)
+    model = create(name).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 28, 28).to(memory_format=torch.channels_last)
+    _check_forward_backward(model, x, 10)
+
+
+@pytest.mark.parametrize("name", list(KNOWN_COUNTS))
+def test_known_parameter_counts(name):
+    assert count_parameters(create(name)) == KNOWN_COUNTS[name]
+
+
+def test_wrn_28_10_parameter_count():
+    assert count_parameters(wide_resnet(28, 10)) == 36_479_194
+
+
+def test_wrn_widen_override():
+    default = create("wrn16")
+    narrow = create("wrn16", widen=4)
+    assert count_parameters(narrow) == count_parameters(wide_resnet(16, 4))
+    assert count_parameters(narrow) < count_parameters(default)
+    assert count_parameters(default) == count_parameters(wide_resnet(16, 8))
+    _check_forward_backward(narrow, torch.randn(2, 3, 32, 32), 10)
+
+
+def test_wrn_dropout_runs():
+    model = wide_resnet(10, 1, in_channels=1, num_classes=10, dropout=0.3)
+    _check_forward_backward(model, torch.randn(2, 1, 28, 28), 10)
+
+
+def test_count_parameters_small():
+    assert count_parameters(nn.Linear(3, 2)) == 8
+
+
+def test_unknown_name_lists_choices():
+    with pytest.raises(ValueError) as exc:
+        create("alexnet")
+    msg = str(exc.value)
+    assert "'alexnet'" in msg
+    assert "\n" not in msg
+    assert msg.endswith(", ".join(EXPECTED_ORDER))
+
+
+@pytest.mark.parametrize("depth", [12, 27, 4, 0])
+def test_wrn_bad_depth(depth):
+    with pytest.raises(ValueError, match="depth"):
+        wide_resnet(depth, 2)
+
+
+def test_register_duplicate_rejected():
+    with pytest.raises(ValueError):
+        models.register("lenet")(lambda **kw: nn.Identity())
+    assert list_models() == EXPECTED_ORDER
