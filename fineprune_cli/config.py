@@ -191,8 +191,8 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(
             f"unknown model '{cfg.model.name}'; choose one of: {', '.join(models.list_models())}"
         )
-    if cfg.model.widen is not None and cfg.model.widen < 1:
-        raise ConfigError("--widen must be a positive integer")
+    if cfg.model.widen is not None and (cfg.model.widen < 1 or not cfg.model.name.startswith("wrn")):
+        raise ConfigError("--widen takes a positive integer and applies to wrn models only")
     if not cfg.data.dataset:
         raise ConfigError("no dataset given: pass --dataset or set data.dataset in --config")
     if cfg.data.dataset not in DATASETS:

@@ -1,0 +1,319 @@
+"""Datasets as uint8 tensors: Fashion-MNIST (IDX), CIFAR-10/100 (pickle), image folders, synthetic.
+
+Everything is decoded once into N x C x H x W uint8 tensors; the trainer moves them to the
+device and never touches files again.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import pickle
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import DataError
+
+DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
+FASHION_MNIST_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_CLASSES = ["t-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
+                   "sneaker", "bag", "ankle boot"]
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+CACHE_NAME = ".fineprune-cache.pt"
+
+
+@dataclass
+class Dataset:
+    name: str
+    train_x: torch.Tensor   # uint8 N x C x H x W
+    train_y: torch.Tensor   # int64 N
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    num_classes: int
+    classes: list[str]
+
+    @property
+    def in_channels(self) -> int:
+        return self.train_x.shape[1]
+
+    @property
+    def image_size(self) -> int:
+        return self.train_x.shape[2]
+
+    @property
+    def num_train(self) -> int:
+        return self.train_y.numel()
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, download: bool = False,
+                 subset: int | None = None, seed: int = 0) -> Dataset:
+    loaders = {"fashion-mnist": _fashion_mnist, "cifar10": _cifar10, "cifar100": _cifar100,
+               "folder": _folder, "synthetic": lambda d, dl: make_synthetic()}
+    if name not in loaders:
+        raise DataError(f"unknown dataset '{name}'; choose one of: {', '.join(DATASETS)}")
+    ds = loaders[name](Path(data_dir) if data_dir is not None else None, download)
+    if subset is not None:
+        idx = balanced_subset(ds.train_y, subset, seed)
+        ds.train_x, ds.train_y = ds.train_x[idx].contiguous(), ds.train_y[idx].contiguous()
+    return ds
+
+
+def balanced_subset(labels: torch.Tensor, n: int, seed: int) -> torch.Tensor:
+    """A fixed, seeded subset with floor(n / C) samples per class, the remainder to the first classes."""
+    if not 1 <= n <= labels.numel():
+        raise DataError(f"--subset must be between 1 and {labels.numel()}, got {n}")
+    classes = torch.unique(labels)
+    g = torch.Generator().manual_seed(seed)
+    per, extra = divmod(n, len(classes))
+    picks = []
+    for i, c in enumerate(classes.tolist()):
+        members = torch.nonzero(labels == c).flatten()
+        want = per + (1 if i < extra else 0)
+        if want > members.numel():
+            raise DataError(f"--subset {n}: class {c} has only {members.numel()} samples")
+        picks.append(members[torch.randperm(members.numel(), generator=g)[:want]])
+    return torch.sort(torch.cat(picks)).values
+
+
+# --- Fashion-MNIST (IDX) -------------------------------------------------------------------
+
+_IDX_FILES = {"train_x": "train-images-idx3-ubyte", "train_y": "train-labels-idx1-ubyte",
+              "test_x": "t10k-images-idx3-ubyte", "test_y": "t10k-labels-idx1-ubyte"}
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """An IDX file (optionally gzip): magic 0x0000 08 NDIM, NDIM big-endian sizes, uint8 data."""
+    try:
+        raw = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"cannot read IDX file {path}: {exc}") from None
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08 or not 1 <= raw[3] <= 4:
+        raise DataError(f"{path} is not a uint8 IDX file (bad magic number)")
+    ndim = raw[3]
+    if len(raw) < 4 + 4 * ndim:
+        raise DataError(f"{path} is truncated (header)")
+    dims = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
+    size = int(np.prod(dims))
+    body = raw[4 + 4 * ndim:]
+    if len(body) != size:
+        raise DataError(f"{path} is truncated or padded: {len(body)} bytes of data, expected {size}")
+    return np.frombuffer(body, dtype=np.uint8).reshape(dims)
+
+
+def _find_idx(dirs: list[Path], stem: str) -> Path | None:
+    for d in dirs:
+        for name in (stem + ".gz", stem):
+            if (d / name).is_file():
+                return d / name
+    return None
+
+
+def _fashion_mnist(data_dir: Path | None, download: bool) -> Dataset:
+    dirs = [data_dir, data_dir / "FashionMNIST" / "raw"] if data_dir else [FASHION_MNIST_SYSTEM_DIR]
+    paths = {k: _find_idx(dirs, stem) for k, stem in _IDX_FILES.items()}
+    if any(p is None for p in paths.values()) and download:
+        import torchvision
+
+        torchvision.datasets.FashionMNIST(root=str(data_dir or "data"), download=True)
+        dirs.append(Path(data_dir or "data") / "FashionMNIST" / "raw")
+        paths = {k: _find_idx(dirs, stem) for k, stem in _IDX_FILES.items()}
+    missing = [stem for k, stem in _IDX_FILES.items() if paths[k] is None]
+    if missing:
+        where = " or ".join(str(d) for d in dirs)
+        raise DataError(f"Fashion-MNIST files ({missing[0]}[.gz], ...) not found in {where}: "
+                        "apt-get install dataset-fashion-mnist, or pass --download with --data-dir DIR")
+    arrays = {k: torch.from_numpy(read_idx(p).copy()) for k, p in paths.items()}
+    for split in ("train", "test"):
+        if arrays[f"{split}_x"].shape[0] != arrays[f"{split}_y"].shape[0]:
+            raise DataError(f"{paths[split + '_x']} and its labels disagree on the number of samples")
+    return Dataset("fashion-mnist", arrays["train_x"].unsqueeze(1).contiguous(), arrays["train_y"].long(),
+                   arrays["test_x"].unsqueeze(1).contiguous(), arrays["test_y"].long(), 10, FASHION_CLASSES)
+
+
+# --- CIFAR-10/100 (torchvision's python pickles) -------------------------------------------
+
+def _unpickle(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            data = pickle.load(f, encoding="bytes")
+    except FileNotFoundError:
+        raise DataError(f"missing CIFAR file {path}") from None
+    except Exception as exc:  # any unpickling failure means a corrupt or foreign file
+        raise DataError(f"cannot read CIFAR file {path}: corrupt or truncated ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path} is not a CIFAR batch (no dict inside)")
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in data.items()}
+
+
+def _cifar_arrays(path: Path, label_key: str) -> tuple[torch.Tensor, torch.Tensor]:
+    d = _unpickle(path)
+    try:
+        x = np.asarray(d["data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+        y = np.asarray(d[label_key], dtype=np.int64)
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"{path} lacks CIFAR fields ({exc})") from None
+    if len(x) != len(y):
+        raise DataError(f"{path}: {len(x)} images but {len(y)} labels")
+    return torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+
+
+def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
+    root = data_dir or Path("data")
+    sub = root / ("cifar-100-python" if hundred else "cifar-10-batches-py")
+    train_files = ["train"] if hundred else [f"data_batch_{i}" for i in range(1, 6)]
+    if not sub.is_dir() and download:
+        import torchvision
+
+        cls = torchvision.datasets.CIFAR100 if hundred else torchvision.datasets.CIFAR10
+        cls(root=str(root), download=True)
+    if not sub.is_dir():
+        raise DataError(f"{sub} not found: pass --download (needs internet) or put torchvision's "
+                        f"cifar-{'100' if hundred else '10'}-python files there (--data-dir sets the parent)")
+    label_key = "fine_labels" if hundred else "labels"
+    parts = [_cifar_arrays(sub / f, label_key) for f in train_files]
+    test_x, test_y = _cifar_arrays(sub / "test" if hundred else sub / "test_batch", label_key)
+    meta = sub / ("meta" if hundred else "batches.meta")
+    names_key = "fine_label_names" if hundred else "label_names"
+    n = 100 if hundred else 10
+    classes = [str(i) for i in range(n)]
+    if meta.is_file():
+        names = _unpickle(meta).get(names_key)
+        if names:
+            classes = [c.decode() if isinstance(c, bytes) else str(c) for c in names]
+    return Dataset("cifar100" if hundred else "cifar10", torch.cat([p[0] for p in parts]),
+                   torch.cat([p[1] for p in parts]), test_x, test_y, n, classes)
+
+
+def _cifar10(data_dir: Path | None, download: bool) -> Dataset:
+    return _cifar(data_dir, download, hundred=False)
+
+
+def _cifar100(data_dir: Path | None, download: bool) -> Dataset:
+    return _cifar(data_dir, download, hundred=True)
+
+
+# --- image folders ------------------------------------------------------------------------
+
+def _listing(root: Path) -> dict[str, list[tuple[Path, int]]]:
+    splits = {}
+    for split in ("train", "test"):
+        d = root / split
+        if not d.is_dir():
+            raise DataError(f"{root} must hold train/<class>/*.jpg|png and test/<class>/*.jpg|png "
+                            f"({d} is missing)")
+        classes = sorted(p.name for p in d.iterdir() if p.is_dir())
+        if not classes:
+            raise DataError(f"{d} has no class folders")
+        splits[split] = [(f, i) for i, c in enumerate(classes) for f in sorted((d / c).iterdir())
+                         if f.suffix.lower() in IMAGE_SUFFIXES]
+        splits[split + "_classes"] = classes
+    if splits["train_classes"] != splits["test_classes"]:
+        raise DataError(f"{root}: train and test have different class folders")
+    return splits
+
+
+def _fingerprint(files: list[Path]) -> list[int]:
+    stats = [f.stat() for f in files]
+    return [len(files), sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0)]
+
+
+def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    from torchvision.io import ImageReadMode, decode_image
+
+    images = []
+    for path, _ in items:
+        try:
+            data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)
+            images.append(decode_image(data, mode=ImageReadMode.UNCHANGED))
+        except Exception:
+            raise DataError(f"cannot decode image {path}") from None
+    if not images:
+        raise DataError("image folder split has no .jpg/.jpeg/.png files")
+    channels = 3 if any(im.shape[0] >= 3 for im in images) else 1
+    shape = images[0].shape[1:]
+    out = torch.empty(len(images), channels, *shape, dtype=torch.uint8)
+    for i, (im, (path, _)) in enumerate(zip(images, items)):
+        if im.shape[1:] != shape:
+            raise DataError(f"{path} is {tuple(im.shape[1:])}, other images are {tuple(shape)}")
+        im = im[:3] if im.shape[0] >= 3 else im[:1]
+        out[i] = im.expand(channels, *shape) if im.shape[0] == 1 else im[:channels]
+    return out, torch.tensor([label for _, label in items], dtype=torch.long)
+
+
+def _folder(data_dir: Path | None, download: bool) -> Dataset:
+    if data_dir is None:
+        raise DataError("--dataset folder needs --data-dir DIR holding train/<class>/ and test/<class>/")
+    if not data_dir.is_dir():
+        raise DataError(f"image folder {data_dir} does not exist")
+    listing = _listing(data_dir)
+    files = [f for split in ("train", "test") for f, _ in listing[split]]
+    fingerprint = _fingerprint(files)
+    cache = data_dir / CACHE_NAME
+    if cache.is_file():
+        try:
+            saved = torch.load(cache, weights_only=True)
+            if saved["fingerprint"] == fingerprint:
+                return Dataset("folder", saved["train_x"], saved["train_y"], saved["test_x"],
+                               saved["test_y"], len(saved["classes"]), list(saved["classes"]))
+        except Exception:
+            pass  # a stale or broken cache is simply rebuilt
+    train_x, train_y = _decode_all(listing["train"])
+    test_x, test_y = _decode_all(listing["test"])
+    if train_x.shape[1:] != test_x.shape[1:]:
+        raise DataError(f"{data_dir}: train images are {tuple(train_x.shape[1:])}, test {tuple(test_x.shape[1:])}")
+    classes = listing["train_classes"]
+    _save_cache(cache, {"fingerprint": fingerprint, "train_x": train_x, "train_y": train_y,
+                        "test_x": test_x, "test_y": test_y, "classes": classes})
+    return Dataset("folder", train_x, train_y, test_x, test_y, len(classes), classes)
+
+
+def _save_cache(path: Path, obj: dict) -> None:
+    from .records import atomic_torch_save
+
+    try:
+        atomic_torch_save(obj, path)
+    except OSError:
+        pass  # a read-only dataset folder still works, only without the cache
+
+
+# --- synthetic ----------------------------------------------------------------------------
+
+def make_synthetic(num_train: int = 50000, num_test: int = 10000, num_classes: int = 10,
+                   image_size: int = 32, channels: int = 3, seed: int = 0) -> Dataset:
+    """Class templates (smooth random patterns) + per-sample brightness, shift and noise.
+
+    Learnable, not trivial, and identical on every call: its own generator, not the global RNG.
+    """
+    tensors = _synthetic_tensors(num_train, num_test, num_classes, image_size, channels, seed)
+    return Dataset("synthetic", *tensors, num_classes, [f"pattern{i}" for i in range(num_classes)])
+
+
+@functools.lru_cache(maxsize=2)
+def _synthetic_tensors(num_train: int, num_test: int, num_classes: int, image_size: int,
+                       channels: int, seed: int) -> tuple[torch.Tensor, ...]:
+    # cached per process: tests and benchmarks ask for it often; callers never modify in place
+    g = torch.Generator().manual_seed(seed)
+    coarse = torch.rand(num_classes, channels, 4, 4, generator=g)
+    templates = F.interpolate(coarse, size=(image_size, image_size), mode="bilinear", align_corners=False)
+    # a bank of noise images drawn from per sample: drawing 60,000 fresh ones took seconds
+    bank = torch.randn(4096, channels, image_size, image_size, generator=g)
+
+    def split(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        y = torch.randint(0, num_classes, (n,), generator=g)
+        x = torch.empty(n, channels, image_size, image_size, dtype=torch.uint8)
+        for lo in range(0, n, 4096):  # chunks keep the float intermediates small
+            yc = y[lo:lo + 4096]
+            scale = 0.6 + 0.8 * torch.rand(len(yc), 1, 1, 1, generator=g)
+            noise = bank[torch.randint(0, len(bank), (len(yc),), generator=g)]
+            xc = templates[yc] * scale + 0.35 * noise
+            shifts = torch.randint(-3, 4, (2,), generator=g).tolist()
+            x[lo:lo + 4096] = (torch.roll(xc, shifts, dims=(2, 3)).clamp(0, 1) * 255).round()
+        return x, y
+
+    return (*split(num_train), *split(num_test))

@@ -1,0 +1,168 @@
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fineprune_cli.cli import app
+
+runner = CliRunner()
+TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--epochs", "2",
+        "--device", "cpu", "--batch-size", "50"]
+
+
+def _invoke(args):
+    return runner.invoke(app, args)
+
+
+def _metrics(run_dir):
+    with open(Path(run_dir) / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_train_writes_a_complete_run_folder(tmp_path):
+    out = tmp_path / "run"
+    result = _invoke(["train", *TINY, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "test accuracy" in result.output
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["model"]["name"] == "lenet" and config["train"]["epochs"] == 2
+    rows = _metrics(out)
+    assert [r["epoch"] for r in rows] == ["1", "2"]
+    assert set(rows[0]) >= {"epoch", "lr", "samples", "train_seconds", "train_loss", "test_loss",
+                            "test_accuracy", "pruned"}
+    assert rows[0]["samples"] == "200"
+    s = json.loads((out / "summary.json").read_text())
+    assert s["status"] == "complete" and s["epochs_completed"] == 2
+    for key in ("model", "dataset", "epochs", "seed", "device", "train_seconds", "eval_seconds",
+                "final_accuracy", "best3_accuracy", "torch", "git_commit"):
+        assert key in s
+    assert s["final_accuracy"] == pytest.approx(float(rows[-1]["test_accuracy"]))
+    assert not list(out.glob("*.tmp"))
+
+
+def test_prune_run_records_schedule_and_skips(tmp_path):
+    out = tmp_path / "run"
+    args = ["train", *TINY, "--epochs", "4", "--prune", "--window", "2", "--start", "1", "--block", "1",
+            "--count", "1", "--attenuation", "1", "--prune-fraction", "0.25", "--out", str(out), "--json"]
+    result = _invoke(args)
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.output)
+    assert s["pruning_epochs"] == [1, 3] and s["samples_skipped"] == 2 * 50
+    assert s["samples_seen"] == 4 * 200 - 100 and s["overhead_seconds"] >= 0
+    assert s["schedule"]["window"] == 2 and s["policy"] == "fine"
+    assert [r["pruned"] for r in _metrics(out)] == ["1", "0", "1", "0"]
+    assert [r["samples"] for r in _metrics(out)] == ["150", "200", "150", "200"]
+    assert sorted(p.name for p in out.glob("dropping_counts_window*.pt")) == [
+        "dropping_counts_window0.pt", "dropping_counts_window1.pt", "dropping_counts_window2.pt"]
+
+
+def test_same_seed_gives_identical_metrics(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        assert _invoke(["train", *TINY, "--seed", "5", "--out", str(tmp_path / name)]).exit_code == 0
+        runs.append([{k: v for k, v in r.items() if "seconds" not in k} for r in _metrics(tmp_path / name)])
+    assert runs[0] == runs[1]
+
+
+def test_yaml_config_then_flags(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\n"
+                   "train: {epochs: 5, batch_size: 50}\nrun: {device: cpu}\n")
+    out = tmp_path / "run"
+    assert _invoke(["train", "--config", str(cfg), "--epochs", "1", "--out", str(out)]).exit_code == 0
+    assert len(_metrics(out)) == 1 and _metrics(out)[0]["samples"] == "100"
+
+
+def test_estimate_json():
+    result = _invoke(["estimate", "--epochs", "200", "--window", "60", "--epoch-seconds", "10", "--json"])
+    assert result.exit_code == 0, result.output
+    est = json.loads(result.output)
+    assert est["n_prune"] == len(est["pruning_epochs"]) == 72 and est["n_prune_formula"] == 45
+    assert est["t_regular"] == 2000 and est["saving_percent"] == pytest.approx(10.8)
+
+
+def test_estimate_table_and_timeline():
+    result = _invoke(["estimate", "--epochs", "30", "--window", "10", "--start", "5"])
+    assert result.exit_code == 0
+    assert "saving" in result.output and "w0" in result.output and "#" in result.output
+
+
+def test_estimate_from_run_folder(tmp_path):
+    out = tmp_path / "run"
+    assert _invoke(["train", *TINY, "--epochs", "3", "--out", str(out)]).exit_code == 0
+    result = _invoke(["estimate", "--run", str(out), "--window", "2", "--start", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    est = json.loads(result.output)
+    assert est["time_unit"] == "seconds" and est["epochs"] == 3 and est["epoch_seconds"] > 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["train", "--model", "resnet9", "--dataset", "synthetic"], "unknown model 'resnet9'; choose one of: lenet"),
+    (["train", "--model", "lenet", "--dataset", "mnist"], "unknown dataset 'mnist'"),
+    (["train", "--dataset", "synthetic"], "no model given"),
+    (["train", *TINY, "--epochs", "0"], "--epochs must be a positive integer"),
+    (["train", *TINY, "--epochs", "-3"], "--epochs must be a positive integer"),
+    (["train", *TINY, "--batch-size", "0"], "--batch-size must be a positive integer"),
+    (["train", *TINY, "--lr", "-0.1"], "--lr must be positive"),
+    (["train", *TINY, "--milestones", "120,60"], "strictly increasing"),
+    (["train", *TINY, "--milestones", "a,b"], "comma-separated integers"),
+    (["train", *TINY, "--epochs", "ten"], "Invalid value for '--epochs'"),
+    (["train", *TINY, "--prune", "--window", "0"], "--window must be >= 1"),
+    (["train", *TINY, "--prune", "--start", "70"], "--start must be in [0, window=60)"),
+    (["train", *TINY, "--prune", "--count", "3"], "--count must be in [1, block=2]"),
+    (["train", *TINY, "--prune", "--attenuation", "0.5"], "--attenuation must be >= 1"),
+    (["train", *TINY, "--prune-fraction", "1.5"], "--prune-fraction must be in [0, 1)"),
+    (["train", *TINY, "--tolerance", "-1"], "--tolerance must be >= 0"),
+    (["train", *TINY, "--widen", "4"], "--widen"),
+    (["train", *TINY, "--bogus"], "No such option"),
+    (["estimate", "--window", "0"], "--window must be >= 1"),
+    (["estimate", "--epoch-seconds", "-1"], "--epoch-seconds must be positive"),
+    (["estimate", "--epoch-seconds", "1", "--run", "x"], "not both"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, words):
+    result = _invoke(args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_config_files(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    for text, words in [("train: {epochs: [\n", "not valid YAML"), ("train: {epoch: 3}\n", "unknown key 'train.epoch'")]:
+        bad.write_text(text)
+        result = _invoke(["train", *TINY, "--config", str(bad)])
+        assert result.exit_code == 2 and words in result.output
+
+
+def test_missing_data_files(tmp_path):
+    result = _invoke(["train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", str(tmp_path),
+                      "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert str(tmp_path) in result.output
+
+
+def test_unwritable_out_is_caught_before_training(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = _invoke(["train", *TINY, "--out", str(blocker / "run")])
+    assert result.exit_code == 2 and "cannot write run folder" in result.output
+
+
+def test_real_subprocess(tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    ok = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *TINY, "--epochs", "1",
+                         "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert (out / "summary.json").exists()
+    bad = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", "--model", "nope",
+                          "--dataset", "synthetic"], capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: unknown model 'nope'")
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

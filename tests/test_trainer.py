@@ -1,0 +1,84 @@
+import pytest
+import torch
+
+import models
+from fineprune_cli.augment import CropFlip, pad_images
+from fineprune_cli.config import TrainConfig
+from fineprune_cli.data import Dataset
+from fineprune_cli.trainer import DeviceData, Trainer
+
+
+def _dataset(n=96, channels=3, size=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 4
+    x = (torch.rand(n, channels, size, size, generator=g) * 60 + y.view(-1, 1, 1, 1) * 40).to(torch.uint8)
+    return Dataset("toy", x, y, x[:32].clone(), y[:32].clone(), 4, ["a", "b", "c", "d"])
+
+
+def test_pad_images_fills_each_channel():
+    x = torch.zeros(2, 3, 4, 4)
+    out = pad_images(x, 2, torch.tensor([1.0, 2.0, 3.0]))
+    assert out.shape == (2, 3, 8, 8)
+    assert out[0, 1, 0, 0] == 2.0 and out[1, 2, 7, 7] == 3.0 and out[0, 0, 3, 3] == 0.0
+
+
+def test_crop_flip_returns_a_shifted_possibly_mirrored_window():
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(16, 3, 8, 8, generator=g)
+    padded = pad_images(x, 2, torch.zeros(3))
+    out = CropFlip(8, 2, torch.device("cpu"))(padded, torch.arange(16), g)
+    flips = 0
+    for i in range(16):
+        windows = [padded[i, :, dy:dy + 8, dx:dx + 8] for dy in range(5) for dx in range(5)]
+        plain = any(torch.equal(out[i], w) for w in windows)
+        mirrored = any(torch.equal(out[i], w.flip(-1)) for w in windows)
+        assert plain or mirrored
+        flips += mirrored and not plain
+    assert 0 < flips < 16
+
+
+def test_device_data_normalises_and_pads_for_augmentation():
+    ds = _dataset()
+    plain = DeviceData.build(ds, torch.device("cpu"), augment=False)
+    aug = DeviceData.build(ds, torch.device("cpu"), augment=True)
+    assert plain.train_x.shape == (96, 3, 32, 32) and aug.train_x.shape == (96, 3, 40, 40)
+    assert plain.train_x.mean(dim=(0, 2, 3)).abs().max() < 1e-4
+    assert torch.allclose(plain.train_x.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-3)
+
+
+def _trainer(seed=0, augment=True):
+    ds = _dataset()
+    torch.manual_seed(seed)
+    model = models.create("lenet", 3, 4)
+    cfg = TrainConfig(batch_size=20, lr=0.05, milestones=[2], eval_batch_size=16)
+    return Trainer(model, DeviceData.build(ds, torch.device("cpu"), augment), cfg, torch.device("cpu"), seed)
+
+
+def test_hook_sees_every_kept_sample_once_with_its_own_loss():
+    trainer = _trainer()
+    calls = []
+    keep = torch.tensor([0, 3, 5, 8, 13, 21, 34, 55, 89, 90, 91, 92, 93, 94, 95, 1, 2, 4, 6, 7, 9, 10])
+    loss_sum = trainer.train_epoch(keep, hook=lambda idx, losses: calls.append((idx, losses)))
+    seen = torch.cat([idx for idx, _ in calls])
+    assert sorted(seen.tolist()) == sorted(keep.tolist())
+    assert [len(idx) for idx, _ in calls] == [20, 2]                     # partial last batch kept
+    assert all(losses.shape == idx.shape and (losses > 0).all() for idx, losses in calls)
+    assert loss_sum.item() == pytest.approx(sum(l.sum().item() for _, l in calls), rel=1e-5)
+
+
+def test_same_seed_same_numbers_and_lr_schedule():
+    a, b = _trainer(seed=3), _trainer(seed=3)
+    for _ in range(3):
+        assert a.train_epoch().item() == b.train_epoch().item()
+    assert a.evaluate() == b.evaluate()
+    assert a.lr == pytest.approx(0.05 * 0.2)                             # milestone at epoch 2
+    assert _trainer(seed=4).train_epoch().item() != a.train_epoch().item()
+
+
+def test_training_lowers_the_loss():
+    trainer = _trainer(augment=False)
+    first = trainer.evaluate()[0]
+    for _ in range(6):
+        trainer.train_epoch()
+    loss, acc = trainer.evaluate()
+    assert loss < first and acc > 25.0
