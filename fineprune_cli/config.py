@@ -44,6 +44,7 @@ class TrainConfig:
     weight_decay: float = 5e-4
     milestones: list[int] = field(default_factory=lambda: [60, 120, 160])
     gamma: float = 0.2                  # lr factor at each milestone
+    warmup_epochs: float = 1.0          # linear lr ramp over the first steps (README: why)
     eval_batch_size: int = 1000
 
 
@@ -211,6 +212,8 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"momentum must be in [0, 1), got {t.momentum}")
     if t.weight_decay < 0:
         raise ConfigError(f"weight decay must be >= 0, got {t.weight_decay}")
+    if t.warmup_epochs < 0:
+        raise ConfigError(f"warmup_epochs must be >= 0, got {t.warmup_epochs}")
     if not 0 < t.gamma <= 1:
         raise ConfigError(f"gamma must be in (0, 1], got {t.gamma}")
     if any(m < 1 for m in t.milestones) or any(a >= b for a, b in zip(t.milestones, t.milestones[1:])):

@@ -92,6 +92,9 @@ class Trainer:
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self._all = torch.arange(data.num_train, device=device)
+        steps_per_epoch = -(-data.num_train // cfg.batch_size)
+        self.warmup_steps = round(cfg.warmup_epochs * steps_per_epoch)
+        self.steps = 0
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.cuda:
@@ -102,6 +105,10 @@ class Trainer:
     def lr(self) -> float:
         return self.optimizer.param_groups[0]["lr"]
 
+    def _set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
     def train_epoch(self, indices: torch.Tensor | None = None, hook: Hook | None = None) -> torch.Tensor:
         """One pass over `indices` (all samples if None) in shuffled batches; returns the
         summed training loss as a device tensor (read it once, after the epoch)."""
@@ -109,7 +116,10 @@ class Trainer:
         order = indices[torch.randperm(indices.numel(), generator=self.generator, device=self.device)]
         self.model.train()
         loss_sum = torch.zeros((), device=self.device)
+        scheduled = self.lr
         for idx in order.split(self.cfg.batch_size):
+            if self.steps < self.warmup_steps:
+                self._set_lr(scheduled * (self.steps + 1) / self.warmup_steps)
             x = self.data.batch(idx, self.generator).contiguous(memory_format=self.memory_format)
             with self.autocast():
                 losses = F.cross_entropy(self.forward(x), self.data.train_y[idx], reduction="none")
@@ -118,8 +128,10 @@ class Trainer:
             (total / idx.numel()).backward()
             self.optimizer.step()
             loss_sum += total.detach()
+            self.steps += 1
             if hook is not None:
                 hook(idx, losses.detach())
+        self._set_lr(scheduled)  # the milestone schedule continues from the scheduled value
         self.scheduler.step()
         return loss_sum
 
@@ -141,10 +153,12 @@ class Trainer:
 
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "generator": self.generator.get_state()}
+                "scheduler": self.scheduler.state_dict(), "generator": self.generator.get_state(),
+                "steps": self.steps}
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.generator.set_state(state["generator"])
+        self.steps = state["steps"]
