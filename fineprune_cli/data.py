@@ -286,7 +286,7 @@ def _save_cache(path: Path, obj: dict) -> None:
 
 def make_synthetic(num_train: int = 50000, num_test: int = 10000, num_classes: int = 10,
                    image_size: int = 32, channels: int = 3, seed: int = 0) -> Dataset:
-    """Class templates (smooth random patterns) + per-sample brightness, shift and noise.
+    """Class templates (smooth random patterns) x per-sample brightness + noise, shifted per chunk.
 
     Learnable, not trivial, and identical on every call: its own generator, not the global RNG.
     """
@@ -309,9 +309,9 @@ def _synthetic_tensors(num_train: int, num_test: int, num_classes: int, image_si
         x = torch.empty(n, channels, image_size, image_size, dtype=torch.uint8)
         for lo in range(0, n, 4096):  # chunks keep the float intermediates small
             yc = y[lo:lo + 4096]
-            scale = 0.6 + 0.8 * torch.rand(len(yc), 1, 1, 1, generator=g)
+            scale = 0.3 + 1.4 * torch.rand(len(yc), 1, 1, 1, generator=g)
             noise = bank[torch.randint(0, len(bank), (len(yc),), generator=g)]
-            xc = templates[yc] * scale + 0.35 * noise
+            xc = templates[yc] * scale + 0.6 * noise
             shifts = torch.randint(-3, 4, (2,), generator=g).tolist()
             x[lo:lo + 4096] = (torch.roll(xc, shifts, dims=(2, 3)).clamp(0, 1) * 255).round()
         return x, y

@@ -4,41 +4,71 @@ from __future__ import annotations
 
 import torch
 
+FLUSH_EVERY = 512  # steps buffered before counting; bounds the memory the buffer holds
+
 
 class DroppingCount:
     """One counter per training sample.
 
     `update` takes the per-sample losses of a training step's own forward pass: a sample
-    whose loss exceeds the batch mean x (1 + tolerance) has its count raised by one.
-    Everything stays on the device: no host synchronisation per step.
+    whose loss exceeds its batch's mean x (1 + tolerance) has its count raised by one.
+    Steps are buffered and counted together (a handful of vectorised ops per flush instead
+    of per step), so tracking costs the training loop almost nothing; reading `counts`
+    flushes first, so callers always see every update. No host synchronisation anywhere.
     """
 
     def __init__(self, num_samples: int, tolerance: float = 0.0, device: torch.device | str = "cpu"):
         if tolerance < 0:
             raise ValueError(f"tolerance must be >= 0, got {tolerance}")
         self.tolerance = float(tolerance)
-        self.counts = torch.zeros(num_samples, dtype=torch.int32, device=device)
+        self._counts = torch.zeros(num_samples, dtype=torch.int32, device=device)
+        self._indices: list[torch.Tensor] = []
+        self._losses: list[torch.Tensor] = []
+
+    @property
+    def counts(self) -> torch.Tensor:
+        self.flush()
+        return self._counts
 
     def reset(self) -> None:
-        self.counts.zero_()
+        self._indices.clear()
+        self._losses.clear()
+        self._counts.zero_()
+
+    def update(self, indices: torch.Tensor, losses: torch.Tensor) -> None:
+        self._indices.append(indices)
+        self._losses.append(losses.detach())
+        if len(self._indices) >= FLUSH_EVERY:
+            self.flush()
 
     @torch.no_grad()
-    def update(self, indices: torch.Tensor, losses: torch.Tensor) -> None:
-        losses = losses.detach().float()
-        above = losses > losses.mean() * (1.0 + self.tolerance)
-        # index_add_ rather than counts[idx] += ...: correct even if an index repeats in a batch
-        self.counts.index_add_(0, indices, above.to(torch.int32))
+    def flush(self) -> None:
+        if not self._indices:
+            return
+        dev = self._counts.device
+        sizes = torch.tensor([t.numel() for t in self._losses], device=dev)
+        losses = torch.cat(self._losses).float().to(dev)
+        indices = torch.cat(self._indices).to(dev)
+        batch = torch.repeat_interleave(torch.arange(len(self._losses), device=dev), sizes,
+                                        output_size=losses.numel())
+        means = torch.zeros(len(self._losses), device=dev).index_add_(0, batch, losses) / sizes
+        above = losses > means[batch] * (1.0 + self.tolerance)
+        # index_add_ rather than counts[idx] += ...: correct even if an index repeats
+        self._counts.index_add_(0, indices, above.to(torch.int32))
+        self._indices.clear()
+        self._losses.clear()
 
     def highest(self, m: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Indices of the m highest counts; equal counts ordered by a seeded random permutation."""
-        n = self.counts.numel()
-        perm = torch.randperm(n, generator=generator, device=self.counts.device)
-        order = torch.argsort(self.counts[perm], descending=True, stable=True)
+        counts = self.counts
+        perm = torch.randperm(counts.numel(), generator=generator, device=counts.device)
+        order = torch.argsort(counts[perm], descending=True, stable=True)
         return perm[order[:m]]
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.clone(), "tolerance": self.tolerance}
 
     def load_state_dict(self, state: dict) -> None:
-        self.counts.copy_(state["counts"])
+        self.reset()
+        self._counts.copy_(state["counts"])
         self.tolerance = float(state["tolerance"])

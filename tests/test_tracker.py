@@ -51,3 +51,21 @@ def test_state_round_trip():
     u = DroppingCount(4)
     u.load_state_dict(t.state_dict())
     assert torch.equal(u.counts, t.counts) and u.tolerance == 0.1
+
+
+def test_buffered_batches_keep_their_own_means():
+    t = DroppingCount(6)
+    t.update(torch.tensor([0, 1, 2]), torch.tensor([1.0, 1.0, 7.0]))       # mean 3: sample 2
+    t.update(torch.tensor([3, 4]), torch.tensor([10.0, 20.0]))             # mean 15: sample 4
+    t.update(torch.tensor([5, 2]), torch.tensor([0.5, 0.1]))               # mean 0.3: sample 5
+    assert t.counts.tolist() == [0, 0, 1, 0, 1, 1]
+
+
+def test_flush_threshold_bounds_the_buffer(monkeypatch):
+    import fineprune_cli.tracker as tracker
+
+    monkeypatch.setattr(tracker, "FLUSH_EVERY", 2)
+    t = DroppingCount(4)
+    for _ in range(5):
+        t.update(torch.tensor([0, 1]), torch.tensor([0.0, 1.0]))
+    assert len(t._indices) == 1 and t.counts.tolist() == [0, 5, 0, 0]

@@ -1,0 +1,168 @@
+"""Each loader against small files the test writes in the real format."""
+
+import gzip
+import pickle
+import struct
+
+import numpy as np
+import pytest
+import torch
+from torchvision.io import write_png
+
+from fineprune_cli import data
+from fineprune_cli.data import DataError, balanced_subset, load_dataset, make_synthetic, read_idx
+
+
+def _idx_bytes(arr: np.ndarray) -> bytes:
+    return bytes([0, 0, 8, arr.ndim]) + struct.pack(f">{arr.ndim}I", *arr.shape) + arr.tobytes()
+
+
+def _write_fashion(d, n_train=6, n_test=4, gz=True):
+    rng = np.random.default_rng(0)
+    arrays = {"train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+              "train-labels-idx1-ubyte": (np.arange(n_train) % 10).astype(np.uint8),
+              "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+              "t10k-labels-idx1-ubyte": (np.arange(n_test) % 10).astype(np.uint8)}
+    for name, arr in arrays.items():
+        if gz:
+            with gzip.open(d / f"{name}.gz", "wb") as f:
+                f.write(_idx_bytes(arr))
+        else:
+            (d / name).write_bytes(_idx_bytes(arr))
+    return arrays
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_fashion_mnist_idx_round_trip(tmp_path, gz):
+    arrays = _write_fashion(tmp_path, gz=gz)
+    ds = load_dataset("fashion-mnist", tmp_path)
+    assert ds.train_x.shape == (6, 1, 28, 28) and ds.test_x.shape == (4, 1, 28, 28)
+    assert np.array_equal(ds.train_x[:, 0].numpy(), arrays["train-images-idx3-ubyte"])
+    assert ds.train_y.tolist() == list(range(6)) and ds.train_y.dtype == torch.int64
+
+
+def test_truncated_idx_names_the_file(tmp_path):
+    _write_fashion(tmp_path, gz=False)
+    path = tmp_path / "train-images-idx3-ubyte"
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(DataError, match="train-images-idx3-ubyte is truncated"):
+        load_dataset("fashion-mnist", tmp_path)
+    path.write_bytes(b"\x01\x02")
+    with pytest.raises(DataError, match="bad magic"):
+        read_idx(path)
+
+
+def test_missing_fashion_mnist_says_how_to_get_it(tmp_path):
+    with pytest.raises(DataError, match="apt-get install dataset-fashion-mnist"):
+        load_dataset("fashion-mnist", tmp_path)
+
+
+def _cifar_batch(path, n, label_key, seed):
+    rng = np.random.default_rng(seed)
+    d = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), label_key: list(rng.integers(0, 10, n))}
+    with open(path, "wb") as f:
+        pickle.dump(d, f)
+    return d
+
+
+def test_cifar10_pickles_round_trip_chw(tmp_path):
+    sub = tmp_path / "cifar-10-batches-py"
+    sub.mkdir()
+    batches = [_cifar_batch(sub / f"data_batch_{i}", 3, b"labels", i) for i in range(1, 6)]
+    test = _cifar_batch(sub / "test_batch", 2, b"labels", 9)
+    with open(sub / "batches.meta", "wb") as f:
+        pickle.dump({b"label_names": [f"c{i}".encode() for i in range(10)]}, f)
+    ds = load_dataset("cifar10", tmp_path)
+    assert ds.train_x.shape == (15, 3, 32, 32) and ds.test_x.shape == (2, 3, 32, 32)
+    first = batches[0][b"data"][1].reshape(3, 32, 32)             # R plane, then G, then B
+    assert np.array_equal(ds.train_x[1].numpy(), first)
+    assert ds.test_y.tolist() == [int(v) for v in test[b"labels"]] and ds.classes[3] == "c3"
+
+
+def test_cifar100_uses_fine_labels(tmp_path):
+    sub = tmp_path / "cifar-100-python"
+    sub.mkdir()
+    train = _cifar_batch(sub / "train", 4, b"fine_labels", 1)
+    _cifar_batch(sub / "test", 2, b"fine_labels", 2)
+    ds = load_dataset("cifar100", tmp_path)
+    assert ds.num_classes == 100 and ds.train_y.tolist() == [int(v) for v in train[b"fine_labels"]]
+
+
+def test_corrupt_pickle_and_missing_cifar(tmp_path):
+    with pytest.raises(DataError, match="cifar-10-batches-py not found"):
+        load_dataset("cifar10", tmp_path)
+    sub = tmp_path / "cifar-10-batches-py"
+    sub.mkdir()
+    for i in range(1, 6):
+        _cifar_batch(sub / f"data_batch_{i}", 2, b"labels", i)
+    (sub / "test_batch").write_bytes(pickle.dumps({b"data": 1})[:5])
+    with pytest.raises(DataError, match="test_batch: corrupt or truncated"):
+        load_dataset("cifar10", tmp_path)
+
+
+def _image_folder(root, size=8):
+    g = torch.Generator().manual_seed(0)
+    for split, n in (("train", 3), ("test", 2)):
+        for cls in ("zebra", "apple"):
+            (root / split / cls).mkdir(parents=True)
+            for i in range(n):
+                write_png(torch.randint(0, 256, (3, size, size), generator=g, dtype=torch.uint8),
+                          str(root / split / cls / f"{i}.png"))
+
+
+def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
+    _image_folder(tmp_path)
+    ds = load_dataset("folder", tmp_path)
+    assert ds.classes == ["apple", "zebra"] and ds.train_y.tolist() == [0, 0, 0, 1, 1, 1]
+    assert ds.train_x.shape == (6, 3, 8, 8) and (tmp_path / data.CACHE_NAME).is_file()
+    monkeypatch.setattr(data, "_decode_all", lambda items: pytest.fail("decoded again"))
+    again = load_dataset("folder", tmp_path)
+    assert torch.equal(again.train_x, ds.train_x) and torch.equal(again.test_y, ds.test_y)
+
+
+def test_unreadable_image_names_the_file(tmp_path):
+    _image_folder(tmp_path)
+    bad = tmp_path / "train" / "apple" / "broken.jpg"
+    bad.write_bytes(b"not a jpeg")
+    with pytest.raises(DataError, match="broken.jpg"):
+        load_dataset("folder", tmp_path)
+
+
+def test_folder_layout_errors(tmp_path):
+    with pytest.raises(DataError, match="needs --data-dir"):
+        load_dataset("folder")
+    with pytest.raises(DataError, match="train/<class>"):
+        load_dataset("folder", tmp_path)
+
+
+def test_synthetic_is_deterministic_and_learnable():
+    a, b = make_synthetic(num_train=2000, num_test=500), make_synthetic(num_train=2000, num_test=500)
+    assert torch.equal(a.train_x, b.train_x) and a.train_x.shape == (2000, 3, 32, 32)
+    x = a.train_x.float().flatten(1)
+    means = torch.stack([x[a.train_y == c].mean(0) for c in range(10)])
+    pred = torch.cdist(a.test_x.float().flatten(1), means).argmin(1)
+    acc = (pred == a.test_y).float().mean().item()
+    assert 0.3 < acc < 0.995                       # learnable, well above chance (0.1)
+
+
+def test_balanced_subset():
+    labels = torch.arange(1000) % 10
+    idx = balanced_subset(labels, 105, seed=1)
+    counts = torch.bincount(labels[idx], minlength=10).tolist()
+    assert counts == [11] * 5 + [10] * 5
+    assert torch.equal(idx, balanced_subset(labels, 105, seed=1))
+    assert not torch.equal(idx, balanced_subset(labels, 105, seed=2))
+    with pytest.raises(DataError):
+        balanced_subset(labels, 1001, seed=0)
+
+
+def test_unknown_dataset():
+    with pytest.raises(DataError, match="choose one of: fashion-mnist"):
+        load_dataset("mnist")
+
+
+@pytest.mark.skipif(not data.FASHION_MNIST_SYSTEM_DIR.is_dir(),
+                    reason="Debian's dataset-fashion-mnist is not installed")
+def test_system_fashion_mnist():
+    ds = load_dataset("fashion-mnist")
+    assert (ds.num_train, ds.test_y.numel(), ds.in_channels, ds.image_size) == (60000, 10000, 1, 28)
