@@ -65,12 +65,20 @@ def prepare_run_dir(path: Path) -> Path:
 
 
 def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent, timeout=5)
-    except (OSError, subprocess.SubprocessError):
+    """Short commit of the code, '-dirty' when tracked code outside results/ has changed."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5,
+                                 cwd=Path(__file__).resolve().parent)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit is None:
         return "unknown"
-    return out.stdout.strip() if out.returncode == 0 else "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(exclude,top)results")
+    return commit + ("-dirty" if dirty else "")
 
 
 class RunRecord:
