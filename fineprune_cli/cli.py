@@ -45,14 +45,14 @@ app = typer.Typer(
 
 # Options shared by several commands; each fills one Config field (None = not given).
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run; flags override it.")]
-EpochsOpt = Annotated[Optional[int], typer.Option(help="Training epochs n. [default: 200]")]
-WindowOpt = Annotated[Optional[int], typer.Option(help="DroppingCount window w in epochs. [default: 60]")]
-StartOpt = Annotated[Optional[int], typer.Option(help="Starting point a_0: first pruning position in a window. [default: 30]")]
-AttenOpt = Annotated[Optional[float], typer.Option(help="a_k = int(a_{k-1}/attenuation) per new window. [default: 2]")]
-BlockOpt = Annotated[Optional[int], typer.Option(help="PruningBlock: epochs per block. [default: 2]")]
-CountOpt = Annotated[Optional[int], typer.Option(help="PruningCount: pruning epochs per block. [default: 1]")]
-FracOpt = Annotated[Optional[float], typer.Option(help="Share of samples left out of a pruning epoch. [default: 0.3]")]
-TolOpt = Annotated[Optional[float], typer.Option(help="Count a sample when loss > batch mean x (1 + tolerance). [default: 0]")]
+EpochsOpt = Annotated[Optional[int], typer.Option(help="Training epochs n. (default 200)")]
+WindowOpt = Annotated[Optional[int], typer.Option(help="DroppingCount window w in epochs. (default 60)")]
+StartOpt = Annotated[Optional[int], typer.Option(help="Starting point a_0: first pruning position in a window. (default 30)")]
+AttenOpt = Annotated[Optional[float], typer.Option(help="a_k = int(a_{k-1}/attenuation) per new window. (default 2)")]
+BlockOpt = Annotated[Optional[int], typer.Option(help="PruningBlock: epochs per block. (default 2)")]
+CountOpt = Annotated[Optional[int], typer.Option(help="PruningCount: pruning epochs per block. (default 1)")]
+FracOpt = Annotated[Optional[float], typer.Option(help="Share of samples left out of a pruning epoch. (default 0.3)")]
+TolOpt = Annotated[Optional[float], typer.Option(help="Count a sample when loss > batch mean x (1 + tolerance). (default 0)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -69,16 +69,16 @@ def train(
     dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="fashion-mnist, cifar10, cifar100, folder or synthetic.")] = None,
     epochs: EpochsOpt = None,
     batch_size: Annotated[Optional[int], typer.Option(help="[default: 128]")] = None,
-    lr: Annotated[Optional[float], typer.Option(help="Initial learning rate. [default: 0.1]")] = None,
+    lr: Annotated[Optional[float], typer.Option(help="Initial learning rate. (default 0.1)")] = None,
     milestones: Annotated[Optional[str], typer.Option(help="Epochs where lr is multiplied by gamma (0.2), e.g. 60,120,160.")] = None,
     seed: Annotated[Optional[int], typer.Option(help="[default: 0]")] = None,
     subset: Annotated[Optional[int], typer.Option(help="Train on a fixed, seeded, class-balanced subset of N samples.")] = None,
     data_dir: Annotated[Optional[str], typer.Option(help="Dataset folder (cifar10/100, folder, fashion-mnist elsewhere than Debian's).")] = None,
     download: Annotated[Optional[bool], typer.Option("--download", help="Fetch cifar10/100 or fashion-mnist into --data-dir (needs internet).")] = None,
-    widen: Annotated[Optional[int], typer.Option(help="WRN widen factor k. [default: 8]")] = None,
-    device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda or cuda:N. [default: auto]")] = None,
+    widen: Annotated[Optional[int], typer.Option(help="WRN widen factor k. (default 8)")] = None,
+    device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda or cuda:N. (default auto)")] = None,
     compile: Annotated[Optional[bool], typer.Option("--compile/--no-compile", help="torch.compile the model.")] = None,
-    out: Annotated[Optional[str], typer.Option(help="Run folder. [default: results/runs/<time>-<model>-<dataset>]")] = None,
+    out: Annotated[Optional[str], typer.Option(help="Run folder. (default results/runs/<time>-<model>-<dataset>)")] = None,
     config: ConfigOpt = None,
     prune: Annotated[Optional[bool], typer.Option("--prune/--no-prune", help="Turn data fine-pruning on.")] = None,
     policy: Annotated[Optional[str], typer.Option(help="fine (DroppingCount) or random (equal-budget control).")] = None,
