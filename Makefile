@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test demo bench clean-venv
+.PHONY: setup test demo reproduce cifar10-jpeg cifar10-lenet-cpu bench clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -23,9 +23,28 @@ $(FMNIST):
 test: setup
 	$(PY) -m pytest -q
 
+FP := $(VENV)/bin/fineprune
+
+# LeNet on Fashion-MNIST: regular, fine-pruning and the random control, then the report.
 demo: setup
-	$(VENV)/bin/fineprune train --model lenet --dataset fashion-mnist --epochs 10 --prune \
-		--window 4 --start 1 --block 2 --count 1 --milestones 6,8 --out results/runs/demo
+	$(FP) compare --config experiments/demo.yaml
+	$(FP) report results/demo/runs --out results/demo
+	@echo "tables: results/demo/table1_time.md, results/demo/table2_accuracy.md; plots: results/demo/plots/; start at results/demo/index.md"
+
+# The paper's ten models on CIFAR-10 (a GPU job: about 3 x 10 x 200 epochs).
+reproduce: setup
+	$(FP) compare --config experiments/paper.yaml
+	$(FP) report results/paper/runs --out results/paper
+	@echo "tables and plots: results/paper/index.md"
+
+# The JPEG re-encoding of CIFAR-10 from ../shared/data, unpacked outside git (.data is ignored).
+cifar10-jpeg: .data/cifar10-jpeg/test
+.data/cifar10-jpeg/test:
+	$(PY) ../shared/data/unpack_cifar10_jpeg.py .data/cifar10-jpeg
+
+cifar10-lenet-cpu: setup cifar10-jpeg
+	$(FP) compare --config experiments/cifar10-lenet-cpu.yaml
+	$(FP) report results/cifar10-jpeg-lenet-cpu/runs --out results/cifar10-jpeg-lenet-cpu
 
 bench: setup
 	$(PY) experiments/bench/bench_trainer.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -53,6 +54,16 @@ BlockOpt = Annotated[Optional[int], typer.Option(help="PruningBlock: epochs per 
 CountOpt = Annotated[Optional[int], typer.Option(help="PruningCount: pruning epochs per block. (default 1)")]
 FracOpt = Annotated[Optional[float], typer.Option(help="Share of samples left out of a pruning epoch. (default 0.3)")]
 TolOpt = Annotated[Optional[float], typer.Option(help="Count a sample when loss > batch mean x (1 + tolerance). (default 0)")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Model name (see `fineprune models`).")]
+DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", "-d", help="fashion-mnist, cifar10, cifar100, folder or synthetic.")]
+BatchOpt = Annotated[Optional[int], typer.Option(help="Batch size. (default 128)")]
+LrOpt = Annotated[Optional[float], typer.Option(help="Initial learning rate. (default 0.1)")]
+MilestonesOpt = Annotated[Optional[str], typer.Option(help="Epochs where lr is multiplied by gamma (0.2), e.g. 60,120,160.")]
+TestSubsetOpt = Annotated[Optional[int], typer.Option(help="Evaluate on a fixed class-balanced subset of N test samples (quick checks).")]
+SubsetOpt = Annotated[Optional[int], typer.Option(help="Train on a fixed, seeded, class-balanced subset of N samples.")]
+DataDirOpt = Annotated[Optional[str], typer.Option(help="Dataset folder (cifar10/100, folder, fashion-mnist elsewhere than Debian's).")]
+DeviceOpt = Annotated[Optional[str], typer.Option(help="auto, cpu, cuda or cuda:N. (default auto)")]
+CompileOpt = Annotated[Optional[bool], typer.Option("--compile/--no-compile", help="torch.compile the model.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -65,19 +76,13 @@ def _schedule_overrides(epochs, window, start, attenuation, block, count, prune_
 
 @app.command()
 def train(
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model name (see `fineprune models`).")] = None,
-    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="fashion-mnist, cifar10, cifar100, folder or synthetic.")] = None,
-    epochs: EpochsOpt = None,
-    batch_size: Annotated[Optional[int], typer.Option(help="[default: 128]")] = None,
-    lr: Annotated[Optional[float], typer.Option(help="Initial learning rate. (default 0.1)")] = None,
-    milestones: Annotated[Optional[str], typer.Option(help="Epochs where lr is multiplied by gamma (0.2), e.g. 60,120,160.")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="[default: 0]")] = None,
-    subset: Annotated[Optional[int], typer.Option(help="Train on a fixed, seeded, class-balanced subset of N samples.")] = None,
-    data_dir: Annotated[Optional[str], typer.Option(help="Dataset folder (cifar10/100, folder, fashion-mnist elsewhere than Debian's).")] = None,
+    model: ModelOpt = None, dataset: DatasetOpt = None, epochs: EpochsOpt = None,
+    batch_size: BatchOpt = None, lr: LrOpt = None, milestones: MilestonesOpt = None,
+    seed: Annotated[Optional[int], typer.Option(help="Random seed. (default 0)")] = None,
+    subset: SubsetOpt = None, test_subset: TestSubsetOpt = None, data_dir: DataDirOpt = None,
     download: Annotated[Optional[bool], typer.Option("--download", help="Fetch cifar10/100 or fashion-mnist into --data-dir (needs internet).")] = None,
     widen: Annotated[Optional[int], typer.Option(help="WRN widen factor k. (default 8)")] = None,
-    device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda or cuda:N. (default auto)")] = None,
-    compile: Annotated[Optional[bool], typer.Option("--compile/--no-compile", help="torch.compile the model.")] = None,
+    device: DeviceOpt = None, compile: CompileOpt = None,
     out: Annotated[Optional[str], typer.Option(help="Run folder. (default results/runs/<time>-<model>-<dataset>)")] = None,
     config: ConfigOpt = None,
     prune: Annotated[Optional[bool], typer.Option("--prune/--no-prune", help="Turn data fine-pruning on.")] = None,
@@ -91,13 +96,15 @@ def train(
 
     overrides = {
         "model.name": model, "model.widen": widen, "data.dataset": dataset, "data.data_dir": data_dir,
-        "data.download": download, "data.subset": subset, "train.batch_size": batch_size,
+        "data.download": download, "data.subset": subset, "data.test_subset": test_subset,
+        "train.batch_size": batch_size,
         "train.lr": lr, "train.milestones": parse_int_list(milestones, "--milestones"),
         "run.seed": seed, "run.device": device, "run.compile": compile, "run.out": out,
         "prune.enabled": prune, "prune.policy": policy,
         **_schedule_overrides(epochs, window, start, attenuation, block, count, prune_fraction, tolerance),
     }
-    summary = run_training(build_config(config, overrides), show_progress=not as_json)
+    summary = run_training(build_config(config, overrides), show_progress=not as_json,
+                           command=_invocation())
     if as_json:
         console.print_json(summary)
         return
@@ -106,6 +113,78 @@ def train(
         f"(best-3 {summary['best3_accuracy']:.2f}%), training {summary['train_seconds']:.1f}s "
         f"over {summary['epochs']} epochs, {summary['samples_skipped']} samples skipped")
     console.result(f"run folder: {summary['run_dir']}")
+
+
+@app.command()
+def compare(
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model name(s), comma-separated.")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset name(s), comma-separated.")] = None,
+    seeds: Annotated[Optional[str], typer.Option(help="Seeds, e.g. 0,1,2. (default 0)")] = None,
+    policies: Annotated[Optional[str], typer.Option(help="Any of regular,fine,random. (default all three)")] = None,
+    epochs: EpochsOpt = None, batch_size: BatchOpt = None, lr: LrOpt = None,
+    milestones: MilestonesOpt = None, subset: SubsetOpt = None, test_subset: TestSubsetOpt = None,
+    data_dir: DataDirOpt = None,
+    device: DeviceOpt = None, compile: CompileOpt = None,
+    out: Annotated[Optional[str], typer.Option(help="Folder for the run folders. (default results/runs/compare)")] = None,
+    config: ConfigOpt = None, window: WindowOpt = None, start: StartOpt = None,
+    attenuation: AttenOpt = None, block: BlockOpt = None, count: CountOpt = None,
+    prune_fraction: FracOpt = None, tolerance: TolOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Train regular, fine-pruned and random-control runs with identical seeds and compare them.
+
+    Runs already complete in --out are reused, so an interrupted compare continues."""
+    from .compare import run_matrix
+    from .runs import load_runs
+    from .tables import summary_rows
+    from .views import show_compare
+
+    overrides = {
+        "compare.models": _names(model), "compare.datasets": _names(dataset),
+        "compare.seeds": parse_int_list(seeds, "--seeds"), "compare.policies": _names(policies),
+        "compare.out": out, "data.data_dir": data_dir, "data.subset": subset,
+        "data.test_subset": test_subset,
+        "train.batch_size": batch_size, "train.lr": lr,
+        "train.milestones": parse_int_list(milestones, "--milestones"),
+        "run.device": device, "run.compile": compile,
+        **_schedule_overrides(epochs, window, start, attenuation, block, count, prune_fraction, tolerance),
+    }
+    cfg = build_config(config, overrides)
+    dirs = run_matrix(cfg, show_progress=not as_json, command=_invocation())
+    runs, _ = load_runs(dirs)
+    rows = summary_rows(runs)
+    if as_json:
+        console.print_json(rows)
+        return
+    show_compare(rows)
+    console.result(f"run folders: {cfg.compare.out}  (tables and plots: fineprune report {cfg.compare.out})")
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")] = None,
+    out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots (needs matplotlib).")] = True,
+    notes: Annotated[Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the paper's Tables 1 and 2 (CSV + Markdown), plots and an index.md from run folders."""
+    from .report import write_report
+    from .views import show_report
+
+    text = ""
+    if notes is not None:
+        try:
+            text = notes.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
+    rep = write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text)
+    if as_json:
+        console.print_json({
+            "out": str(rep.out), "runs": [str(r.path) for r in rep.runs],
+            "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
+            "files": [str(f) for f in rep.files]})
+        return
+    show_report(rep)
 
 
 @app.command()
@@ -153,6 +232,14 @@ def list_models() -> None:
 
     for name in models.list_models():
         console.result(name)
+
+
+def _names(text: str | None) -> list[str] | None:
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _invocation() -> str:
+    return shlex.join(["fineprune", *sys.argv[1:]])
 
 
 def main() -> None:

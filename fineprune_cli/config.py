@@ -32,7 +32,9 @@ class DataConfig:
     data_dir: str | None = None
     download: bool = False
     subset: int | None = None           # class-balanced training subset size
+    test_subset: int | None = None      # class-balanced test subset size (quick checks)
     augment: str = "auto"               # auto | none | crop-flip
+    label: str = ""                     # name shown in reports, e.g. "CIFAR-10 (JPEG q75)"
 
 
 @dataclass
@@ -76,12 +78,23 @@ class RunConfig:
 
 
 @dataclass
+class CompareConfig:
+    """The matrix `fineprune compare` runs; `train` ignores this section."""
+    models: list[str] = field(default_factory=list)     # default: model.name
+    datasets: list[str] = field(default_factory=list)   # default: data.dataset
+    policies: list[str] = field(default_factory=lambda: ["regular", "fine", "random"])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    out: str = "results/runs/compare"   # <out>/<model>-<dataset>/<policy>-seed<s>/
+
+
+@dataclass
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     prune: PruneConfig = field(default_factory=PruneConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -200,8 +213,9 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"unknown dataset '{cfg.data.dataset}'; choose one of: {', '.join(DATASETS)}")
     if cfg.data.augment not in ("auto", "none", "crop-flip"):
         raise ConfigError("augment must be one of: auto, none, crop-flip")
-    if cfg.data.subset is not None and cfg.data.subset < 1:
-        raise ConfigError("--subset must be a positive number of samples")
+    for name in ("subset", "test_subset"):
+        if getattr(cfg.data, name) is not None and getattr(cfg.data, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be a positive number of samples")
     t = cfg.train
     for name in ("epochs", "batch_size", "eval_batch_size"):
         if getattr(t, name) < 1:

@@ -52,7 +52,7 @@ class Dataset:
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, download: bool = False,
-                 subset: int | None = None, seed: int = 0) -> Dataset:
+                 subset: int | None = None, seed: int = 0, test_subset: int | None = None) -> Dataset:
     loaders = {"fashion-mnist": _fashion_mnist, "cifar10": _cifar10, "cifar100": _cifar100,
                "folder": _folder, "synthetic": lambda d, dl: make_synthetic()}
     if name not in loaders:
@@ -61,13 +61,16 @@ def load_dataset(name: str, data_dir: str | Path | None = None, download: bool =
     if subset is not None:
         idx = balanced_subset(ds.train_y, subset, seed)
         ds.train_x, ds.train_y = ds.train_x[idx].contiguous(), ds.train_y[idx].contiguous()
+    if test_subset is not None:  # a fixed test subset: the same for every seed
+        idx = balanced_subset(ds.test_y, test_subset, 0, "--test-subset")
+        ds.test_x, ds.test_y = ds.test_x[idx].contiguous(), ds.test_y[idx].contiguous()
     return ds
 
 
-def balanced_subset(labels: torch.Tensor, n: int, seed: int) -> torch.Tensor:
+def balanced_subset(labels: torch.Tensor, n: int, seed: int, option: str = "--subset") -> torch.Tensor:
     """A fixed, seeded subset with floor(n / C) samples per class, the remainder to the first classes."""
     if not 1 <= n <= labels.numel():
-        raise DataError(f"--subset must be between 1 and {labels.numel()}, got {n}")
+        raise DataError(f"{option} must be between 1 and {labels.numel()}, got {n}")
     classes = torch.unique(labels)
     g = torch.Generator().manual_seed(seed)
     per, extra = divmod(n, len(classes))

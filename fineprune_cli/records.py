@@ -125,3 +125,16 @@ def read_metrics(run_dir: Path) -> list[dict[str, str]]:
         raise ConfigError(f"{run_dir} is not a run folder: {METRICS} is missing") from None
     except (OSError, csv.Error, UnicodeDecodeError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
+
+
+def load_run_config(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / CONFIG
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{run_dir} is not a run folder: {CONFIG} is missing") from None
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        raise ConfigError(f"{path} is unreadable or corrupt") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is unreadable or corrupt")
+    return data

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,16 @@ def best3(accuracies: list[float]) -> float:
     return sum(top) / len(top) if top else float("nan")
 
 
-def train(cfg: Config, show_progress: bool = True) -> dict[str, Any]:
+def train(cfg: Config, show_progress: bool = True, command: str | None = None,
+          bar: Any = None) -> dict[str, Any]:
+    """Train as `cfg` says. `command` (how it was launched) is kept in the summary; `bar`
+    is a caller's progress bar to advance once per epoch instead of showing our own."""
     validate(cfg)
     record = RunRecord(Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset))
     device = resolve_device(cfg.run.device)
     d = cfg.data
-    dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed)
+    dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed,
+                           test_subset=d.test_subset)
     torch.manual_seed(cfg.run.seed)
     kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
     model = models.create(cfg.model.name, dataset.in_channels, dataset.num_classes, **kwargs)
@@ -62,8 +67,10 @@ def train(cfg: Config, show_progress: bool = True) -> dict[str, Any]:
     pruner = build_pruner(cfg, data.num_train, device)
     record.write_config(cfg.to_dict())
     summary = _base_summary(cfg, device, record.path, data.num_train)
+    if command:
+        summary["command"] = command
     record.write_summary(summary)
-    _loop(cfg, trainer, pruner, record, summary, show_progress)
+    _loop(cfg, trainer, pruner, record, summary, show_progress, bar)
     summary["status"] = "complete"
     summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     record.write_summary(summary)
@@ -77,9 +84,10 @@ def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int)
         "device": describe_device(device), "num_train": num_train, "run_dir": str(path),
         "torch": torch.__version__, "git_commit": git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "pruning": cfg.prune.enabled,
+        "dataset_label": cfg.data.label or cfg.data.dataset,
+        "policy": cfg.prune.policy if cfg.prune.enabled else "regular",
     }
     if cfg.prune.enabled:
-        summary["policy"] = cfg.prune.policy
         summary["schedule"] = {k: getattr(cfg.prune, k) for k in
                                ("window", "start", "attenuation", "block", "count",
                                 "prune_fraction", "tolerance")}
@@ -87,7 +95,7 @@ def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int)
 
 
 def _loop(cfg: Config, trainer: Trainer, pruner: Pruner | None, record: RunRecord,
-          summary: dict[str, Any], show_progress: bool) -> None:
+          summary: dict[str, Any], show_progress: bool, outer_bar: Any = None) -> None:
     rows: list[dict[str, Any]] = []
     watch = Stopwatch(trainer.device)
     hook = None
@@ -97,7 +105,8 @@ def _loop(cfg: Config, trainer: Trainer, pruner: Pruner | None, record: RunRecor
                 pruner.update(idx, losses)
     n_epochs = cfg.train.epochs
     train_total = eval_total = overhead_before = 0.0
-    with console.progress(n_epochs, f"{cfg.model.name} on {cfg.data.dataset}", show_progress) as bar:
+    own_bar = console.progress(n_epochs, f"{cfg.model.name} on {cfg.data.dataset}", show_progress)
+    with (nullcontext(outer_bar) if outer_bar is not None else own_bar) as bar:
         for epoch in range(1, n_epochs + 1):
             lr = trainer.lr
             synchronize(trainer.device)

@@ -46,3 +46,35 @@ def render_timeline(schedule: PruneSchedule, epochs: int) -> Text:
             text.append(mark, style="bold red" if mark == "#" else "dim")
         text.append("|\n")
     return text
+
+
+def _pm(row: dict, name: str, digits: int, unit: str = "") -> str:
+    mean, std = row.get(f"{name}_mean", ""), row.get(f"{name}_std", "")
+    if mean == "":
+        return "—"
+    text = f"{mean:.{digits}f}"
+    return text + (f" ± {std:.{digits}f}" if row["seeds"] > 1 else "") + unit
+
+
+def show_compare(rows: list[dict]) -> None:
+    table = Table(title="Regular vs fine-pruning vs random control (saved, Δ acc: paired by seed)")
+    for name in ("model", "data", "policy", "seeds", "train", "saved", "skipped", "final acc",
+                 "Δ acc", "best-3"):
+        table.add_column(name, justify="left" if name in ("model", "data", "policy") else "right")
+    for r in rows:
+        table.add_row(r["model"], r["dataset"], r["policy"], str(r["seeds"]),
+                      _pm(r, "train_s", 1, " s"), _pm(r, "saved_pct", 2, "%"),
+                      _pm(r, "skipped_pct", 1, "%"), _pm(r, "final_acc", 2, "%"),
+                      _pm(r, "d_final", 2, " pt"), _pm(r, "best3_acc", 2, "%"))
+    console.result(table)
+
+
+def show_report(rep) -> None:
+    from .tables import summary_rows
+
+    if rep.runs:
+        show_compare(summary_rows(rep.runs))
+    for p in rep.problems:
+        console.info(f"left out {p.path}: {p.status} ({p.reason})")
+    console.result(f"{len(rep.runs)} runs, {len(rep.problems)} left out; "
+                   f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})")

@@ -166,3 +166,13 @@ def test_unknown_dataset():
 def test_system_fashion_mnist():
     ds = load_dataset("fashion-mnist")
     assert (ds.num_train, ds.test_y.numel(), ds.in_channels, ds.image_size) == (60000, 10000, 1, 28)
+
+
+def test_test_subset_is_balanced_and_fixed():
+    a = load_dataset("synthetic", subset=100, seed=1, test_subset=200)
+    b = load_dataset("synthetic", subset=100, seed=2, test_subset=200)
+    assert a.test_y.numel() == 200 and torch.bincount(a.test_y, minlength=10).tolist() == [20] * 10
+    assert torch.equal(a.test_x, b.test_x)          # the same test samples for every seed
+    assert not torch.equal(a.train_x, b.train_x)
+    with pytest.raises(DataError, match="--test-subset must be between"):
+        load_dataset("synthetic", test_subset=10**6)

@@ -1,0 +1,129 @@
+"""The report's pictures (matplotlib, Agg): each readable without the text around it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from .errors import ConfigError
+from .runs import Run
+from .tables import POLICY_ORDER, display_name, group, policy_stats
+
+COLORS = {"regular": "#444444", "fine": "#d62728", "random": "#1f77b4"}
+NAMES = {"regular": "regular", "fine": "fine-pruning", "random": "random control"}
+
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError("plots need matplotlib: pip install 'fineprune[plot]' or pass --no-plots") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def slug(*parts: str) -> str:
+    return "-".join(re.sub(r"[^a-z0-9]+", "-", p.lower()).strip("-") for p in parts)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    fig.clf()
+    return path
+
+
+def _mean_curve(runs: list[Run], column: str) -> tuple[list[float], list[float]]:
+    epochs = [row["epoch"] for row in runs[0].metrics]
+    values = [sum(r.metrics[i][column] for r in runs) / len(runs) for i in range(len(epochs))]
+    return epochs, values
+
+
+def curves(by_policy: dict[str, dict[int, Run]], title: str, path: Path) -> Path:
+    """Test loss and accuracy per epoch, one line per policy (mean over seeds), as Figure 1."""
+    plt = _plt()
+    fig, (ax_loss, ax_acc) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for policy in [p for p in POLICY_ORDER if p in by_policy]:
+        runs = list(by_policy[policy].values())
+        for ax, column in ((ax_loss, "test_loss"), (ax_acc, "test_accuracy")):
+            x, y = _mean_curve(runs, column)
+            ax.plot(x, y, color=COLORS[policy], lw=1.2, label=f"{NAMES[policy]} ({len(runs)} seeds)")
+    if "fine" in by_policy:
+        for row in next(iter(by_policy["fine"].values())).metrics:
+            if row["pruned"]:
+                ax_acc.axvspan(row["epoch"] - 0.5, row["epoch"] + 0.5, color="#d62728", alpha=0.08, lw=0)
+    ax_loss.set_ylabel("test loss")
+    ax_acc.set_ylabel("test accuracy (%)")
+    ax_acc.set_xlabel("epoch (shaded: pruning epochs)")
+    ax_loss.set_title(title)
+    ax_loss.legend()
+    ax_loss.grid(alpha=0.3)
+    ax_acc.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def timeline(run: Run, title: str, path: Path) -> Path:
+    """Samples trained per epoch, pruning epochs in red and window resets marked, as Figure 3."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 2.6))
+    epochs = [r["epoch"] for r in run.metrics]
+    samples = [r["samples"] for r in run.metrics]
+    colors = [COLORS["fine"] if r["pruned"] else "#bbbbbb" for r in run.metrics]
+    ax.bar(epochs, samples, width=1.0, color=colors, lw=0)
+    window = run.summary.get("schedule", {}).get("window")
+    if window:
+        for start in range(1, len(epochs) + 1, window):
+            ax.axvline(start - 0.5, color="black", lw=0.8, ls="--")
+    n_pruned = sum(1 for r in run.metrics if r["pruned"])
+    ax.set_title(f"{title}: {n_pruned} of {len(epochs)} epochs pruned (red); dashed = DroppingCount reset")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("samples trained")
+    ax.set_xlim(0.5, len(epochs) + 0.5)
+    return _save(fig, path)
+
+
+def counts_histogram(run: Run, title: str, path: Path) -> Path | None:
+    """DroppingCount over the training set at the end of each window."""
+    if not run.counts:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    top = int(max(int(c.max()) for c in run.counts.values()))
+    for window, counts in sorted(run.counts.items()):
+        hist = torch.bincount(counts.flatten().long().clamp(min=0), minlength=top + 1)
+        ax.step(range(top + 1), hist.tolist(), where="mid", label=f"window {window}")
+    ax.set_yscale("log")
+    ax.set_xlabel("DroppingCount (epochs with loss above the batch mean)")
+    ax.set_ylabel("training samples")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def tradeoff(runs: list[Run], path: Path) -> Path:
+    """Time saved against accuracy change, one point per model and policy (mean ± std)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for (model, label), by_policy in group(runs).items():
+        for policy in ("fine", "random"):
+            st = policy_stats(by_policy, policy)
+            if not st["saved_pct"].values:
+                continue
+            ax.errorbar(st["saved_pct"].mean, st["d_final"].mean, xerr=st["saved_pct"].std,
+                        yerr=st["d_final"].std, fmt="o" if policy == "fine" else "s",
+                        color=COLORS[policy], capsize=3)
+            ax.annotate(display_name(model), (st["saved_pct"].mean, st["d_final"].mean),
+                        textcoords="offset points", xytext=(5, 5), fontsize=8)
+    for policy in ("fine", "random"):
+        ax.plot([], [], "o" if policy == "fine" else "s", color=COLORS[policy], label=NAMES[policy])
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set_xlabel("training time saved vs regular (%)")
+    ax.set_ylabel("final test accuracy − regular (points)")
+    ax.set_title("Time saved against accuracy change (paired by seed)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return _save(fig, path)

@@ -1,0 +1,129 @@
+"""`fineprune report`: run folders in, tables (CSV + Markdown), plots and index.md out.
+
+The CSV and Markdown depend only on the runs read, so the same runs give byte-identical
+files; nothing is stamped with the time the report was made.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import plots
+from .records import atomic_write_text
+from .runs import Problem, Run, load_runs
+from .tables import display_name, group, paper_results, summary_rows, table1, table2
+
+RUN_COLUMNS = ("run", "model", "dataset", "policy", "seed", "epochs", "train_seconds",
+               "overhead_seconds", "samples_skipped", "final_accuracy", "best3_accuracy",
+               "device", "git_commit")
+
+
+@dataclass
+class Report:
+    out: Path
+    runs: list[Run]
+    problems: list[Problem]
+    files: list[Path] = field(default_factory=list)
+    notes: str = ""
+
+
+def to_csv(header: list[str], rows: list[list[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def to_markdown(header: list[str], rows: list[list[Any]]) -> str:
+    def line(cells: list[Any]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows]) + "\n"
+
+
+def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "") -> Report:
+    """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md."""
+    runs, problems = load_runs(paths)
+    report = Report(out, runs, problems, notes=notes)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = {"table1_time": table1(runs), "table2_accuracy": table2(runs)} if runs else {}
+    for name, (header, rows) in tables.items():
+        report.files.append(_write(out / f"{name}.csv", to_csv(header, rows)))
+        report.files.append(_write(out / f"{name}.md", to_markdown(header, rows)))
+    srows = summary_rows(runs)
+    if srows:
+        report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [list(r.values()) for r in srows])))
+    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), [_run_row(r) for r in runs])))
+    figures = _plots(runs, out / "plots") if with_plots and runs else []
+    report.files += [f for _, f in figures]
+    report.files.append(_write(out / "index.md", _index(report, tables, figures)))
+    return report
+
+
+def _write(path: Path, text: str) -> Path:
+    atomic_write_text(path, text)
+    return path
+
+
+def _run_row(run: Run) -> list[Any]:
+    s = run.summary
+    return [str(run.path), s["model"], run.label, s["policy"], s["seed"], s["epochs"],
+            s["train_seconds"], s.get("overhead_seconds", 0.0), s["samples_skipped"],
+            s["final_accuracy"], round(s["best3_accuracy"], 4), s.get("device", ""),
+            s.get("git_commit", "")]
+
+
+def _plots(runs: list[Run], folder: Path) -> list[tuple[str, Path]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = []
+    for (model, label), by_policy in group(runs).items():
+        title = f"{display_name(model)} on {label}"
+        stem = plots.slug(model, label)
+        figures.append((f"{title}: test loss and accuracy",
+                        plots.curves(by_policy, title, folder / f"curves-{stem}.png")))
+        fine = by_policy.get("fine") or by_policy.get("random")
+        if fine:
+            first = fine[min(fine)]
+            figures.append((f"{title}: pruning timeline",
+                            plots.timeline(first, title, folder / f"timeline-{stem}.png")))
+            hist = plots.counts_histogram(first, f"{title}: DroppingCount per window",
+                                          folder / f"counts-{stem}.png")
+            if hist:
+                figures.append((f"{title}: DroppingCount at the end of each window", hist))
+    if any(p in by for by in group(runs).values() for p in ("fine", "random")):
+        figures.append(("Time saved against accuracy change", plots.tradeoff(runs, folder / "tradeoff.png")))
+    return figures
+
+
+def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
+           figures: list[tuple[str, Path]]) -> str:
+    parts = ["# Data fine-pruning: results\n"] + ([report.notes.strip() + "\n"] if report.notes else [])
+    runs = report.runs
+    if runs:
+        devices = sorted({str(r.summary.get("device", "unknown")) for r in runs})
+        commits = sorted({str(r.summary.get("git_commit", "unknown")) for r in runs})
+        commands = sorted({str(r.summary["command"]) for r in runs if r.summary.get("command")})
+        parts.append(f"{len(runs)} complete runs. Machine: {'; '.join(devices)}. "
+                     f"torch {runs[0].summary.get('torch', '?')}. Code: {', '.join(commits)}.\n")
+        if commands:
+            parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
+    titles = {"table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
+              "table2_accuracy": "Table 2: test accuracy"}
+    for name, (header, rows) in tables.items():
+        parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}")
+    parts.append(f"Paper rows: {paper_results()['source']}. Speedup is the training time saved "
+                 "against the regular run of the same seed; Random is the equal-budget control "
+                 "(same pruning epochs, same number of samples left out, chosen at random).\n")
+    if figures:
+        parts.append("## Plots\n\n" + "\n".join(
+            f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures))
+    if report.problems:
+        parts.append("## Runs left out\n\n" + "".join(
+            f"- `{p.path}`: {p.status} ({p.reason})\n" for p in report.problems))
+    if not runs:
+        parts.append("No complete runs were found.\n")
+    return "\n".join(parts)

@@ -1,0 +1,113 @@
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fineprune_cli.cli import app
+from fineprune_cli.compare import Job, job_config, plan, run_matrix
+from fineprune_cli.config import build_config
+from fineprune_cli.errors import ConfigError
+
+runner = CliRunner()
+TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "500", "--epochs", "4",
+        "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
+        "--milestones", "3"]
+
+
+def _summary(run_dir):
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def _cfg(tmp_path, **compare):
+    overrides = {"model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 500,
+                 "train.epochs": 4, "train.batch_size": 50, "train.milestones": [3],
+                 "run.device": "cpu", "prune.window": 2, "prune.start": 1,
+                 "compare.out": str(tmp_path / "cmp")}
+    overrides.update({f"compare.{k}": v for k, v in compare.items()})
+    return build_config(None, overrides)
+
+
+def test_plan_runs_whole_seeds_first(tmp_path):
+    cfg = _cfg(tmp_path, models=["lenet", "resnet18"], seeds=[0, 1], policies=["regular", "fine"])
+    jobs = plan(cfg)
+    assert len(jobs) == 2 * 2 * 2
+    assert [j.seed for j in jobs] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert jobs[0] == Job("lenet", "synthetic", "regular", 0)
+    assert jobs[0].run_dir("o").as_posix() == "o/lenet-synthetic/regular-seed0"
+
+
+@pytest.mark.parametrize("compare, words", [
+    ({"policies": ["fine", "lucky"]}, "unknown policy 'lucky'"),
+    ({"seeds": []}, "at least one seed"),
+    ({"models": ["nope"]}, "unknown model 'nope'"),
+])
+def test_plan_rejects_bad_matrices(tmp_path, compare, words):
+    with pytest.raises(ConfigError, match=words):
+        plan(_cfg(tmp_path, **compare))
+
+
+def test_job_config_sets_policy_and_folder(tmp_path):
+    cfg = _cfg(tmp_path)
+    regular, fine, rand = (job_config(cfg, Job("lenet", "synthetic", p, 3)) for p in ("regular", "fine", "random"))
+    assert not regular.prune.enabled and fine.prune.enabled and rand.prune.policy == "random"
+    assert fine.prune.policy == "fine" and rand.run.seed == 3
+    assert cfg.prune.enabled is False  # the shared config is not modified
+    assert rand.run.out.endswith("lenet-synthetic/random-seed3")
+
+
+def test_random_control_has_the_same_budget(tmp_path):
+    dirs = run_matrix(_cfg(tmp_path), show_progress=False)
+    regular, fine, rand = (_summary(d) for d in dirs)
+    assert regular["policy"] == "regular" and regular["samples_skipped"] == 0
+    assert fine["policy"] == "fine" and rand["policy"] == "random"
+    assert fine["pruning_epochs"] == rand["pruning_epochs"] and fine["pruning_epochs"]
+    assert fine["samples_skipped"] == rand["samples_skipped"] == len(fine["pruning_epochs"]) * 60
+    assert rand["overhead_seconds"] >= 0
+
+
+def test_compare_resumes_and_extends_the_matrix(tmp_path):
+    cfg = _cfg(tmp_path, policies=["regular", "fine", "random"])
+    cfg.train.epochs = 2
+    first = run_matrix(cfg, show_progress=False)
+    started = {d: _summary(d)["started"] + str((d / "metrics.csv").stat().st_mtime_ns) for d in first}
+    # an interrupted run: its summary never reached "complete"
+    broken = first[1]
+    s = _summary(broken)
+    s["status"] = "incomplete"
+    (broken / "summary.json").write_text(json.dumps(s))
+    cfg.compare.seeds = [0, 1]
+    second = run_matrix(cfg, show_progress=False)
+    assert second[:3] == first and len(second) == 6
+    for d in (first[0], first[2]):  # complete runs were not touched
+        assert _summary(d)["started"] + str((d / "metrics.csv").stat().st_mtime_ns) == started[d]
+    assert all(_summary(d)["status"] == "complete" for d in second)
+
+
+def test_compare_refuses_a_folder_made_with_other_settings(tmp_path):
+    cfg = _cfg(tmp_path, policies=["regular"])
+    run_matrix(cfg, show_progress=False)
+    cfg.train.lr = 0.05
+    with pytest.raises(ConfigError, match="train.lr"):
+        run_matrix(cfg, show_progress=False)
+
+
+def test_cli_compare_table_json_and_yaml_matrix(tmp_path):
+    out = tmp_path / "cmp"
+    result = runner.invoke(app, ["compare", *TINY, "--seeds", "0", "--policies", "regular,fine",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "random control" in result.output and "saved" in result.output
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(yaml.safe_dump({"compare": {"policies": ["regular", "fine"], "seeds": [0]}}))
+    result = runner.invoke(app, ["compare", *TINY, "--config", str(cfg), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output[result.output.index("["):])
+    assert [r["policy"] for r in rows] == ["regular", "fine"]
+    assert rows[1]["skipped_pct_mean"] > 0 and rows[0]["saved_pct_mean"] == 0
+
+
+def test_cli_compare_bad_input(tmp_path):
+    result = runner.invoke(app, ["compare", *TINY, "--policies", "fine,best", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "unknown policy 'best'" in result.output
+    assert "Traceback" not in result.output

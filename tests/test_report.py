@@ -1,0 +1,169 @@
+import csv
+import json
+
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from fineprune_cli.cli import app
+from fineprune_cli.report import write_report
+from fineprune_cli.runs import load_runs
+from fineprune_cli.tables import paper_results, summary_rows, table1, table2
+
+runner = CliRunner()
+
+
+def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epochs=(), status="complete",
+             num_train=100, label="CIFAR-10 (JPEG q75)"):
+    """A run folder as `fineprune train` writes it, with chosen numbers."""
+    path = root / f"{model}-folder" / f"{policy}-seed{seed}"
+    path.mkdir(parents=True)
+    n = len(accs)
+    rows = [{"epoch": e, "lr": 0.1, "samples": 70 if e in skipped_epochs else num_train,
+             "train_seconds": train_s / n, "train_loss": 1.0, "test_loss": 2.0 - acc / 100,
+             "test_accuracy": acc, "pruned": int(e in skipped_epochs), "overhead_seconds": 0.0}
+            for e, acc in enumerate(accs, start=1)]
+    with open(path / "metrics.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    enabled = policy != "regular"
+    config = {"model": {"name": model}, "data": {"dataset": "folder", "label": label},
+              "prune": {"enabled": enabled, "policy": policy if enabled else "fine", "window": 2}}
+    (path / "config.yaml").write_text(yaml.safe_dump(config))
+    top3 = sorted(accs, reverse=True)[:3]
+    summary = {"status": status, "model": model, "dataset": "folder", "dataset_label": label,
+               "policy": policy, "seed": seed, "epochs": n, "epochs_completed": n,
+               "num_train": num_train, "train_seconds": train_s, "final_accuracy": accs[-1],
+               "best3_accuracy": sum(top3) / len(top3), "samples_skipped": 30 * len(skipped_epochs),
+               "device": "cpu: test machine, 2 threads", "torch": "2.14.1", "git_commit": "abc1234",
+               "command": "fineprune compare --config x.yaml"}
+    if enabled:
+        summary.update(overhead_seconds=overhead, pruning_epochs=list(skipped_epochs),
+                       schedule={"window": 2})
+        torch.save(torch.tensor([0, 1, 1, 2, 0], dtype=torch.int32), path / "dropping_counts_window0.pt")
+    (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+@pytest.fixture
+def runs_root(tmp_path):
+    root = tmp_path / "runs"
+    for seed, (reg, fine, rand) in enumerate([(100.0, 90.0, 92.0), (110.0, 94.6, 99.0)]):
+        make_run(root, "lenet", "regular", seed, reg, [50.0, 60.0, 70.0, 74.0 + seed])
+        make_run(root, "lenet", "fine", seed, fine, [50.0, 61.0, 69.0, 73.5 + seed],
+                 overhead=0.5, skipped_epochs=(2, 4))
+        make_run(root, "lenet", "random", seed, rand, [50.0, 59.0, 68.0, 72.0 + seed],
+                 skipped_epochs=(2, 4))
+    make_run(root, "vgg13", "regular", 0, 500.0, [80.0, 85.0], status="incomplete")
+    corrupt = make_run(root, "vgg16", "regular", 0, 500.0, [80.0, 85.0])
+    (corrupt / "summary.json").write_text('{"status": "compl')
+    return root
+
+
+def test_incomplete_and_corrupt_runs_are_listed_not_dropped(runs_root):
+    runs, problems = load_runs([runs_root])
+    assert len(runs) == 6
+    status = {p.path.parent.name: (p.status, p.reason) for p in problems}
+    assert status["vgg13-folder"] == ("incomplete", "2 of 2 epochs done")
+    assert status["vgg16-folder"][0] == "unreadable" and "corrupt" in status["vgg16-folder"][1]
+
+
+def test_short_metrics_is_unreadable(tmp_path):
+    path = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    lines = (path / "metrics.csv").read_text().splitlines()
+    (path / "metrics.csv").write_text("\n".join(lines[:-1]) + "\n")
+    runs, problems = load_runs([tmp_path])
+    assert not runs and "has 1 epochs, summary says 2" in problems[0].reason
+
+
+def test_savings_and_accuracy_changes_are_paired_by_seed(runs_root):
+    runs, _ = load_runs([runs_root])
+    rows = {r["policy"]: r for r in summary_rows(runs)}
+    # fine: 1 - 90/100 = 10%, 1 - 94.6/110 = 14%
+    assert rows["fine"]["saved_pct_mean"] == pytest.approx(12.0)
+    assert rows["fine"]["saved_pct_std"] == pytest.approx(2.8284, abs=1e-3)
+    assert rows["random"]["saved_pct_mean"] == pytest.approx((8.0 + 10.0) / 2)
+    assert rows["fine"]["d_final_mean"] == pytest.approx(-0.5)
+    assert rows["random"]["d_final_mean"] == pytest.approx(-2.0)
+    assert rows["fine"]["skipped_pct_mean"] == pytest.approx(15.0)
+    assert rows["regular"]["seeds"] == 2
+
+
+def test_table1_has_the_papers_rows_and_column(runs_root):
+    header, rows = table1(load_runs([runs_root])[0])
+    assert header == ["", "LeNet"]
+    table = {r[0]: r[1] for r in rows}
+    assert table["Regular"] == "105.0 ± 7.1 s"
+    assert table["Pruned"] == "91.8 ± 3.3 s"          # time minus the tracking overhead
+    assert table["Overhead"] == "0.50 ± 0.00 s"
+    assert table["Speedup"] == "12.00 ± 2.83%"
+    assert table["Random speedup"] == "9.00 ± 1.41%"
+    assert table["Paper speedup"] == "11.80%" and table["Paper regular"] == "1220 s"
+    assert table["Dataset"] == "CIFAR-10 (JPEG q75)"
+
+
+def test_table2_best3_final_and_paper(runs_root):
+    header, rows = table2(load_runs([runs_root])[0])
+    table = {r[0]: r[1] for r in rows}
+    assert table["Regular (final)"] == "74.50 ± 0.71%"
+    assert table["Pruned − regular (final)"] == "-0.50 ± 0.00 pt"
+    assert table["Paper regular"] == "75.15%" and table["Paper pruned − regular"] == "-0.43 pt"
+    assert table["Regular (best-3)"] == "68.17 ± 0.24%"   # (74+70+60)/3 and (75+70+60)/3
+
+
+def test_paper_file_holds_ten_models_with_consistent_speedups():
+    models = paper_results()["models"]
+    assert len(models) == 10
+    for name in ("lenet", "vgg13", "resnet18", "resnet50"):
+        m = models[name]
+        speedup = 100 * (m["regular_s"] - m["pruned_s"] - m["overhead_s"]) / m["regular_s"]
+        assert speedup == pytest.approx(m["speedup_pct"], abs=0.01)
+
+
+def test_report_is_deterministic_and_complete(runs_root, tmp_path):
+    a = write_report([runs_root], tmp_path / "a", with_plots=False)
+    b = write_report([runs_root], tmp_path / "b", with_plots=False)
+    names = sorted(p.name for p in a.files)
+    assert names == sorted(p.name for p in b.files)
+    for name in ("table1_time.csv", "table1_time.md", "table2_accuracy.csv", "table2_accuracy.md",
+                 "summary.csv", "runs.csv", "index.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    index = (tmp_path / "a" / "index.md").read_text()
+    assert "## Runs left out" in index and "vgg13-folder" in index and "incomplete" in index
+    assert "fineprune compare --config x.yaml" in index and "cpu: test machine" in index
+    assert "| Speedup | 12.00 ± 2.83% |" in index
+
+
+def test_report_plots(runs_root, tmp_path):
+    rep = write_report([runs_root], tmp_path / "r")
+    pngs = sorted(p.name for p in (tmp_path / "r" / "plots").glob("*.png"))
+    assert pngs == ["counts-lenet-cifar-10-jpeg-q75.png", "curves-lenet-cifar-10-jpeg-q75.png",
+                    "timeline-lenet-cifar-10-jpeg-q75.png", "tradeoff.png"]
+    assert all((tmp_path / "r" / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    index = (tmp_path / "r" / "index.md").read_text()
+    assert all(f"(plots/{p})" in index for p in pngs)
+    assert len(rep.runs) == 6
+
+
+def test_cli_report(runs_root, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("Launched by hand.\n")
+    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots",
+                                 "--notes", str(notes), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert len(data["runs"]) == 6 and len(data["problems"]) == 2
+    assert "Launched by hand." in (tmp_path / "o" / "index.md").read_text()
+    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])
+    assert result.exit_code == 0 and "left out" in result.output
+
+
+def test_cli_report_bad_input(tmp_path):
+    result = runner.invoke(app, ["report", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["report", str(empty), "--out", str(tmp_path / "o"), "--no-plots"])
+    assert result.exit_code == 0 and "No complete runs" in (tmp_path / "o" / "index.md").read_text()
