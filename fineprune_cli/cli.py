@@ -89,10 +89,13 @@ def train(
     policy: Annotated[Optional[str], typer.Option(help="fine (DroppingCount) or random (equal-budget control).")] = None,
     window: WindowOpt = None, start: StartOpt = None, attenuation: AttenOpt = None,
     block: BlockOpt = None, count: CountOpt = None, prune_fraction: FracOpt = None,
-    tolerance: TolOpt = None, as_json: JsonOpt = False,
+    tolerance: TolOpt = None,
+    checkpoint_every: Annotated[Optional[int], typer.Option(help="Epochs between checkpoints; 0: only at the end. (default 1)")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Train a model and write a run folder (config.yaml, metrics.csv, summary.json)."""
-    from .runner import train as run_training
+    """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
+    from .runner import resume as resume_training, train as run_training
 
     overrides = {
         "model.name": model, "model.widen": widen, "data.dataset": dataset, "data.data_dir": data_dir,
@@ -100,11 +103,16 @@ def train(
         "train.batch_size": batch_size,
         "train.lr": lr, "train.milestones": parse_int_list(milestones, "--milestones"),
         "run.seed": seed, "run.device": device, "run.compile": compile, "run.out": out,
-        "prune.enabled": prune, "prune.policy": policy,
+        "prune.enabled": prune, "prune.policy": policy, "run.checkpoint_every": checkpoint_every,
         **_schedule_overrides(epochs, window, start, attenuation, block, count, prune_fraction, tolerance),
     }
-    summary = run_training(build_config(config, overrides), show_progress=not as_json,
-                           command=_invocation())
+    if resume is not None:
+        if config is not None or any(v is not None for v in overrides.values()):
+            raise ConfigError("--resume takes no other options: the run continues with its saved config")
+        summary = resume_training(resume, show_progress=not as_json)
+    else:
+        summary = run_training(build_config(config, overrides), show_progress=not as_json,
+                               command=_invocation())
     if as_json:
         console.print_json(summary)
         return

@@ -17,6 +17,7 @@ from typing import Any
 from . import console
 from .config import Config, validate
 from .errors import ConfigError
+from .checkpoint import CHECKPOINT, Diverged
 from .records import CONFIG, SUMMARY, load_run_config, read_summary
 
 POLICIES = ("regular", "fine", "random")
@@ -92,7 +93,8 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
 
 
 def existing_state(job_cfg: Config) -> str:
-    """'new', 'incomplete' or 'complete' for the job's folder; a mismatch is an error."""
+    """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a complete run made
+    with other settings is an error."""
     path = Path(job_cfg.run.out)
     if not (path / SUMMARY).exists():
         return "new"
@@ -101,6 +103,8 @@ def existing_state(job_cfg: Config) -> str:
         saved = load_run_config(path)
     except ConfigError:
         return "incomplete"
+    if summary.get("status") == "diverged":
+        return "diverged"  # deterministic: training it again would diverge again
     if summary.get("status") != "complete":
         return "incomplete"
     diffs = _differences(_comparable(job_cfg.to_dict()), _comparable(saved))
@@ -111,24 +115,46 @@ def existing_state(job_cfg: Config) -> str:
 
 
 def run_matrix(cfg: Config, show_progress: bool = True, command: str | None = None) -> list[Path]:
-    """Train every job not yet complete; returns the run folders in plan order."""
-    from .runner import train
-
+    """Train every job not yet finished; returns the run folders in plan order."""
     jobs = plan(cfg)
     states = {job: existing_state(job_config(cfg, job)) for job in jobs}
-    todo = [job for job in jobs if states[job] != "complete"]
+    todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     if len(todo) < len(jobs):
-        console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already complete in "
+        console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already finished in "
                      f"{cfg.compare.out}; skipping them")
     with console.progress(len(todo) * cfg.train.epochs, f"compare ({len(todo)} runs)",
                           show_progress) as bar:
         for job in todo:
             job_cfg = job_config(cfg, job)
+            labelled = _Labelled(bar, str(job))
+            path = Path(job_cfg.run.out)
+            if states[job] == "incomplete" and (path / CHECKPOINT).exists():
+                console.info(f"{job}: resuming from its checkpoint")
+                _resume_or_note(path, labelled)
+                continue
             if states[job] == "incomplete":
-                console.info(f"{job}: an earlier attempt did not finish; training it again")
-                _clear(Path(job_cfg.run.out))
-            train(job_cfg, show_progress=False, command=command, bar=_Labelled(bar, str(job)))
+                console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
+                _clear(path)
+            _train_or_note(job_cfg, command, labelled)
     return [job.run_dir(cfg.compare.out) for job in jobs]
+
+
+def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
+    from .runner import train
+
+    try:
+        train(job_cfg, show_progress=False, command=command, bar=bar)
+    except Diverged as exc:  # one diverged run must not stop the matrix
+        console.info(f"{bar.label}: {exc}")
+
+
+def _resume_or_note(path: Path, bar: Any) -> None:
+    from .runner import resume
+
+    try:
+        resume(path, show_progress=False, bar=bar)
+    except Diverged as exc:
+        console.info(f"{bar.label}: {exc}")
 
 
 class _Labelled:

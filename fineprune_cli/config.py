@@ -75,6 +75,7 @@ class RunConfig:
     device: str = "auto"                # auto | cpu | cuda | cuda:N
     compile: bool = False
     out: str | None = None              # run folder; default results/runs/<time>-<model>-<dataset>
+    checkpoint_every: int = 1           # epochs between checkpoints (0: only at the end)
 
 
 @dataclass
@@ -178,7 +179,9 @@ def build_config(config_file: str | Path | None, overrides: dict[str, Any],
     None = not given)."""
     cfg = base if base is not None else Config()
     if config_file is not None:
-        apply_mapping(cfg, load_yaml(config_file), str(config_file))
+        data = load_yaml(config_file)
+        apply_mapping(cfg, data, str(config_file))
+        _check_outputs_stay_inside(data, str(config_file))
     nested: dict[str, dict[str, Any]] = {}
     for dotted, value in overrides.items():
         if value is not None:
@@ -186,6 +189,18 @@ def build_config(config_file: str | Path | None, overrides: dict[str, Any],
             nested.setdefault(section, {})[key] = value
     apply_mapping(cfg, nested, "command line")
     return cfg
+
+
+def _check_outputs_stay_inside(data: dict[str, Any], source: str) -> None:
+    """A shared config file may not send output outside the working folder (flags may)."""
+    for section in ("run", "compare"):
+        out = (data.get(section) or {}).get("out")
+        if out is None:
+            continue
+        path = Path(str(out))
+        if path.is_absolute() or ".." in path.parts:
+            raise ConfigError(f"{source}: {section}.out must be a relative path without '..' "
+                              f"(got '{out}'); pass --out on the command line to write elsewhere")
 
 
 def config_from_dict(data: dict[str, Any]) -> Config:
@@ -240,6 +255,8 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"--prune-fraction must be in [0, 1), got {p.prune_fraction}")
     if p.tolerance < 0:
         raise ConfigError(f"--tolerance must be >= 0, got {p.tolerance}")
+    if cfg.run.checkpoint_every < 0:
+        raise ConfigError(f"--checkpoint-every must be >= 0, got {cfg.run.checkpoint_every}")
     dev = cfg.run.device
     if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
         raise ConfigError(f"--device must be auto, cpu, cuda or cuda:N, got '{dev}'")

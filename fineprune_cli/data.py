@@ -13,6 +13,7 @@ import pickle
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -141,10 +142,24 @@ def _fashion_mnist(data_dir: Path | None, download: bool) -> Dataset:
 
 # --- CIFAR-10/100 (torchvision's python pickles) -------------------------------------------
 
+class _ArraysOnly(pickle.Unpickler):
+    """CIFAR batches hold dicts, lists, bytes and numpy arrays; refuse anything else, so a
+    planted pickle cannot run code."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+               ("numpy._core.multiarray", "scalar")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR batch")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
     try:
         with open(path, "rb") as f:
-            data = pickle.load(f, encoding="bytes")
+            data = _ArraysOnly(f, encoding="bytes").load()
     except FileNotFoundError:
         raise DataError(f"missing CIFAR file {path}") from None
     except Exception as exc:  # any unpickling failure means a corrupt or foreign file

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import platform
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +14,12 @@ import torch
 
 import models
 
-from . import console
-from .config import Config, validate
+from . import checkpoint, console
+from .config import Config, config_from_dict, validate
+from .errors import ConfigError
 from .data import load_dataset
 from .pruner import Pruner
-from .records import RunRecord, default_run_dir, git_commit
+from .records import RunRecord, default_run_dir, git_commit, load_run_config, read_summary
 from .timing import Stopwatch, synchronize
 from .trainer import DeviceData, Trainer, resolve_device, wants_augment
 
@@ -49,12 +52,62 @@ def best3(accuracies: list[float]) -> float:
     return sum(top) / len(top) if top else float("nan")
 
 
+@dataclass
+class Progress:
+    """What a run has done so far; a checkpoint stores it, a resumed run starts from it."""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    overhead_s: float = 0.0
+
+
+@dataclass
+class Session:
+    cfg: Config
+    record: RunRecord
+    trainer: Trainer
+    pruner: Pruner | None
+    summary: dict[str, Any]
+    done: Progress
+
+
 def train(cfg: Config, show_progress: bool = True, command: str | None = None,
           bar: Any = None) -> dict[str, Any]:
     """Train as `cfg` says. `command` (how it was launched) is kept in the summary; `bar`
     is a caller's progress bar to advance once per epoch instead of showing our own."""
     validate(cfg)
     record = RunRecord(Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset))
+    trainer, pruner = _build(cfg)
+    record.write_config(cfg.to_dict())
+    summary = _base_summary(cfg, trainer.device, record.path, trainer.data.num_train)
+    if command:
+        summary["command"] = command
+    record.write_summary(summary)
+    return _run(Session(cfg, record, trainer, pruner, summary, Progress()), show_progress, bar)
+
+
+def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> dict[str, Any]:
+    """Continue an interrupted run from its checkpoint, as if it had never stopped."""
+    summary = read_summary(run_dir)
+    if summary.get("status") == "complete":
+        raise ConfigError(f"{run_dir} is already complete")
+    cfg = validate(config_from_dict(load_run_config(run_dir)))
+    cfg.run.out = str(run_dir)
+    record = RunRecord(Path(run_dir))
+    trainer, pruner = _build(cfg)
+    state = checkpoint.load(record.path, trainer.device)
+    trainer.load_state_dict(state["trainer"])
+    if pruner is not None:
+        pruner.load_state_dict(state["pruner"])
+    checkpoint.restore_rng(state)
+    done = Progress(**state["progress"])
+    summary["status"] = "incomplete"
+    summary.setdefault("resumed_after_epochs", []).append(len(done.rows))
+    record.write_metrics(done.rows)  # epochs after the checkpoint are trained again
+    return _run(Session(cfg, record, trainer, pruner, summary, done), show_progress, bar)
+
+
+def _build(cfg: Config) -> tuple[Trainer, Pruner | None]:
     device = resolve_device(cfg.run.device)
     d = cfg.data
     dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed,
@@ -64,17 +117,16 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
     model = models.create(cfg.model.name, dataset.in_channels, dataset.num_classes, **kwargs)
     data = DeviceData.build(dataset, device, wants_augment(d.augment, dataset))
     trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile)
-    pruner = build_pruner(cfg, data.num_train, device)
-    record.write_config(cfg.to_dict())
-    summary = _base_summary(cfg, device, record.path, data.num_train)
-    if command:
-        summary["command"] = command
-    record.write_summary(summary)
-    _loop(cfg, trainer, pruner, record, summary, show_progress, bar)
-    summary["status"] = "complete"
-    summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    record.write_summary(summary)
-    return summary
+    return trainer, build_pruner(cfg, data.num_train, device)
+
+
+def _run(s: Session, show_progress: bool, bar: Any) -> dict[str, Any]:
+    with checkpoint.StopRequest() as stop:
+        _loop(s, stop, show_progress, bar)
+    s.summary["status"] = "complete"
+    s.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    s.record.write_summary(s.summary)
+    return s.summary
 
 
 def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int) -> dict[str, Any]:
@@ -94,52 +146,92 @@ def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int)
     return summary
 
 
-def _loop(cfg: Config, trainer: Trainer, pruner: Pruner | None, record: RunRecord,
-          summary: dict[str, Any], show_progress: bool, outer_bar: Any = None) -> None:
-    rows: list[dict[str, Any]] = []
-    watch = Stopwatch(trainer.device)
-    hook = None
-    if pruner is not None:
-        def hook(idx: torch.Tensor, losses: torch.Tensor) -> None:
-            with watch.section():
-                pruner.update(idx, losses)
-    n_epochs = cfg.train.epochs
-    train_total = eval_total = overhead_before = 0.0
-    own_bar = console.progress(n_epochs, f"{cfg.model.name} on {cfg.data.dataset}", show_progress)
+def _loop(s: Session, stop: checkpoint.StopRequest, show_progress: bool, outer_bar: Any) -> None:
+    trainer, pruner, done, n_epochs = s.trainer, s.pruner, s.done, s.cfg.train.epochs
+    watch = Stopwatch(trainer.device, done.overhead_s)
+    own_bar = console.progress(n_epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}", show_progress)
     with (nullcontext(outer_bar) if outer_bar is not None else own_bar) as bar:
-        for epoch in range(1, n_epochs + 1):
-            lr = trainer.lr
-            synchronize(trainer.device)
-            t0 = time.perf_counter()
-            keep = None
-            if pruner is not None:
-                with watch.section():
-                    keep = pruner.begin_epoch(epoch)
-            loss_sum = trainer.train_epoch(keep, hook)
-            synchronize(trainer.device)
-            t1 = time.perf_counter()
-            samples = trainer.data.num_train if keep is None else keep.numel()
-            test_loss, test_acc = trainer.evaluate()
-            eval_total += time.perf_counter() - t1
-            train_total += t1 - t0
-            overhead = watch.seconds()
-            rows.append({
-                "epoch": epoch, "lr": lr, "samples": samples, "train_seconds": round(t1 - t0, 4),
-                "train_loss": loss_sum.item() / samples, "test_loss": test_loss,
-                "test_accuracy": test_acc, "pruned": int(samples < trainer.data.num_train),
-                "overhead_seconds": round(overhead - overhead_before, 5),
-            })
-            overhead_before = overhead
+        for _ in done.rows:
+            bar.advance()
+        for epoch in range(len(done.rows) + 1, n_epochs + 1):
+            row = _epoch(epoch, trainer, pruner, watch, done)
+            if not math.isfinite(row["train_loss"]):
+                _diverged(s, epoch, row)
             if pruner is not None and pruner.schedule.window_ends(epoch, n_epochs):
-                record.save_counts(pruner.schedule.window_index(epoch), pruner.counts)
-            _update_summary(summary, rows, train_total, eval_total, overhead, pruner)
-            record.write_metrics(rows)
-            record.write_summary(summary)
-            bar.advance(f"acc {test_acc:.2f}%")
+                s.record.save_counts(pruner.schedule.window_index(epoch), pruner.counts)
+            _update_summary(s.summary, done, pruner)
+            s.record.write_metrics(done.rows)
+            bar.advance(f"acc {row['test_accuracy']:.2f}%")
+            every = s.cfg.run.checkpoint_every
+            if stop.requested or epoch == n_epochs or (every and epoch % every == 0):
+                checkpoint.save(s.record.path, _state(s))
+            s.record.write_summary(s.summary)
+            if stop.requested and epoch < n_epochs:
+                s.summary["status"] = "interrupted"
+                s.record.write_summary(s.summary)
+                raise checkpoint.Interrupted(
+                    f"{stop.requested}: stopped after epoch {epoch} of {n_epochs}; "
+                    f"continue with: fineprune train --resume {s.record.path}")
 
 
-def _update_summary(summary: dict[str, Any], rows: list[dict[str, Any]], train_s: float,
-                    eval_s: float, overhead_s: float, pruner: Pruner | None) -> None:
+def _epoch(epoch: int, trainer: Trainer, pruner: Pruner | None, watch: Stopwatch,
+           done: Progress) -> dict[str, Any]:
+    lr = trainer.lr
+    synchronize(trainer.device)
+    t0 = time.perf_counter()
+    keep = None
+    if pruner is not None:
+        with watch.section():
+            keep = pruner.begin_epoch(epoch)
+    loss_sum = trainer.train_epoch(keep, _tracking_hook(pruner, watch))
+    synchronize(trainer.device)
+    t1 = time.perf_counter()
+    samples = trainer.data.num_train if keep is None else keep.numel()
+    test_loss, test_acc = trainer.evaluate()
+    done.eval_s += time.perf_counter() - t1
+    done.train_s += t1 - t0
+    overhead = watch.seconds()
+    row = {
+        "epoch": epoch, "lr": lr, "samples": samples, "train_seconds": round(t1 - t0, 4),
+        "train_loss": loss_sum.item() / samples, "test_loss": test_loss,
+        "test_accuracy": test_acc, "pruned": int(samples < trainer.data.num_train),
+        "overhead_seconds": round(overhead - done.overhead_s, 5),
+    }
+    done.overhead_s = overhead
+    done.rows.append(row)
+    return row
+
+
+def _tracking_hook(pruner: Pruner | None, watch: Stopwatch) -> Any:
+    if pruner is None:
+        return None
+
+    def hook(idx: torch.Tensor, losses: torch.Tensor) -> None:
+        with watch.section():
+            pruner.update(idx, losses)
+    return hook
+
+
+def _state(s: Session) -> dict[str, Any]:
+    d = s.done
+    return {"trainer": s.trainer.state_dict(),
+            "pruner": s.pruner.state_dict() if s.pruner is not None else None,
+            "progress": {"rows": d.rows, "train_s": d.train_s, "eval_s": d.eval_s,
+                         "overhead_s": d.overhead_s}}
+
+
+def _diverged(s: Session, epoch: int, row: dict[str, Any]) -> None:
+    _update_summary(s.summary, s.done, s.pruner)
+    s.summary.update(status="diverged", diverged_epoch=epoch)
+    s.record.write_metrics(s.done.rows)
+    s.record.write_summary(s.summary)
+    raise checkpoint.Diverged(
+        f"training diverged at epoch {epoch}: train loss is {row['train_loss']}; the record is kept "
+        f"in {s.record.path} with status 'diverged' (try a lower --lr or a longer train.warmup_epochs)")
+
+
+def _update_summary(summary: dict[str, Any], done: Progress, pruner: Pruner | None) -> None:
+    rows, train_s, eval_s, overhead_s = done.rows, done.train_s, done.eval_s, done.overhead_s
     accs = [r["test_accuracy"] for r in rows]
     seen = sum(r["samples"] for r in rows)
     summary.update({

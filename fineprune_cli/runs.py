@@ -37,7 +37,7 @@ class Run:
 @dataclass
 class Problem:
     path: Path
-    status: str   # incomplete | unreadable
+    status: str   # incomplete | interrupted | diverged | unreadable
     reason: str
 
 
@@ -63,9 +63,10 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
         except ConfigError as exc:
             problems.append(Problem(path, "unreadable", str(exc)))
             continue
-        if run.summary.get("status") != "complete":
+        status = run.summary.get("status")
+        if status != "complete":
             done = run.summary.get("epochs_completed", 0)
-            problems.append(Problem(path, "incomplete",
+            problems.append(Problem(path, str(status or "incomplete"),
                                     f"{done} of {run.summary.get('epochs', '?')} epochs done"))
             continue
         runs.append(run)

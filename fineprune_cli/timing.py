@@ -18,9 +18,9 @@ class Stopwatch:
     """Sums the time of code sections. On CUDA it records events and reads them once, in
     `seconds()`, so timing the per-step tracker update costs no synchronisation."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, start_seconds: float = 0.0):
         self.cuda = device.type == "cuda"
-        self._host = 0.0
+        self._host = start_seconds
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     @contextmanager

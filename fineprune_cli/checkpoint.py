@@ -1,0 +1,91 @@
+"""Checkpoints (the latest only, written atomically) and graceful stops on SIGINT/SIGTERM.
+
+A checkpoint holds everything the next epoch depends on: weights, optimizer and lr
+scheduler, the trainer's and pruner's generators, DroppingCount, the global RNG, the
+metrics so far and the time totals. Resuming from it reproduces the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .errors import ConfigError, FinepruneError
+from .records import atomic_torch_save
+
+CHECKPOINT = "checkpoint.pt"
+
+
+class Interrupted(FinepruneError):
+    """SIGINT/SIGTERM: the run stopped after a whole epoch and can be resumed."""
+
+    exit_code = 130
+
+
+class Diverged(FinepruneError):
+    """The training loss became NaN or infinite; the record is kept with status 'diverged'."""
+
+    exit_code = 1
+
+
+def save(path: Path, state: dict[str, Any]) -> None:
+    state = dict(state)
+    trainer = dict(state["trainer"])
+    scheduler = dict(trainer["scheduler"])
+    scheduler["milestones"] = dict(scheduler["milestones"])  # a Counter is not weights_only-safe
+    trainer["scheduler"] = scheduler
+    state["trainer"] = trainer
+    state["rng"] = {"cpu": torch.get_rng_state(),
+                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []}
+    atomic_torch_save(state, Path(path) / CHECKPOINT)
+
+
+def load(path: Path, device: torch.device) -> dict[str, Any]:
+    file = Path(path) / CHECKPOINT
+    if not file.exists():
+        raise ConfigError(f"{path} has no {CHECKPOINT}: no epoch was checkpointed; start the run again")
+    try:
+        state = torch.load(file, map_location=device, weights_only=True)
+        state["trainer"]["scheduler"]["milestones"] = Counter(state["trainer"]["scheduler"]["milestones"])
+    except Exception as exc:  # any failure here means a damaged file, not a bug to trace
+        raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["rng"]["cpu"].cpu())
+    if state["rng"]["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
+
+
+class StopRequest:
+    """While active, the first SIGINT/SIGTERM only asks the loop to stop after this epoch;
+    a second one acts as usual (KeyboardInterrupt / termination)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = signal.Signals(signum).name
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    def __enter__(self) -> "StopRequest":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.getsignal(s) for s in self.SIGNALS}
+            for s in self.SIGNALS:
+                signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}

@@ -1,0 +1,154 @@
+"""Interrupted runs: resume exactness, graceful signals, SIGKILL, divergence, safe loading."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from fineprune_cli import checkpoint
+from fineprune_cli.checkpoint import CHECKPOINT, Interrupted
+from fineprune_cli.cli import app
+from fineprune_cli.config import build_config
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.runner import resume, train
+from fineprune_cli.runs import load_runs
+
+TIMING = {"train_seconds", "overhead_seconds"}
+
+
+def _cfg(out, prune, every=1, epochs=6):
+    return build_config(None, {
+        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 300, "data.test_subset": 200,
+        "train.epochs": epochs, "train.batch_size": 64, "train.milestones": [4], "run.device": "cpu",
+        "run.seed": 3, "run.out": str(out), "run.checkpoint_every": every, "prune.enabled": prune,
+        "prune.window": 4, "prune.start": 1, "prune.attenuation": 1, "prune.block": 1})
+
+
+def _metrics(path):
+    with open(path / "metrics.csv") as f:
+        return [{k: v for k, v in row.items() if k not in TIMING} for row in csv.DictReader(f)]
+
+
+def _weights(path):
+    return torch.load(path / CHECKPOINT, weights_only=True)["trainer"]["model"]
+
+
+def _summary(path):
+    return json.loads((path / "summary.json").read_text())
+
+
+class SignalAt:
+    """A progress bar that sends this process a signal once `epoch` epochs are done."""
+
+    def __init__(self, epoch, sig=signal.SIGTERM):
+        self.epoch, self.sig, self.seen = epoch, sig, 0
+
+    def advance(self, status=""):
+        self.seen += 1
+        if self.seen == self.epoch:
+            os.kill(os.getpid(), self.sig)
+
+
+@pytest.mark.parametrize("prune, every", [(False, 1), (True, 1), (True, 0)])
+def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, prune, every):
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    train(_cfg(whole, prune), show_progress=False)
+    # epoch 2 lies inside the first window's pruning epochs (1, 2, 3): counts carry over
+    with pytest.raises(Interrupted, match="stopped after epoch 2 of 6"):
+        train(_cfg(cut, prune, every), show_progress=False, bar=SignalAt(2))
+    s = _summary(cut)
+    assert s["status"] == "interrupted" and s["epochs_completed"] == 2
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers are put back
+    resume(cut, show_progress=False)
+    assert _metrics(cut) == _metrics(whole)
+    for name, tensor in _weights(whole).items():
+        assert torch.equal(tensor, _weights(cut)[name]), name
+    s = _summary(cut)
+    assert s["status"] == "complete" and s["resumed_after_epochs"] == [2]
+    if prune:
+        assert s["pruning_epochs"] == _summary(whole)["pruning_epochs"] == [1, 2, 3, 5, 6]
+
+
+def test_resume_refuses_complete_runs_and_missing_checkpoints(tmp_path):
+    train(_cfg(tmp_path / "r", False, epochs=1), show_progress=False)
+    with pytest.raises(ConfigError, match="already complete"):
+        resume(tmp_path / "r", show_progress=False)
+    s = _summary(tmp_path / "r")
+    s["status"] = "incomplete"
+    (tmp_path / "r" / "summary.json").write_text(json.dumps(s))
+    (tmp_path / "r" / CHECKPOINT).write_bytes(b"not a checkpoint")
+    with pytest.raises(ConfigError, match="unreadable or corrupt"):
+        resume(tmp_path / "r", show_progress=False)
+    (tmp_path / "r" / CHECKPOINT).unlink()
+    with pytest.raises(ConfigError, match="no checkpoint.pt"):
+        resume(tmp_path / "r", show_progress=False)
+
+
+def test_checkpoint_refuses_pickled_code(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo owned",))
+    torch.save({"trainer": Evil()}, tmp_path / CHECKPOINT)
+    with pytest.raises(ConfigError, match="unreadable or corrupt"):
+        checkpoint.load(tmp_path, torch.device("cpu"))
+
+
+def test_diverged_run_keeps_its_record(tmp_path):
+    cfg = _cfg(tmp_path / "d", False, epochs=3)
+    cfg.train.lr, cfg.train.warmup_epochs = 1e12, 0.0
+    with pytest.raises(checkpoint.Diverged, match="diverged at epoch 1"):
+        train(cfg, show_progress=False)
+    s = _summary(tmp_path / "d")
+    assert s["status"] == "diverged" and s["diverged_epoch"] == 1 and s["epochs_completed"] == 1
+    runs, problems = load_runs([tmp_path])
+    assert not runs and problems[0].status == "diverged"
+    result = CliRunner().invoke(app, ["train", "--resume", str(tmp_path / "d"), "--json"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+
+
+def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
+            "--subset", "300", "--test-subset", "200", "--epochs", "40", "--device", "cpu",
+            "--batch-size", "64", "--out", str(out), "--json"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if (out / CHECKPOINT).exists() and len(_metrics(out)) >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    s = _summary(out)
+    assert s["status"] == "incomplete" and 2 <= s["epochs_completed"] < 40
+    _, problems = load_runs([tmp_path])
+    assert [p.status for p in problems] == ["incomplete"]
+    result = CliRunner().invoke(app, ["train", "--resume", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert _summary(out)["status"] == "complete"
+    assert [int(r["epoch"]) for r in _metrics(out)] == list(range(1, 41))
+
+
+def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
+            "--subset", "300", "--test-subset", "200", "--epochs", "40", "--device", "cpu",
+            "--checkpoint-every", "0", "--out", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out / "metrics.csv").exists():
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = err.decode().strip().splitlines()
+    assert proc.returncode == 130, err.decode()
+    assert len(lines) == 1 and "continue with: fineprune train --resume" in lines[0]
+    assert _summary(out)["status"] == "interrupted" and (out / CHECKPOINT).exists()
