@@ -46,9 +46,10 @@ cifar10-lenet-cpu: setup cifar10-jpeg
 	$(FP) compare --config experiments/cifar10-lenet-cpu.yaml
 	$(FP) report results/cifar10-jpeg-lenet-cpu/runs --out results/cifar10-jpeg-lenet-cpu
 
+# results/bench/<device>.{csv,md}; on a CPU a quick subset (under 10 minutes on 2 cores).
 bench: setup
-	$(PY) experiments/bench/bench_trainer.py
-	$(PY) experiments/bench/bench_prune.py
+	if $(PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then \
+		$(PY) experiments/bench/bench.py; else $(PY) experiments/bench/bench.py --quick; fi
 
 clean-venv:
 	rm -rf $(VENV)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import console
-from .config import Config, validate
+from .config import Config, config_from_dict, validate
 from .errors import ConfigError
 from .checkpoint import CHECKPOINT, Diverged
 from .records import CONFIG, SUMMARY, load_run_config, read_summary
@@ -75,6 +75,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config = copy.deepcopy(config)
     config.pop("compare", None)
     config.get("run", {}).pop("out", None)
+    config.get("run", {}).pop("checkpoint_every", None)
     config.get("data", {}).pop("label", None)
     if not config.get("prune", {}).get("enabled", False):
         config.pop("prune", None)
@@ -107,6 +108,11 @@ def existing_state(job_cfg: Config) -> str:
         return "diverged"  # deterministic: training it again would diverge again
     if summary.get("status") != "complete":
         return "incomplete"
+    try:  # fields added since the run was made read as their defaults
+        saved = config_from_dict(saved).to_dict()
+    except ConfigError as exc:
+        raise ConfigError(f"{path} holds a run whose config this version cannot read ({exc}); "
+                          "use another --out or delete that folder") from None
     diffs = _differences(_comparable(job_cfg.to_dict()), _comparable(saved))
     if diffs:
         raise ConfigError(f"{path} holds a complete run with other settings ({diffs[0]}); "

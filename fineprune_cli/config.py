@@ -74,6 +74,7 @@ class RunConfig:
     seed: int = 0
     device: str = "auto"                # auto | cpu | cuda | cuda:N
     compile: bool = False
+    compile_mode: str = "auto"          # auto (CUDA graphs on GPU) | default | reduce-overhead | max-autotune...
     out: str | None = None              # run folder; default results/runs/<time>-<model>-<dataset>
     checkpoint_every: int = 1           # epochs between checkpoints (0: only at the end)
 
@@ -255,6 +256,9 @@ def validate(cfg: Config) -> Config:
         raise ConfigError(f"--prune-fraction must be in [0, 1), got {p.prune_fraction}")
     if p.tolerance < 0:
         raise ConfigError(f"--tolerance must be >= 0, got {p.tolerance}")
+    modes = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+    if cfg.run.compile_mode not in modes:
+        raise ConfigError(f"compile_mode must be one of: {', '.join(modes)}")
     if cfg.run.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0, got {cfg.run.checkpoint_every}")
     dev = cfg.run.device

@@ -6,7 +6,6 @@ device and never touches files again.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import os
 import pickle
@@ -17,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .errors import DataError
+from .synthetic import synthetic_tensors
 
 DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
 FASHION_MNIST_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -300,38 +299,11 @@ def _save_cache(path: Path, obj: dict) -> None:
         pass  # a read-only dataset folder still works, only without the cache
 
 
-# --- synthetic ----------------------------------------------------------------------------
-
 def make_synthetic(num_train: int = 50000, num_test: int = 10000, num_classes: int = 10,
                    image_size: int = 32, channels: int = 3, seed: int = 0) -> Dataset:
     """Class templates (smooth random patterns) x per-sample brightness + noise, shifted per chunk.
 
     Learnable, not trivial, and identical on every call: its own generator, not the global RNG.
     """
-    tensors = _synthetic_tensors(num_train, num_test, num_classes, image_size, channels, seed)
+    tensors = synthetic_tensors(num_train, num_test, num_classes, image_size, channels, seed)
     return Dataset("synthetic", *tensors, num_classes, [f"pattern{i}" for i in range(num_classes)])
-
-
-@functools.lru_cache(maxsize=2)
-def _synthetic_tensors(num_train: int, num_test: int, num_classes: int, image_size: int,
-                       channels: int, seed: int) -> tuple[torch.Tensor, ...]:
-    # cached per process: tests and benchmarks ask for it often; callers never modify in place
-    g = torch.Generator().manual_seed(seed)
-    coarse = torch.rand(num_classes, channels, 4, 4, generator=g)
-    templates = F.interpolate(coarse, size=(image_size, image_size), mode="bilinear", align_corners=False)
-    # a bank of noise images drawn from per sample: drawing 60,000 fresh ones took seconds
-    bank = torch.randn(4096, channels, image_size, image_size, generator=g)
-
-    def split(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        y = torch.randint(0, num_classes, (n,), generator=g)
-        x = torch.empty(n, channels, image_size, image_size, dtype=torch.uint8)
-        for lo in range(0, n, 4096):  # chunks keep the float intermediates small
-            yc = y[lo:lo + 4096]
-            scale = 0.3 + 1.4 * torch.rand(len(yc), 1, 1, 1, generator=g)
-            noise = bank[torch.randint(0, len(bank), (len(yc),), generator=g)]
-            xc = templates[yc] * scale + 0.6 * noise
-            shifts = torch.randint(-3, 4, (2,), generator=g).tolist()
-            x[lo:lo + 4096] = (torch.roll(xc, shifts, dims=(2, 3)).clamp(0, 1) * 255).round()
-        return x, y
-
-    return (*split(num_train), *split(num_test))

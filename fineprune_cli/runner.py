@@ -116,7 +116,7 @@ def _build(cfg: Config) -> tuple[Trainer, Pruner | None]:
     kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
     model = models.create(cfg.model.name, dataset.in_channels, dataset.num_classes, **kwargs)
     data = DeviceData.build(dataset, device, wants_augment(d.augment, dataset))
-    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile)
+    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode)
     return trainer, build_pruner(cfg, data.num_train, device)
 
 

@@ -32,6 +32,13 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+def _compile_mode(mode: str, cuda: bool) -> str:
+    """'auto': CUDA graphs on the GPU (reduce-overhead), inductor's default on the CPU."""
+    if mode == "auto":
+        return "reduce-overhead" if cuda else "default"
+    return mode
+
+
 def wants_augment(mode: str, dataset: Dataset) -> bool:
     """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does."""
     if mode == "auto":
@@ -78,7 +85,8 @@ class DeviceData:
 
 class Trainer:
     def __init__(self, model: torch.nn.Module, data: DeviceData, cfg: TrainConfig,
-                 device: torch.device, seed: int = 0, compile: bool = False):
+                 device: torch.device, seed: int = 0, compile: bool = False,
+                 compile_mode: str = "auto", static_batches: bool | None = None):
         self.device, self.data, self.cfg = device, data, cfg
         self.cuda = device.type == "cuda"
         self.memory_format = torch.channels_last if self.cuda else torch.contiguous_format
@@ -88,7 +96,9 @@ class Trainer:
             weight_decay=cfg.weight_decay, fused=self.cuda or None)
         self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
             self.optimizer, milestones=list(cfg.milestones), gamma=cfg.gamma)
-        self.forward = torch.compile(self.model) if compile else self.model
+        self.forward = torch.compile(self.model, mode=_compile_mode(compile_mode, self.cuda)) if compile else self.model
+        # compiled steps see one batch shape: the partial last batch is padded and masked
+        self.static_batches = compile if static_batches is None else static_batches
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
         self._all = torch.arange(data.num_train, device=device)
@@ -120,20 +130,31 @@ class Trainer:
         for idx in order.split(self.cfg.batch_size):
             if self.steps < self.warmup_steps:
                 self._set_lr(scheduled * (self.steps + 1) / self.warmup_steps)
+            real, idx = idx.numel(), self._pad(idx, order)
             x = self.data.batch(idx, self.generator).contiguous(memory_format=self.memory_format)
             with self.autocast():
                 losses = F.cross_entropy(self.forward(x), self.data.train_y[idx], reduction="none")
+            losses = losses[:real]  # padding (if any) contributes no loss and no gradient
             total = losses.sum()
             self.optimizer.zero_grad(set_to_none=True)
-            (total / idx.numel()).backward()
+            (total / real).backward()
             self.optimizer.step()
             loss_sum += total.detach()
             self.steps += 1
             if hook is not None:
-                hook(idx, losses.detach())
+                hook(idx[:real], losses.detach())
         self._set_lr(scheduled)  # the milestone schedule continues from the scheduled value
         self.scheduler.step()
         return loss_sum
+
+    def _pad(self, idx: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+        """Fill a short last batch up to batch_size with samples from the epoch's start.
+        They pass through the model (batch-norm statistics see them) but are sliced away
+        before the loss, so they train nothing; the shape never changes, so nothing recompiles."""
+        short = self.cfg.batch_size - idx.numel()
+        if not self.static_batches or short <= 0:
+            return idx
+        return torch.cat([idx, order[:short].repeat(-(-short // order.numel()))[:short]])
 
     @torch.no_grad()
     def evaluate(self) -> tuple[float, float]:

@@ -28,3 +28,20 @@ def test_cuda_epoch_with_pruning_learns_and_keeps_data_on_device():
         trainer.train_epoch(pruner.begin_epoch(epoch), pruner.update)
     assert pruner.counts.is_cuda and pruner.counts.sum() > 0
     assert trainer.evaluate()[0] < first
+
+
+def test_compiled_pruned_epochs_do_not_recompile():
+    """Full and pruned epochs end in different partial batches; padded batches keep one shape."""
+    import torch._dynamo
+
+    device = torch.device("cuda")
+    data = DeviceData.build(make_synthetic(num_train=1000, num_test=500), device, augment=True)
+    trainer = Trainer(models.create("resnet18"), data, TrainConfig(milestones=[]), device, compile=True)
+    pruner = Pruner(data.num_train, PruneSchedule(window=2, start=1, attenuation=1, block=1, count=1),
+                    0.3, device=device)
+    torch._dynamo.reset()
+    trainer.train_epoch(pruner.begin_epoch(1), pruner.update)   # pruned: 700 = 5 x 128 + 60
+    compiled = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    for epoch in range(2, 6):                                    # full: 1000 = 7 x 128 + 104
+        trainer.train_epoch(pruner.begin_epoch(epoch), pruner.update)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == compiled

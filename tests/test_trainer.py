@@ -46,12 +46,13 @@ def test_device_data_normalises_and_pads_for_augmentation():
     assert torch.allclose(plain.train_x.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-3)
 
 
-def _trainer(seed=0, augment=True):
+def _trainer(seed=0, augment=True, static=None):
     ds = _dataset()
     torch.manual_seed(seed)
     model = models.create("lenet", 3, 4)
     cfg = TrainConfig(batch_size=20, lr=0.05, milestones=[2], eval_batch_size=16)
-    return Trainer(model, DeviceData.build(ds, torch.device("cpu"), augment), cfg, torch.device("cpu"), seed)
+    return Trainer(model, DeviceData.build(ds, torch.device("cpu"), augment), cfg, torch.device("cpu"), seed,
+                   static_batches=static)
 
 
 def test_hook_sees_every_kept_sample_once_with_its_own_loss():
@@ -82,3 +83,21 @@ def test_training_lowers_the_loss():
         trainer.train_epoch()
     loss, acc = trainer.evaluate()
     assert loss < first and acc > 25.0
+
+
+def test_static_batches_pad_the_last_batch_without_training_on_the_padding():
+    """What --compile uses: one batch shape for every step, padding sliced off before the loss."""
+    keep = torch.arange(0, 90, 2)                                        # 45 samples: 20, 20, 5
+    padded, plain = _trainer(augment=False, static=True), _trainer(augment=False, static=False)
+    shapes = []
+    padded.model.register_forward_hook(lambda m, i, o: shapes.append(o.shape[0]))
+    calls = []
+    total = padded.train_epoch(keep, hook=lambda idx, losses: calls.append((idx, losses)))
+    assert shapes == [20, 20, 20]
+    assert [len(idx) for idx, _ in calls] == [20, 20, 5]
+    assert sorted(torch.cat([idx for idx, _ in calls]).tolist()) == keep.tolist()
+    # the padding passes through the model but adds no loss: the same epoch loss as unpadded,
+    # up to batch-norm-free LeNet's float noise
+    assert total.item() == pytest.approx(plain.train_epoch(keep).item(), rel=1e-5)
+    for a, b in zip(padded.model.parameters(), plain.model.parameters()):
+        assert torch.allclose(a, b, atol=1e-6)

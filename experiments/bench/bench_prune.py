@@ -22,6 +22,7 @@ from fineprune_cli.trainer import resolve_device
 def run(model: str, fraction: float, epochs: int, subset: int | None, device: str) -> dict:
     cfg = Config()
     cfg.model.name, cfg.data.dataset, cfg.data.subset = model, "synthetic", subset
+    cfg.data.test_subset = 500  # evaluation is not what is measured here
     cfg.train.epochs, cfg.train.milestones = epochs, []
     p = cfg.prune
     p.enabled, p.window, p.start, p.attenuation, p.block, p.count = True, 2, 1, 1.0, 1, 1

@@ -29,14 +29,14 @@ def write_table(name: str, rows: list[dict], device, command: str, notes: list[s
     """results/bench/<name>-<device>.csv and .md, with the machine and the command to redo it."""
     out = ROOT / "results" / "bench"
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{name}-{slug(describe_device(device).split(',')[0])}"
+    stem = out / "-".join(filter(None, [name, slug(describe_device(device).split(',')[0])]))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(stem.with_suffix(".csv"), buf.getvalue())
     cols = list(rows[0])
-    md = [f"# {name}", "", f"- machine: {describe_device(device)}",
+    md = [f"# {name or 'Benchmarks'}: {describe_device(device)}", "", f"- machine: {describe_device(device)}",
           f"- measured: {time.strftime('%Y-%m-%d')}, commit {git_commit()}",
           f"- command: `{command}`", *[f"- {n}" for n in notes], "",
           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

@@ -1,0 +1,115 @@
+"""`make bench`: one table per device, results/bench/<device>.csv and .md.
+
+Per model, on CIFAR-shaped synthetic data at batch 128, measured in one run:
+- throughput of our trainer and of a bare PyTorch loop on the same preloaded tensors;
+- FLOPs per training image (torch.utils.flop_counter, forward + backward) and the share of
+  the device's peak our throughput reaches (peak: the nominal bf16 dense figure for known
+  GPUs, else a measured large matmul, named in the table);
+- a pruned epoch's time relative to a full one at prune fraction 0.3 and 0.5;
+- DroppingCount + selection overhead as a share of training time;
+- the projected time of the paper's 200-epoch regular run (50,000 images), beside Table 1's.
+
+`--quick` (what `make bench` runs on a CPU) keeps to a few models and small subsets so it
+ends in under 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from bench_prune import run as prune_ratio
+from bench_trainer import bench as throughput
+from common import write_table
+
+import models
+from fineprune_cli.runner import describe_device
+from fineprune_cli.tables import paper_results
+from fineprune_cli.trainer import resolve_device
+
+# nominal dense bf16 tensor-core peaks (vendor data sheets), TFLOP/s
+GPU_PEAKS = {"H100 SXM": 989.4, "H100 80GB HBM3": 989.4, "H100 PCIe": 756.5, "H100 NVL": 835.0,
+             "H200": 989.4, "A100": 312.0, "L40S": 362.1, "A10": 125.0, "4090": 165.2}
+QUICK = {"lenet": 10000, "resnet18": 512}   # model -> training samples per epoch on CPU
+
+
+def flops_per_image(name: str) -> float:
+    model = models.create(name, 3, 10)
+    x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(x), y).backward()
+    return counter.get_total_flops() / 4
+
+
+def peak_tflops(device: torch.device) -> tuple[float, str]:
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        for key, peak in GPU_PEAKS.items():
+            if key in name:
+                return peak, f"nominal bf16 dense ({key})"
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    a = torch.randn(2048, 2048, device=device, dtype=dtype)
+    best = 0.0
+    for _ in range(5):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(4):
+            a @ a
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        best = max(best, 4 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e12)
+    return best, f"measured {str(dtype).removeprefix('torch.')} 2048² matmul"
+
+
+def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak: float) -> dict:
+    t = throughput(name, "synthetic", rounds, subset, device)
+    flops = flops_per_image(name)
+    ratios = {f: prune_ratio(name, f, 5, subset, str(device)) for f in (0.3, 0.5)}
+    paper = paper_results()["models"].get(name, {})
+    return {
+        "model": name, "samples": t["samples"], "ours_img_s": t["ours_img_s"],
+        "bare_img_s": t["bare_img_s"], "ours_over_bare": t["ours_over_bare"],
+        "gflop_per_img": round(flops / 1e9, 3),
+        "peak_pct": round(100 * t["ours_img_s"] * flops / (peak * 1e12), 2),
+        "pruned_0.3": ratios[0.3]["pruned_over_full"], "pruned_0.5": ratios[0.5]["pruned_over_full"],
+        "overhead_pct": t["tracker_overhead_pct"],
+        "projected_200ep_min": round(50000 * 200 / t["ours_img_s"] / 60, 1),
+        "paper_200ep_min": round(paper["regular_s"] / 60, 1) if paper else "",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=None, help="comma-separated (default: all; --quick: lenet,resnet18)")
+    ap.add_argument("--subset", type=int, default=None, help="training samples per epoch (default 50000)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="a CPU-sized subset: few models, small epochs")
+    ap.add_argument("--device", default="auto")
+    args = ap.parse_args()
+    device = resolve_device(args.device)
+    names = args.models.split(",") if args.models else list(QUICK) if args.quick else models.list_models()
+    rounds = 2 if args.quick else args.rounds
+    peak, peak_source = peak_tflops(device)
+    rows = []
+    for name in names:
+        subset = args.subset or (QUICK.get(name, 512) if args.quick else None)
+        rows.append(bench_model(name, subset, rounds, device, peak))
+        print(rows[-1], flush=True)
+    cmd = "python experiments/bench/bench.py " + " ".join(
+        f"--{k}" if v is True else f"--{k} {v}" for k, v in vars(args).items() if v not in (None, False))
+    notes = [f"peak: {peak:.2f} TFLOP/s ({peak_source}); peak_pct = ours_img_s x FLOPs per image / peak",
+             f"img/s: median of {rounds} epochs of ours and of the bare loop, alternating, same run",
+             "pruned_0.3 / pruned_0.5: pruned over full epoch time, same run (ideal 0.7 / 0.5)",
+             "overhead_pct: DroppingCount.update time / training time, same run",
+             "projected_200ep_min: 200 x 50,000 images at ours_img_s, training only; paper: Table 1 regular, GTX 1080 Ti",
+             f"device: {describe_device(device)}"]
+    print("wrote", write_table("", rows, device, cmd, notes))
+
+
+if __name__ == "__main__":
+    main()
