@@ -92,10 +92,18 @@ def train(
     tolerance: TolOpt = None,
     checkpoint_every: Annotated[Optional[int], typer.Option(help="Epochs between checkpoints; 0: only at the end. (default 1)")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
+    nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
+    nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
+    node_rank: Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank.")] = None,
+    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node 0).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
+    from .distributed import from_env, relaunch
     from .runner import resume as resume_training, train as run_training
+
+    if nproc_per_node is not None:
+        raise typer.Exit(relaunch(sys.argv[1:], nproc_per_node, nnodes, node_rank, rdzv_endpoint))
 
     overrides = {
         "model.name": model, "model.widen": widen, "data.dataset": dataset, "data.data_dir": data_dir,
@@ -113,6 +121,8 @@ def train(
     else:
         summary = run_training(build_config(config, overrides), show_progress=not as_json,
                                command=_invocation())
+    if not from_env().main:
+        return
     if as_json:
         console.print_json(summary)
         return

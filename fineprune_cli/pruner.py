@@ -29,7 +29,9 @@ class Pruner:
 
     def __init__(self, num_samples: int, schedule: PruneSchedule, prune_fraction: float = 0.3,
                  tolerance: float = 0.0, policy: str = "fine", seed: int = 0,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", reduce=None, owns_counts: bool = True):
+        """Data-parallel: `reduce` sums the ranks' counts before any selection; only the rank
+        that `owns_counts` restores the (global) counts of a checkpoint, the others start at 0."""
         if not 0 <= prune_fraction < 1:
             raise ValueError(f"prune_fraction must be in [0, 1), got {prune_fraction}")
         if policy not in POLICIES:
@@ -43,6 +45,7 @@ class Pruner:
         self.generator.manual_seed(seed)
         self._all = torch.arange(num_samples, device=device)
         self.epoch = 0
+        self.reduce, self.owns_counts = reduce, owns_counts
 
     def prunes(self, epoch: int) -> bool:
         return self.num_pruned > 0 and self.schedule.prunes(epoch)
@@ -60,23 +63,28 @@ class Pruner:
 
     def dropped(self) -> torch.Tensor:
         if self.policy == "fine":
-            return self.tracker.highest(self.num_pruned, self.generator)
+            return self.tracker.highest(self.num_pruned, self.generator, self.counts)
         perm = torch.randperm(self.num_samples, generator=self.generator, device=self._all.device)
         return perm[: self.num_pruned]
 
-    def update(self, indices: torch.Tensor, losses: torch.Tensor) -> None:
+    def update(self, indices: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None) -> None:
         if self.policy == "fine":
-            self.tracker.update(indices, losses)
+            self.tracker.update(indices, losses, mean)
 
     @property
     def counts(self) -> torch.Tensor:
-        return self.tracker.counts
+        """DroppingCount of every sample (summed over ranks when data-parallel)."""
+        counts = self.tracker.counts
+        return self.reduce(counts) if self.reduce is not None else counts
 
     def state_dict(self) -> dict:
-        return {"tracker": self.tracker.state_dict(), "generator": self.generator.get_state(),
-                "epoch": self.epoch}
+        tracker = self.tracker.state_dict()
+        tracker["counts"] = self.counts.clone()  # global counts when data-parallel
+        return {"tracker": tracker, "generator": self.generator.get_state(), "epoch": self.epoch}
 
     def load_state_dict(self, state: dict) -> None:
         self.tracker.load_state_dict(state["tracker"])
+        if not self.owns_counts:
+            self.tracker.reset()
         self.generator.set_state(state["generator"])
         self.epoch = state["epoch"]

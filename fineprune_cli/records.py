@@ -106,6 +106,25 @@ class RunRecord:
         return path
 
 
+class NullRecord(RunRecord):
+    """What ranks other than 0 of a data-parallel run write: nothing."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        pass
+
+    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
+        pass
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        pass
+
+    def save_counts(self, window: int, counts: torch.Tensor) -> Path:
+        return self.path
+
+
 def read_summary(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / SUMMARY
     try:

@@ -14,12 +14,13 @@ import torch
 
 import models
 
-from . import checkpoint, console
+from . import checkpoint, console, distributed
 from .config import Config, config_from_dict, validate
 from .errors import ConfigError
 from .data import load_dataset
 from .pruner import Pruner
-from .records import RunRecord, default_run_dir, git_commit, load_run_config, read_summary
+from .distributed import World
+from .records import NullRecord, RunRecord, default_run_dir, git_commit, load_run_config, read_summary
 from .timing import Stopwatch, synchronize
 from .trainer import DeviceData, Trainer, resolve_device, wants_augment
 
@@ -38,12 +39,14 @@ def describe_device(device: torch.device) -> str:
     return f"cpu: {cpu}, {torch.get_num_threads()} threads"
 
 
-def build_pruner(cfg: Config, num_samples: int, device: torch.device) -> Pruner | None:
+def build_pruner(cfg: Config, num_samples: int, device: torch.device,
+                 world: World = distributed.SINGLE) -> Pruner | None:
     if not cfg.prune.enabled:
         return None
     p = cfg.prune
+    reduce = (lambda counts: distributed.all_sum(counts, world)) if world.active else None
     return Pruner(num_samples, p.schedule(), p.prune_fraction, p.tolerance, p.policy,
-                  seed=cfg.run.seed + 1, device=device)
+                  seed=cfg.run.seed + 1, device=device, reduce=reduce, owns_counts=world.main)
 
 
 def best3(accuracies: list[float]) -> float:
@@ -69,6 +72,7 @@ class Session:
     pruner: Pruner | None
     summary: dict[str, Any]
     done: Progress
+    world: World = distributed.SINGLE
 
 
 def train(cfg: Config, show_progress: bool = True, command: str | None = None,
@@ -76,14 +80,17 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
     """Train as `cfg` says. `command` (how it was launched) is kept in the summary; `bar`
     is a caller's progress bar to advance once per epoch instead of showing our own."""
     validate(cfg)
-    record = RunRecord(Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset))
-    trainer, pruner = _build(cfg)
+    world = distributed.from_env()
+    path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
+    record = RunRecord(path) if world.main else NullRecord(path)
+    trainer, pruner = _build(cfg, world)
     record.write_config(cfg.to_dict())
     summary = _base_summary(cfg, trainer.device, record.path, trainer.data.num_train)
+    summary["world_size"] = world.size
     if command:
         summary["command"] = command
     record.write_summary(summary)
-    return _run(Session(cfg, record, trainer, pruner, summary, Progress()), show_progress, bar)
+    return _run(Session(cfg, record, trainer, pruner, summary, Progress(), world), show_progress, bar)
 
 
 def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> dict[str, Any]:
@@ -93,8 +100,9 @@ def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> dict[s
         raise ConfigError(f"{run_dir} is already complete")
     cfg = validate(config_from_dict(load_run_config(run_dir)))
     cfg.run.out = str(run_dir)
-    record = RunRecord(Path(run_dir))
-    trainer, pruner = _build(cfg)
+    world = distributed.from_env()
+    record = RunRecord(Path(run_dir)) if world.main else NullRecord(Path(run_dir))
+    trainer, pruner = _build(cfg, world)
     state = checkpoint.load(record.path, trainer.device)
     trainer.load_state_dict(state["trainer"])
     if pruner is not None:
@@ -104,11 +112,12 @@ def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> dict[s
     summary["status"] = "incomplete"
     summary.setdefault("resumed_after_epochs", []).append(len(done.rows))
     record.write_metrics(done.rows)  # epochs after the checkpoint are trained again
-    return _run(Session(cfg, record, trainer, pruner, summary, done), show_progress, bar)
+    return _run(Session(cfg, record, trainer, pruner, summary, done, world), show_progress, bar)
 
 
-def _build(cfg: Config) -> tuple[Trainer, Pruner | None]:
-    device = resolve_device(cfg.run.device)
+def _build(cfg: Config, world: World) -> tuple[Trainer, Pruner | None]:
+    device = resolve_device(distributed.device_for(world, cfg.run.device))
+    distributed.init(world, device.type)
     d = cfg.data
     dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed,
                            test_subset=d.test_subset)
@@ -116,8 +125,9 @@ def _build(cfg: Config) -> tuple[Trainer, Pruner | None]:
     kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
     model = models.create(cfg.model.name, dataset.in_channels, dataset.num_classes, **kwargs)
     data = DeviceData.build(dataset, device, wants_augment(d.augment, dataset))
-    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode)
-    return trainer, build_pruner(cfg, data.num_train, device)
+    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode,
+                      world=world)
+    return trainer, build_pruner(cfg, data.num_train, device, world)
 
 
 def _run(s: Session, show_progress: bool, bar: Any) -> dict[str, Any]:
@@ -149,7 +159,8 @@ def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int)
 def _loop(s: Session, stop: checkpoint.StopRequest, show_progress: bool, outer_bar: Any) -> None:
     trainer, pruner, done, n_epochs = s.trainer, s.pruner, s.done, s.cfg.train.epochs
     watch = Stopwatch(trainer.device, done.overhead_s)
-    own_bar = console.progress(n_epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}", show_progress)
+    own_bar = console.progress(n_epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}",
+                               show_progress and s.world.main)
     with (nullcontext(outer_bar) if outer_bar is not None else own_bar) as bar:
         for _ in done.rows:
             bar.advance()
@@ -163,14 +174,17 @@ def _loop(s: Session, stop: checkpoint.StopRequest, show_progress: bool, outer_b
             s.record.write_metrics(done.rows)
             bar.advance(f"acc {row['test_accuracy']:.2f}%")
             every = s.cfg.run.checkpoint_every
-            if stop.requested or epoch == n_epochs or (every and epoch % every == 0):
-                checkpoint.save(s.record.path, _state(s))
+            stopping = _any_rank(stop.requested is not None, s.world, trainer.device)
+            if stopping or epoch == n_epochs or (every and epoch % every == 0):
+                state = _state(s)  # on every rank: the global counts need all of them
+                if s.world.main:
+                    checkpoint.save(s.record.path, state)
             s.record.write_summary(s.summary)
-            if stop.requested and epoch < n_epochs:
+            if stopping and epoch < n_epochs:
                 s.summary["status"] = "interrupted"
                 s.record.write_summary(s.summary)
                 raise checkpoint.Interrupted(
-                    f"{stop.requested}: stopped after epoch {epoch} of {n_epochs}; "
+                    f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of {n_epochs}; "
                     f"continue with: fineprune train --resume {s.record.path}")
 
 
@@ -202,13 +216,20 @@ def _epoch(epoch: int, trainer: Trainer, pruner: Pruner | None, watch: Stopwatch
     return row
 
 
+def _any_rank(flag: bool, world: World, device: torch.device) -> bool:
+    """Ranks stop together: one small all_reduce per epoch when data-parallel."""
+    if not world.active:
+        return flag
+    return bool(distributed.all_sum(torch.tensor([int(flag)], device=device), world).item())
+
+
 def _tracking_hook(pruner: Pruner | None, watch: Stopwatch) -> Any:
     if pruner is None:
         return None
 
-    def hook(idx: torch.Tensor, losses: torch.Tensor) -> None:
+    def hook(idx: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None) -> None:
         with watch.section():
-            pruner.update(idx, losses)
+            pruner.update(idx, losses, mean)
     return hook
 
 

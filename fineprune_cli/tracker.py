@@ -24,6 +24,7 @@ class DroppingCount:
         self._counts = torch.zeros(num_samples, dtype=torch.int32, device=device)
         self._indices: list[torch.Tensor] = []
         self._losses: list[torch.Tensor] = []
+        self._means: list[torch.Tensor | None] = []
 
     @property
     def counts(self) -> torch.Tensor:
@@ -33,11 +34,15 @@ class DroppingCount:
     def reset(self) -> None:
         self._indices.clear()
         self._losses.clear()
+        self._means.clear()
         self._counts.zero_()
 
-    def update(self, indices: torch.Tensor, losses: torch.Tensor) -> None:
+    def update(self, indices: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None) -> None:
+        """`mean`: the batch mean to compare against, when the batch is larger than the
+        losses given (data-parallel: this rank's part of a global batch)."""
         self._indices.append(indices)
         self._losses.append(losses.detach())
+        self._means.append(None if mean is None else mean.detach().float().reshape(()))
         if len(self._indices) >= FLUSH_EVERY:
             self.flush()
 
@@ -52,15 +57,20 @@ class DroppingCount:
         batch = torch.repeat_interleave(torch.arange(len(self._losses), device=dev), sizes,
                                         output_size=losses.numel())
         means = torch.zeros(len(self._losses), device=dev).index_add_(0, batch, losses) / sizes
+        if any(m is not None for m in self._means):
+            means = torch.stack([means[i] if m is None else m.to(dev) for i, m in enumerate(self._means)])
         above = losses > means[batch] * (1.0 + self.tolerance)
         # index_add_ rather than counts[idx] += ...: correct even if an index repeats
         self._counts.index_add_(0, indices, above.to(torch.int32))
         self._indices.clear()
         self._losses.clear()
+        self._means.clear()
 
-    def highest(self, m: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Indices of the m highest counts; equal counts ordered by a seeded random permutation."""
-        counts = self.counts
+    def highest(self, m: int, generator: torch.Generator | None = None,
+                counts: torch.Tensor | None = None) -> torch.Tensor:
+        """Indices of the m highest counts (ours, or `counts` given); equal counts ordered by a
+        seeded random permutation."""
+        counts = self.counts if counts is None else counts
         perm = torch.randperm(counts.numel(), generator=generator, device=counts.device)
         order = torch.argsort(counts[perm], descending=True, stable=True)
         return perm[order[:m]]

@@ -13,13 +13,15 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
 from .augment import CropFlip, pad_images
 from .config import TrainConfig
 from .data import Dataset
+from .distributed import SINGLE, World, all_sum, shard_range, step_slices
 from .errors import ConfigError
 
-Hook = Callable[[torch.Tensor, torch.Tensor], None]
+Hook = Callable[..., None]  # (indices, losses[, global batch mean when data-parallel])
 CROP_PAD = 4  # pixels of zero padding for the random crop (the paper's CIFAR recipe)
 
 
@@ -86,8 +88,11 @@ class DeviceData:
 class Trainer:
     def __init__(self, model: torch.nn.Module, data: DeviceData, cfg: TrainConfig,
                  device: torch.device, seed: int = 0, compile: bool = False,
-                 compile_mode: str = "auto", static_batches: bool | None = None):
-        self.device, self.data, self.cfg = device, data, cfg
+                 compile_mode: str = "auto", static_batches: bool | None = None,
+                 world: World = SINGLE):
+        if world.active and cfg.batch_size % world.size:
+            raise ConfigError(f"--batch-size {cfg.batch_size} must divide evenly over {world.size} processes")
+        self.device, self.data, self.cfg, self.world = device, data, cfg, world
         self.cuda = device.type == "cuda"
         self.memory_format = torch.channels_last if self.cuda else torch.contiguous_format
         self.model = model.to(device, memory_format=self.memory_format)
@@ -96,7 +101,10 @@ class Trainer:
             weight_decay=cfg.weight_decay, fused=self.cuda or None)
         self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
             self.optimizer, milestones=list(cfg.milestones), gamma=cfg.gamma)
-        self.forward = torch.compile(self.model, mode=_compile_mode(compile_mode, self.cuda)) if compile else self.model
+        net = self.model
+        if world.active:  # gradients are averaged across ranks inside backward()
+            net = DistributedDataParallel(self.model, device_ids=[device.index] if self.cuda else None)
+        self.forward = torch.compile(net, mode=_compile_mode(compile_mode, self.cuda)) if compile else net
         # compiled steps see one batch shape: the partial last batch is padded and masked
         self.static_batches = compile if static_batches is None else static_batches
         self.generator = torch.Generator(device=device)
@@ -127,7 +135,7 @@ class Trainer:
         self.model.train()
         loss_sum = torch.zeros((), device=self.device)
         scheduled = self.lr
-        for idx in order.split(self.cfg.batch_size):
+        for idx in self._batches(order):
             if self.steps < self.warmup_steps:
                 self._set_lr(scheduled * (self.steps + 1) / self.warmup_steps)
             real, idx = idx.numel(), self._pad(idx, order)
@@ -141,11 +149,19 @@ class Trainer:
             self.optimizer.step()
             loss_sum += total.detach()
             self.steps += 1
-            if hook is not None:
+            if hook is not None and self.world.active:  # compare with the global batch's mean
+                both = all_sum(torch.stack([total.detach(), torch.tensor(float(real), device=self.device)]), self.world)
+                hook(idx[:real], losses.detach(), both[0] / both[1])
+            elif hook is not None:
                 hook(idx[:real], losses.detach())
         self._set_lr(scheduled)  # the milestone schedule continues from the scheduled value
         self.scheduler.step()
-        return loss_sum
+        return all_sum(loss_sum, self.world)
+
+    def _batches(self, order: torch.Tensor) -> list[torch.Tensor]:
+        if self.world.active:
+            return step_slices(order, self.cfg.batch_size, self.world)
+        return list(order.split(self.cfg.batch_size))
 
     def _pad(self, idx: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
         """Fill a short last batch up to batch_size with samples from the epoch's start.
@@ -162,14 +178,15 @@ class Trainer:
         self.model.eval()
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), dtype=torch.long, device=self.device)
-        x_all, y_all = self.data.test_x, self.data.test_y
+        lo, hi = shard_range(self.data.test_y.numel(), self.world)  # each rank its part
+        x_all, y_all = self.data.test_x[lo:hi], self.data.test_y[lo:hi]
         for x, y in zip(x_all.split(self.cfg.eval_batch_size), y_all.split(self.cfg.eval_batch_size)):
             with self.autocast():
                 logits = self.forward(x.contiguous(memory_format=self.memory_format))
             loss_sum += F.cross_entropy(logits.float(), y, reduction="sum")
             correct += (logits.argmax(1) == y).sum()
-        n = y_all.numel()
-        loss, hits = torch.stack([loss_sum, correct.to(loss_sum.dtype)]).tolist()
+        n = self.data.test_y.numel()
+        loss, hits = all_sum(torch.stack([loss_sum, correct.to(loss_sum.dtype)]), self.world).tolist()
         return loss / n, 100.0 * hits / n
 
     def state_dict(self) -> dict:

@@ -1,0 +1,145 @@
+"""Data-parallel (sync) mode on CPU with gloo: spawned ranks, each with a timeout."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from fineprune_cli.distributed import World, _without_launch_flags, from_env, step_slices
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.pruner import Pruner
+from fineprune_cli.schedule import PruneSchedule
+
+N, BATCH, STEPS = 96, 12, 8
+SCHEDULE = dict(window=3, start=1, attenuation=1, block=1, count=1)
+
+
+def _losses(epoch):
+    """The per-sample losses of epoch `epoch`, as any process would compute them."""
+    return torch.rand(N, generator=torch.Generator().manual_seed(100 + epoch)) * 3
+
+
+def _order(epoch):
+    return torch.randperm(N, generator=torch.Generator().manual_seed(epoch))
+
+
+def _feed(pruner, world, epochs=3):
+    """Run the pruner for some epochs on fixed losses; returns each epoch's keep-list."""
+    keeps = []
+    for epoch in range(1, epochs + 1):
+        keep = pruner.begin_epoch(epoch)
+        keeps.append(keep.tolist())
+        order = keep[_order(epoch)[:keep.numel()].argsort()]   # any shared shuffle of keep
+        losses = _losses(epoch)
+        for batch in order.split(BATCH):
+            mine = step_slices(batch, BATCH, world)
+            if not mine:
+                continue
+            mean = losses[batch[: len(mine[0]) * world.size]].mean()  # the global batch's mean
+            pruner.update(mine[0], losses[mine[0]], mean if world.active else None)
+    return keeps
+
+
+def _rank_main(rank, size, init_file, out_dir):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
+                            timeout=timedelta(seconds=60))
+    world = World(rank, size, rank)
+
+    def reduce(counts):
+        counts = counts.clone()
+        dist.all_reduce(counts)
+        return counts
+    pruner = Pruner(N, PruneSchedule(**SCHEDULE), 0.25, seed=5, reduce=reduce, owns_counts=world.main)
+    keeps = _feed(pruner, world)
+    torch.save({"keeps": keeps, "counts": pruner.counts.clone()}, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def _spawn(size, tmp_path):
+    ctx = mp.spawn(_rank_main, args=(size, str(tmp_path / "rdzv"), str(tmp_path)), nprocs=size, join=False)
+    for _ in range(120):                 # a hang fails the test instead of blocking CI
+        if ctx.join(timeout=1):
+            return [torch.load(tmp_path / f"rank{r}.pt") for r in range(size)]
+    for p in ctx.processes:
+        p.kill()
+    pytest.fail("distributed ranks did not finish within 120 s")
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_ranks_agree_and_counts_equal_a_single_process(tmp_path, size):
+    results = _spawn(size, tmp_path)
+    single = Pruner(N, PruneSchedule(**SCHEDULE), 0.25, seed=5)
+    # the single process sees the same global batches, cut the same way
+    single_keeps = _feed_single(single, size)
+    for r in results:
+        assert r["keeps"] == results[0]["keeps"]               # identical keep-lists on every rank
+        assert torch.equal(r["counts"], single.counts)         # global counts = one process's
+    assert results[0]["keeps"] == single_keeps
+    assert any(len(k) < N for k in single_keeps)               # pruning happened
+
+
+def _feed_single(pruner, size):
+    keeps = []
+    for epoch in range(1, 4):
+        keep = pruner.begin_epoch(epoch)
+        keeps.append(keep.tolist())
+        order = keep[_order(epoch)[:keep.numel()].argsort()]
+        losses = _losses(epoch)
+        for batch in order.split(BATCH):
+            batch = batch[: batch.numel() // size * size]
+            if batch.numel():
+                pruner.update(batch, losses[batch])
+    return keeps
+
+
+def test_step_slices_split_each_global_batch_evenly():
+    order = torch.arange(29)
+    parts = [step_slices(order, 8, World(r, 3)) for r in range(3)]
+    assert [len(p) for p in parts] == [4, 4, 4]
+    assert [p.numel() for p in parts[0]] == [2, 2, 2, 1]             # last global batch: 5 -> 3 used
+    together = torch.cat([torch.cat([parts[r][s] for r in range(3)]) for s in range(4)])
+    assert together.tolist() == list(range(6)) + list(range(8, 14)) + list(range(16, 22)) + [24, 25, 26]
+
+
+def test_world_from_env():
+    assert from_env({}).size == 1 and from_env({}).main
+    w = from_env({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
+    assert (w.rank, w.size, w.local_rank, w.main) == (1, 2, 1, False)
+    w = from_env({"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "MASTER_ADDR": "n1"})
+    assert (w.rank, w.size, w.local_rank) == (3, 4, 1)
+    with pytest.raises(ConfigError, match="MASTER_ADDR"):
+        from_env({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"})
+
+
+def test_launch_flags_are_not_passed_on():
+    argv = ["train", "--nproc-per-node", "2", "--model", "lenet", "--nnodes=1", "--start", "1"]
+    assert _without_launch_flags(argv) == ["train", "--model", "lenet", "--start", "1"]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", "2", "--model", "lenet",
+           "--dataset", "synthetic", "--subset", "512", "--test-subset", "500", "--epochs", "3",
+           "--batch-size", "64", "--prune", "--window", "2", "--start", "1", "--block", "1",
+           "--attenuation", "1", "--device", "cpu", "--out", str(out), "--json"]
+    env = dict(os.environ, MASTER_PORT=str(_free_port()))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["status"] == "complete" and s["world_size"] == 2 and s["pruning_epochs"] == [1, 3]
+    assert s["samples_skipped"] == 2 * round(0.3 * 512)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]       # one folder, written by rank 0
+    assert proc.stdout.count('"status": "complete"') == 1               # rank 0 alone prints
