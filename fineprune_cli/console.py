@@ -10,7 +10,8 @@ from typing import Any, Iterator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-out = Console(highlight=False, soft_wrap=True)
+# piped output gets room for the wide comparison tables instead of rich's 80 columns
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

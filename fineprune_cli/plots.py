@@ -50,7 +50,7 @@ def curves(by_policy: dict[str, dict[int, Run]], title: str, path: Path) -> Path
         runs = list(by_policy[policy].values())
         for ax, column in ((ax_loss, "test_loss"), (ax_acc, "test_accuracy")):
             x, y = _mean_curve(runs, column)
-            ax.plot(x, y, color=COLORS[policy], lw=1.2, label=f"{NAMES[policy]} ({len(runs)} seeds)")
+            ax.plot(x, y, color=COLORS[policy], lw=1.2, label=f"{NAMES[policy]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
     if "fine" in by_policy:
         for row in next(iter(by_policy["fine"].values())).metrics:
             if row["pruned"]:
@@ -75,7 +75,7 @@ def timeline(run: Run, title: str, path: Path) -> Path:
     ax.bar(epochs, samples, width=1.0, color=colors, lw=0)
     window = run.summary.get("schedule", {}).get("window")
     if window:
-        for start in range(1, len(epochs) + 1, window):
+        for start in range(window, len(epochs) + 1, window):  # counts reset as epoch k*w starts
             ax.axvline(start - 0.5, color="black", lw=0.8, ls="--")
     n_pruned = sum(1 for r in run.metrics if r["pruned"])
     ax.set_title(f"{title}: {n_pruned} of {len(epochs)} epochs pruned (red); dashed = DroppingCount reset")

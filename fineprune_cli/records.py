@@ -22,12 +22,15 @@ import yaml
 from .errors import ConfigError
 
 CONFIG, METRICS, SUMMARY = "config.yaml", "metrics.csv", "summary.json"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would make records private
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
