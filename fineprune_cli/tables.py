@@ -117,7 +117,8 @@ def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
     cols = _columns(groups)
     body: dict[str, list[str]] = {name: [] for name in (
         "Dataset", "Seeds", "Regular", "Pruned", "Overhead", "Speedup", "Random", "Random speedup",
-        "Samples skipped", "Paper regular", "Paper pruned", "Paper overhead", "Paper speedup")}
+        "Samples skipped", "Paper regular (CIFAR-10)", "Paper pruned (CIFAR-10)", "Paper overhead (CIFAR-10)",
+        "Paper speedup (CIFAR-10)")}
     for (model, label), _ in cols:
         by = groups[(model, label)]
         fine, rand, reg = (policy_stats(by, p) for p in ("fine", "random", "regular"))
@@ -130,10 +131,10 @@ def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
         body["Random"].append(rand["train_s"].fmt(1, " s"))
         body["Random speedup"].append(rand["saved_pct"].fmt(2, "%"))
         body["Samples skipped"].append(fine["skipped_pct"].fmt(2, "%"))
-        body["Paper regular"].append(_paper(model, "regular_s", "{:g} s"))
-        body["Paper pruned"].append(_paper(model, "pruned_s", "{:g} s"))
-        body["Paper overhead"].append(_paper(model, "overhead_s", "{:.2f} s"))
-        body["Paper speedup"].append(_paper(model, "speedup_pct", "{:.2f}%"))
+        body["Paper regular (CIFAR-10)"].append(_paper(model, "regular_s", "{:g} s"))
+        body["Paper pruned (CIFAR-10)"].append(_paper(model, "pruned_s", "{:g} s"))
+        body["Paper overhead (CIFAR-10)"].append(_paper(model, "overhead_s", "{:.2f} s"))
+        body["Paper speedup (CIFAR-10)"].append(_paper(model, "speedup_pct", "{:.2f}%"))
     return [""] + [c for _, c in cols], [[name] + vals for name, vals in body.items()]
 
 
@@ -145,7 +146,8 @@ def table2(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
         "Dataset", "Seeds", "Regular (best-3)", "Pruned (best-3)", "Random (best-3)",
         "Pruned − regular (best-3)", "Random − regular (best-3)", "Regular (final)",
         "Pruned (final)", "Random (final)", "Pruned − regular (final)", "Random − regular (final)",
-        "Paper regular", "Paper pruned", "Paper pruned − regular")}
+        "Paper regular (CIFAR-10)", "Paper pruned (CIFAR-10)",
+        "Paper pruned − regular (CIFAR-10)")}
     for (model, label), _ in cols:
         by = groups[(model, label)]
         st = {p: policy_stats(by, p) for p in POLICY_ORDER}

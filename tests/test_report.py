@@ -100,7 +100,7 @@ def test_table1_has_the_papers_rows_and_column(runs_root):
     assert table["Overhead"] == "0.50 ± 0.00 s"
     assert table["Speedup"] == "12.00 ± 2.83%"
     assert table["Random speedup"] == "9.00 ± 1.41%"
-    assert table["Paper speedup"] == "11.80%" and table["Paper regular"] == "1220 s"
+    assert table["Paper speedup (CIFAR-10)"] == "11.80%" and table["Paper regular (CIFAR-10)"] == "1220 s"
     assert table["Dataset"] == "CIFAR-10 (JPEG q75)"
 
 
@@ -109,7 +109,7 @@ def test_table2_best3_final_and_paper(runs_root):
     table = {r[0]: r[1] for r in rows}
     assert table["Regular (final)"] == "74.50 ± 0.71%"
     assert table["Pruned − regular (final)"] == "-0.50 ± 0.00 pt"
-    assert table["Paper regular"] == "75.15%" and table["Paper pruned − regular"] == "-0.43 pt"
+    assert table["Paper regular (CIFAR-10)"] == "75.15%" and table["Paper pruned − regular (CIFAR-10)"] == "-0.43 pt"
     assert table["Regular (best-3)"] == "68.17 ± 0.24%"   # (74+70+60)/3 and (75+70+60)/3
 
 
