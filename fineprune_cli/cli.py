@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import console
-from .config import Config, apply_mapping, build_config, load_yaml, parse_int_list
+from .config import Config, apply_mapping, build_config, check_epochs, load_yaml, parse_int_list
 from .errors import ConfigError, FinepruneError
 
 
@@ -229,8 +229,7 @@ def estimate(
     cfg = build_config(config, _schedule_overrides(
         epochs, window, start, attenuation, block, count, prune_fraction), base)
     schedule = cfg.prune.schedule()  # validates the schedule flags
-    if cfg.train.epochs < 1:
-        raise ConfigError(f"--epochs must be a positive integer, got {cfg.train.epochs}")
+    check_epochs(cfg.train.epochs)
     if not 0 <= cfg.prune.prune_fraction < 1:
         raise ConfigError(f"--prune-fraction must be in [0, 1), got {cfg.prune.prune_fraction}")
     overhead = 0.0

@@ -233,7 +233,8 @@ def validate(cfg: Config) -> Config:
         if getattr(cfg.data, name) is not None and getattr(cfg.data, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be a positive number of samples")
     t = cfg.train
-    for name in ("epochs", "batch_size", "eval_batch_size"):
+    check_epochs(t.epochs)
+    for name in ("batch_size", "eval_batch_size"):
         if getattr(t, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(t, name)}")
     if not t.lr > 0:
@@ -265,6 +266,14 @@ def validate(cfg: Config) -> Config:
     if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
         raise ConfigError(f"--device must be auto, cpu, cuda or cuda:N, got '{dev}'")
     return cfg
+
+
+MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
+
+
+def check_epochs(epochs: int) -> None:
+    if not 1 <= epochs <= MAX_EPOCHS:
+        raise ConfigError(f"--epochs must be between 1 and {MAX_EPOCHS:,}, got {epochs}")
 
 
 def parse_int_list(text: str | None, option: str) -> list[int] | None:

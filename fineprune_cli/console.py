@@ -24,8 +24,10 @@ def result(message: Any) -> None:
 
 
 def error(message: str) -> None:
-    # plain write: one line, no markup interpretation of user-supplied text
-    sys.stderr.write(f"error: {message}\n")
+    # plain write, no markup; control characters from user input are escaped so the
+    # message stays one line whatever a config file or flag contained
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split("\n")))
+    sys.stderr.write(f"error: {text}\n")
 
 
 def print_json(data: Any) -> None:

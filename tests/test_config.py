@@ -52,7 +52,7 @@ def _valid(**changes):
 @pytest.mark.parametrize("changes, word", [
     ({"model__name": "resnet9"}, "unknown model 'resnet9'; choose one of: lenet"),
     ({"data__dataset": "mnist"}, "unknown dataset 'mnist'; choose one of: fashion-mnist"),
-    ({"train__epochs": 0}, "--epochs must be a positive integer"),
+    ({"train__epochs": 0}, "--epochs must be between 1 and 100,000"),
     ({"train__batch_size": -1}, "--batch-size must be a positive integer"),
     ({"train__lr": 0.0}, "--lr must be positive"),
     ({"train__milestones": [120, 60]}, "strictly increasing"),
