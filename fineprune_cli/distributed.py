@@ -127,3 +127,13 @@ def _without_launch_flags(argv: list[str]) -> list[str]:
             continue
         out.append(arg)
     return out
+
+
+def shutdown(finished: bool) -> None:
+    """Leave the process group; after a normal finish wait for every rank first, so no rank
+    exits while another still talks to it (gloo aborts the process otherwise)."""
+    if not dist.is_initialized():
+        return
+    if finished:
+        dist.barrier()
+    dist.destroy_process_group()

@@ -131,12 +131,17 @@ def _build(cfg: Config, world: World) -> tuple[Trainer, Pruner | None]:
 
 
 def _run(s: Session, show_progress: bool, bar: Any) -> dict[str, Any]:
-    with checkpoint.StopRequest() as stop:
-        _loop(s, stop, show_progress, bar)
-    s.summary["status"] = "complete"
-    s.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    s.record.write_summary(s.summary)
-    return s.summary
+    finished = False
+    try:
+        with checkpoint.StopRequest() as stop:
+            _loop(s, stop, show_progress, bar)
+        s.summary["status"] = "complete"
+        s.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        s.record.write_summary(s.summary)
+        finished = True
+        return s.summary
+    finally:
+        distributed.shutdown(finished)
 
 
 def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int) -> dict[str, Any]:
