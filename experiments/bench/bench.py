@@ -34,7 +34,7 @@ from fineprune_cli.trainer import resolve_device
 # nominal dense bf16 tensor-core peaks (vendor data sheets), TFLOP/s
 GPU_PEAKS = {"H100 SXM": 989.4, "H100 80GB HBM3": 989.4, "H100 PCIe": 756.5, "H100 NVL": 835.0,
              "H200": 989.4, "A100": 312.0, "L40S": 362.1, "A10": 125.0, "4090": 165.2}
-QUICK = {"lenet": 10000, "resnet18": 512}   # model -> training samples per epoch on CPU
+QUICK = {"lenet": 10000, "vgg13": 512, "resnet18": 512, "wrn10": 256}  # model -> samples per epoch on CPU
 
 
 def flops_per_image(name: str) -> float:
@@ -85,7 +85,7 @@ def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=None, help="comma-separated (default: all; --quick: lenet,resnet18)")
+    ap.add_argument("--models", default=None, help="comma-separated (default: all; --quick: lenet,vgg13,resnet18,wrn10)")
     ap.add_argument("--subset", type=int, default=None, help="training samples per epoch (default 50000)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="a CPU-sized subset: few models, small epochs")
