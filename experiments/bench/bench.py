@@ -87,13 +87,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=None, help="comma-separated (default: all; --quick: lenet,vgg13,resnet18,wrn10)")
     ap.add_argument("--subset", type=int, default=None, help="training samples per epoch (default 50000)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=None, help="epochs timed per loop (default 3; --quick: 2)")
     ap.add_argument("--quick", action="store_true", help="a CPU-sized subset: few models, small epochs")
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
     device = resolve_device(args.device)
     names = args.models.split(",") if args.models else list(QUICK) if args.quick else models.list_models()
-    rounds = 2 if args.quick else args.rounds
+    rounds = args.rounds or (2 if args.quick else 3)
     peak, peak_source = peak_tflops(device)
     rows = []
     for name in names:
