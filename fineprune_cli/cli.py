@@ -206,6 +206,38 @@ def report(
 
 
 @app.command()
+def scale(
+    model: ModelOpt = None, dataset: DatasetOpt = None,
+    nproc: Annotated[str, typer.Option(help="Process counts to compare, e.g. 1,2,4.")] = "1,2",
+    dist_mode: Annotated[str, typer.Option(help="Distributed modes; sync (DDP) is built, async and mixed are not yet.")] = "sync",
+    epochs: EpochsOpt = None, batch_size: BatchOpt = None, lr: LrOpt = None,
+    milestones: MilestonesOpt = None, subset: SubsetOpt = None, test_subset: TestSubsetOpt = None,
+    data_dir: DataDirOpt = None, device: DeviceOpt = None, config: ConfigOpt = None,
+    prune: Annotated[Optional[bool], typer.Option("--prune/--no-prune", help="Fine-pruning on in every configuration.")] = None,
+    target_loss: Annotated[Optional[float], typer.Option(help="Training loss to time (default: the highest final loss of all configurations).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for scale.csv, scale.md and the run folders.")] = Path("results/scale"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Train the same model on 1, 2, 4 ... processes: throughput, speedup, efficiency, accuracy."""
+    from .scale import run_scale, write_tables
+    from .views import show_rows
+
+    overrides = {
+        "model.name": model, "data.dataset": dataset, "data.data_dir": data_dir, "data.subset": subset,
+        "data.test_subset": test_subset, "train.epochs": epochs, "train.batch_size": batch_size,
+        "train.lr": lr, "train.milestones": parse_int_list(milestones, "--milestones"),
+        "run.device": device, "prune.enabled": prune}
+    cfg = build_config(config, overrides)
+    rows = run_scale(cfg, parse_int_list(nproc, "--nproc") or [], _names(dist_mode) or [], out, target_loss)
+    path = write_tables(rows, out, _invocation())
+    if as_json:
+        console.print_json(rows)
+        return
+    show_rows(rows, "Scaling (one thread per process)")
+    console.result(f"tables: {path} and {path.with_suffix('.csv')}")
+
+
+@app.command()
 def estimate(
     epochs: EpochsOpt = None, window: WindowOpt = None, start: StartOpt = None,
     attenuation: AttenOpt = None, block: BlockOpt = None, count: CountOpt = None,

@@ -78,3 +78,12 @@ def show_report(rep) -> None:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
     console.result(f"{len(rep.runs)} runs, {len(rep.problems)} left out; "
                    f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})")
+
+
+def show_rows(rows: list[dict], title: str) -> None:
+    table = Table(title=title)
+    for name in rows[0]:
+        table.add_column(name.replace("_", " "), justify="right")
+    for r in rows:
+        table.add_row(*[str(v) for v in r.values()])
+    console.result(table)

@@ -1,0 +1,127 @@
+"""`fineprune scale`: the same training on 1, 2, 4 ... processes, as in Campos et al. (2017).
+
+Each configuration is an ordinary `fineprune train` run (through torch.distributed's launcher
+when it has more than one process), with one thread per process so that N processes use N
+cores. From the run folders it reports what the paper's Tables 1-3 report: throughput,
+speedup and efficiency against one process, final accuracy, and the training time needed to
+reach a target training loss (by default the highest final loss of all configurations, so
+every configuration reaches it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import Config, validate
+from .errors import ConfigError
+from .records import read_metrics, read_summary
+
+MODES = ("sync",)  # async and mixed (parameter server) are not built yet
+
+
+def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
+    if not nprocs or any(n < 1 for n in nprocs):
+        raise ConfigError("--nproc takes positive integers, e.g. 1,2,4")
+    for mode in modes:
+        if mode not in MODES:
+            raise ConfigError(f"--dist-mode {mode} is not available yet; choose from: {', '.join(MODES)}")
+    return [(mode, n) for mode in modes for n in sorted(set(nprocs))]
+
+
+def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
+    run_dir = out / "runs" / f"{cfg.model.name}-{cfg.data.dataset}-{mode}-n{nproc}"
+    if (run_dir / "summary.json").exists() and read_summary(run_dir).get("status") == "complete":
+        return run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = cfg.to_dict()
+    config.pop("compare")
+    config["run"]["out"] = None
+    (run_dir / "scale-config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(run_dir / "scale-config.yaml"),
+           "--out", str(run_dir), "--json"]
+    if nproc > 1:
+        cmd += ["--nproc-per-node", str(nproc)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ConfigError(f"the {nproc}-process {mode} run failed: {last} (see {run_dir})")
+    return run_dir
+
+
+def measure(run_dir: Path) -> dict[str, Any]:
+    s = read_summary(run_dir)
+    rows = read_metrics(run_dir)
+    return {"summary": s, "train_loss": [float(r["train_loss"]) for r in rows],
+            "seconds": [float(r["train_seconds"]) for r in rows]}
+
+
+def time_to(target: float, m: dict[str, Any]) -> float | None:
+    elapsed = 0.0
+    for loss, seconds in zip(m["train_loss"], m["seconds"]):
+        elapsed += seconds
+        if loss <= target:
+            return elapsed
+    return None
+
+
+def table(results: list[tuple[str, int, dict[str, Any]]], target: float | None) -> list[dict[str, Any]]:
+    target = target if target is not None else max(m["train_loss"][-1] for _, _, m in results)
+    base = {mode: m for mode, n, m in results if n == min(k for md, k, _ in results if md == mode)}
+    rows = []
+    for mode, n, m in results:
+        s = m["summary"]
+        throughput = s["samples_seen"] / s["train_seconds"]
+        b = base[mode]["summary"]
+        speedup = throughput / (b["samples_seen"] / b["train_seconds"])
+        reach = time_to(target, m)
+        rows.append({"mode": mode, "processes": n, "images_per_s": round(throughput, 1),
+                     "speedup": round(speedup, 3), "efficiency": round(speedup / n, 3),
+                     "final_accuracy": s["final_accuracy"], "final_train_loss": round(m["train_loss"][-1], 4),
+                     "target_train_loss": round(target, 4),
+                     "seconds_to_target": round(reach, 2) if reach is not None else "",
+                     "train_seconds": s["train_seconds"]})
+    return rows
+
+
+def run_scale(cfg: Config, nprocs: list[int], modes: list[str], out: Path,
+              target: float | None = None) -> list[dict[str, Any]]:
+    validate(cfg)
+    jobs = plan(nprocs, modes)
+    if any(cfg.train.batch_size % n for _, n in jobs):
+        raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every --nproc value")
+    results = [(mode, n, measure(run_one(cfg, mode, n, out))) for mode, n in jobs]
+    return table(results, target)
+
+
+def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
+    """<out>/scale.csv and scale.md, the latter with the machine and the command."""
+    from .records import atomic_write_text
+    from .report import to_csv, to_markdown
+
+    first = read_summary(out / "runs" / _name(rows, 0, out))
+    header = list(rows[0])
+    body = [list(r.values()) for r in rows]
+    atomic_write_text(out / "scale.csv", to_csv(header, body))
+    text = "\n".join([
+        f"# Scaling: {first['model']} on {first.get('dataset_label', first['dataset'])}", "",
+        f"- machine: {first['device'].split(',')[0]}; one thread per process; torch {first['torch']}",
+        f"- code: {first['git_commit']}; command: `{command}`",
+        "- images_per_s: training images per second of training time (evaluation excluded); "
+        "speedup and efficiency (speedup / processes) against the fewest processes, as in "
+        "Campos et al. (2017), Tables 1-2; seconds_to_target: training time until the epoch's "
+        "training loss first reached target_train_loss (their Table 3 / Figure 3)",
+        "", to_markdown(header, body)])
+    atomic_write_text(out / "scale.md", text)
+    return out / "scale.md"
+
+
+def _name(rows: list[dict[str, Any]], i: int, out: Path) -> str:
+    matches = sorted((out / "runs").glob(f"*-{rows[i]['mode']}-n{rows[i]['processes']}"))
+    return matches[0].name
