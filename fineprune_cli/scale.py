@@ -117,6 +117,9 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
         "speedup and efficiency (speedup / processes) against the fewest processes, as in "
         "Campos et al. (2017), Tables 1-2; seconds_to_target: training time until the epoch's "
         "training loss first reached target_train_loss (their Table 3 / Figure 3)",
+        *(["- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth "
+           "(2 cores here), so these speedups say little about several GPUs or nodes"]
+          if first["device"].startswith("cpu") else []),
         "", to_markdown(header, body)])
     atomic_write_text(out / "scale.md", text)
     return out / "scale.md"
