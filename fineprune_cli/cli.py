@@ -92,6 +92,8 @@ def train(
     tolerance: TolOpt = None,
     checkpoint_every: Annotated[Optional[int], typer.Option(help="Epochs between checkpoints; 0: only at the end. (default 1)")] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
+    dist_mode: Annotated[Optional[str], typer.Option(help="With several processes: sync (DDP), async or mixed (parameter server on rank 0). (default sync)")] = None,
+    group_size: Annotated[Optional[int], typer.Option(help="Mixed mode: workers that average gradients before one push. (default 2)")] = None,
     nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
     nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
     node_rank: Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank.")] = None,
@@ -112,6 +114,7 @@ def train(
         "train.lr": lr, "train.milestones": parse_int_list(milestones, "--milestones"),
         "run.seed": seed, "run.device": device, "run.compile": compile, "run.out": out,
         "prune.enabled": prune, "prune.policy": policy, "run.checkpoint_every": checkpoint_every,
+        "run.dist_mode": dist_mode, "run.group_size": group_size,
         **_schedule_overrides(epochs, window, start, attenuation, block, count, prune_fraction, tolerance),
     }
     if resume is not None:
@@ -208,8 +211,8 @@ def report(
 @app.command()
 def scale(
     model: ModelOpt = None, dataset: DatasetOpt = None,
-    nproc: Annotated[str, typer.Option(help="Process counts to compare, e.g. 1,2,4.")] = "1,2",
-    dist_mode: Annotated[str, typer.Option(help="Distributed modes; sync (DDP) is built, async and mixed are not yet.")] = "sync",
+    nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4 (async/mixed add a server process).")] = "1,2",
+    dist_mode: Annotated[str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter server).")] = "sync",
     epochs: EpochsOpt = None, batch_size: BatchOpt = None, lr: LrOpt = None,
     milestones: MilestonesOpt = None, subset: SubsetOpt = None, test_subset: TestSubsetOpt = None,
     data_dir: DataDirOpt = None, device: DeviceOpt = None, config: ConfigOpt = None,

@@ -77,6 +77,8 @@ class RunConfig:
     compile_mode: str = "auto"          # auto (CUDA graphs on GPU) | default | reduce-overhead | max-autotune...
     out: str | None = None              # run folder; default results/runs/<time>-<model>-<dataset>
     checkpoint_every: int = 1           # epochs between checkpoints (0: only at the end)
+    dist_mode: str = "sync"             # with several processes: sync (DDP) | async | mixed (parameter server)
+    group_size: int = 2                 # mixed: workers that average gradients before one push
 
 
 @dataclass
@@ -260,6 +262,10 @@ def validate(cfg: Config) -> Config:
     modes = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
     if cfg.run.compile_mode not in modes:
         raise ConfigError(f"compile_mode must be one of: {', '.join(modes)}")
+    if cfg.run.dist_mode not in ("sync", "async", "mixed"):
+        raise ConfigError(f"--dist-mode must be sync, async or mixed, got '{cfg.run.dist_mode}'")
+    if cfg.run.group_size < 1:
+        raise ConfigError(f"--group-size must be a positive integer, got {cfg.run.group_size}")
     if cfg.run.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0, got {cfg.run.checkpoint_every}")
     dev = cfg.run.device

@@ -81,6 +81,9 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
     is a caller's progress bar to advance once per epoch instead of showing our own."""
     validate(cfg)
     world = distributed.from_env()
+    if world.active and cfg.run.dist_mode != "sync":
+        from .paramserver import train_ps
+        return train_ps(cfg, world, command)
     path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
     record = RunRecord(path) if world.main else NullRecord(path)
     trainer, pruner = _build(cfg, world)

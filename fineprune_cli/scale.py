@@ -22,7 +22,7 @@ from .config import Config, validate
 from .errors import ConfigError
 from .records import read_metrics, read_summary
 
-MODES = ("sync",)  # async and mixed (parameter server) are not built yet
+MODES = ("sync", "async", "mixed")  # async/mixed: N workers plus one parameter-server process
 
 
 def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
@@ -30,7 +30,7 @@ def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
         raise ConfigError("--nproc takes positive integers, e.g. 1,2,4")
     for mode in modes:
         if mode not in MODES:
-            raise ConfigError(f"--dist-mode {mode} is not available yet; choose from: {', '.join(MODES)}")
+            raise ConfigError(f"unknown --dist-mode {mode}; choose from: {', '.join(MODES)}")
     return [(mode, n) for mode in modes for n in sorted(set(nprocs))]
 
 
@@ -42,11 +42,13 @@ def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
     config = cfg.to_dict()
     config.pop("compare")
     config["run"]["out"] = None
+    config["run"]["dist_mode"] = mode
     (run_dir / "scale-config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(run_dir / "scale-config.yaml"),
            "--out", str(run_dir), "--json"]
-    if nproc > 1:
-        cmd += ["--nproc-per-node", str(nproc)]
+    processes = nproc + (mode != "sync")  # the parameter server is a process of its own
+    if processes > 1:
+        cmd += ["--nproc-per-node", str(processes)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -81,12 +83,13 @@ def table(results: list[tuple[str, int, dict[str, Any]]], target: float | None) 
         b = base[mode]["summary"]
         speedup = throughput / (b["samples_seen"] / b["train_seconds"])
         reach = time_to(target, m)
-        rows.append({"mode": mode, "processes": n, "images_per_s": round(throughput, 1),
+        rows.append({"mode": mode, "workers": n, "images_per_s": round(throughput, 1),
                      "speedup": round(speedup, 3), "efficiency": round(speedup / n, 3),
-                     "final_accuracy": s["final_accuracy"], "final_train_loss": round(m["train_loss"][-1], 4),
+                     "final_accuracy": round(s["final_accuracy"], 2), "final_train_loss": round(m["train_loss"][-1], 4),
                      "target_train_loss": round(target, 4),
                      "seconds_to_target": round(reach, 2) if reach is not None else "",
-                     "train_seconds": s["train_seconds"]})
+                     "train_seconds": s["train_seconds"],
+                     "staleness_mean": s.get("staleness_mean", ""), "staleness_max": s.get("staleness_max", "")})
     return rows
 
 
@@ -94,7 +97,7 @@ def run_scale(cfg: Config, nprocs: list[int], modes: list[str], out: Path,
               target: float | None = None) -> list[dict[str, Any]]:
     validate(cfg)
     jobs = plan(nprocs, modes)
-    if any(cfg.train.batch_size % n for _, n in jobs):
+    if any(cfg.train.batch_size % n for mode, n in jobs if mode == "sync"):
         raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every --nproc value")
     results = [(mode, n, measure(run_one(cfg, mode, n, out))) for mode, n in jobs]
     return table(results, target)
@@ -113,8 +116,9 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
         f"# Scaling: {first['model']} on {first.get('dataset_label', first['dataset'])}", "",
         f"- machine: {first['device'].split(',')[0]}; one thread per process; torch {first['torch']}",
         f"- code: {first['git_commit']}; command: `{command}`",
-        "- images_per_s: training images per second of training time (evaluation excluded); "
-        "speedup and efficiency (speedup / processes) against the fewest processes, as in "
+        "- workers: processes that compute gradients (async and mixed add one parameter-server "
+        "process); images_per_s: training images per second of training time (evaluation excluded); "
+        "speedup and efficiency (speedup / workers) against the fewest processes, as in "
         "Campos et al. (2017), Tables 1-2; seconds_to_target: training time until the epoch's "
         "training loss first reached target_train_loss (their Table 3 / Figure 3)",
         *(["- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth "
@@ -126,5 +130,5 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
 
 
 def _name(rows: list[dict[str, Any]], i: int, out: Path) -> str:
-    matches = sorted((out / "runs").glob(f"*-{rows[i]['mode']}-n{rows[i]['processes']}"))
+    matches = sorted((out / "runs").glob(f"*-{rows[i]['mode']}-n{rows[i]['workers']}"))
     return matches[0].name

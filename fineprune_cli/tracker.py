@@ -46,6 +46,11 @@ class DroppingCount:
         if len(self._indices) >= FLUSH_EVERY:
             self.flush()
 
+    def add(self, counts: torch.Tensor) -> None:
+        """Add counts made elsewhere (a worker's, in parameter-server training)."""
+        self.flush()
+        self._counts += counts.to(self._counts.dtype)
+
     @torch.no_grad()
     def flush(self) -> None:
         if not self._indices:

@@ -15,8 +15,8 @@ def _m(samples, seconds, losses, acc=50.0):
 
 def test_plan_checks_modes_and_counts():
     assert plan([2, 1, 2], ["sync"]) == [("sync", 1), ("sync", 2)]
-    with pytest.raises(ConfigError, match="not available yet"):
-        plan([1], ["async"])
+    with pytest.raises(ConfigError, match="unknown --dist-mode gossip"):
+        plan([1], ["gossip"])
     with pytest.raises(ConfigError, match="positive"):
         plan([0, 1], ["sync"])
 
@@ -40,7 +40,7 @@ def test_cli_scale_runs_one_and_two_processes(tmp_path):
         "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert [r["processes"] for r in rows] == [1, 2] and rows[0]["speedup"] == 1.0
+    assert [r["workers"] for r in rows] == [1, 2] and rows[0]["speedup"] == 1.0
     assert all(r["images_per_s"] > 0 and r["final_accuracy"] >= 0 for r in rows)
     assert (out / "scale.md").read_text().count("| sync |") == 2
     runs = sorted(p.name for p in (out / "runs").iterdir())

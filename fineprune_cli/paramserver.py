@@ -1,0 +1,264 @@
+"""Asynchronous and mixed parameter-server training on torch.distributed.rpc.
+
+As in Campos et al. (2017): rank 0 is the parameter server (PS); the other ranks are workers.
+- async: every worker computes gradients on its own batches and pushes them; the PS applies
+  each push at once and sends back fresh weights, so a worker's gradient may be stale (PS
+  version - the version the worker computed on; recorded per update).
+- mixed: workers form groups (`run.group_size`, e.g. the GPUs of one node); a group averages
+  its members' gradients synchronously (all_reduce in a subgroup) and its leader pushes them.
+Fine-pruning: workers count DroppingCount on their own samples against their (group) batch
+mean and send the counts at the end of each epoch; the PS sums them and chooses the next
+epoch's keep-list, which all workers fetch. Epochs are aligned: a worker starts epoch e once
+the PS has closed (evaluated and recorded) epoch e - 1. Tensors travel through CPU memory.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import warnings
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.distributed.rpc as rpc
+import torch.nn.functional as F
+
+from pathlib import Path
+
+from .config import Config
+from .distributed import SINGLE, World, step_slices
+from .errors import ConfigError
+from .tracker import DroppingCount
+
+_SERVER: "Server | None" = None
+_READY = threading.Event()  # set once the PS has built its model: workers may call earlier
+
+
+class Server:
+    """The PS's state; RPC handler threads call into it, the PS's main thread closes epochs."""
+
+    def __init__(self, trainer: Any, pruner: Any, pushers: int):
+        self.trainer, self.pruner, self.pushers = trainer, pruner, pushers
+        self.cond = threading.Condition()
+        self.version, self.staleness, self.closed = 0, [], 0
+        self.keep: dict[int, torch.Tensor] = {}
+        self.started: dict[int, float] = {}  # when the first worker began each epoch
+        self.ended: dict[int, list[tuple[torch.Tensor | None, float, int]]] = {}
+
+    def weights(self) -> list[torch.Tensor]:
+        return [t.detach().cpu().clone() for t in self.trainer.model.state_dict().values()]
+
+    def push(self, grads: list[torch.Tensor], buffers: list[torch.Tensor], version: int):
+        t = self.trainer
+        with self.cond:
+            self.staleness.append(self.version - version)
+            if t.steps < t.warmup_steps:
+                t._set_lr(t.scheduled_lr * (t.steps + 1) / t.warmup_steps)
+            for p, g in zip(t.model.parameters(), grads):
+                p.grad = g.to(p.device)
+            t.optimizer.step()
+            t.steps += 1
+            for b, new in zip(t.model.buffers(), buffers):  # batch-norm statistics: last push wins
+                b.copy_(new)
+            self.version += 1
+            return self.weights(), self.version
+
+    def begin_epoch(self, epoch: int):
+        with self.cond:
+            self.cond.wait_for(lambda: self.closed >= epoch - 1)
+            self.started.setdefault(epoch, time.perf_counter())
+            if epoch not in self.keep:
+                n = self.trainer.data.num_train
+                self.keep[epoch] = (self.pruner.begin_epoch(epoch) if self.pruner is not None
+                                    else torch.arange(n)).cpu()
+            return self.keep[epoch], self.weights(), self.version
+
+    def end_epoch(self, epoch: int, counts: torch.Tensor | None, loss_sum: float, samples: int) -> None:
+        with self.cond:
+            self.ended.setdefault(epoch, []).append((counts, loss_sum, samples))
+            self.cond.notify_all()
+
+    def wait_epoch(self, epoch: int) -> tuple[float, int]:
+        """Main thread: wait for every pusher's end of `epoch`; fold in their counts."""
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.ended.get(epoch, [])) == self.pushers)
+            parts = self.ended.pop(epoch)
+        for counts, _, _ in parts:
+            if counts is not None and self.pruner is not None:
+                self.pruner.tracker.add(counts.to(self.pruner.tracker.counts.device))
+        return sum(p[1] for p in parts), sum(p[2] for p in parts)
+
+    def close_epoch(self, epoch: int) -> None:
+        with self.cond:
+            self.trainer._set_lr(self.trainer.scheduled_lr)
+            self.trainer.scheduler.step()
+            self.trainer.scheduled_lr = self.trainer.lr
+            self.closed = epoch
+            self.cond.notify_all()
+
+
+def _server() -> Server:
+    _READY.wait()
+    return _SERVER
+
+
+def _push(grads, buffers, version):
+    return _server().push(grads, buffers, version)
+
+
+def _begin_epoch(epoch):
+    return _server().begin_epoch(epoch)
+
+
+def _end_epoch(epoch, counts, loss_sum, samples):
+    _server().end_epoch(epoch, counts, loss_sum, samples)
+
+
+def start(world: World, mode: str, group_size: int) -> list[list[int]]:
+    """Join the gloo group and the RPC framework; returns the worker groups (mixed) or singletons."""
+    # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
+    warnings.filterwarnings("ignore", message="You are using a Backend")
+    dist.init_process_group("gloo")
+    addr_port = [None]
+    if world.main:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            addr_port = [(socket.gethostname(), s.getsockname()[1])]
+    dist.broadcast_object_list(addr_port, src=0)
+    host, port = addr_port[0]
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}",
+                                              num_worker_threads=max(16, 4 * world.size))
+    rpc.init_rpc("ps" if world.main else f"worker{world.rank}", rank=world.rank,
+                 world_size=world.size, rpc_backend_options=options)
+    workers = list(range(1, world.size))
+    size = group_size if mode == "mixed" else 1
+    return [workers[i:i + size] for i in range(0, len(workers), size)]
+
+
+def stop() -> None:
+    rpc.shutdown()  # waits for every process's outstanding calls
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def serve(trainer: Any, pruner: Any, pushers: int) -> Server:
+    global _SERVER
+    _SERVER = Server(trainer, pruner, pushers)
+    trainer.scheduled_lr = trainer.lr
+    _READY.set()
+    return _SERVER
+
+
+def work(cfg: Config, trainer: Any, world: World, groups: list[list[int]]) -> None:
+    """A worker's whole run: fetch keep-list and weights, train its share, push, report."""
+    subgroups = [dist.new_group(g) for g in groups]  # every rank creates every group, in order
+    index = next(i for i, g in enumerate(groups) if world.rank in g)
+    members, group = groups[index], subgroups[index]
+    me = World(members.index(world.rank), len(members))
+    leader = members[0]
+    tracker = DroppingCount(trainer.data.num_train) if cfg.prune.enabled else None
+    for epoch in range(1, cfg.train.epochs + 1):
+        keep, weights, version = rpc.rpc_sync("ps", _begin_epoch, args=(epoch,))
+        _load(trainer, weights)
+        gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
+        order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
+        loss_sum, seen = 0.0, 0
+        for idx in step_slices(order, cfg.train.batch_size, me):
+            losses = _step(trainer, idx.to(trainer.device))
+            total = torch.stack([losses.sum().detach(), torch.tensor(float(idx.numel()))])
+            grads = [p.grad.detach().cpu() for p in trainer.model.parameters()]
+            if len(members) > 1:
+                dist.all_reduce(total, group=group)
+                for g in grads:
+                    dist.all_reduce(g, group=group)
+                    g /= len(members)
+            if tracker is not None:
+                tracker.update(idx, losses.detach().cpu(), total[0] / total[1])
+            weights = [None] * 2
+            if world.rank == leader:
+                buffers = [b.detach().cpu() for b in trainer.model.buffers()]
+                weights = list(rpc.rpc_sync("ps", _push, args=(grads, buffers, version)))
+            if len(members) > 1:
+                dist.broadcast_object_list(weights, src=leader, group=group)
+            new, version = weights
+            _load(trainer, new)
+            loss_sum, seen = loss_sum + float(total[0]), seen + int(total[1])
+        counts = tracker.counts.clone() if tracker is not None else None
+        if tracker is not None:
+            if len(members) > 1:
+                dist.all_reduce(counts, group=group)
+            tracker.reset()
+        if world.rank == leader:
+            rpc.rpc_sync("ps", _end_epoch, args=(epoch, counts, loss_sum, seen))
+
+
+def _step(trainer: Any, idx: torch.Tensor) -> torch.Tensor:
+    trainer.model.train()
+    x = trainer.data.batch(idx, trainer.generator)
+    losses = F.cross_entropy(trainer.model(x), trainer.data.train_y[idx], reduction="none")
+    trainer.model.zero_grad(set_to_none=True)
+    (losses.sum() / idx.numel()).backward()
+    return losses
+
+
+def _load(trainer: Any, weights: list[torch.Tensor]) -> None:
+    state = trainer.model.state_dict()
+    with torch.no_grad():
+        for t, w in zip(state.values(), weights):
+            t.copy_(w)
+
+
+def train_ps(cfg: Config, world: World, command: str | None) -> dict[str, Any]:
+    """One process of an async/mixed run: rank 0 serves and records, the others work."""
+    from . import runner
+    from .records import NullRecord, RunRecord, default_run_dir
+
+    if world.size < 2:
+        raise ConfigError(f"--dist-mode {cfg.run.dist_mode} needs at least 2 processes (a server and a worker)")
+    groups = start(world, cfg.run.dist_mode, cfg.run.group_size)
+    finished = False
+    try:
+        trainer, pruner = runner._build(cfg, SINGLE)
+        if not world.main:
+            work(cfg, trainer, world, groups)
+            finished = True
+            return {}
+        for g in groups:
+            dist.new_group(g)  # collective: the workers create these too
+        path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
+        record = RunRecord(path)
+        record.write_config(cfg.to_dict())
+        summary = runner._base_summary(cfg, trainer.device, record.path, trainer.data.num_train)
+        summary.update(world_size=world.size, dist_mode=cfg.run.dist_mode, workers=world.size - 1,
+                       groups=len(groups), **({"command": command} if command else {}))
+        server = serve(trainer, pruner, len(groups))
+        done = runner.Progress()
+        for epoch in range(1, cfg.train.epochs + 1):
+            loss_sum, samples = server.wait_epoch(epoch)
+            t1 = time.perf_counter()
+            t0 = server.started[epoch]  # workers' start-up is not training time
+            test_loss, test_acc = trainer.evaluate()
+            done.train_s += t1 - t0
+            done.eval_s += time.perf_counter() - t1
+            done.rows.append({
+                "epoch": epoch, "lr": trainer.lr, "samples": samples, "train_seconds": round(t1 - t0, 4),
+                "train_loss": loss_sum / max(samples, 1), "test_loss": test_loss,
+                "test_accuracy": test_acc, "pruned": int(pruner is not None and pruner.prunes(epoch)),
+                "overhead_seconds": 0.0})
+            if pruner is not None and pruner.schedule.window_ends(epoch, cfg.train.epochs):
+                record.save_counts(pruner.schedule.window_index(epoch), pruner.counts)
+            runner._update_summary(summary, done, pruner)
+            st = server.staleness
+            summary.update(updates=len(st), staleness_mean=round(sum(st) / max(len(st), 1), 3),
+                           staleness_max=max(st, default=0))
+            record.write_metrics(done.rows)
+            record.write_summary(summary)
+            server.close_epoch(epoch)
+        summary.update(status="complete", finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        record.write_summary(summary)
+        finished = True
+        return summary
+    finally:
+        stop() if finished else None

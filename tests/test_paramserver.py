@@ -1,0 +1,84 @@
+"""Asynchronous and mixed parameter-server modes (torch.distributed.rpc, gloo, CPU)."""
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import models
+from fineprune_cli.config import TrainConfig
+from fineprune_cli.data import make_synthetic
+from fineprune_cli.paramserver import Server
+from fineprune_cli.pruner import Pruner
+from fineprune_cli.schedule import PruneSchedule
+from fineprune_cli.trainer import DeviceData, Trainer
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4"):
+    out = tmp_path / mode
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", str(nproc), "--dist-mode", mode,
+           "--group-size", "2", "--model", "lenet", "--dataset", "synthetic", "--subset", "2048",
+           "--test-subset", "500", "--epochs", epochs, "--lr", lr, "--batch-size", "64", "--device", "cpu",
+           "--out", str(out), *extra]
+    env = dict(os.environ, MASTER_PORT=str(_free_port()))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    return json.loads((out / "summary.json").read_text()), rows
+
+
+def test_async_trains_and_reports_staleness(tmp_path):
+    s, rows = _run(tmp_path, "async", 3)
+    losses = [float(r["train_loss"]) for r in rows]
+    assert s["status"] == "complete" and s["dist_mode"] == "async" and s["workers"] == 2
+    assert min(losses[1:]) < 0.9 * losses[0]                    # clearly below its start
+    assert s["updates"] == 4 * 2048 // 64                       # one push per worker batch
+    assert 0 <= s["staleness_mean"] <= s["staleness_max"]
+
+
+def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
+    # stale, momentum-carrying updates need a smaller lr than the synchronous recipe
+    s, rows = _run(tmp_path, "mixed", 4, "--prune", "--window", "2", "--start", "1", "--block", "1",
+                   "--attenuation", "1", lr="0.01", epochs="5")
+    losses = [float(r["train_loss"]) for r in rows]
+    assert s["groups"] == 2 and s["workers"] == 3               # workers 1+2 push together, 3 alone
+    assert min(losses[1:]) < 0.9 * losses[0]
+    assert s["pruning_epochs"] == [1, 3, 5] and [r["pruned"] for r in rows] == ["1", "0", "1", "0", "1"]
+    assert int(rows[0]["samples"]) < 2048 - 600 and int(rows[1]["samples"]) > 2048 - 64
+    assert s["staleness_max"] >= 0 and "staleness_mean" in s
+
+
+def test_server_applies_pushes_and_measures_staleness():
+    device = torch.device("cpu")
+    data = DeviceData.build(make_synthetic(num_train=64, num_test=16), device, augment=False)
+    trainer = Trainer(models.create("lenet"), data, TrainConfig(milestones=[], warmup_epochs=0), device)
+    trainer.scheduled_lr = trainer.lr
+    pruner = Pruner(64, PruneSchedule(window=2, start=1, attenuation=1, block=1, count=1), 0.25)
+    server = Server(trainer, pruner, pushers=2)
+    keep, weights, version = server.begin_epoch(1)
+    assert version == 0 and len(keep) == 48                     # epoch 1 prunes (position 1 >= start 1)
+    grads = [torch.ones_like(p) for p in trainer.model.parameters()]
+    buffers = [b.clone() for b in trainer.model.buffers()]
+    before = next(trainer.model.parameters()).detach().clone()
+    server.push(grads, buffers, version)
+    new, v2 = server.push(grads, buffers, version)             # computed on version 0, applied on 1
+    assert v2 == 2 and server.staleness == [0, 1]
+    assert not torch.equal(before, next(trainer.model.parameters()))
+    counts = torch.zeros(64, dtype=torch.int32)
+    counts[:5] = 3
+    server.end_epoch(1, counts, 10.0, 20)
+    server.end_epoch(1, counts, 6.0, 28)
+    assert server.wait_epoch(1) == (16.0, 48)
+    assert pruner.counts[:5].tolist() == [6] * 5               # both pushers' counts summed
