@@ -169,21 +169,24 @@ def work(cfg: Config, trainer: Any, world: World, groups: list[list[int]]) -> No
             losses = _step(trainer, idx.to(trainer.device))
             total = torch.stack([losses.sum().detach(), torch.tensor(float(idx.numel()))])
             grads = [p.grad.detach().cpu() for p in trainer.model.parameters()]
-            if len(members) > 1:
-                dist.all_reduce(total, group=group)
-                for g in grads:
-                    dist.all_reduce(g, group=group)
-                    g /= len(members)
+            if len(members) > 1:  # one flat all_reduce per step, not one per tensor
+                flat = torch.cat([g.flatten() for g in grads] + [total])
+                dist.all_reduce(flat, group=group)
+                grads = _unflatten(flat[:-2] / len(members), grads)
+                total = flat[-2:]
             if tracker is not None:
                 tracker.update(idx, losses.detach().cpu(), total[0] / total[1])
-            weights = [None] * 2
+            state = list(trainer.model.state_dict().values())
             if world.rank == leader:
                 buffers = [b.detach().cpu() for b in trainer.model.buffers()]
-                weights = list(rpc.rpc_sync("ps", _push, args=(grads, buffers, version)))
-            if len(members) > 1:
-                dist.broadcast_object_list(weights, src=leader, group=group)
-            new, version = weights
-            _load(trainer, new)
+                new, version = rpc.rpc_sync("ps", _push, args=(grads, buffers, version))
+                flat = torch.cat([w.flatten().float() for w in new] + [torch.tensor([float(version)])])
+            else:
+                flat = torch.empty(sum(t.numel() for t in state) + 1)
+            if len(members) > 1:  # the leader hands the fresh weights to its group
+                dist.broadcast(flat, src=leader, group=group)
+            version = int(flat[-1])
+            _load(trainer, _unflatten(flat[:-1], state))
             loss_sum, seen = loss_sum + float(total[0]), seen + int(total[1])
         counts = tracker.counts.clone() if tracker is not None else None
         if tracker is not None:
@@ -201,6 +204,14 @@ def _step(trainer: Any, idx: torch.Tensor) -> torch.Tensor:
     trainer.model.zero_grad(set_to_none=True)
     (losses.sum() / idx.numel()).backward()
     return losses
+
+
+def _unflatten(flat: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    out, i = [], 0
+    for t in like:
+        out.append(flat[i:i + t.numel()].view(t.shape).to(t.dtype))
+        i += t.numel()
+    return out
 
 
 def _load(trainer: Any, weights: list[torch.Tensor]) -> None:

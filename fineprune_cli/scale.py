@@ -4,8 +4,8 @@ Each configuration is an ordinary `fineprune train` run (through torch.distribut
 when it has more than one process), with one thread per process so that N processes use N
 cores. From the run folders it reports what the paper's Tables 1-3 report: throughput,
 speedup and efficiency against one process, final accuracy, and the training time needed to
-reach a target training loss (by default the highest final loss of all configurations, so
-every configuration reaches it).
+reach a target training loss (by default the highest final loss among the configurations whose
+loss fell, so each of those reaches it; one that diverged shows no time).
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def time_to(target: float, m: dict[str, Any]) -> float | None:
 
 
 def table(results: list[tuple[str, int, dict[str, Any]]], target: float | None) -> list[dict[str, Any]]:
-    target = target if target is not None else max(m["train_loss"][-1] for _, _, m in results)
+    if target is None:  # the loss every configuration that learned at all has reached
+        learned = [m["train_loss"][-1] for _, _, m in results if m["train_loss"][-1] < m["train_loss"][0]]
+        target = max(learned or [m["train_loss"][-1] for _, _, m in results])
     base = {mode: m for mode, n, m in results if n == min(k for md, k, _ in results if md == mode)}
     rows = []
     for mode, n, m in results:

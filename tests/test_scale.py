@@ -30,6 +30,8 @@ def test_speedup_efficiency_and_time_to_target():
     assert rows[0]["seconds_to_target"] == pytest.approx(10.0)      # 1.5 > 1.2, reached at epoch 3
     assert rows[1]["seconds_to_target"] == pytest.approx(6.25)
     assert time_to(0.5, _m(1, 1.0, [1.0])) is None
+    diverged = table([("async", 1, _m(1000, 10.0, [2.0, 1.0])), ("async", 2, _m(1000, 10.0, [2.3, 2.3]))], None)
+    assert diverged[0]["target_train_loss"] == 1.0 and diverged[1]["seconds_to_target"] == ""
 
 
 def test_cli_scale_runs_one_and_two_processes(tmp_path):
