@@ -117,7 +117,7 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
     text = "\n".join([
         f"# Scaling: {first['model']} on {first.get('dataset_label', first['dataset'])}", "",
         f"- machine: {first['device'].split(',')[0]}; one thread per process; torch {first['torch']}",
-        f"- code: {first['git_commit']}; command: `{command}`",
+        f"- code: {', '.join(_commits(rows, out))}; command: `{command}`",
         "- workers: processes that compute gradients (async and mixed add one parameter-server "
         "process); images_per_s: training images per second of training time (evaluation excluded); "
         "speedup and efficiency (speedup / workers) against the fewest processes, as in "
@@ -129,6 +129,11 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
         "", to_markdown(header, body)])
     atomic_write_text(out / "scale.md", text)
     return out / "scale.md"
+
+
+def _commits(rows: list[dict[str, Any]], out: Path) -> list[str]:
+    summaries = [read_summary(out / "runs" / _name(rows, i, out)) for i in range(len(rows))]
+    return sorted({f"{s['git_commit']} ({s.get('dist_mode', 'sync')})" for s in summaries})
 
 
 def _name(rows: list[dict[str, Any]], i: int, out: Path) -> str:
