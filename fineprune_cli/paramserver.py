@@ -272,4 +272,5 @@ def train_ps(cfg: Config, world: World, command: str | None) -> dict[str, Any]:
         finished = True
         return summary
     finally:
-        stop() if finished else None
+        if finished:  # after a failure rpc.shutdown would wait for peers that may be gone
+            stop()

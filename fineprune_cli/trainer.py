@@ -150,7 +150,9 @@ class Trainer:
             loss_sum += total.detach()
             self.steps += 1
             if hook is not None and self.world.active:  # compare with the global batch's mean
-                both = all_sum(torch.stack([total.detach(), torch.tensor(float(real), device=self.device)]), self.world)
+                # torch.full is a fill kernel; torch.tensor would copy from the host and sync
+                count = torch.full((), float(real), device=self.device, dtype=total.dtype)
+                both = all_sum(torch.stack([total.detach(), count]), self.world)
                 hook(idx[:real], losses.detach(), both[0] / both[1])
             elif hook is not None:
                 hook(idx[:real], losses.detach())
