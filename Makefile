@@ -26,7 +26,9 @@ test: setup
 FP := $(VENV)/bin/fineprune
 
 # LeNet on Fashion-MNIST: regular, fine-pruning and the random control, then the report.
+# It trains afresh and rewrites results/demo/ with this machine's figures (git shows the change).
 demo: setup
+	rm -rf results/demo/runs
 	$(FP) compare --config experiments/demo.yaml
 	$(FP) report results/demo/runs --out results/demo
 	@echo "tables: results/demo/table1_time.md, results/demo/table2_accuracy.md; plots: results/demo/plots/; start at results/demo/index.md"
