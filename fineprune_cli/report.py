@@ -117,7 +117,10 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
         parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}")
     parts.append(f"Paper rows: {paper_results()['source']}. Speedup is the training time saved "
                  "against the regular run of the same seed; Random is the equal-budget control "
-                 "(same pruning epochs, same number of samples left out, chosen at random).\n")
+                 "(same pruning epochs, same number of samples left out, chosen at random). "
+                 "Speedup at own pace compares a run with itself: 1 − its training time / (epochs × "
+                 "the median of its unpruned epochs, epoch 1 excluded); on a shared machine separate "
+                 "runs drift apart by more than the saving, times measured in one run do not.\n")
     if figures:
         parts.append("## Plots\n\n" + "\n".join(
             f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures))

@@ -57,14 +57,16 @@ def _pm(row: dict, name: str, digits: int, unit: str = "") -> str:
 
 
 def show_compare(rows: list[dict]) -> None:
-    table = Table(title="Regular vs fine-pruning vs random control (saved, Δ acc: paired by seed)")
-    for name in ("model", "data", "policy", "seeds", "train", "saved", "skipped", "final acc",
-                 "Δ acc", "best-3"):
+    table = Table(title="Regular vs fine-pruning vs random control (saved, Δ acc: paired by seed; "
+                        "own pace: against the run's own full epochs)")
+    for name in ("model", "data", "policy", "seeds", "train", "saved", "own pace", "skipped",
+                 "final acc", "Δ acc", "best-3"):
         table.add_column(name, justify="left" if name in ("model", "data", "policy") else "right")
     for r in rows:
         table.add_row(r["model"], r["dataset"], r["policy"], str(r["seeds"]),
                       _pm(r, "train_s", 1, " s"), _pm(r, "saved_pct", 2, "%"),
-                      _pm(r, "skipped_pct", 1, "%"), _pm(r, "final_acc", 2, "%"),
+                      _pm(r, "pace_saved_pct", 2, "%"), _pm(r, "skipped_pct", 1, "%"),
+                      _pm(r, "final_acc", 2, "%"),
                       _pm(r, "d_final", 2, " pt"), _pm(r, "best3_acc", 2, "%"))
     console.result(table)
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from fineprune_cli.cli import app
 from fineprune_cli.report import write_report
 from fineprune_cli.runs import load_runs
-from fineprune_cli.tables import paper_results, summary_rows, table1, table2
+from fineprune_cli.tables import epoch_ratio, pace_saving, paper_results, summary_rows, table1, table2
 
 runner = CliRunner()
 
@@ -91,6 +91,24 @@ def test_savings_and_accuracy_changes_are_paired_by_seed(runs_root):
     assert rows["regular"]["seeds"] == 2
 
 
+def test_own_pace_saving_compares_a_run_with_its_own_full_epochs(tmp_path):
+    path = make_run(tmp_path, "lenet", "fine", 0, 10.0, [50.0] * 5, skipped_epochs=(3, 5))
+    lines = (path / "metrics.csv").read_text().splitlines()
+    # epoch 1 (warm-up) 2.5 s, left out of the pace; full epochs 2 s; pruned epochs 1.4 s
+    times = {1: 2.5, 2: 2.0, 3: 1.4, 4: 2.0, 5: 1.4}
+    rows = [lines[0]] + [_with_time(line, times) for line in lines[1:]]
+    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    run = load_runs([tmp_path])[0][0]
+    assert epoch_ratio(run) == pytest.approx(0.7)
+    assert pace_saving(run) == pytest.approx(100 * (1 - 9.3 / (5 * 2.0)))  # epoch 1's time counts
+
+
+def _with_time(line, times):
+    cells = line.split(",")
+    cells[3] = str(times[int(cells[0])])  # train_seconds column
+    return ",".join(cells)
+
+
 def test_table1_has_the_papers_rows_and_column(runs_root):
     header, rows = table1(load_runs([runs_root])[0])
     assert header == ["", "LeNet"]
@@ -100,6 +118,8 @@ def test_table1_has_the_papers_rows_and_column(runs_root):
     assert table["Overhead"] == "0.50 ± 0.00 s"
     assert table["Speedup"] == "12.00 ± 2.83%"
     assert table["Random speedup"] == "9.00 ± 1.41%"
+    assert table["Speedup at own pace"] == "0.00 ± 0.00%"  # every epoch of these runs takes as long
+    assert table["Pruned epoch / full epoch"] == "1.000 ± 0.000×"
     assert table["Paper speedup (CIFAR-10)"] == "11.80%" and table["Paper regular (CIFAR-10)"] == "1220 s"
     assert table["Dataset"] == "CIFAR-10 (JPEG q75)"
 
