@@ -72,7 +72,8 @@ def _saving(run: Run, base: Run) -> float:
 
 def _median_epoch(run: Run, pruned: bool) -> float:
     times = [r["train_seconds"] for r in run.metrics if bool(r["pruned"]) == pruned and r["epoch"] > 1]
-    return statistics.median(times) if times else float("nan")
+    median = statistics.median(times) if times else 0.0
+    return median if median > 0 else float("nan")  # no such epochs, or too short to time
 
 
 def pace_saving(run: Run) -> float:
@@ -142,8 +143,9 @@ def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
     cols = _columns(groups)
     body: dict[str, list[str]] = {name: [] for name in (
         "Dataset", "Seeds", "Regular", "Pruned", "Overhead", "Speedup", "Random", "Random speedup",
-        "Samples skipped", "Speedup at own pace", "Random speedup at own pace", "Pruned epoch / full epoch", "Paper regular (CIFAR-10)", "Paper pruned (CIFAR-10)", "Paper overhead (CIFAR-10)",
-        "Paper speedup (CIFAR-10)")}
+        "Samples skipped", "Speedup at own pace", "Random speedup at own pace",
+        "Pruned epoch / full epoch", "Paper regular (CIFAR-10)", "Paper pruned (CIFAR-10)",
+        "Paper overhead (CIFAR-10)", "Paper speedup (CIFAR-10)")}
     for (model, label), _ in cols:
         by = groups[(model, label)]
         fine, rand, reg = (policy_stats(by, p) for p in ("fine", "random", "regular"))

@@ -1,5 +1,6 @@
 import csv
 import json
+import math
 
 import pytest
 import torch
@@ -101,6 +102,10 @@ def test_own_pace_saving_compares_a_run_with_its_own_full_epochs(tmp_path):
     run = load_runs([tmp_path])[0][0]
     assert epoch_ratio(run) == pytest.approx(0.7)
     assert pace_saving(run) == pytest.approx(100 * (1 - 9.3 / (5 * 2.0)))  # epoch 1's time counts
+    rows = [lines[0]] + [_with_time(line, dict.fromkeys(times, 0.0)) for line in lines[1:]]
+    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    run = load_runs([tmp_path])[0][0]  # epochs too short to time: no figure, no crash
+    assert math.isnan(pace_saving(run)) and math.isnan(epoch_ratio(run))
 
 
 def _with_time(line, times):
