@@ -121,7 +121,9 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if (out / CHECKPOINT).exists() and len(_metrics(out)) >= 2:
+        # the summary is an epoch's last write (after metrics and checkpoint): wait for it,
+        # or a kill between the writes finds a summary one epoch behind the metrics
+        if (out / "summary.json").exists() and _summary(out)["epochs_completed"] >= 2:
             break
         time.sleep(0.05)
     assert proc.poll() is None, proc.stderr.read().decode()
