@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,15 @@ class PruneSchedule:
     def starting_point(self, k: int) -> int:
         a = self.start
         for _ in range(k):
+            if a == 0 or self.attenuation == 1:  # a fixed point: O(log start) steps at most
+                break
             a = int(a / self.attenuation)
         return a
+
+    @classmethod
+    def from_config(cls, cfg) -> "PruneSchedule":
+        """The schedule of a `PruneConfig`'s fields (raises ConfigError when invalid)."""
+        return cls(cfg.window, cfg.start, cfg.attenuation, cfg.block, cfg.count)
 
     def prunes(self, epoch: int) -> bool:
         a = self.starting_point(self.window_index(epoch))

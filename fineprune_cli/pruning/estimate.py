@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from .errors import ConfigError
-from .records import read_metrics, read_summary
 from .schedule import PruneSchedule, formula_n_prune
 
 
@@ -44,28 +41,6 @@ def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
     t_save = t_regular - t_prune
     return Estimate(epochs, pruning, n_prune, formula, formula == n_prune, prune_fraction, t_epoch,
                     unit, overhead, t_regular, t_prune, t_save, 100.0 * t_save / t_regular)
-
-
-def times_from_run(run_dir: Path) -> tuple[float, float]:
-    """(seconds per full epoch, overhead per pruning epoch) measured in a run folder.
-
-    The full-epoch time is the mean over unpruned epochs, leaving out epoch 1 when others
-    exist (it pays for warm-up and compilation). All measured overhead (counting in every
-    epoch plus selection) is charged to the pruning epochs, as Formula 6 does.
-    """
-    rows = read_metrics(run_dir)
-    summary = read_summary(run_dir)
-    try:
-        full = [float(r["train_seconds"]) for r in rows if int(r.get("pruned") or 0) == 0]
-    except (KeyError, ValueError):
-        raise ConfigError(f"{run_dir}/metrics.csv lacks readable train_seconds/pruned columns") from None
-    if len(full) > 1 and int(rows[0].get("pruned") or 0) == 0:
-        full = full[1:]
-    if not full:
-        raise ConfigError(f"{run_dir} has no completed unpruned epoch to time")
-    n_pruned = len(summary.get("pruning_epochs") or [])
-    overhead = float(summary.get("overhead_seconds") or 0.0) / n_pruned if n_pruned else 0.0
-    return sum(full) / len(full), overhead
 
 
 def timeline(schedule: PruneSchedule, epochs: int) -> list[tuple[int, int, str]]:

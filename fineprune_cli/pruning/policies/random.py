@@ -1,0 +1,23 @@
+"""`random`: the equal-budget control. Leaves out m samples drawn uniformly in the same
+epochs as `fine` (same schedule, same fraction). With `--window 1 --start 0 --block 1
+--count 1` it prunes every epoch: uniform dynamic random pruning (Raju et al., 2021; RS2)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..policy import register
+from .scheduled import Scheduled
+
+
+@register
+class RandomControl(Scheduled):
+    name = "random"
+    label = "random control"
+    color = "#1f77b4"
+    order = 20
+    description = "control: leave out a uniform random m samples in the same epochs"
+
+    def select(self) -> torch.Tensor:
+        perm = torch.randperm(self.num_samples, generator=self.generator, device=self.device)
+        return perm[: self.num_pruned]

@@ -1,0 +1,145 @@
+"""The pruning-policy protocol and its registry (like the model zoo's).
+
+A policy decides, epoch by epoch, which samples train and with what loss weight:
+
+    policy = create("fine", num_samples, PruneConfig(...), seed=1)
+    for epoch in range(1, epochs + 1):
+        plan = policy.plan(epoch)                    # EpochPlan: indices (+ weights)
+        for idx in batches(plan.indices):
+            losses = per_sample_loss(idx)            # reduction="none"
+            loss = plan.loss(idx, losses)            # weighted mean, or plain mean
+            ...backward, step...
+            policy.observe(idx, losses.detach())
+        policy.sync()                                # epoch edge: fold observations in
+
+Data-parallel, each rank observes its own samples (with the global batch mean) and `sync`
+sums what the ranks observed with the `reduce` it is given, so the scores, and so every
+rank's plan, stay identical. A parameter server does the same in two halves: workers
+`take_pending()`, the server `fold()`s the sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import torch
+
+from .config import PruneConfig
+
+Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    indices: torch.Tensor                 # the samples this epoch trains (any order)
+    weights: torch.Tensor | None = None   # per-sample loss weight for all N samples; None = 1
+    pruned: bool = False                  # the epoch leaves samples out
+
+    @property
+    def samples(self) -> int:
+        return self.indices.numel()
+
+    def loss(self, idx: torch.Tensor, losses: torch.Tensor) -> torch.Tensor:
+        """The loss to backpropagate: mean of the batch's weighted per-sample losses."""
+        if self.weights is not None:
+            losses = losses * self.weights[idx].to(losses.dtype)
+        return losses.sum() / losses.numel()
+
+
+class Policy:
+    """Base class: trains every sample with weight 1 and observes nothing.
+
+    Subclasses set `name`, `label` (for tables and plots), `color` and `description`, and
+    override what they need. `scores` is the per-sample vector a run snapshots at the end
+    of each window (DroppingCount for `fine`)."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    color: ClassVar[str] = "#444444"
+    description: ClassVar[str] = ""
+    observes: ClassVar[bool] = False      # False: the trainer skips observe() altogether
+    order: ClassVar[int] = 100            # position in tables, plots and `fineprune policies`
+
+    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
+                 device: torch.device | str = "cpu"):
+        self.num_samples, self.cfg, self.device = num_samples, cfg, torch.device(device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self.all = torch.arange(num_samples, device=self.device)
+
+    # --- the protocol ---
+    def plan(self, epoch: int) -> EpochPlan:
+        return EpochPlan(self.all)
+
+    def observe(self, indices: torch.Tensor, losses: torch.Tensor,
+                mean: torch.Tensor | None = None) -> None:
+        """Per-sample losses of one step (after its forward pass); `mean`: the global batch
+        mean when this is one rank's part of a data-parallel batch."""
+
+    def take_pending(self) -> list[torch.Tensor]:
+        """What this process observed since the last sync, and forget it."""
+        return []
+
+    def fold(self, pending: list[torch.Tensor]) -> None:
+        """Fold observations (summed over every process) into the scores."""
+
+    def sync(self, reduce: Reduce | None = None) -> None:
+        pending = self.take_pending()
+        self.fold([reduce(t) for t in pending] if reduce is not None else pending)
+
+    @property
+    def scores(self) -> torch.Tensor | None:
+        return None
+
+    def snapshot_due(self, epoch: int, epochs: int) -> int | None:
+        """The window whose final scores exist after `epoch`, if a snapshot is due."""
+        return None
+
+    def state_dict(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+
+    # --- helpers for subclasses ---
+    def keep_all_but(self, dropped: torch.Tensor) -> torch.Tensor:
+        keep = torch.ones(self.num_samples, dtype=torch.bool, device=self.device)
+        keep[dropped] = False
+        return self.all[keep]
+
+
+_REGISTRY: dict[str, type[Policy]] = {}
+ALIASES = {"none": "regular"}
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    """Class decorator: make a policy available by its `name`."""
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"policy name {cls.name!r} is empty or registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def list_policies() -> list[str]:
+    _discover()
+    return sorted(_REGISTRY, key=lambda name: (_REGISTRY[name].order, name))
+
+
+def get(name: str) -> type[Policy]:
+    _discover()
+    try:
+        return _REGISTRY[ALIASES.get(name, name)]
+    except KeyError:
+        raise ValueError(f"unknown pruning policy '{name}'; choose one of: "
+                         f"{', '.join(list_policies())}") from None
+
+
+def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: int = 0,
+           device: torch.device | str = "cpu") -> Policy:
+    return get(name)(num_samples, cfg if cfg is not None else PruneConfig(), seed, device)
+
+
+def _discover() -> None:
+    """Import every module of pruning/policies once: each registers its policy."""
+    from . import policies  # noqa: F401  (the package imports its modules)

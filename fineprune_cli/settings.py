@@ -1,0 +1,128 @@
+"""Settings declared once: each field carries its default, help, flag and check.
+
+A settings section is a dataclass whose fields come from `option(...)`. The same declaration
+fills it from YAML (`apply_mapping`), checks it (`check_section`) and gives the CLI its flags
+(fineprune_cli.cli reads `field.metadata`). Unknown keys are errors; every failure is a
+`ConfigError` (a ValueError) with one line that names the setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from typing import Any, Callable
+
+from .errors import ConfigError
+
+Check = Callable[[Any], "str | None"]  # returns what is wrong, or None
+
+
+def option(default: Any = dataclasses.MISSING, *, help: str, check: Check | None = None,
+           flag: str | None = None, choices: tuple[str, ...] | None = None,
+           factory: Callable[[], Any] | None = None) -> Any:
+    """A settings field. `flag`: the CLI flag ('' = none; default --key-with-dashes);
+    `choices`: the allowed strings; `check(value)`: a message when the value is wrong."""
+    metadata = {"help": help, "check": check, "flag": flag, "choices": choices}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def fields(section: Any) -> list[dataclasses.Field]:
+    return list(dataclasses.fields(section))
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    flag = f.metadata.get("flag")
+    return ("--" + f.name.replace("_", "-")) if flag is None else flag
+
+
+def type_of(section_type: type, name: str) -> Any:
+    return typing.get_type_hints(section_type)[name]
+
+
+# --- value checks, shared by the fields that need them --------------------------------------
+
+def positive(value: Any) -> str | None:
+    return None if value > 0 else "must be positive"
+
+
+def at_least(low: float) -> Check:
+    return lambda v: None if v >= low else f"must be >= {low:g}"
+
+
+def in_range(low: float, high: float, closed_high: bool = False) -> Check:
+    def check(v: Any) -> str | None:
+        ok = low <= v <= high if closed_high else low <= v < high
+        return None if ok else f"must be in [{low:g}, {high:g}{']' if closed_high else ')'}"
+    return check
+
+
+def optional(check: Check) -> Check:
+    return lambda v: None if v is None else check(v)
+
+
+# --- filling and checking ----------------------------------------------------------------
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", str(annotation).replace("typing.", ""))
+
+
+def coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Check a YAML or flag value against a field's type (YAML already gives native types)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return coerce(value, inner, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {short_repr(value)}")
+        return [coerce(v, args[0], where) for v in value]
+    if annotation is bool and isinstance(value, bool):
+        return value
+    if annotation is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if annotation is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: must be a finite number, got {value}")
+        return float(value)
+    if annotation is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ConfigError(f"{where}: expected {_type_name(annotation)}, got {short_repr(value)}")
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A value for an error line: never the whole of a huge (e.g. alias-expanded) structure."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def apply_values(section: Any, values: Any, where: str) -> None:
+    """Set fields of one section from a mapping; unknown keys are errors."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where} must be a mapping")
+    names = [f.name for f in fields(section)]
+    for key, value in values.items():
+        if key not in names:
+            raise ConfigError(f"{where}: unknown key '{key}' (valid: {', '.join(names)})")
+        setattr(section, key, coerce(value, type_of(type(section), key), f"{where}.{key}"))
+
+
+def check_section(section: Any, prefix: str) -> None:
+    """Each field's own check; cross-field checks live in the section's `check()` method."""
+    for f in fields(section):
+        value = getattr(section, f.name)
+        choices = f.metadata.get("choices")
+        if choices and value not in choices:
+            raise ConfigError(f"{flag_of(f) or prefix + f.name} must be one of: {', '.join(choices)}; "
+                              f"got {short_repr(value)}")
+        check = f.metadata.get("check")
+        problem = check(value) if check is not None else None
+        if problem:
+            raise ConfigError(f"{flag_of(f) or prefix + f.name} {problem}, got {short_repr(value)}")
+    extra = getattr(section, "check", None)
+    if callable(extra):
+        extra()
