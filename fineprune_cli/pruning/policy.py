@@ -62,8 +62,11 @@ class Policy:
     order: ClassVar[int] = 100            # position in tables, plots and `fineprune policies`
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", epochs: int | None = None):
+        """`epochs`: the run's length n, for policies that change with the epoch's share of
+        the run (annealing); None when the caller does not know it."""
         self.num_samples, self.cfg, self.device = num_samples, cfg, torch.device(device)
+        self.epochs = epochs
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.all = torch.arange(num_samples, device=self.device)
@@ -136,8 +139,8 @@ def get(name: str) -> type[Policy]:
 
 
 def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: int = 0,
-           device: torch.device | str = "cpu") -> Policy:
-    return get(name)(num_samples, cfg if cfg is not None else PruneConfig(), seed, device)
+           device: torch.device | str = "cpu", epochs: int | None = None) -> Policy:
+    return get(name)(num_samples, cfg if cfg is not None else PruneConfig(), seed, device, epochs)
 
 
 def _discover() -> None:

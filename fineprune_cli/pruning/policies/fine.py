@@ -21,8 +21,8 @@ class FinePruning(Scheduled):
     description = "the paper: leave out the highest DroppingCount in the schedule's epochs"
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu"):
-        super().__init__(num_samples, cfg, seed, device)
+                 device: torch.device | str = "cpu", epochs: int | None = None):
+        super().__init__(num_samples, cfg, seed, device, epochs)
         self.tracker = DroppingCount(num_samples, cfg.tolerance, self.device)  # since the last sync
         self.counts = torch.zeros(num_samples, dtype=torch.int32, device=self.device)  # the window's
 

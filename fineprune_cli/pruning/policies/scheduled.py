@@ -13,8 +13,8 @@ class Scheduled(Policy):
     """Leaves `select()`'s m = round(prune_fraction x N) samples out of the schedule's epochs."""
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu"):
-        super().__init__(num_samples, cfg, seed, device)
+                 device: torch.device | str = "cpu", epochs: int | None = None):
+        super().__init__(num_samples, cfg, seed, device, epochs)
         self.schedule = PruneSchedule.from_config(cfg)
         self.num_pruned = round(cfg.prune_fraction * num_samples)
 
