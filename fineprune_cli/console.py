@@ -15,12 +15,13 @@ out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty()
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+# messages carry user text (paths, labels): never read as rich markup, so '[red]x' stays text
 def info(message: str) -> None:
-    err.print(message)
+    err.print(message, markup=False)
 
 
 def result(message: Any) -> None:
-    out.print(message)
+    out.print(message, markup=False)
 
 
 def error(message: str) -> None:

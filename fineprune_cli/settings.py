@@ -38,6 +38,12 @@ def flag_of(f: dataclasses.Field) -> str:
     return ("--" + f.name.replace("_", "-")) if flag is None else flag
 
 
+def flag_name(f: dataclasses.Field, prefix: str = "") -> str:
+    """How an error names the field: its main flag, or section.key when it has none."""
+    flag = flag_of(f)
+    return flag.split()[0].split("/")[0] if flag else prefix + f.name
+
+
 def type_of(section_type: type, name: str) -> Any:
     return typing.get_type_hints(section_type)[name]
 
@@ -100,15 +106,15 @@ def short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def apply_values(section: Any, values: Any, where: str) -> None:
-    """Set fields of one section from a mapping; unknown keys are errors."""
+def apply_values(section: Any, values: Any, source: str, name: str) -> None:
+    """Set fields of section `name` from a mapping; unknown keys are errors."""
     if not isinstance(values, dict):
-        raise ConfigError(f"{where} must be a mapping")
+        raise ConfigError(f"{source}: section '{name}' must be a mapping")
     names = [f.name for f in fields(section)]
     for key, value in values.items():
         if key not in names:
-            raise ConfigError(f"{where}: unknown key '{key}' (valid: {', '.join(names)})")
-        setattr(section, key, coerce(value, type_of(type(section), key), f"{where}.{key}"))
+            raise ConfigError(f"{source}: unknown key '{name}.{str(key)[:40]}' (valid: {', '.join(names)})")
+        setattr(section, key, coerce(value, type_of(type(section), key), f"{source}: {name}.{key}"))
 
 
 def check_section(section: Any, prefix: str) -> None:
@@ -117,12 +123,12 @@ def check_section(section: Any, prefix: str) -> None:
         value = getattr(section, f.name)
         choices = f.metadata.get("choices")
         if choices and value not in choices:
-            raise ConfigError(f"{flag_of(f) or prefix + f.name} must be one of: {', '.join(choices)}; "
+            raise ConfigError(f"{flag_name(f, prefix)} must be one of: {', '.join(choices)}; "
                               f"got {short_repr(value)}")
         check = f.metadata.get("check")
         problem = check(value) if check is not None else None
         if problem:
-            raise ConfigError(f"{flag_of(f) or prefix + f.name} {problem}, got {short_repr(value)}")
+            raise ConfigError(f"{flag_name(f, prefix)} {problem}, got {short_repr(value)}")
     extra = getattr(section, "check", None)
     if callable(extra):
         extra()

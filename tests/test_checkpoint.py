@@ -12,15 +12,15 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from fineprune_cli import checkpoint
-from fineprune_cli.checkpoint import CHECKPOINT, Interrupted
+from fineprune_cli.engine import checkpoint
+from fineprune_cli.engine.checkpoint import CHECKPOINT, Interrupted
 from fineprune_cli.cli import app
-from fineprune_cli.config import build_config
+from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.runner import resume, train
-from fineprune_cli.runs import load_runs
+from fineprune_cli.engine.session import resume, train
+from fineprune_cli.analysis.runs import load_runs
+from conftest import invoke, metrics_rows, summary_of
 
-TIMING = {"train_seconds", "overhead_seconds"}
 
 
 def _cfg(out, prune, every=1, epochs=6):
@@ -31,17 +31,10 @@ def _cfg(out, prune, every=1, epochs=6):
         "prune.window": 4, "prune.start": 1, "prune.attenuation": 1, "prune.block": 1})
 
 
-def _metrics(path):
-    with open(path / "metrics.csv") as f:
-        return [{k: v for k, v in row.items() if k not in TIMING} for row in csv.DictReader(f)]
-
 
 def _weights(path):
     return torch.load(path / CHECKPOINT, weights_only=True)["trainer"]["model"]
 
-
-def _summary(path):
-    return json.loads((path / "summary.json").read_text())
 
 
 class SignalAt:
@@ -63,24 +56,24 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, prune, every):
     # epoch 2 lies inside the first window's pruning epochs (1, 2, 3): counts carry over
     with pytest.raises(Interrupted, match="stopped after epoch 2 of 6"):
         train(_cfg(cut, prune, every), show_progress=False, bar=SignalAt(2))
-    s = _summary(cut)
+    s = summary_of(cut)
     assert s["status"] == "interrupted" and s["epochs_completed"] == 2
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # handlers are put back
     resume(cut, show_progress=False)
-    assert _metrics(cut) == _metrics(whole)
+    assert metrics_rows(drop_timing=True, run_dir=cut) == metrics_rows(drop_timing=True, run_dir=whole)
     for name, tensor in _weights(whole).items():
         assert torch.equal(tensor, _weights(cut)[name]), name
-    s = _summary(cut)
+    s = summary_of(cut)
     assert s["status"] == "complete" and s["resumed_after_epochs"] == [2]
     if prune:
-        assert s["pruning_epochs"] == _summary(whole)["pruning_epochs"] == [1, 2, 3, 5, 6]
+        assert s["pruning_epochs"] == summary_of(whole)["pruning_epochs"] == [1, 2, 3, 5, 6]
 
 
 def test_resume_refuses_complete_runs_and_missing_checkpoints(tmp_path):
     train(_cfg(tmp_path / "r", False, epochs=1), show_progress=False)
     with pytest.raises(ConfigError, match="already complete"):
         resume(tmp_path / "r", show_progress=False)
-    s = _summary(tmp_path / "r")
+    s = summary_of(tmp_path / "r")
     s["status"] = "incomplete"
     (tmp_path / "r" / "summary.json").write_text(json.dumps(s))
     (tmp_path / "r" / CHECKPOINT).write_bytes(b"not a checkpoint")
@@ -105,7 +98,7 @@ def test_diverged_run_keeps_its_record(tmp_path):
     cfg.train.lr, cfg.train.warmup_epochs = 1e12, 0.0
     with pytest.raises(checkpoint.Diverged, match="diverged at epoch 1"):
         train(cfg, show_progress=False)
-    s = _summary(tmp_path / "d")
+    s = summary_of(tmp_path / "d")
     assert s["status"] == "diverged" and s["diverged_epoch"] == 1 and s["epochs_completed"] == 1
     runs, problems = load_runs([tmp_path])
     assert not runs and problems[0].status == "diverged"
@@ -123,20 +116,20 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     while time.time() < deadline and proc.poll() is None:
         # the summary is an epoch's last write (after metrics and checkpoint): wait for it,
         # or a kill between the writes finds a summary one epoch behind the metrics
-        if (out / "summary.json").exists() and _summary(out)["epochs_completed"] >= 2:
+        if (out / "summary.json").exists() and summary_of(out)["epochs_completed"] >= 2:
             break
         time.sleep(0.05)
     assert proc.poll() is None, proc.stderr.read().decode()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    s = _summary(out)
+    s = summary_of(out)
     assert s["status"] == "incomplete" and 2 <= s["epochs_completed"] < 40
     _, problems = load_runs([tmp_path])
     assert [p.status for p in problems] == ["incomplete"]
     result = CliRunner().invoke(app, ["train", "--resume", str(out), "--json"])
     assert result.exit_code == 0, result.output
-    assert _summary(out)["status"] == "complete"
-    assert [int(r["epoch"]) for r in _metrics(out)] == list(range(1, 41))
+    assert summary_of(out)["status"] == "complete"
+    assert [int(r["epoch"]) for r in metrics_rows(drop_timing=True, run_dir=out)] == list(range(1, 41))
 
 
 def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
@@ -153,4 +146,4 @@ def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
     lines = err.decode().strip().splitlines()
     assert proc.returncode == 130, err.decode()
     assert len(lines) == 1 and "continue with: fineprune train --resume" in lines[0]
-    assert _summary(out)["status"] == "interrupted" and (out / CHECKPOINT).exists()
+    assert summary_of(out)["status"] == "interrupted" and (out / CHECKPOINT).exists()

@@ -10,29 +10,23 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
+from conftest import invoke, metrics_rows
 
 runner = CliRunner()
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--epochs", "2",
         "--device", "cpu", "--batch-size", "50"]
 
 
-def _invoke(args):
-    return runner.invoke(app, args)
-
-
-def _metrics(run_dir):
-    with open(Path(run_dir) / "metrics.csv") as f:
-        return list(csv.DictReader(f))
 
 
 def test_train_writes_a_complete_run_folder(tmp_path):
     out = tmp_path / "run"
-    result = _invoke(["train", *TINY, "--out", str(out)])
+    result = invoke(["train", *TINY, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "test accuracy" in result.output
     config = yaml.safe_load((out / "config.yaml").read_text())
     assert config["model"]["name"] == "lenet" and config["train"]["epochs"] == 2
-    rows = _metrics(out)
+    rows = metrics_rows(out)
     assert [r["epoch"] for r in rows] == ["1", "2"]
     assert set(rows[0]) >= {"epoch", "lr", "samples", "train_seconds", "train_loss", "test_loss",
                             "test_accuracy", "pruned"}
@@ -50,23 +44,23 @@ def test_prune_run_records_schedule_and_skips(tmp_path):
     out = tmp_path / "run"
     args = ["train", *TINY, "--epochs", "4", "--prune", "--window", "2", "--start", "1", "--block", "1",
             "--count", "1", "--attenuation", "1", "--prune-fraction", "0.25", "--out", str(out), "--json"]
-    result = _invoke(args)
+    result = invoke(args)
     assert result.exit_code == 0, result.output
     s = json.loads(result.output)
     assert s["pruning_epochs"] == [1, 3] and s["samples_skipped"] == 2 * 50
     assert s["samples_seen"] == 4 * 200 - 100 and s["overhead_seconds"] >= 0
     assert s["schedule"]["window"] == 2 and s["policy"] == "fine"
-    assert [r["pruned"] for r in _metrics(out)] == ["1", "0", "1", "0"]
-    assert [r["samples"] for r in _metrics(out)] == ["150", "200", "150", "200"]
+    assert [r["pruned"] for r in metrics_rows(out)] == ["1", "0", "1", "0"]
+    assert [r["samples"] for r in metrics_rows(out)] == ["150", "200", "150", "200"]
     assert sorted(p.name for p in out.glob("dropping_counts_window*.pt")) == [
         "dropping_counts_window0.pt", "dropping_counts_window1.pt", "dropping_counts_window2.pt"]
 
 
-def test_same_seed_gives_identical_metrics(tmp_path):
+def test_same_seed_gives_identicalmetrics_rows(tmp_path):
     runs = []
     for name in ("a", "b"):
-        assert _invoke(["train", *TINY, "--seed", "5", "--out", str(tmp_path / name)]).exit_code == 0
-        runs.append([{k: v for k, v in r.items() if "seconds" not in k} for r in _metrics(tmp_path / name)])
+        assert invoke(["train", *TINY, "--seed", "5", "--out", str(tmp_path / name)]).exit_code == 0
+        runs.append([{k: v for k, v in r.items() if "seconds" not in k} for r in metrics_rows(tmp_path / name)])
     assert runs[0] == runs[1]
 
 
@@ -75,12 +69,12 @@ def test_yaml_config_then_flags(tmp_path):
     cfg.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\n"
                    "train: {epochs: 5, batch_size: 50}\nrun: {device: cpu}\n")
     out = tmp_path / "run"
-    assert _invoke(["train", "--config", str(cfg), "--epochs", "1", "--out", str(out)]).exit_code == 0
-    assert len(_metrics(out)) == 1 and _metrics(out)[0]["samples"] == "100"
+    assert invoke(["train", "--config", str(cfg), "--epochs", "1", "--out", str(out)]).exit_code == 0
+    assert len(metrics_rows(out)) == 1 and metrics_rows(out)[0]["samples"] == "100"
 
 
 def test_estimate_json():
-    result = _invoke(["estimate", "--epochs", "200", "--window", "60", "--epoch-seconds", "10", "--json"])
+    result = invoke(["estimate", "--epochs", "200", "--window", "60", "--epoch-seconds", "10", "--json"])
     assert result.exit_code == 0, result.output
     est = json.loads(result.output)
     assert est["n_prune"] == len(est["pruning_epochs"]) == 72 and est["n_prune_formula"] == 45
@@ -88,15 +82,15 @@ def test_estimate_json():
 
 
 def test_estimate_table_and_timeline():
-    result = _invoke(["estimate", "--epochs", "30", "--window", "10", "--start", "5"])
+    result = invoke(["estimate", "--epochs", "30", "--window", "10", "--start", "5"])
     assert result.exit_code == 0
     assert "saving" in result.output and "w0" in result.output and "#" in result.output
 
 
 def test_estimate_from_run_folder(tmp_path):
     out = tmp_path / "run"
-    assert _invoke(["train", *TINY, "--epochs", "3", "--out", str(out)]).exit_code == 0
-    result = _invoke(["estimate", "--run", str(out), "--window", "2", "--start", "1", "--json"])
+    assert invoke(["train", *TINY, "--epochs", "3", "--out", str(out)]).exit_code == 0
+    result = invoke(["estimate", "--run", str(out), "--window", "2", "--start", "1", "--json"])
     assert result.exit_code == 0, result.output
     est = json.loads(result.output)
     assert est["time_unit"] == "seconds" and est["epochs"] == 3 and est["epoch_seconds"] > 0
@@ -126,7 +120,7 @@ def test_estimate_from_run_folder(tmp_path):
     (["estimate", "--epoch-seconds", "1", "--run", "x"], "not both"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, words):
-    result = _invoke(args)
+    result = invoke(args)
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], result.output
@@ -137,12 +131,12 @@ def test_bad_config_files(tmp_path):
     bad = tmp_path / "bad.yaml"
     for text, words in [("train: {epochs: [\n", "not valid YAML"), ("train: {epoch: 3}\n", "unknown key 'train.epoch'")]:
         bad.write_text(text)
-        result = _invoke(["train", *TINY, "--config", str(bad)])
+        result = invoke(["train", *TINY, "--config", str(bad)])
         assert result.exit_code == 2 and words in result.output
 
 
 def test_missing_data_files(tmp_path):
-    result = _invoke(["train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", str(tmp_path),
+    result = invoke(["train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", str(tmp_path),
                       "--out", str(tmp_path / "run")])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert str(tmp_path) in result.output
@@ -151,7 +145,7 @@ def test_missing_data_files(tmp_path):
 def test_unwritable_out_is_caught_before_training(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    result = _invoke(["train", *TINY, "--out", str(blocker / "run")])
+    result = invoke(["train", *TINY, "--out", str(blocker / "run")])
     assert result.exit_code == 2 and "cannot write run folder" in result.output
 
 

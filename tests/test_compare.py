@@ -5,18 +5,16 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.compare import Job, job_config, plan, run_matrix
-from fineprune_cli.config import build_config
+from fineprune_cli.drivers.compare import Job, job_config, plan, run_matrix
+from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
+from conftest import invoke, summary_of
 
 runner = CliRunner()
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "500", "--epochs", "4",
         "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
         "--milestones", "3"]
 
-
-def _summary(run_dir):
-    return json.loads((run_dir / "summary.json").read_text())
 
 
 def _cfg(tmp_path, **compare):
@@ -58,7 +56,7 @@ def test_job_config_sets_policy_and_folder(tmp_path):
 
 def test_random_control_has_the_same_budget(tmp_path):
     dirs = run_matrix(_cfg(tmp_path), show_progress=False)
-    regular, fine, rand = (_summary(d) for d in dirs)
+    regular, fine, rand = (summary_of(d) for d in dirs)
     assert regular["policy"] == "regular" and regular["samples_skipped"] == 0
     assert fine["policy"] == "fine" and rand["policy"] == "random"
     assert fine["pruning_epochs"] == rand["pruning_epochs"] and fine["pruning_epochs"]
@@ -70,18 +68,18 @@ def test_compare_resumes_and_extends_the_matrix(tmp_path):
     cfg = _cfg(tmp_path, policies=["regular", "fine", "random"])
     cfg.train.epochs = 2
     first = run_matrix(cfg, show_progress=False)
-    started = {d: _summary(d)["started"] + str((d / "metrics.csv").stat().st_mtime_ns) for d in first}
+    started = {d: summary_of(d)["started"] + str((d / "metrics.csv").stat().st_mtime_ns) for d in first}
     # an interrupted run: its summary never reached "complete"
     broken = first[1]
-    s = _summary(broken)
+    s = summary_of(broken)
     s["status"] = "incomplete"
     (broken / "summary.json").write_text(json.dumps(s))
     cfg.compare.seeds = [0, 1]
     second = run_matrix(cfg, show_progress=False)
     assert second[:3] == first and len(second) == 6
     for d in (first[0], first[2]):  # complete runs were not touched
-        assert _summary(d)["started"] + str((d / "metrics.csv").stat().st_mtime_ns) == started[d]
-    assert all(_summary(d)["status"] == "complete" for d in second)
+        assert summary_of(d)["started"] + str((d / "metrics.csv").stat().st_mtime_ns) == started[d]
+    assert all(summary_of(d)["status"] == "complete" for d in second)
 
 
 def test_compare_refuses_a_folder_made_with_other_settings(tmp_path):

@@ -1,6 +1,6 @@
 import pytest
 
-from fineprune_cli.config import Config, build_config, parse_int_list, validate
+from fineprune_cli.engine.config import Config, build_config, parse_int_list, validate
 from fineprune_cli.errors import ConfigError
 
 
@@ -23,7 +23,7 @@ def test_precedence_defaults_then_yaml_then_flags(tmp_path):
     ("modle: {name: lenet}", "unknown section 'modle'"),
     ("train: {epochs: ten}", "train.epochs: expected int"),
     ("train: {milestones: 60}", "expected a list"),
-    ("train: [1, 2]", "must be a mapping"),
+    ("train: [1, 2]", "section 'train' must be a mapping"),
     ("- a\n- b", "expected a mapping"),
     ("train: {epochs: 3\n", "not valid YAML"),
     ("prune: {enabled: 1}", "expected bool"),
@@ -50,10 +50,10 @@ def _valid(**changes):
 
 
 @pytest.mark.parametrize("changes, word", [
-    ({"model__name": "resnet9"}, "unknown model 'resnet9'; choose one of: lenet"),
-    ({"data__dataset": "mnist"}, "unknown dataset 'mnist'; choose one of: fashion-mnist"),
-    ({"train__epochs": 0}, "--epochs must be between 1 and 100,000"),
-    ({"train__batch_size": -1}, "--batch-size must be a positive integer"),
+    ({"model__name": "resnet9"}, "--model must be one of: lenet, .*got 'resnet9'"),
+    ({"data__dataset": "mnist"}, "--dataset must be one of: fashion-mnist, .*got 'mnist'"),
+    ({"train__epochs": 0}, r"--epochs must be in \[1, 100000\], got 0"),
+    ({"train__batch_size": -1}, "--batch-size must be positive, got -1"),
     ({"train__lr": 0.0}, "--lr must be positive"),
     ({"train__milestones": [120, 60]}, "strictly increasing"),
     ({"prune__prune_fraction": 1.0}, "prune-fraction"),
@@ -64,7 +64,7 @@ def _valid(**changes):
     ({"data__subset": 0}, "--subset"),
 ])
 def test_validate_rejects(changes, word):
-    with pytest.raises(ConfigError, match=word.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=word):
         validate(_valid(**changes))
 
 

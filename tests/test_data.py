@@ -9,8 +9,8 @@ import pytest
 import torch
 from torchvision.io import write_png
 
-from fineprune_cli import data
-from fineprune_cli.data import DataError, balanced_subset, load_dataset, make_synthetic, read_idx
+from fineprune_cli.engine import data
+from fineprune_cli.engine.data import DataError, balanced_subset, load_dataset, make_synthetic, read_idx
 
 
 def _idx_bytes(arr: np.ndarray) -> bytes:

@@ -12,10 +12,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from fineprune_cli.distributed import World, _without_launch_flags, from_env, step_slices
+from fineprune_cli.distributed.launch import without_launch_flags
+from fineprune_cli.engine.world import World, from_env, step_slices
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.pruner import Pruner
-from fineprune_cli.schedule import PruneSchedule
+from fineprune_cli.pruning import Pruner
+from fineprune_cli.pruning.schedule import PruneSchedule
+from conftest import free_port
 
 N, BATCH, STEPS = 96, 12, 8
 SCHEDULE = dict(window=3, start=1, attenuation=1, block=1, count=1)
@@ -120,13 +122,8 @@ def test_world_from_env():
 
 def test_launch_flags_are_not_passed_on():
     argv = ["train", "--nproc-per-node", "2", "--model", "lenet", "--nnodes=1", "--start", "1"]
-    assert _without_launch_flags(argv) == ["train", "--model", "lenet", "--start", "1"]
+    assert without_launch_flags(argv) == ["train", "--model", "lenet", "--start", "1"]
 
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
@@ -135,7 +132,7 @@ def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
            "--dataset", "synthetic", "--subset", "512", "--test-subset", "500", "--epochs", "3",
            "--batch-size", "64", "--prune", "--window", "2", "--start", "1", "--block", "1",
            "--attenuation", "1", "--device", "cpu", "--out", str(out), "--json"]
-    env = dict(os.environ, MASTER_PORT=str(_free_port()))
+    env = dict(os.environ, MASTER_PORT=str(free_port()))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())

@@ -3,8 +3,9 @@ import json
 import pytest
 
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.estimate import estimate, times_from_run, timeline
-from fineprune_cli.schedule import PruneSchedule
+from fineprune_cli.analysis.runs import times_from_run
+from fineprune_cli.pruning.estimate import estimate, timeline
+from fineprune_cli.pruning.schedule import PruneSchedule
 
 
 def test_paper_setup_by_hand():
@@ -38,7 +39,8 @@ def _run_folder(tmp_path, rows, summary):
 
 def test_times_from_run_skip_warmup_and_charge_overhead_to_pruning_epochs(tmp_path):
     run = _run_folder(tmp_path, [(1, 100, 9.0, 0), (2, 100, 2.0, 0), (3, 70, 1.4, 1), (4, 100, 4.0, 0)],
-                      {"pruning_epochs": [3], "overhead_seconds": 0.3})
+                      {"model": "lenet", "dataset": "synthetic", "epochs": 4, "seed": 0,
+                       "pruning_epochs": [3], "overhead_seconds": 0.3})
     epoch_s, overhead = times_from_run(run)
     assert epoch_s == pytest.approx(3.0)          # mean of epochs 2 and 4
     assert overhead == pytest.approx(0.3)

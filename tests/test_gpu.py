@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-import models
-from fineprune_cli.config import TrainConfig
-from fineprune_cli.data import make_synthetic
-from fineprune_cli.pruner import Pruner
-from fineprune_cli.schedule import PruneSchedule
-from fineprune_cli.trainer import DeviceData, Trainer
+from fineprune_cli import models
+from fineprune_cli.engine.config import TrainConfig
+from fineprune_cli.engine.data import make_synthetic
+from fineprune_cli.pruning import Pruner
+from fineprune_cli.pruning.schedule import PruneSchedule
+from fineprune_cli.engine.trainer import DeviceData, Trainer
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: no GPU on this machine")]

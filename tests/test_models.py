@@ -5,9 +5,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-import models
-from models import count_parameters, create, list_models
-from models.wrn import wide_resnet
+from fineprune_cli import models
+from fineprune_cli.models import count_parameters, create, list_models
+from fineprune_cli.models.wrn import wide_resnet
 
 EXPECTED_ORDER = ["lenet", "vgg13", "vgg16", "vgg19", "resnet18", "resnet34",
                   "resnet50", "wrn10", "wrn16", "wrn22"]

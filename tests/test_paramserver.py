@@ -10,19 +10,15 @@ import sys
 import pytest
 import torch
 
-import models
-from fineprune_cli.config import TrainConfig
-from fineprune_cli.data import make_synthetic
-from fineprune_cli.paramserver import Server
-from fineprune_cli.pruner import Pruner
-from fineprune_cli.schedule import PruneSchedule
-from fineprune_cli.trainer import DeviceData, Trainer
+from fineprune_cli import models
+from fineprune_cli.engine.config import TrainConfig
+from fineprune_cli.engine.data import make_synthetic
+from fineprune_cli.distributed.paramserver import Server
+from fineprune_cli.pruning import Pruner
+from fineprune_cli.pruning.schedule import PruneSchedule
+from fineprune_cli.engine.trainer import DeviceData, Trainer
+from conftest import free_port
 
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4"):
@@ -31,7 +27,7 @@ def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4"):
            "--group-size", "2", "--model", "lenet", "--dataset", "synthetic", "--subset", "2048",
            "--test-subset", "500", "--epochs", epochs, "--lr", lr, "--batch-size", "64", "--device", "cpu",
            "--out", str(out), *extra]
-    env = dict(os.environ, MASTER_PORT=str(_free_port()))
+    env = dict(os.environ, MASTER_PORT=str(free_port()))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "metrics.csv") as f:

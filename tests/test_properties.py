@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fineprune_cli import runner as runner_module
+from fineprune_cli.engine import session as runner_module
 from fineprune_cli.cli import app
-from fineprune_cli.data import DataError, load_dataset
+from fineprune_cli.engine.data import DataError, load_dataset
 from fineprune_cli.errors import FinepruneError
 
 cli = CliRunner()

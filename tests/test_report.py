@@ -8,9 +8,9 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.report import write_report
-from fineprune_cli.runs import load_runs
-from fineprune_cli.tables import epoch_ratio, pace_saving, paper_results, summary_rows, table1, table2
+from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.tables import epoch_ratio, pace_saving, paper_results, summary_rows, table1, table2
 
 runner = CliRunner()
 

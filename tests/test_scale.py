@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.scale import plan, table, time_to
+from fineprune_cli.drivers.scale import plan, table, time_to
 
 
 def _m(samples, seconds, losses, acc=50.0):

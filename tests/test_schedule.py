@@ -1,7 +1,7 @@
 import pytest
 
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.schedule import PruneSchedule, formula_n_prune
+from fineprune_cli.pruning.schedule import PruneSchedule, formula_n_prune
 
 
 def test_default_schedule_prunes_about_a_third_of_200_epochs():

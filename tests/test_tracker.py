@@ -1,6 +1,6 @@
 import torch
 
-from fineprune_cli.tracker import DroppingCount
+from fineprune_cli.pruning.tracker import DroppingCount
 
 
 def test_counts_samples_above_batch_mean():
@@ -62,7 +62,7 @@ def test_buffered_batches_keep_their_own_means():
 
 
 def test_flush_threshold_bounds_the_buffer(monkeypatch):
-    import fineprune_cli.tracker as tracker
+    import fineprune_cli.pruning.tracker as tracker
 
     monkeypatch.setattr(tracker, "FLUSH_EVERY", 2)
     t = DroppingCount(4)

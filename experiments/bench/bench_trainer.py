@@ -16,12 +16,12 @@ import torch.nn.functional as F
 
 from common import median, write_table
 
-import models
-from fineprune_cli.config import TrainConfig
-from fineprune_cli.data import load_dataset
-from fineprune_cli.timing import Stopwatch, synchronize
-from fineprune_cli.tracker import DroppingCount
-from fineprune_cli.trainer import DeviceData, Trainer, resolve_device, wants_augment
+from fineprune_cli import models
+from fineprune_cli.engine.config import TrainConfig
+from fineprune_cli.engine.data import load_dataset
+from fineprune_cli.engine.session import Stopwatch, synchronize
+from fineprune_cli.pruning.tracker import DroppingCount
+from fineprune_cli.engine.trainer import DeviceData, Trainer, resolve_device, wants_augment
 
 
 def bare_epoch(model, opt, x, y, batch_size, gen):

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import torch
 
-from .errors import ConfigError
-from .runs import Run
-from .tables import POLICY_ORDER, display_name, group, policy_stats
+from ..errors import ConfigError
+from .runs import Run, policy_color, policy_label
+from .tables import display_name, group, policy_stats, pruned_policies
 
-COLORS = {"regular": "#444444", "fine": "#d62728", "random": "#1f77b4"}
-NAMES = {"regular": "regular", "fine": "fine-pruning", "random": "random control"}
+MARKERS = "os^vD<>p*h"
 
 
 def _plt():
@@ -37,8 +36,8 @@ def _save(fig, path: Path) -> Path:
 
 
 def _mean_curve(runs: list[Run], column: str) -> tuple[list[float], list[float]]:
-    epochs = [row["epoch"] for row in runs[0].metrics]
-    values = [sum(r.metrics[i][column] for r in runs) / len(runs) for i in range(len(epochs))]
+    epochs = [row.epoch for row in runs[0].metrics]
+    values = [sum(getattr(r.metrics[i], column) for r in runs) / len(runs) for i in range(len(epochs))]
     return epochs, values
 
 
@@ -46,18 +45,21 @@ def curves(by_policy: dict[str, dict[int, Run]], title: str, path: Path) -> Path
     """Test loss and accuracy per epoch, one line per policy (mean over seeds), as Figure 1."""
     plt = _plt()
     fig, (ax_loss, ax_acc) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    for policy in [p for p in POLICY_ORDER if p in by_policy]:
-        runs = list(by_policy[policy].values())
+    for policy, seeds in by_policy.items():
+        runs = list(seeds.values())
         for ax, column in ((ax_loss, "test_loss"), (ax_acc, "test_accuracy")):
             x, y = _mean_curve(runs, column)
-            ax.plot(x, y, color=COLORS[policy], lw=1.2, label=f"{NAMES[policy]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
-    if "fine" in by_policy:
-        for row in next(iter(by_policy["fine"].values())).metrics:
-            if row["pruned"]:
-                ax_acc.axvspan(row["epoch"] - 0.5, row["epoch"] + 0.5, color="#d62728", alpha=0.08, lw=0)
+            ax.plot(x, y, color=policy_color(policy), lw=1.2,
+                    label=f"{policy_label(policy)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+    first_pruned = pruned_policies(by_policy)[:1]
+    for policy in first_pruned:
+        for row in next(iter(by_policy[policy].values())).metrics:
+            if row.pruned:
+                ax_acc.axvspan(row.epoch - 0.5, row.epoch + 0.5, color=policy_color(policy), alpha=0.08, lw=0)
     ax_loss.set_ylabel("test loss")
     ax_acc.set_ylabel("test accuracy (%)")
-    ax_acc.set_xlabel("epoch (shaded: pruning epochs)")
+    shaded = f" (shaded: {policy_label(first_pruned[0])}'s pruning epochs)" if first_pruned else ""
+    ax_acc.set_xlabel("epoch" + shaded)
     ax_loss.set_title(title)
     ax_loss.legend()
     ax_loss.grid(alpha=0.3)
@@ -69,16 +71,17 @@ def timeline(run: Run, title: str, path: Path) -> Path:
     """Samples trained per epoch, pruning epochs in red and window resets marked, as Figure 3."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(10, 2.6))
-    epochs = [r["epoch"] for r in run.metrics]
-    samples = [r["samples"] for r in run.metrics]
-    colors = [COLORS["fine"] if r["pruned"] else "#bbbbbb" for r in run.metrics]
+    epochs = [r.epoch for r in run.metrics]
+    samples = [r.samples for r in run.metrics]
+    colors = [policy_color(run.policy) if r.pruned else "#bbbbbb" for r in run.metrics]
     ax.bar(epochs, samples, width=1.0, color=colors, lw=0)
-    window = run.summary.get("schedule", {}).get("window")
+    window = run.summary.schedule.get("window") if run.policy in ("fine", "random") else None
     if window:
         for start in range(window, len(epochs) + 1, window):  # counts reset as epoch k*w starts
             ax.axvline(start - 0.5, color="black", lw=0.8, ls="--")
-    n_pruned = sum(1 for r in run.metrics if r["pruned"])
-    ax.set_title(f"{title}: {n_pruned} of {len(epochs)} epochs pruned (red); dashed = DroppingCount reset")
+    n_pruned = sum(1 for r in run.metrics if r.pruned)
+    reset = "; dashed = DroppingCount reset" if window else ""
+    ax.set_title(f"{title}, {policy_label(run.policy)}: {n_pruned} of {len(epochs)} epochs pruned (coloured){reset}")
     ax.set_xlabel("epoch")
     ax.set_ylabel("samples trained")
     ax.set_xlim(0.5, len(epochs) + 0.5)
@@ -108,18 +111,20 @@ def tradeoff(runs: list[Run], path: Path) -> Path:
     """Time saved against accuracy change, one point per model and policy (mean ± std)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
+    shown: list[str] = []
     for (model, label), by_policy in group(runs).items():
-        for policy in ("fine", "random"):
+        for policy in pruned_policies(by_policy):
             st = policy_stats(by_policy, policy)
             if not st["saved_pct"].values:
                 continue
+            shown += [policy] if policy not in shown else []
             ax.errorbar(st["saved_pct"].mean, st["d_final"].mean, xerr=st["saved_pct"].std,
-                        yerr=st["d_final"].std, fmt="o" if policy == "fine" else "s",
-                        color=COLORS[policy], capsize=3)
+                        yerr=st["d_final"].std, fmt=MARKERS[shown.index(policy) % len(MARKERS)],
+                        color=policy_color(policy), capsize=3)
             ax.annotate(display_name(model), (st["saved_pct"].mean, st["d_final"].mean),
                         textcoords="offset points", xytext=(5, 5), fontsize=8)
-    for policy in ("fine", "random"):
-        ax.plot([], [], "o" if policy == "fine" else "s", color=COLORS[policy], label=NAMES[policy])
+    for i, policy in enumerate(shown):
+        ax.plot([], [], MARKERS[i % len(MARKERS)], color=policy_color(policy), label=policy_label(policy))
     ax.axhline(0, color="black", lw=0.6)
     ax.set_xlabel("training time saved vs regular (%)")
     ax.set_ylabel("final test accuracy − regular (points)")

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engine.record import atomic_write_text, to_csv, to_markdown
 from . import plots
-from .records import atomic_write_text
 from .runs import Problem, Run, load_runs
-from .tables import display_name, group, paper_results, summary_rows, table1, table2
+from .tables import display_name, group, paper_results, pruned_policies, summary_rows, table1, table2
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "seed", "epochs", "train_seconds",
                "overhead_seconds", "samples_skipped", "final_accuracy", "best3_accuracy",
@@ -29,20 +29,6 @@ class Report:
     problems: list[Problem]
     files: list[Path] = field(default_factory=list)
     notes: str = ""
-
-
-def to_csv(header: list[str], rows: list[list[Any]]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
-def to_markdown(header: list[str], rows: list[list[Any]]) -> str:
-    def line(cells: list[Any]) -> str:
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows]) + "\n"
 
 
 def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "") -> Report:
@@ -71,10 +57,9 @@ def _write(path: Path, text: str) -> Path:
 
 def _run_row(run: Run) -> list[Any]:
     s = run.summary
-    return [str(run.path), s["model"], run.label, s["policy"], s["seed"], s["epochs"],
-            s["train_seconds"], s.get("overhead_seconds", 0.0), s["samples_skipped"],
-            s["final_accuracy"], round(s["best3_accuracy"], 4), s.get("device", ""),
-            s.get("git_commit", "")]
+    return [str(run.path), s.model, run.label, s.policy, s.seed, s.epochs, s.train_seconds,
+            s.overhead_seconds, s.samples_skipped, s.final_accuracy, round(s.best3_accuracy, 4),
+            s.device, s.git_commit]
 
 
 def _plots(runs: list[Run], folder: Path) -> list[tuple[str, Path]]:
@@ -85,16 +70,15 @@ def _plots(runs: list[Run], folder: Path) -> list[tuple[str, Path]]:
         stem = plots.slug(model, label)
         figures.append((f"{title}: test loss and accuracy",
                         plots.curves(by_policy, title, folder / f"curves-{stem}.png")))
-        fine = by_policy.get("fine") or by_policy.get("random")
-        if fine:
-            first = fine[min(fine)]
+        for policy in pruned_policies(by_policy)[:1]:
+            first = by_policy[policy][min(by_policy[policy])]
             figures.append((f"{title}: pruning timeline",
                             plots.timeline(first, title, folder / f"timeline-{stem}.png")))
             hist = plots.counts_histogram(first, f"{title}: DroppingCount per window",
                                           folder / f"counts-{stem}.png")
             if hist:
                 figures.append((f"{title}: DroppingCount at the end of each window", hist))
-    if any(p in by for by in group(runs).values() for p in ("fine", "random")):
+    if any(pruned_policies(by) for by in group(runs).values()):
         figures.append(("Time saved against accuracy change", plots.tradeoff(runs, folder / "tradeoff.png")))
     return figures
 
@@ -104,21 +88,21 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
     parts = ["# Data fine-pruning: results\n"] + ([report.notes.strip() + "\n"] if report.notes else [])
     runs = report.runs
     if runs:
-        devices = sorted({str(r.summary.get("device", "unknown")) for r in runs})
-        commits = sorted({str(r.summary.get("git_commit", "unknown")) for r in runs})
-        commands = sorted({str(r.summary["command"]) for r in runs if r.summary.get("command")})
+        devices = sorted({r.summary.device or "unknown" for r in runs})
+        commits = sorted({r.summary.git_commit or "unknown" for r in runs})
+        commands = sorted({r.summary.command for r in runs if r.summary.command})
         parts.append(f"{len(runs)} complete runs. Machine: {'; '.join(devices)}. "
-                     f"torch {runs[0].summary.get('torch', '?')}. Code: {', '.join(commits)}.\n")
+                     f"torch {runs[0].summary.torch or '?'}. Code: {', '.join(commits)}.\n")
         if commands:
             parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
     titles = {"table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
               "table2_accuracy": "Table 2: test accuracy"}
     for name, (header, rows) in tables.items():
         parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}")
-    parts.append(f"Paper rows: {paper_results()['source']}. Speedup is the training time saved "
-                 "against the regular run of the same seed; Random is the equal-budget control "
-                 "(same pruning epochs, same number of samples left out, chosen at random). "
-                 "Speedup at own pace compares a run with itself: 1 − its training time / (epochs × "
+    parts.append(f"Paper rows: {paper_results()['source']}. Saved is the training time saved "
+                 "against the regular run of the same seed; the random control leaves out as many "
+                 "samples, chosen at random, in the same epochs as fine-pruning. "
+                 "Saved at own pace compares a run with itself: 1 − its training time / (epochs × "
                  "the median of its unpruned epochs, epoch 1 excluded); on a shared machine separate "
                  "runs drift apart by more than the saving, times measured in one run do not.\n")
     if figures:

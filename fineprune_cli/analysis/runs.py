@@ -9,29 +9,35 @@ from typing import Any
 
 import torch
 
-from .errors import ConfigError
-from .records import CONFIG, METRICS, SUMMARY, load_run_config, read_metrics, read_summary
-
-NEEDED = ("model", "dataset", "policy", "seed", "train_seconds", "final_accuracy",
-          "best3_accuracy", "epochs", "num_train", "samples_skipped")
-METRIC_COLUMNS = ("epoch", "samples", "train_seconds", "test_loss", "test_accuracy", "pruned")
+from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, load_run_config,
+                             read_metrics, read_summary)
+from ..errors import ConfigError
+from ..pruning import policy as policies
 
 
 @dataclass
 class Run:
     path: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     config: dict[str, Any]
-    metrics: list[dict[str, float]]
-    counts: dict[int, torch.Tensor] = field(default_factory=dict)  # window -> DroppingCount
+    metrics: list[EpochRow]
+    counts: dict[int, torch.Tensor] = field(default_factory=dict)  # window -> scores snapshot
 
     @property
     def label(self) -> str:
-        return str(self.summary.get("dataset_label") or self.summary["dataset"])
+        return self.summary.label
 
     @property
     def key(self) -> tuple[str, str]:
-        return (str(self.summary["model"]), self.label)
+        return (self.summary.model, self.label)
+
+    @property
+    def policy(self) -> str:
+        return self.summary.policy
+
+    @property
+    def seed(self) -> int:
+        return self.summary.seed
 
 
 @dataclass
@@ -41,16 +47,37 @@ class Problem:
     reason: str
 
 
+def policy_label(name: str) -> str:
+    try:
+        return policies.get(name).label or name
+    except ValueError:  # a policy this version no longer has: its name still says what it was
+        return name
+
+
+def policy_color(name: str) -> str:
+    try:
+        return policies.get(name).color
+    except ValueError:
+        return "#999999"
+
+
+def policy_order(name: str) -> tuple[int, str]:
+    try:
+        return (policies.get(name).order, name)
+    except ValueError:
+        return (10_000, name)
+
+
 def find_run_dirs(paths: list[Path]) -> list[Path]:
     """Each given path is a run folder or holds run folders at any depth."""
     found: set[Path] = set()
     for root in paths:
         if not root.exists():
             raise ConfigError(f"{root} does not exist")
-        if any((root / name).exists() for name in (SUMMARY, CONFIG, METRICS)):
+        if any((root / name).is_file() for name in (SUMMARY, CONFIG, METRICS)):
             found.add(root)
         for name in (SUMMARY, CONFIG, METRICS):
-            found.update(p.parent for p in root.rglob(name))
+            found.update(p.parent for p in root.rglob(name) if p.is_file())
     return sorted(found)
 
 
@@ -59,48 +86,32 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
     problems: list[Problem] = []
     for path in find_run_dirs(paths):
         try:
-            run = load_run(path)
+            summary = read_summary(path)
+            if summary.status != Status.COMPLETE:
+                problems.append(Problem(path, summary.status.value,
+                                        f"{summary.epochs_completed} of {summary.epochs} epochs done"))
+                continue
+            runs.append(load_run(path, summary))
         except ConfigError as exc:
             problems.append(Problem(path, "unreadable", str(exc)))
-            continue
-        status = run.summary.get("status")
-        if status != "complete":
-            done = run.summary.get("epochs_completed", 0)
-            problems.append(Problem(path, str(status or "incomplete"),
-                                    f"{done} of {run.summary.get('epochs', '?')} epochs done"))
-            continue
-        runs.append(run)
     return runs, problems
 
 
-def load_run(path: Path) -> Run:
-    summary = read_summary(path)
-    if not isinstance(summary, dict):
-        raise ConfigError(f"{path / SUMMARY} is unreadable or corrupt")
-    summary.setdefault("policy", _policy_of_old_summary(summary))
-    if summary.get("status") != "complete":
-        return Run(path, summary, {}, [])
-    missing = [k for k in NEEDED if k not in summary]
-    if missing:
-        raise ConfigError(f"{path / SUMMARY} lacks {', '.join(missing)}")
-    metrics = [_numeric_row(row, path) for row in read_metrics(path)]
-    if len(metrics) != summary["epochs"]:
-        raise ConfigError(f"{path / METRICS} has {len(metrics)} epochs, summary says {summary['epochs']}")
-    return Run(path, summary, load_run_config(path), metrics, _load_counts(path))
-
-
-def _policy_of_old_summary(summary: dict[str, Any]) -> str:
-    return "regular" if not summary.get("pruning") else "fine"
-
-
-def _numeric_row(row: dict[str, str], path: Path) -> dict[str, float]:
-    try:
-        values = {k: float(row[k]) for k in METRIC_COLUMNS}
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError(f"{path / METRICS} has a malformed row") from None
-    if any(math.isnan(v) for k, v in values.items() if k != "test_loss"):
+def load_run(path: Path, summary: RunSummary) -> Run:
+    """A complete run whose figures the tables can use; ConfigError says why not."""
+    for name in ("train_seconds", "final_accuracy", "best3_accuracy"):
+        if not math.isfinite(getattr(summary, name)):
+            raise ConfigError(f"{path / SUMMARY}: {name} is not a finite number")
+    if summary.num_train < 1 or summary.epochs < 1:
+        raise ConfigError(f"{path / SUMMARY}: num_train and epochs must be positive")
+    if summary.train_seconds <= 0:
+        raise ConfigError(f"{path / SUMMARY}: train_seconds must be positive")
+    metrics = read_metrics(path)
+    if len(metrics) != summary.epochs:
+        raise ConfigError(f"{path / METRICS} has {len(metrics)} epochs, summary says {summary.epochs}")
+    if any(not math.isfinite(v) for r in metrics for k, v in vars(r).items() if k != "test_loss"):
         raise ConfigError(f"{path / METRICS} has a malformed row")
-    return values
+    return Run(path, summary, load_run_config(path), metrics, _load_counts(path))
 
 
 def _load_counts(path: Path) -> dict[int, torch.Tensor]:
@@ -112,3 +123,49 @@ def _load_counts(path: Path) -> dict[int, torch.Tensor]:
         except Exception:  # a damaged snapshot only costs its histogram
             continue
     return counts
+
+
+def times_from_run(run_dir: Path) -> tuple[float, float]:
+    """(seconds per full epoch, overhead per pruning epoch) measured in a run folder.
+
+    The full-epoch time is the mean over unpruned epochs, leaving out epoch 1 when others
+    exist (it pays for warm-up and compilation). All measured overhead (counting in every
+    epoch plus selection) is charged to the pruning epochs, as Formula 6 does.
+    """
+    rows = read_metrics(run_dir)
+    summary = read_summary(run_dir)
+    full = [r.train_seconds for r in rows if not r.pruned]
+    if len(full) > 1 and not rows[0].pruned:
+        full = full[1:]
+    if not full:
+        raise ConfigError(f"{run_dir} has no completed unpruned epoch to time")
+    n_pruned = len(summary.pruning_epochs)
+    overhead = summary.overhead_seconds / n_pruned if n_pruned else 0.0
+    return sum(full) / len(full), overhead
+
+
+def estimate_for(settings: dict[str, Any], epoch_seconds: float | None, run: Path | None,
+                 config_file: Path | None) -> tuple[Any, Any]:
+    """`fineprune estimate`: the schedule from a run folder's config (if given), the config
+    file and the flags; the epoch time from --epoch-seconds or measured in the run."""
+    from ..engine.config import Config, apply_mapping, build_config
+    from ..pruning.estimate import estimate
+    from ..pruning.schedule import PruneSchedule
+    from ..settings import check_section
+
+    if epoch_seconds is not None and run is not None:
+        raise ConfigError("give --epoch-seconds or --run, not both")
+    if epoch_seconds is not None and not (math.isfinite(epoch_seconds) and epoch_seconds > 0):
+        raise ConfigError(f"--epoch-seconds must be a positive number, got {epoch_seconds}")
+    base = Config()
+    if run is not None:
+        saved = load_run_config(run)
+        apply_mapping(base, {k: saved[k] for k in ("train", "prune") if k in saved}, f"{run}/config.yaml")
+    cfg = build_config(config_file, settings, base)
+    check_section(cfg.train, "train.")
+    check_section(cfg.prune, "prune.")
+    overhead = 0.0
+    if run is not None:
+        epoch_seconds, overhead = times_from_run(run)
+    schedule = PruneSchedule.from_config(cfg.prune)
+    return estimate(schedule, cfg.train.epochs, cfg.prune.prune_fraction, epoch_seconds, overhead), schedule

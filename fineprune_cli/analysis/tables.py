@@ -2,6 +2,7 @@
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular
 run of the same model, dataset and seed, then averaged over seeds (mean ± sample std).
+Every policy present gets its rows, named by the policy registry's label.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from typing import Any
 
 import yaml
 
-from .runs import Run
+from .runs import Run, policy_label, policy_order
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
-POLICY_ORDER = ("regular", "fine", "random")
 NA = "—"
 
 
@@ -53,11 +53,15 @@ def display_name(model: str) -> str:
 
 
 def group(runs: list[Run]) -> dict[tuple[str, str], dict[str, dict[int, Run]]]:
-    """(model, dataset label) -> policy -> seed -> run, in a stable order."""
+    """(model, dataset label) -> policy -> seed -> run, policies in the registry's order."""
     out: dict[tuple[str, str], dict[str, dict[int, Run]]] = {}
-    for run in sorted(runs, key=lambda r: (r.key, str(r.summary["policy"]), int(r.summary["seed"]))):
-        out.setdefault(run.key, {}).setdefault(str(run.summary["policy"]), {})[int(run.summary["seed"])] = run
+    for run in sorted(runs, key=lambda r: (r.key, policy_order(r.policy), r.seed)):
+        out.setdefault(run.key, {}).setdefault(run.policy, {})[run.seed] = run
     return out
+
+
+def pruned_policies(by_policy: dict[str, dict[int, Run]]) -> list[str]:
+    return [p for p in by_policy if p != "regular"]
 
 
 def _paired(by_policy: dict[str, dict[int, Run]], policy: str, fn) -> Stat:
@@ -67,11 +71,11 @@ def _paired(by_policy: dict[str, dict[int, Run]], policy: str, fn) -> Stat:
 
 
 def _saving(run: Run, base: Run) -> float:
-    return 100.0 * (1.0 - run.summary["train_seconds"] / base.summary["train_seconds"])
+    return 100.0 * (1.0 - run.summary.train_seconds / base.summary.train_seconds)
 
 
 def _median_epoch(run: Run, pruned: bool) -> float:
-    times = [r["train_seconds"] for r in run.metrics if bool(r["pruned"]) == pruned and r["epoch"] > 1]
+    times = [r.train_seconds for r in run.metrics if bool(r.pruned) == pruned and r.epoch > 1]
     median = statistics.median(times) if times else 0.0
     return median if median > 0 else float("nan")  # no such epochs, or too short to time
 
@@ -80,7 +84,7 @@ def pace_saving(run: Run) -> float:
     """Time saved against the run's own full-epoch pace: 1 - (sum of epoch times) / (n x median
     unpruned epoch; epoch 1 left out, it pays for warm-up). Separate runs on a shared machine
     drift apart by more than a 10% saving; this compares times measured in the same run."""
-    total = sum(r["train_seconds"] for r in run.metrics)
+    total = sum(r.train_seconds for r in run.metrics)
     return 100.0 * (1.0 - total / (len(run.metrics) * _median_epoch(run, pruned=False)))
 
 
@@ -97,17 +101,17 @@ def policy_stats(by_policy: dict[str, dict[int, Run]], policy: str) -> dict[str,
     runs = [by_policy[policy][s] for s in sorted(by_policy.get(policy, {}))]
     s = [r.summary for r in runs]
     return {
-        "train_s": Stat([x["train_seconds"] for x in s]),
-        "pruned_s": Stat([x["train_seconds"] - x.get("overhead_seconds", 0.0) for x in s]),
-        "overhead_s": Stat([x.get("overhead_seconds", 0.0) for x in s]),
-        "skipped_pct": Stat([100.0 * x["samples_skipped"] / (x["epochs"] * x["num_train"]) for x in s]),
-        "final_acc": Stat([x["final_accuracy"] for x in s]),
-        "best3_acc": Stat([x["best3_accuracy"] for x in s]),
+        "train_s": Stat([x.train_seconds for x in s]),
+        "pruned_s": Stat([x.train_seconds - x.overhead_seconds for x in s]),
+        "overhead_s": Stat([x.overhead_seconds for x in s]),
+        "skipped_pct": Stat([100.0 * x.samples_skipped / (x.epochs * x.num_train) for x in s]),
+        "final_acc": Stat([x.final_accuracy for x in s]),
+        "best3_acc": Stat([x.best3_accuracy for x in s]),
         "saved_pct": _paired(by_policy, policy, _saving),
         "pace_saved_pct": _finite([pace_saving(r) for r in runs]),
         "epoch_ratio": _finite([epoch_ratio(r) for r in runs]),
-        "d_final": _paired(by_policy, policy, lambda r, b: r.summary["final_accuracy"] - b.summary["final_accuracy"]),
-        "d_best3": _paired(by_policy, policy, lambda r, b: r.summary["best3_accuracy"] - b.summary["best3_accuracy"]),
+        "d_final": _paired(by_policy, policy, lambda r, b: r.summary.final_accuracy - b.summary.final_accuracy),
+        "d_best3": _paired(by_policy, policy, lambda r, b: r.summary.best3_accuracy - b.summary.best3_accuracy),
     }
 
 
@@ -115,7 +119,7 @@ def summary_rows(runs: list[Run]) -> list[dict[str, Any]]:
     """One row per (model, dataset, policy), numeric, for summary.csv and the console."""
     rows = []
     for (model, label), by_policy in group(runs).items():
-        for policy in [p for p in POLICY_ORDER if p in by_policy]:
+        for policy in by_policy:
             stats = policy_stats(by_policy, policy)
             row: dict[str, Any] = {"model": model, "dataset": label, "policy": policy,
                                    "seeds": len(by_policy[policy])}
@@ -137,59 +141,60 @@ def _paper(model: str, key: str, fmt: str) -> str:
     return fmt.format(entry[key]) if entry else NA
 
 
-def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
-    """Time: the paper's rows (Regular, Pruned, Overhead, Speedup) plus the random control."""
+def _table(runs: list[Run], cells) -> tuple[list[str], list[list[str]]]:
+    """Rows by name, one column per (model, dataset); `cells(model, by_policy)` gives a
+    column as (row name, text) pairs. A row a column lacks reads '—'."""
     groups = group(runs)
     cols = _columns(groups)
-    body: dict[str, list[str]] = {name: [] for name in (
-        "Dataset", "Seeds", "Regular", "Pruned", "Overhead", "Speedup", "Random", "Random speedup",
-        "Samples skipped", "Speedup at own pace", "Random speedup at own pace",
-        "Pruned epoch / full epoch", "Paper regular (CIFAR-10)", "Paper pruned (CIFAR-10)",
-        "Paper overhead (CIFAR-10)", "Paper speedup (CIFAR-10)")}
-    for (model, label), _ in cols:
-        by = groups[(model, label)]
-        fine, rand, reg = (policy_stats(by, p) for p in ("fine", "random", "regular"))
-        body["Dataset"].append(label)
-        body["Seeds"].append(str(max(len(v) for v in by.values())))
-        body["Regular"].append(reg["train_s"].fmt(1, " s"))
-        body["Pruned"].append(fine["pruned_s"].fmt(1, " s"))
-        body["Overhead"].append(fine["overhead_s"].fmt(2, " s"))
-        body["Speedup"].append(fine["saved_pct"].fmt(2, "%"))
-        body["Random"].append(rand["train_s"].fmt(1, " s"))
-        body["Random speedup"].append(rand["saved_pct"].fmt(2, "%"))
-        body["Samples skipped"].append(fine["skipped_pct"].fmt(2, "%"))
-        body["Speedup at own pace"].append(fine["pace_saved_pct"].fmt(2, "%"))
-        body["Random speedup at own pace"].append(rand["pace_saved_pct"].fmt(2, "%"))
-        body["Pruned epoch / full epoch"].append(fine["epoch_ratio"].fmt(3, "×"))
-        body["Paper regular (CIFAR-10)"].append(_paper(model, "regular_s", "{:g} s"))
-        body["Paper pruned (CIFAR-10)"].append(_paper(model, "pruned_s", "{:g} s"))
-        body["Paper overhead (CIFAR-10)"].append(_paper(model, "overhead_s", "{:.2f} s"))
-        body["Paper speedup (CIFAR-10)"].append(_paper(model, "speedup_pct", "{:.2f}%"))
+    body: dict[str, list[str]] = {}
+    for i, ((model, label), _) in enumerate(cols):
+        for name, text in cells(model, label, groups[(model, label)]):
+            body.setdefault(name, [NA] * len(cols))[i] = text
     return [""] + [c for _, c in cols], [[name] + vals for name, vals in body.items()]
+
+
+def _seeds(by_policy: dict[str, dict[int, Run]]) -> str:
+    return str(max(len(v) for v in by_policy.values()))
+
+
+def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+    cells = [("Dataset", label), ("Seeds", _seeds(by)),
+             ("Regular", policy_stats(by, "regular")["train_s"].fmt(1, " s"))]
+    for p in pruned_policies(by):
+        st, name = policy_stats(by, p), policy_label(p)
+        cells += [(name, st["pruned_s"].fmt(1, " s")), (f"{name}: overhead", st["overhead_s"].fmt(2, " s")),
+                  (f"{name}: saved", st["saved_pct"].fmt(2, "%")),
+                  (f"{name}: saved at own pace", st["pace_saved_pct"].fmt(2, "%")),
+                  (f"{name}: samples skipped", st["skipped_pct"].fmt(2, "%")),
+                  (f"{name}: pruned epoch / full epoch", st["epoch_ratio"].fmt(3, "×"))]
+    return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_s", "{:g} s")),
+                    ("Paper pruned (CIFAR-10)", _paper(model, "pruned_s", "{:g} s")),
+                    ("Paper overhead (CIFAR-10)", _paper(model, "overhead_s", "{:.2f} s")),
+                    ("Paper saved (CIFAR-10)", _paper(model, "speedup_pct", "{:.2f}%"))]
+
+
+def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+    reg = policy_stats(by, "regular")
+    cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Regular (best-3)", reg["best3_acc"].fmt(2, "%")),
+             ("Regular (final)", reg["final_acc"].fmt(2, "%"))]
+    for p in pruned_policies(by):
+        st, name = policy_stats(by, p), policy_label(p)
+        cells += [(f"{name} (best-3)", st["best3_acc"].fmt(2, "%")),
+                  (f"{name} − regular (best-3)", st["d_best3"].fmt(2, " pt")),
+                  (f"{name} (final)", st["final_acc"].fmt(2, "%")),
+                  (f"{name} − regular (final)", st["d_final"].fmt(2, " pt"))]
+    entry = paper_results()["models"].get(model)
+    return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
+                    ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
+                    ("Paper pruned − regular (CIFAR-10)",
+                     f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt" if entry else NA)]
+
+
+def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
+    """Time: the paper's rows (regular, pruned, overhead, saved) for every policy present."""
+    return _table(runs, _time_cells)
 
 
 def table2(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
     """Accuracy: best-3 mean as in the paper, and final accuracy with its spread over seeds."""
-    groups = group(runs)
-    cols = _columns(groups)
-    rows: dict[str, list[str]] = {name: [] for name in (
-        "Dataset", "Seeds", "Regular (best-3)", "Pruned (best-3)", "Random (best-3)",
-        "Pruned − regular (best-3)", "Random − regular (best-3)", "Regular (final)",
-        "Pruned (final)", "Random (final)", "Pruned − regular (final)", "Random − regular (final)",
-        "Paper regular (CIFAR-10)", "Paper pruned (CIFAR-10)",
-        "Paper pruned − regular (CIFAR-10)")}
-    for (model, label), _ in cols:
-        by = groups[(model, label)]
-        st = {p: policy_stats(by, p) for p in POLICY_ORDER}
-        entry = paper_results()["models"].get(model)
-        vals = [label, str(max(len(v) for v in by.values())),
-                st["regular"]["best3_acc"].fmt(2, "%"), st["fine"]["best3_acc"].fmt(2, "%"),
-                st["random"]["best3_acc"].fmt(2, "%"), st["fine"]["d_best3"].fmt(2, " pt"),
-                st["random"]["d_best3"].fmt(2, " pt"), st["regular"]["final_acc"].fmt(2, "%"),
-                st["fine"]["final_acc"].fmt(2, "%"), st["random"]["final_acc"].fmt(2, "%"),
-                st["fine"]["d_final"].fmt(2, " pt"), st["random"]["d_final"].fmt(2, " pt"),
-                _paper(model, "regular_acc", "{:.2f}%"), _paper(model, "pruned_acc", "{:.2f}%"),
-                f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt" if entry else NA]
-        for name, value in zip(rows, vals):
-            rows[name].append(value)
-    return [""] + [c for _, c in cols], [[name] + vals for name, vals in rows.items()]
+    return _table(runs, _accuracy_cells)

@@ -5,12 +5,19 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from . import console
-from .estimate import Estimate, timeline
-from .schedule import PruneSchedule
+from pathlib import Path
+from typing import Any
+
+from .. import console
+from ..pruning.estimate import Estimate, timeline
+from ..pruning.schedule import PruneSchedule
 
 
-def show_estimate(est: Estimate, schedule: PruneSchedule) -> None:
+def show_estimate(result: tuple[Estimate, PruneSchedule], as_json: bool) -> None:
+    est, schedule = result
+    if as_json:
+        console.print_json(est.to_dict())
+        return
     unit = "s" if est.time_unit == "seconds" else " epochs"
     table = Table(title="Predicted saving (Section 4.4)", show_header=False)
     table.add_column(style="bold")
@@ -56,14 +63,35 @@ def _pm(row: dict, name: str, digits: int, unit: str = "") -> str:
     return text + (f" ± {std:.{digits}f}" if row["seeds"] > 1 else "") + unit
 
 
-def show_compare(rows: list[dict]) -> None:
-    table = Table(title="Regular vs fine-pruning vs random control (saved, Δ acc: paired by seed; "
+def show_trained(summary: Any, as_json: bool) -> None:
+    if as_json:
+        console.print_json(summary.to_dict())
+        return
+    console.result(
+        f"{summary.model} on {summary.dataset}: test accuracy {summary.final_accuracy:.2f}% "
+        f"(best-3 {summary.best3_accuracy:.2f}%), training {summary.train_seconds:.1f}s "
+        f"over {summary.epochs} epochs, {summary.samples_skipped} samples skipped")
+    console.result(f"run folder: {summary.run_dir}")
+
+
+def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None) -> None:
+    if as_json:
+        console.print_json(rows)
+        return
+    if rows:
+        _compare_table(rows)
+    if out is not None:
+        console.result(f"run folders: {out}  (tables and plots: fineprune report {out})")
+
+
+def _compare_table(rows: list[dict]) -> None:
+    table = Table(title="Policies against regular (saved, Δ acc: paired by seed; "
                         "own pace: against the run's own full epochs)")
     for name in ("model", "data", "policy", "seeds", "train", "saved", "own pace", "skipped",
                  "final acc", "Δ acc", "best-3"):
         table.add_column(name, justify="left" if name in ("model", "data", "policy") else "right")
     for r in rows:
-        table.add_row(r["model"], r["dataset"], r["policy"], str(r["seeds"]),
+        table.add_row(Text(r["model"]), Text(r["dataset"]), Text(r["policy"]), str(r["seeds"]),
                       _pm(r, "train_s", 1, " s"), _pm(r, "saved_pct", 2, "%"),
                       _pm(r, "pace_saved_pct", 2, "%"), _pm(r, "skipped_pct", 1, "%"),
                       _pm(r, "final_acc", 2, "%"),
@@ -71,15 +99,44 @@ def show_compare(rows: list[dict]) -> None:
     console.result(table)
 
 
-def show_report(rep) -> None:
-    from .tables import summary_rows
+def show_report(rep: Any, as_json: bool) -> None:
+    from ..analysis.tables import summary_rows
 
+    if as_json:
+        console.print_json({
+            "out": str(rep.out), "runs": [str(r.path) for r in rep.runs],
+            "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
+            "files": [str(f) for f in rep.files]})
+        return
     if rep.runs:
-        show_compare(summary_rows(rep.runs))
+        _compare_table(summary_rows(rep.runs))
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
     console.result(f"{len(rep.runs)} runs, {len(rep.problems)} left out; "
                    f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})")
+
+
+def show_scale(rows: list[dict], path: Path, as_json: bool) -> None:
+    if as_json:
+        console.print_json(rows)
+        return
+    show_rows(rows, "Scaling (one thread per process)")
+    console.result(f"tables: {path} and {path.with_suffix('.csv')}")
+
+
+def show_policies(as_json: bool) -> None:
+    from ..pruning.policy import get, list_policies
+
+    entries = [{"name": n, "label": get(n).label, "description": get(n).description} for n in list_policies()]
+    if as_json:
+        console.print_json(entries)
+        return
+    table = Table(title="Pruning policies")
+    for column in ("name", "label", "description"):
+        table.add_column(column)
+    for e in entries:
+        table.add_row(*(Text(e[k]) for k in ("name", "label", "description")))
+    console.result(table)
 
 
 def show_rows(rows: list[dict], title: str) -> None:

@@ -27,10 +27,12 @@ import torch.nn.functional as F
 
 from pathlib import Path
 
-from .config import Config
-from .distributed import SINGLE, World, step_slices
-from .errors import ConfigError
-from .tracker import DroppingCount
+from ..engine.config import Config
+from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir
+from ..engine.session import Totals, build, new_summary, summarize
+from ..engine.trainer import lr_at, scheduled_lr
+from ..engine.world import SINGLE, World, step_slices
+from ..errors import ConfigError
 
 _SERVER: "Server | None" = None
 _READY = threading.Event()  # set once the PS has built its model: workers may call earlier
@@ -39,8 +41,9 @@ _READY = threading.Event()  # set once the PS has built its model: workers may c
 class Server:
     """The PS's state; RPC handler threads call into it, the PS's main thread closes epochs."""
 
-    def __init__(self, trainer: Any, pruner: Any, pushers: int):
-        self.trainer, self.pruner, self.pushers = trainer, pruner, pushers
+    def __init__(self, trainer: Any, policy: Any, pushers: int):
+        self.trainer, self.policy, self.pushers = trainer, policy, pushers
+        self.epoch = 1
         self.cond = threading.Condition()
         self.version, self.staleness, self.closed = 0, [], 0
         self.keep: dict[int, torch.Tensor] = {}
@@ -54,8 +57,7 @@ class Server:
         t = self.trainer
         with self.cond:
             self.staleness.append(self.version - version)
-            if t.steps < t.warmup_steps:
-                t._set_lr(t.scheduled_lr * (t.steps + 1) / t.warmup_steps)
+            t.set_lr(lr_at(t.cfg, self.epoch, t.steps, t.warmup_steps))
             for p, g in zip(t.model.parameters(), grads):
                 p.grad = g.to(p.device)
             t.optimizer.step()
@@ -70,31 +72,29 @@ class Server:
             self.cond.wait_for(lambda: self.closed >= epoch - 1)
             self.started.setdefault(epoch, time.perf_counter())
             if epoch not in self.keep:
-                n = self.trainer.data.num_train
-                self.keep[epoch] = (self.pruner.begin_epoch(epoch) if self.pruner is not None
-                                    else torch.arange(n)).cpu()
-            return self.keep[epoch], self.weights(), self.version
+                self.keep[epoch] = self.policy.plan(epoch)
+                self.epoch = epoch
+            plan = self.keep[epoch]
+            return plan.indices.cpu(), plan.pruned, self.weights(), self.version
 
-    def end_epoch(self, epoch: int, counts: torch.Tensor | None, loss_sum: float, samples: int) -> None:
+    def end_epoch(self, epoch: int, pending: list[torch.Tensor], loss_sum: float, samples: int) -> None:
         with self.cond:
-            self.ended.setdefault(epoch, []).append((counts, loss_sum, samples))
+            self.ended.setdefault(epoch, []).append((pending, loss_sum, samples))
             self.cond.notify_all()
 
     def wait_epoch(self, epoch: int) -> tuple[float, int]:
-        """Main thread: wait for every pusher's end of `epoch`; fold in their counts."""
+        """Main thread: wait for every pusher's end of `epoch`; fold in the sum of what the
+        workers observed, as a data-parallel sync would."""
         with self.cond:
             self.cond.wait_for(lambda: len(self.ended.get(epoch, [])) == self.pushers)
             parts = self.ended.pop(epoch)
-        for counts, _, _ in parts:
-            if counts is not None and self.pruner is not None:
-                self.pruner.tracker.add(counts.to(self.pruner.tracker.counts.device))
+        pending = [p[0] for p in parts if p[0]]
+        if pending:
+            self.policy.fold([sum(ts).to(self.trainer.device) for ts in zip(*pending)])
         return sum(p[1] for p in parts), sum(p[2] for p in parts)
 
     def close_epoch(self, epoch: int) -> None:
         with self.cond:
-            self.trainer._set_lr(self.trainer.scheduled_lr)
-            self.trainer.scheduler.step()
-            self.trainer.scheduled_lr = self.trainer.lr
             self.closed = epoch
             self.cond.notify_all()
 
@@ -143,24 +143,22 @@ def stop() -> None:
         dist.destroy_process_group()
 
 
-def serve(trainer: Any, pruner: Any, pushers: int) -> Server:
+def serve(trainer: Any, policy: Any, pushers: int) -> Server:
     global _SERVER
-    _SERVER = Server(trainer, pruner, pushers)
-    trainer.scheduled_lr = trainer.lr
+    _SERVER = Server(trainer, policy, pushers)
     _READY.set()
     return _SERVER
 
 
-def work(cfg: Config, trainer: Any, world: World, groups: list[list[int]]) -> None:
+def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]]) -> None:
     """A worker's whole run: fetch keep-list and weights, train its share, push, report."""
     subgroups = [dist.new_group(g) for g in groups]  # every rank creates every group, in order
     index = next(i for i, g in enumerate(groups) if world.rank in g)
     members, group = groups[index], subgroups[index]
     me = World(members.index(world.rank), len(members))
     leader = members[0]
-    tracker = DroppingCount(trainer.data.num_train) if cfg.prune.enabled else None
     for epoch in range(1, cfg.train.epochs + 1):
-        keep, weights, version = rpc.rpc_sync("ps", _begin_epoch, args=(epoch,))
+        keep, _, weights, version = rpc.rpc_sync("ps", _begin_epoch, args=(epoch,))
         _load(trainer, weights)
         gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
         order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
@@ -174,8 +172,8 @@ def work(cfg: Config, trainer: Any, world: World, groups: list[list[int]]) -> No
                 dist.all_reduce(flat, group=group)
                 grads = _unflatten(flat[:-2] / len(members), grads)
                 total = flat[-2:]
-            if tracker is not None:
-                tracker.update(idx, losses.detach().cpu(), total[0] / total[1])
+            if policy.observes:
+                policy.observe(idx, losses.detach().cpu(), total[0] / total[1])
             state = list(trainer.model.state_dict().values())
             if world.rank == leader:
                 buffers = [b.detach().cpu() for b in trainer.model.buffers()]
@@ -188,13 +186,11 @@ def work(cfg: Config, trainer: Any, world: World, groups: list[list[int]]) -> No
             version = int(flat[-1])
             _load(trainer, _unflatten(flat[:-1], state))
             loss_sum, seen = loss_sum + float(total[0]), seen + int(total[1])
-        counts = tracker.counts.clone() if tracker is not None else None
-        if tracker is not None:
-            if len(members) > 1:
-                dist.all_reduce(counts, group=group)
-            tracker.reset()
+        pending = policy.take_pending()
+        for t in pending if len(members) > 1 else []:
+            dist.all_reduce(t, group=group)
         if world.rank == leader:
-            rpc.rpc_sync("ps", _end_epoch, args=(epoch, counts, loss_sum, seen))
+            rpc.rpc_sync("ps", _end_epoch, args=(epoch, pending, loss_sum, seen))
 
 
 def _step(trainer: Any, idx: torch.Tensor) -> torch.Tensor:
@@ -221,56 +217,59 @@ def _load(trainer: Any, weights: list[torch.Tensor]) -> None:
             t.copy_(w)
 
 
-def train_ps(cfg: Config, world: World, command: str | None) -> dict[str, Any]:
+def train_ps(cfg: Config, world: World, command: str | None) -> RunSummary:
     """One process of an async/mixed run: rank 0 serves and records, the others work."""
-    from . import runner
-    from .records import NullRecord, RunRecord, default_run_dir
-
     if world.size < 2:
         raise ConfigError(f"--dist-mode {cfg.run.dist_mode} needs at least 2 processes (a server and a worker)")
     groups = start(world, cfg.run.dist_mode, cfg.run.group_size)
     finished = False
     try:
-        trainer, pruner = runner._build(cfg, SINGLE)
+        trainer, policy = build(cfg, SINGLE)
         if not world.main:
-            work(cfg, trainer, world, groups)
+            work(cfg, trainer, policy, world, groups)
             finished = True
-            return {}
+            return None
         for g in groups:
             dist.new_group(g)  # collective: the workers create these too
-        path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
-        record = RunRecord(path)
-        record.write_config(cfg.to_dict())
-        summary = runner._base_summary(cfg, trainer.device, record.path, trainer.data.num_train)
-        summary.update(world_size=world.size, dist_mode=cfg.run.dist_mode, workers=world.size - 1,
-                       groups=len(groups), **({"command": command} if command else {}))
-        server = serve(trainer, pruner, len(groups))
-        done = runner.Progress()
-        for epoch in range(1, cfg.train.epochs + 1):
-            loss_sum, samples = server.wait_epoch(epoch)
-            t1 = time.perf_counter()
-            t0 = server.started[epoch]  # workers' start-up is not training time
-            test_loss, test_acc = trainer.evaluate()
-            done.train_s += t1 - t0
-            done.eval_s += time.perf_counter() - t1
-            done.rows.append({
-                "epoch": epoch, "lr": trainer.lr, "samples": samples, "train_seconds": round(t1 - t0, 4),
-                "train_loss": loss_sum / max(samples, 1), "test_loss": test_loss,
-                "test_accuracy": test_acc, "pruned": int(pruner is not None and pruner.prunes(epoch)),
-                "overhead_seconds": 0.0})
-            if pruner is not None and pruner.schedule.window_ends(epoch, cfg.train.epochs):
-                record.save_counts(pruner.schedule.window_index(epoch), pruner.counts)
-            runner._update_summary(summary, done, pruner)
-            st = server.staleness
-            summary.update(updates=len(st), staleness_mean=round(sum(st) / max(len(st), 1), 3),
-                           staleness_max=max(st, default=0))
-            record.write_metrics(done.rows)
-            record.write_summary(summary)
-            server.close_epoch(epoch)
-        summary.update(status="complete", finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
-        record.write_summary(summary)
+        summary = _serve_epochs(cfg, trainer, policy, world, groups, command)
         finished = True
         return summary
     finally:
         if finished:  # after a failure rpc.shutdown would wait for peers that may be gone
             stop()
+
+
+def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
+                  command: str | None) -> RunSummary:
+    path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
+    record = RunRecord(path)
+    record.write_config(cfg.to_dict())
+    summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
+    summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - 1, groups=len(groups))
+    server = serve(trainer, policy, len(groups))
+    totals = Totals()
+    for epoch in range(1, cfg.train.epochs + 1):
+        loss_sum, samples = server.wait_epoch(epoch)
+        t1 = time.perf_counter()
+        t0 = server.started[epoch]  # workers' start-up is not training time
+        test_loss, test_acc = trainer.evaluate()
+        totals.train_s += t1 - t0
+        totals.eval_s += time.perf_counter() - t1
+        totals.rows.append(EpochRow(
+            epoch=epoch, lr=scheduled_lr(cfg.train, epoch), samples=samples,
+            train_seconds=round(t1 - t0, 4), train_loss=loss_sum / max(samples, 1),
+            test_loss=test_loss, test_accuracy=test_acc, pruned=int(server.keep[epoch].pruned),
+            overhead_seconds=0.0))
+        window = policy.snapshot_due(epoch, cfg.train.epochs)
+        if window is not None and policy.scores is not None:
+            record.save_scores(window, policy.scores)
+        summarize(summary, totals)
+        st = server.staleness
+        summary.extra.update(updates=len(st), staleness_mean=round(sum(st) / max(len(st), 1), 3),
+                             staleness_max=max(st, default=0))
+        record.write_metrics(totals.rows)
+        record.write_summary(summary)
+        server.close_epoch(epoch)
+    summary.status, summary.finished = Status.COMPLETE, time.strftime("%Y-%m-%dT%H:%M:%S")
+    record.write_summary(summary)
+    return summary

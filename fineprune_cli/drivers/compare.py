@@ -1,4 +1,4 @@
-"""`fineprune compare`: the same training under regular, fine and random policies.
+"""`fineprune compare`: the same training under several pruning policies and seeds.
 
 Every (model, dataset, policy, seed) is one ordinary run folder under
 `<compare.out>/<model>-<dataset>/<policy>-seed<seed>/`. A folder whose summary says
@@ -14,13 +14,48 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import console
-from .config import Config, config_from_dict, validate
-from .errors import ConfigError
-from .checkpoint import CHECKPOINT, Diverged
-from .records import CONFIG, SUMMARY, load_run_config, read_summary
+from .. import console
+from ..engine.checkpoint import CHECKPOINT, Diverged
+from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
+from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
+from ..errors import ConfigError
+from ..pruning.policy import list_policies
+from ..settings import apply_values, check_section, option
 
-POLICIES = ("regular", "fine", "random")
+
+def _policies(names: list[str]) -> str | None:
+    bad = [p for p in names if p not in list_policies()]
+    if bad or not names:
+        return f"takes policies from: {', '.join(list_policies())}" + (f" (not '{bad[0]}')" if bad else "")
+    return None
+
+
+@dataclass
+class CompareConfig:
+    """The matrix `fineprune compare` runs: an experiment file's `compare` section."""
+    models: list[str] = option(factory=list, flag="--model -m", help="Model name(s), comma-separated. (default model.name)")
+    datasets: list[str] = option(factory=list, flag="--dataset -d", help="Dataset name(s), comma-separated. (default data.dataset)")
+    policies: list[str] = option(factory=lambda: ["regular", "fine", "random"], check=_policies,
+                                 help="Policies to compare, comma-separated (see `fineprune policies`). (default regular,fine,random)")
+    seeds: list[int] = option(factory=lambda: [0], check=lambda v: None if v else "must list at least one seed",
+                              help="Seeds, e.g. 0,1,2. (default 0)")
+    out: str = option("results/runs/compare", help="Folder for the run folders. (default results/runs/compare)")
+
+
+def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
+    """The experiment file's `compare` section, then the flags ('compare.key' -> value)."""
+    c = CompareConfig()
+    if config_file is not None:
+        _, section = split_experiment(load_yaml(config_file))
+        apply_values(c, section, str(config_file), "compare")
+        out = Path(str(section.get("out", ""))) if isinstance(section, dict) else Path()
+        if out.is_absolute() or ".." in out.parts:
+            raise ConfigError(f"{config_file}: compare.out must be a relative path without '..' "
+                              f"(got '{out}'); pass --out on the command line to write elsewhere")
+    apply_values(c, {k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None},
+                 "command line", "compare")
+    check_section(c, "compare.")
+    return c
 
 
 @dataclass(frozen=True)
@@ -37,28 +72,22 @@ class Job:
         return f"{self.model} on {self.dataset}, {self.policy}, seed {self.seed}"
 
 
-def plan(cfg: Config) -> list[Job]:
+def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     """The matrix in run order: seeds outermost, so a cut-short matrix has whole seeds."""
-    c = cfg.compare
     model_names = c.models or ([cfg.model.name] if cfg.model.name else [])
     dataset_names = c.datasets or ([cfg.data.dataset] if cfg.data.dataset else [])
     if not model_names:
         raise ConfigError("no model given: pass --model or list compare.models in --config")
     if not dataset_names:
         raise ConfigError("no dataset given: pass --dataset or list compare.datasets in --config")
-    bad = [p for p in c.policies if p not in POLICIES]
-    if bad or not c.policies:
-        raise ConfigError(f"unknown policy '{bad[0] if bad else ''}'; choose from: {', '.join(POLICIES)}")
-    if not c.seeds:
-        raise ConfigError("--seeds must list at least one seed")
     jobs = [Job(m, d, p, s) for s in c.seeds for m in model_names for d in dataset_names
             for p in c.policies]
     for job in jobs:  # fail on a bad model or dataset before any training starts
-        validate(job_config(cfg, job))
+        validate(job_config(cfg, job, c.out))
     return jobs
 
 
-def job_config(cfg: Config, job: Job) -> Config:
+def job_config(cfg: Config, job: Job, out: str) -> Config:
     job_cfg = copy.deepcopy(cfg)
     job_cfg.model.name = job.model
     job_cfg.data.dataset = job.dataset
@@ -66,14 +95,13 @@ def job_config(cfg: Config, job: Job) -> Config:
     job_cfg.prune.enabled = job.policy != "regular"
     if job.policy != "regular":
         job_cfg.prune.policy = job.policy
-    job_cfg.run.out = str(job.run_dir(cfg.compare.out))
+    job_cfg.run.out = str(job.run_dir(out))
     return job_cfg
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     """The settings that decide a run's result; where it is written and the matrix do not."""
     config = copy.deepcopy(config)
-    config.pop("compare", None)
     config.get("run", {}).pop("out", None)
     config.get("run", {}).pop("checkpoint_every", None)
     config.get("data", {}).pop("label", None)
@@ -100,13 +128,13 @@ def existing_state(job_cfg: Config) -> str:
     if not (path / SUMMARY).exists():
         return "new"
     try:
-        summary = read_summary(path)
+        status = read_summary(path).status
         saved = load_run_config(path)
     except ConfigError:
         return "incomplete"
-    if summary.get("status") == "diverged":
+    if status == Status.DIVERGED:
         return "diverged"  # deterministic: training it again would diverge again
-    if summary.get("status") != "complete":
+    if status.resumable:
         return "incomplete"
     try:  # fields added since the run was made read as their defaults
         saved = config_from_dict(saved).to_dict()
@@ -120,18 +148,19 @@ def existing_state(job_cfg: Config) -> str:
     return "complete"
 
 
-def run_matrix(cfg: Config, show_progress: bool = True, command: str | None = None) -> list[Path]:
+def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
+               command: str | None = None) -> list[Path]:
     """Train every job not yet finished; returns the run folders in plan order."""
-    jobs = plan(cfg)
-    states = {job: existing_state(job_config(cfg, job)) for job in jobs}
+    jobs = plan(cfg, c)
+    states = {job: existing_state(job_config(cfg, job, c.out)) for job in jobs}
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     if len(todo) < len(jobs):
         console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already finished in "
-                     f"{cfg.compare.out}; skipping them")
+                     f"{c.out}; skipping them")
     with console.progress(len(todo) * cfg.train.epochs, f"compare ({len(todo)} runs)",
                           show_progress) as bar:
         for job in todo:
-            job_cfg = job_config(cfg, job)
+            job_cfg = job_config(cfg, job, c.out)
             labelled = _Labelled(bar, str(job))
             path = Path(job_cfg.run.out)
             if states[job] == "incomplete" and (path / CHECKPOINT).exists():
@@ -142,11 +171,11 @@ def run_matrix(cfg: Config, show_progress: bool = True, command: str | None = No
                 console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
                 _clear(path)
             _train_or_note(job_cfg, command, labelled)
-    return [job.run_dir(cfg.compare.out) for job in jobs]
+    return [job.run_dir(c.out) for job in jobs]
 
 
 def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
-    from .runner import train
+    from ..engine.session import train
 
     try:
         train(job_cfg, show_progress=False, command=command, bar=bar)
@@ -155,7 +184,7 @@ def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
 
 
 def _resume_or_note(path: Path, bar: Any) -> None:
-    from .runner import resume
+    from ..engine.session import resume
 
     try:
         resume(path, show_progress=False, bar=bar)

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from .config import Config, validate
-from .errors import ConfigError
-from .records import read_metrics, read_summary
+from ..engine.config import Config, validate
+from ..engine.record import Status, atomic_write_text, read_metrics, read_summary, to_csv, to_markdown
+from ..errors import ConfigError
 
 MODES = ("sync", "async", "mixed")  # async/mixed: N workers plus one parameter-server process
 
@@ -36,11 +36,10 @@ def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
 
 def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
     run_dir = out / "runs" / f"{cfg.model.name}-{cfg.data.dataset}-{mode}-n{nproc}"
-    if (run_dir / "summary.json").exists() and read_summary(run_dir).get("status") == "complete":
+    if (run_dir / "summary.json").exists() and read_summary(run_dir).status == Status.COMPLETE:
         return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     config = cfg.to_dict()
-    config.pop("compare")
     config["run"]["out"] = None
     config["run"]["dist_mode"] = mode
     (run_dir / "scale-config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -60,8 +59,8 @@ def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
 def measure(run_dir: Path) -> dict[str, Any]:
     s = read_summary(run_dir)
     rows = read_metrics(run_dir)
-    return {"summary": s, "train_loss": [float(r["train_loss"]) for r in rows],
-            "seconds": [float(r["train_seconds"]) for r in rows]}
+    return {"summary": s, "train_loss": [r.train_loss for r in rows],
+            "seconds": [r.train_seconds for r in rows]}
 
 
 def time_to(target: float, m: dict[str, Any]) -> float | None:
@@ -81,17 +80,18 @@ def table(results: list[tuple[str, int, dict[str, Any]]], target: float | None) 
     rows = []
     for mode, n, m in results:
         s = m["summary"]
-        throughput = s["samples_seen"] / s["train_seconds"]
+        throughput = s.samples_seen / s.train_seconds
         b = base[mode]["summary"]
-        speedup = throughput / (b["samples_seen"] / b["train_seconds"])
+        speedup = throughput / (b.samples_seen / b.train_seconds)
         reach = time_to(target, m)
         rows.append({"mode": mode, "workers": n, "images_per_s": round(throughput, 1),
                      "speedup": round(speedup, 3), "efficiency": round(speedup / n, 3),
-                     "final_accuracy": round(s["final_accuracy"], 2), "final_train_loss": round(m["train_loss"][-1], 4),
+                     "final_accuracy": round(s.final_accuracy, 2), "final_train_loss": round(m["train_loss"][-1], 4),
                      "target_train_loss": round(target, 4),
                      "seconds_to_target": round(reach, 2) if reach is not None else "",
-                     "train_seconds": s["train_seconds"],
-                     "staleness_mean": s.get("staleness_mean", ""), "staleness_max": s.get("staleness_max", "")})
+                     "train_seconds": s.train_seconds,
+                     "staleness_mean": s.extra.get("staleness_mean", ""),
+                     "staleness_max": s.extra.get("staleness_max", "")})
     return rows
 
 
@@ -107,16 +107,13 @@ def run_scale(cfg: Config, nprocs: list[int], modes: list[str], out: Path,
 
 def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
     """<out>/scale.csv and scale.md, the latter with the machine and the command."""
-    from .records import atomic_write_text
-    from .report import to_csv, to_markdown
-
     first = read_summary(out / "runs" / _name(rows, 0, out))
     header = list(rows[0])
     body = [list(r.values()) for r in rows]
     atomic_write_text(out / "scale.csv", to_csv(header, body))
     text = "\n".join([
-        f"# Scaling: {first['model']} on {first.get('dataset_label', first['dataset'])}", "",
-        f"- machine: {first['device'].split(',')[0]}; one thread per process; torch {first['torch']}",
+        f"# Scaling: {first.model} on {first.label}", "",
+        f"- machine: {first.device.split(',')[0]}; one thread per process; torch {first.torch}",
         f"- code: {', '.join(_commits(rows, out))}; command: `{command}`",
         "- workers: processes that compute gradients (async and mixed add one parameter-server "
         "process); images_per_s: training images per second of training time (evaluation excluded); "
@@ -125,7 +122,7 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
         "training loss first reached target_train_loss (their Table 3 / Figure 3)",
         *(["- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth "
            "(2 cores here), so these speedups say little about several GPUs or nodes"]
-          if first["device"].startswith("cpu") else []),
+          if first.device.startswith("cpu") else []),
         "", to_markdown(header, body)])
     atomic_write_text(out / "scale.md", text)
     return out / "scale.md"
@@ -133,7 +130,7 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
 
 def _commits(rows: list[dict[str, Any]], out: Path) -> list[str]:
     summaries = [read_summary(out / "runs" / _name(rows, i, out)) for i in range(len(rows))]
-    return sorted({f"{s['git_commit']} ({s.get('dist_mode', 'sync')})" for s in summaries})
+    return sorted({f"{s.git_commit} ({s.extra.get('dist_mode', 'sync')})" for s in summaries})
 
 
 def _name(rows: list[dict[str, Any]], i: int, out: Path) -> str:

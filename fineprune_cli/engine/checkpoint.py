@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .errors import ConfigError, FinepruneError
-from .records import atomic_torch_save
+from ..errors import ConfigError, FinepruneError
+from .record import atomic_torch_save
 
 CHECKPOINT = "checkpoint.pt"
+FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr scheduler)
 
 
 class Interrupted(FinepruneError):
@@ -34,12 +34,7 @@ class Diverged(FinepruneError):
 
 
 def save(path: Path, state: dict[str, Any]) -> None:
-    state = dict(state)
-    trainer = dict(state["trainer"])
-    scheduler = dict(trainer["scheduler"])
-    scheduler["milestones"] = dict(scheduler["milestones"])  # a Counter is not weights_only-safe
-    trainer["scheduler"] = scheduler
-    state["trainer"] = trainer
+    state = dict(state, format=FORMAT)
     state["rng"] = {"cpu": torch.get_rng_state(),
                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []}
     atomic_torch_save(state, Path(path) / CHECKPOINT)
@@ -51,9 +46,12 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
         raise ConfigError(f"{path} has no {CHECKPOINT}: no epoch was checkpointed; start the run again")
     try:
         state = torch.load(file, map_location=device, weights_only=True)
-        state["trainer"]["scheduler"]["milestones"] = Counter(state["trainer"]["scheduler"]["milestones"])
     except Exception as exc:  # any failure here means a damaged file, not a bug to trace
         raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise ConfigError(f"{file} was written by an older fineprune (checkpoint format "
+                          f"{state.get('format', 1) if isinstance(state, dict) else '?'}); "
+                          "train the run again")
     return state
 
 

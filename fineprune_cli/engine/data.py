@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import DataError
+from ..errors import DataError
 from .synthetic import synthetic_tensors
 
 DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
@@ -291,7 +291,7 @@ def _folder(data_dir: Path | None, download: bool) -> Dataset:
 
 
 def _save_cache(path: Path, obj: dict) -> None:
-    from .records import atomic_torch_save
+    from .record import atomic_torch_save
 
     try:
         atomic_torch_save(obj, path)

@@ -1,29 +1,165 @@
-"""The run folder: config.yaml, metrics.csv, summary.json, DroppingCount snapshots.
+"""The run folder: config.yaml, metrics.csv, summary.json, score snapshots, typed.
 
-Every file is written atomically (temporary file in the same folder, fsync, rename), so
-a reader never sees half a file and a crash leaves the previous version intact.
+`EpochRow` is one line of metrics.csv, `RunSummary` is summary.json, `Status` says in one
+place what is complete, resumable or diverged. Every file is written atomically (temporary
+file in the same folder, fsync, rename): a reader never sees half a file and a crash leaves
+the previous version intact. Folders written before schema 2 are read as well.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
+import math
 import os
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 CONFIG, METRICS, SUMMARY = "config.yaml", "metrics.csv", "summary.json"
+SCHEMA = 2  # 1: written before the typed record (no "schema" key)
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+
+
+class Status(str, Enum):
+    INCOMPLETE = "incomplete"    # training, or killed before it could say otherwise
+    INTERRUPTED = "interrupted"  # stopped on a signal after a whole epoch
+    DIVERGED = "diverged"        # loss became NaN or infinite: training again would too
+    COMPLETE = "complete"
+
+    @property
+    def resumable(self) -> bool:
+        return self in (Status.INCOMPLETE, Status.INTERRUPTED)
+
+    @classmethod
+    def of(cls, value: Any) -> "Status":
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.INCOMPLETE
+
+
+@dataclass
+class EpochRow:
+    """One epoch in metrics.csv; the column order is the field order."""
+    epoch: int
+    lr: float
+    samples: int
+    train_seconds: float
+    train_loss: float
+    test_loss: float
+    test_accuracy: float
+    pruned: int
+    overhead_seconds: float
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_csv(cls, row: dict[str, str]) -> "EpochRow":
+        """Raises ValueError/KeyError/TypeError on a malformed row."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            text = row.get(f.name)
+            if text in (None, "") and f.name == "overhead_seconds":
+                text = "0"  # not written by some early parameter-server runs
+            values[f.name] = int(float(text)) if f.type == "int" else float(text)
+        return cls(**values)
+
+
+@dataclass
+class RunSummary:
+    """summary.json. Fields a run always has come first; the others depend on its kind."""
+    model: str
+    dataset: str
+    epochs: int
+    seed: int
+    policy: str = "regular"
+    status: Status = Status.INCOMPLETE
+    epochs_completed: int = 0
+    dataset_label: str = ""
+    num_train: int = 0
+    device: str = ""
+    run_dir: str = ""
+    torch: str = ""
+    git_commit: str = ""
+    started: str = ""
+    finished: str | None = None
+    command: str | None = None
+    world_size: int = 1
+    train_seconds: float = 0.0
+    eval_seconds: float = 0.0
+    overhead_seconds: float = 0.0
+    final_accuracy: float = float("nan")
+    best3_accuracy: float = float("nan")
+    final_test_loss: float | None = None
+    samples_seen: int = 0
+    samples_skipped: int = 0
+    pruning_epochs: list[int] = field(default_factory=list)
+    schedule: dict[str, Any] = field(default_factory=dict)   # the prune settings of a pruned run
+    resumed_after_epochs: list[int] = field(default_factory=list)
+    diverged_epoch: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)       # mode-specific (staleness...), kept as is
+    schema: int = SCHEMA
+
+    @property
+    def label(self) -> str:
+        return self.dataset_label or self.dataset
+
+    @property
+    def pruning(self) -> bool:
+        return self.policy != "regular"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["status"] = self.status.value
+        extra = data.pop("extra")
+        data["pruning"] = self.pruning  # read by schema-1 tools
+        return {**data, **extra}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = SUMMARY) -> "RunSummary":
+        """Schema 2, or 1 (no policy: 'fine' when pruning was on). Raises ConfigError when a
+        field has the wrong type."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where} is unreadable or corrupt")
+        data = dict(data)
+        data.pop("pruning", None) if "policy" in data else data.update(
+            policy="fine" if data.pop("pruning", False) else "regular")
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known and k != "extra"}
+        values["extra"] = {k: v for k, v in data.items() if k not in known}
+        missing = [k for k in ("model", "dataset", "epochs", "seed") if k not in values]
+        if missing:
+            raise ConfigError(f"{where} lacks {', '.join(missing)}")
+        values["status"] = Status.of(values.get("status"))
+        summary = cls(**values)
+        summary.check_types(where)
+        return summary
+
+    def check_types(self, where: str) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None or f.name in ("status", "extra"):
+                continue
+            want = {"str": str, "int": int, "float": (int, float), "list[int]": list,
+                    "dict[str, Any]": dict}.get(str(f.type).replace("None", "").strip(" |"))
+            bad = want is not None and (not isinstance(value, want) or isinstance(value, bool))
+            if bad:
+                raise ConfigError(f"{where}: '{f.name}' has the wrong type ({type(value).__name__})")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -51,20 +187,22 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def to_csv(header: list[str], rows: list[list[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def to_markdown(header: list[str], rows: list[list[Any]]) -> str:
+    def line(cells: list[Any]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows]) + "\n"
+
+
 def default_run_dir(model: str, dataset: str) -> Path:
     return Path("results") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{dataset}"
-
-
-def prepare_run_dir(path: Path) -> Path:
-    """Create the folder and prove it writable before any training time is spent."""
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path / ".write-check", "ok")
-        (path / ".write-check").unlink()
-    except OSError as exc:
-        raise ConfigError(f"cannot write run folder {path}: {exc.strerror or exc}") from None
-    return path
 
 
 def git_commit() -> str:
@@ -85,67 +223,62 @@ def git_commit() -> str:
 
 
 class RunRecord:
-    def __init__(self, path: Path):
-        self.path = prepare_run_dir(path)
+    """Writes a run folder (rank 0 of a data-parallel run; the others get `write=False`)."""
+
+    def __init__(self, path: Path, write: bool = True):
+        self.path, self.write = Path(path), write
+        if write:
+            self._prepare()
+
+    def _prepare(self) -> None:
+        """Create the folder and prove it writable before any training time is spent."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path / ".write-check", "ok")
+            (self.path / ".write-check").unlink()
+        except OSError as exc:
+            raise ConfigError(f"cannot write run folder {self.path}: {exc.strerror or exc}") from None
 
     def write_config(self, config: dict[str, Any]) -> None:
-        atomic_write_text(self.path / CONFIG, yaml.safe_dump(config, sort_keys=False))
+        if self.write:
+            atomic_write_text(self.path / CONFIG, yaml.safe_dump(config, sort_keys=False))
 
-    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        atomic_write_text(self.path / METRICS, buf.getvalue())
+    def write_metrics(self, rows: list[EpochRow]) -> None:
+        if self.write and rows:
+            body = [[getattr(r, c) for c in EpochRow.columns()] for r in rows]
+            atomic_write_text(self.path / METRICS, to_csv(EpochRow.columns(), body))
 
-    def write_summary(self, summary: dict[str, Any]) -> None:
-        atomic_write_text(self.path / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    def write_summary(self, summary: RunSummary) -> None:
+        if self.write:
+            text = json.dumps(summary.to_dict(), indent=2, allow_nan=True) + "\n"
+            atomic_write_text(self.path / SUMMARY, text)
 
-    def save_counts(self, window: int, counts: torch.Tensor) -> Path:
-        path = self.path / f"dropping_counts_window{window}.pt"
-        atomic_torch_save(counts.detach().cpu().clone(), path)
-        return path
+    def save_scores(self, window: int, scores: torch.Tensor) -> None:
+        if self.write:
+            atomic_torch_save(scores.detach().cpu().clone(), self.path / f"dropping_counts_window{window}.pt")
 
 
-class NullRecord(RunRecord):
-    """What ranks other than 0 of a data-parallel run write: nothing."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-
-    def write_config(self, config: dict[str, Any]) -> None:
-        pass
-
-    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        pass
-
-    def write_summary(self, summary: dict[str, Any]) -> None:
-        pass
-
-    def save_counts(self, window: int, counts: torch.Tensor) -> Path:
-        return self.path
+def read_summary(run_dir: Path) -> RunSummary:
+    return RunSummary.from_dict(_read_json(Path(run_dir) / SUMMARY, run_dir), str(Path(run_dir) / SUMMARY))
 
 
-def read_summary(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / SUMMARY
+def _read_json(path: Path, run_dir: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {SUMMARY} is missing") from None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
 
 
-def read_metrics(run_dir: Path) -> list[dict[str, str]]:
+def read_metrics(run_dir: Path) -> list[EpochRow]:
     path = Path(run_dir) / METRICS
     try:
         with open(path, newline="") as f:
-            return list(csv.DictReader(f))
+            return [EpochRow.from_csv(row) for row in csv.DictReader(f)]
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {METRICS} is missing") from None
-    except (OSError, csv.Error, UnicodeDecodeError):
+    except (OSError, csv.Error, UnicodeDecodeError, KeyError, TypeError, ValueError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
 
 
@@ -155,8 +288,12 @@ def load_run_config(run_dir: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {CONFIG} is missing") from None
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+    except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is unreadable or corrupt")
     return data
+
+
+def finite(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)

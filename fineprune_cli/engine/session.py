@@ -1,28 +1,31 @@
-"""`fineprune train` as a plain function: config in, recorded run out."""
+"""`fineprune train` as plain functions: a config in, a recorded run out.
+
+`build` makes the trainer and the policy; `fit` is the one training loop of single-process
+and data-parallel (DDP) runs: plan -> train -> sync -> evaluate -> row -> snapshot ->
+checkpoint -> stop test, epoch after epoch.
+"""
 
 from __future__ import annotations
 
-import math
 import platform
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
-import models
-
-from . import checkpoint, console, distributed
+from .. import console, models
+from ..errors import ConfigError
+from ..pruning.policy import Policy, create as create_policy
+from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
-from .errors import ConfigError
 from .data import load_dataset
-from .pruner import Pruner
-from .distributed import World
-from .records import NullRecord, RunRecord, default_run_dir, git_commit, load_run_config, read_summary
-from .timing import Stopwatch, synchronize
-from .trainer import DeviceData, Trainer, resolve_device, wants_augment
+from .record import (EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite, git_commit,
+                     load_run_config, read_summary)
+from .trainer import DeviceData, Trainer, resolve_device, scheduled_lr, wants_augment
+from .world import World
 
 
 def describe_device(device: torch.device) -> str:
@@ -39,14 +42,57 @@ def describe_device(device: torch.device) -> str:
     return f"cpu: {cpu}, {torch.get_num_threads()} threads"
 
 
-def build_pruner(cfg: Config, num_samples: int, device: torch.device,
-                 world: World = distributed.SINGLE) -> Pruner | None:
-    if not cfg.prune.enabled:
-        return None
-    p = cfg.prune
-    reduce = (lambda counts: distributed.all_sum(counts, world)) if world.active else None
-    return Pruner(num_samples, p.schedule(), p.prune_fraction, p.tolerance, p.policy,
-                  seed=cfg.run.seed + 1, device=device, reduce=reduce, owns_counts=world.main)
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Stopwatch:
+    """Sums the time of code sections. On CUDA it records events and reads them once, in
+    `seconds()`, so timing the per-step observe costs no synchronisation."""
+
+    def __init__(self, device: torch.device, start_seconds: float = 0.0):
+        self.cuda = device.type == "cuda"
+        self._host = start_seconds
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    @contextmanager
+    def section(self) -> Iterator[None]:
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            yield
+            end.record()
+            self._events.append((start, end))
+        else:
+            t0 = time.perf_counter()
+            yield
+            self._host += time.perf_counter() - t0
+
+    def seconds(self) -> float:
+        if self._events:
+            torch.cuda.synchronize()
+            self._host += sum(s.elapsed_time(e) for s, e in self._events) / 1000.0
+            self._events.clear()
+        return self._host
+
+
+@dataclass
+class Totals:
+    """What a run has done so far; a checkpoint stores it, a resumed run starts from it."""
+    rows: list[EpochRow] = field(default_factory=list)
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    overhead_s: float = 0.0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rows": [vars(r) for r in self.rows], "train_s": self.train_s,
+                "eval_s": self.eval_s, "overhead_s": self.overhead_s}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Totals":
+        return cls([EpochRow(**r) for r in state["rows"]], state["train_s"], state["eval_s"],
+                   state["overhead_s"])
 
 
 def best3(accuracies: list[float]) -> float:
@@ -55,72 +101,36 @@ def best3(accuracies: list[float]) -> float:
     return sum(top) / len(top) if top else float("nan")
 
 
-@dataclass
-class Progress:
-    """What a run has done so far; a checkpoint stores it, a resumed run starts from it."""
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    train_s: float = 0.0
-    eval_s: float = 0.0
-    overhead_s: float = 0.0
+def summarize(summary: RunSummary, totals: Totals) -> None:
+    """Bring the summary's figures up to the rows done so far."""
+    rows = totals.rows
+    seen = sum(r.samples for r in rows)
+    summary.epochs_completed = len(rows)
+    summary.train_seconds = round(totals.train_s, 3)
+    summary.eval_seconds = round(totals.eval_s, 3)
+    summary.overhead_seconds = round(totals.overhead_s, 4)
+    summary.final_accuracy = rows[-1].test_accuracy if rows else float("nan")
+    summary.final_test_loss = rows[-1].test_loss if rows else None
+    summary.best3_accuracy = best3([r.test_accuracy for r in rows])
+    summary.samples_seen = seen
+    summary.samples_skipped = len(rows) * summary.num_train - seen
+    summary.pruning_epochs = [r.epoch for r in rows if r.pruned]
 
 
-@dataclass
-class Session:
-    cfg: Config
-    record: RunRecord
-    trainer: Trainer
-    pruner: Pruner | None
-    summary: dict[str, Any]
-    done: Progress
-    world: World = distributed.SINGLE
+def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
+                world_size: int = 1, command: str | None = None) -> RunSummary:
+    schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
+    return RunSummary(
+        model=cfg.model.name, dataset=cfg.data.dataset, epochs=cfg.train.epochs, seed=cfg.run.seed,
+        policy=cfg.policy, dataset_label=cfg.data.label or cfg.data.dataset, num_train=num_train,
+        device=describe_device(device), run_dir=str(path), torch=torch.__version__,
+        git_commit=git_commit(), started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=command,
+        world_size=world_size, schedule=schedule if cfg.policy != "regular" else {})
 
 
-def train(cfg: Config, show_progress: bool = True, command: str | None = None,
-          bar: Any = None) -> dict[str, Any]:
-    """Train as `cfg` says. `command` (how it was launched) is kept in the summary; `bar`
-    is a caller's progress bar to advance once per epoch instead of showing our own."""
-    validate(cfg)
-    world = distributed.from_env()
-    if world.active and cfg.run.dist_mode != "sync":
-        from .paramserver import train_ps
-        return train_ps(cfg, world, command)
-    path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
-    record = RunRecord(path) if world.main else NullRecord(path)
-    trainer, pruner = _build(cfg, world)
-    record.write_config(cfg.to_dict())
-    summary = _base_summary(cfg, trainer.device, record.path, trainer.data.num_train)
-    summary["world_size"] = world.size
-    if command:
-        summary["command"] = command
-    record.write_summary(summary)
-    return _run(Session(cfg, record, trainer, pruner, summary, Progress(), world), show_progress, bar)
-
-
-def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> dict[str, Any]:
-    """Continue an interrupted run from its checkpoint, as if it had never stopped."""
-    summary = read_summary(run_dir)
-    if summary.get("status") == "complete":
-        raise ConfigError(f"{run_dir} is already complete")
-    cfg = validate(config_from_dict(load_run_config(run_dir)))
-    cfg.run.out = str(run_dir)
-    world = distributed.from_env()
-    record = RunRecord(Path(run_dir)) if world.main else NullRecord(Path(run_dir))
-    trainer, pruner = _build(cfg, world)
-    state = checkpoint.load(record.path, trainer.device)
-    trainer.load_state_dict(state["trainer"])
-    if pruner is not None:
-        pruner.load_state_dict(state["pruner"])
-    checkpoint.restore_rng(state)
-    done = Progress(**state["progress"])
-    summary["status"] = "incomplete"
-    summary.setdefault("resumed_after_epochs", []).append(len(done.rows))
-    record.write_metrics(done.rows)  # epochs after the checkpoint are trained again
-    return _run(Session(cfg, record, trainer, pruner, summary, done, world), show_progress, bar)
-
-
-def _build(cfg: Config, world: World) -> tuple[Trainer, Pruner | None]:
-    device = resolve_device(distributed.device_for(world, cfg.run.device))
-    distributed.init(world, device.type)
+def build(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
+    device = resolve_device(worlds.device_for(world, cfg.run.device))
+    worlds.init(world, device.type)
     d = cfg.data
     dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed,
                            test_subset=d.test_subset)
@@ -128,147 +138,157 @@ def _build(cfg: Config, world: World) -> tuple[Trainer, Pruner | None]:
     kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
     model = models.create(cfg.model.name, dataset.in_channels, dataset.num_classes, **kwargs)
     data = DeviceData.build(dataset, device, wants_augment(d.augment, dataset))
-    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode,
-                      world=world)
-    return trainer, build_pruner(cfg, data.num_train, device, world)
+    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile,
+                      cfg.run.compile_mode, world=world)
+    policy = create_policy(cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1,
+                           device=device, epochs=cfg.train.epochs)
+    return trainer, policy
 
 
-def _run(s: Session, show_progress: bool, bar: Any) -> dict[str, Any]:
+@dataclass
+class Session:
+    cfg: Config
+    record: RunRecord
+    trainer: Trainer
+    policy: Policy
+    summary: RunSummary
+    totals: Totals
+    world: World = worlds.SINGLE
+
+
+def train(cfg: Config, show_progress: bool = True, command: str | None = None,
+          bar: Any = None) -> RunSummary:
+    """Train as `cfg` says (one process, or one rank of a DDP run). `command` (how it was
+    launched) goes into the summary; `bar`: a caller's progress bar to advance per epoch."""
+    validate(cfg)
+    world = worlds.from_env()
+    path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
+    record = RunRecord(path, write=world.main)
+    trainer, policy = build(cfg, world)
+    record.write_config(cfg.to_dict())
+    summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
+    record.write_summary(summary)
+    return run(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)
+
+
+def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSummary:
+    """Continue an interrupted run from its checkpoint, as if it had never stopped."""
+    summary = read_summary(run_dir)
+    if not summary.status.resumable:
+        raise ConfigError(f"{run_dir} is {summary.status.value}: only an incomplete or interrupted "
+                          "run can be resumed")
+    cfg = validate(config_from_dict(load_run_config(run_dir), f"{run_dir}/config.yaml"))
+    cfg.run.out = str(run_dir)
+    world = worlds.from_env()
+    record = RunRecord(Path(run_dir), write=world.main)
+    trainer, policy = build(cfg, world)
+    state = checkpoint.load(record.path, trainer.device)
+    trainer.load_state_dict(state["trainer"])
+    policy.load_state_dict(state["policy"])
+    checkpoint.restore_rng(state)
+    totals = Totals.from_state(state["totals"])
+    summary.status = Status.INCOMPLETE
+    summary.resumed_after_epochs.append(len(totals.rows))
+    record.write_metrics(totals.rows)  # epochs after the checkpoint are trained again
+    return run(Session(cfg, record, trainer, policy, summary, totals, world), show_progress, bar)
+
+
+def run(s: Session, show_progress: bool, bar: Any) -> RunSummary:
     finished = False
     try:
         with checkpoint.StopRequest() as stop:
-            _loop(s, stop, show_progress, bar)
-        s.summary["status"] = "complete"
-        s.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+            own_bar = console.progress(s.cfg.train.epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}",
+                                       show_progress and s.world.main)
+            with (nullcontext(bar) if bar is not None else own_bar) as epoch_bar:
+                fit(s, stop, epoch_bar)
+        s.summary.status = Status.COMPLETE
+        s.summary.finished = time.strftime("%Y-%m-%dT%H:%M:%S")
         s.record.write_summary(s.summary)
         finished = True
         return s.summary
     finally:
-        distributed.shutdown(finished)
+        worlds.shutdown(finished)
 
 
-def _base_summary(cfg: Config, device: torch.device, path: Path, num_train: int) -> dict[str, Any]:
-    summary: dict[str, Any] = {
-        "status": "incomplete", "model": cfg.model.name, "dataset": cfg.data.dataset,
-        "epochs": cfg.train.epochs, "epochs_completed": 0, "seed": cfg.run.seed,
-        "device": describe_device(device), "num_train": num_train, "run_dir": str(path),
-        "torch": torch.__version__, "git_commit": git_commit(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "pruning": cfg.prune.enabled,
-        "dataset_label": cfg.data.label or cfg.data.dataset,
-        "policy": cfg.prune.policy if cfg.prune.enabled else "regular",
-    }
-    if cfg.prune.enabled:
-        summary["schedule"] = {k: getattr(cfg.prune, k) for k in
-                               ("window", "start", "attenuation", "block", "count",
-                                "prune_fraction", "tolerance")}
-    return summary
-
-
-def _loop(s: Session, stop: checkpoint.StopRequest, show_progress: bool, outer_bar: Any) -> None:
-    trainer, pruner, done, n_epochs = s.trainer, s.pruner, s.done, s.cfg.train.epochs
-    watch = Stopwatch(trainer.device, done.overhead_s)
-    own_bar = console.progress(n_epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}",
-                               show_progress and s.world.main)
-    with (nullcontext(outer_bar) if outer_bar is not None else own_bar) as bar:
-        for _ in done.rows:
-            bar.advance()
-        for epoch in range(len(done.rows) + 1, n_epochs + 1):
-            row = _epoch(epoch, trainer, pruner, watch, done)
-            if not math.isfinite(row["train_loss"]):
-                _diverged(s, epoch, row)
-            if pruner is not None and pruner.schedule.window_ends(epoch, n_epochs):
-                s.record.save_counts(pruner.schedule.window_index(epoch), pruner.counts)
-            _update_summary(s.summary, done, pruner)
-            s.record.write_metrics(done.rows)
-            bar.advance(f"acc {row['test_accuracy']:.2f}%")
-            every = s.cfg.run.checkpoint_every
-            stopping = _any_rank(stop.requested is not None, s.world, trainer.device)
-            if stopping or epoch == n_epochs or (every and epoch % every == 0):
-                state = _state(s)  # on every rank: the global counts need all of them
-                if s.world.main:
-                    checkpoint.save(s.record.path, state)
-            s.record.write_summary(s.summary)
-            if stopping and epoch < n_epochs:
-                s.summary["status"] = "interrupted"
-                s.record.write_summary(s.summary)
-                raise checkpoint.Interrupted(
-                    f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of {n_epochs}; "
-                    f"continue with: fineprune train --resume {s.record.path}")
-
-
-def _epoch(epoch: int, trainer: Trainer, pruner: Pruner | None, watch: Stopwatch,
-           done: Progress) -> dict[str, Any]:
-    lr = trainer.lr
-    synchronize(trainer.device)
-    t0 = time.perf_counter()
-    keep = None
-    if pruner is not None:
+def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
+    trainer, policy, totals, n = s.trainer, s.policy, s.totals, s.cfg.train.epochs
+    watch = Stopwatch(trainer.device, totals.overhead_s)
+    observe = _timed(policy.observe, watch) if policy.observes else None
+    reduce = (lambda t: worlds.all_sum(t, s.world)) if s.world.active else None
+    for _ in totals.rows:
+        bar.advance()
+    for epoch in range(len(totals.rows) + 1, n + 1):
+        synchronize(trainer.device)
+        t0 = time.perf_counter()
         with watch.section():
-            keep = pruner.begin_epoch(epoch)
-    loss_sum = trainer.train_epoch(keep, _tracking_hook(pruner, watch))
-    synchronize(trainer.device)
-    t1 = time.perf_counter()
-    samples = trainer.data.num_train if keep is None else keep.numel()
-    test_loss, test_acc = trainer.evaluate()
-    done.eval_s += time.perf_counter() - t1
-    done.train_s += t1 - t0
-    overhead = watch.seconds()
-    row = {
-        "epoch": epoch, "lr": lr, "samples": samples, "train_seconds": round(t1 - t0, 4),
-        "train_loss": loss_sum.item() / samples, "test_loss": test_loss,
-        "test_accuracy": test_acc, "pruned": int(samples < trainer.data.num_train),
-        "overhead_seconds": round(overhead - done.overhead_s, 5),
-    }
-    done.overhead_s = overhead
-    done.rows.append(row)
-    return row
+            plan = policy.plan(epoch)
+        loss_sum = trainer.train_epoch(epoch, plan, observe)
+        with watch.section():
+            policy.sync(reduce)
+        synchronize(trainer.device)
+        t1 = time.perf_counter()
+        test_loss, test_acc = trainer.evaluate()
+        overhead = watch.seconds()
+        row = EpochRow(epoch=epoch, lr=scheduled_lr(s.cfg.train, epoch), samples=plan.samples,
+                       train_seconds=round(t1 - t0, 4), train_loss=loss_sum.item() / plan.samples,
+                       test_loss=test_loss, test_accuracy=test_acc, pruned=int(plan.pruned),
+                       overhead_seconds=round(overhead - totals.overhead_s, 5))
+        totals.rows.append(row)
+        totals.train_s += t1 - t0
+        totals.eval_s += time.perf_counter() - t1
+        totals.overhead_s = overhead
+        if not (finite(row.train_loss) and finite(row.test_loss)):
+            _diverged(s, row)
+        window = policy.snapshot_due(epoch, n)
+        if window is not None and policy.scores is not None:
+            s.record.save_scores(window, policy.scores)
+        summarize(s.summary, totals)
+        s.record.write_metrics(totals.rows)
+        stopping = _any_rank(stop.requested is not None, s.world, trainer.device)
+        every = s.cfg.run.checkpoint_every
+        if stopping or epoch == n or (every and epoch % every == 0):
+            _checkpoint(s)
+        s.record.write_summary(s.summary)
+        bar.advance(f"acc {test_acc:.2f}%")
+        if stopping and epoch < n:
+            _interrupted(s, stop, epoch)
+
+
+def _timed(observe: Any, watch: Stopwatch) -> Any:
+    def timed(*args: Any) -> None:
+        with watch.section():
+            observe(*args)
+    return timed
 
 
 def _any_rank(flag: bool, world: World, device: torch.device) -> bool:
     """Ranks stop together: one small all_reduce per epoch when data-parallel."""
     if not world.active:
         return flag
-    return bool(distributed.all_sum(torch.tensor([int(flag)], device=device), world).item())
+    return bool(worlds.all_sum(torch.tensor([int(flag)], device=device), world).item())
 
 
-def _tracking_hook(pruner: Pruner | None, watch: Stopwatch) -> Any:
-    if pruner is None:
-        return None
-
-    def hook(idx: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None) -> None:
-        with watch.section():
-            pruner.update(idx, losses, mean)
-    return hook
+def _checkpoint(s: Session) -> None:
+    state = {"trainer": s.trainer.state_dict(), "policy": s.policy.state_dict(),
+             "totals": s.totals.state_dict()}
+    if s.world.main:
+        checkpoint.save(s.record.path, state)
 
 
-def _state(s: Session) -> dict[str, Any]:
-    d = s.done
-    return {"trainer": s.trainer.state_dict(),
-            "pruner": s.pruner.state_dict() if s.pruner is not None else None,
-            "progress": {"rows": d.rows, "train_s": d.train_s, "eval_s": d.eval_s,
-                         "overhead_s": d.overhead_s}}
+def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
+    s.summary.status = Status.INTERRUPTED
+    s.record.write_summary(s.summary)
+    raise checkpoint.Interrupted(
+        f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
+        f"{s.cfg.train.epochs}; continue with: fineprune train --resume {s.record.path}")
 
 
-def _diverged(s: Session, epoch: int, row: dict[str, Any]) -> None:
-    _update_summary(s.summary, s.done, s.pruner)
-    s.summary.update(status="diverged", diverged_epoch=epoch)
-    s.record.write_metrics(s.done.rows)
+def _diverged(s: Session, row: EpochRow) -> None:
+    summarize(s.summary, s.totals)
+    s.summary.status, s.summary.diverged_epoch = Status.DIVERGED, row.epoch
+    s.record.write_metrics(s.totals.rows)
     s.record.write_summary(s.summary)
     raise checkpoint.Diverged(
-        f"training diverged at epoch {epoch}: train loss is {row['train_loss']}; the record is kept "
-        f"in {s.record.path} with status 'diverged' (try a lower --lr or a longer train.warmup_epochs)")
-
-
-def _update_summary(summary: dict[str, Any], done: Progress, pruner: Pruner | None) -> None:
-    rows, train_s, eval_s, overhead_s = done.rows, done.train_s, done.eval_s, done.overhead_s
-    accs = [r["test_accuracy"] for r in rows]
-    seen = sum(r["samples"] for r in rows)
-    summary.update({
-        "epochs_completed": len(rows), "train_seconds": round(train_s, 3),
-        "eval_seconds": round(eval_s, 3), "final_accuracy": accs[-1], "best3_accuracy": best3(accs),
-        "samples_seen": seen,
-        "samples_skipped": len(rows) * summary["num_train"] - seen,
-    })
-    if pruner is not None:
-        summary["pruning_epochs"] = [r["epoch"] for r in rows if r["pruned"]]
-        summary["overhead_seconds"] = round(overhead_s, 4)
+        f"training diverged at epoch {row.epoch}: train loss {row.train_loss}, test loss "
+        f"{row.test_loss}; the record is kept in {s.record.path} with status 'diverged' "
+        "(try a lower --lr or a longer train.warmup_epochs)")

@@ -1,8 +1,9 @@
 """The device-resident trainer: SGD on index slices of tensors that live on the device.
 
-Each step computes per-sample losses (reduction='none') and hands them, with the batch's
-sample indices, to a hook (the fine-pruning tracker). Metrics accumulate on the device and
-are read once per epoch, so a step never waits for the host.
+Each step computes per-sample losses (reduction='none'), backpropagates their mean (weighted
+when the epoch's plan carries weights) and hands them, with the batch's sample indices, to
+the policy's `observe`. Augmentation is one batched gather; metrics accumulate on the device
+and are read once per epoch, so a step never waits for the host.
 """
 
 from __future__ import annotations
@@ -15,14 +16,31 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from .augment import CropFlip, pad_images
+from ..errors import ConfigError
+from ..pruning.policy import EpochPlan
 from .config import TrainConfig
 from .data import Dataset
-from .distributed import SINGLE, World, all_sum, shard_range, step_slices
-from .errors import ConfigError
+from .world import SINGLE, World, all_sum, shard_range, step_slices
 
-Hook = Callable[..., None]  # (indices, losses[, global batch mean when data-parallel])
+Observe = Callable[..., None]  # (indices, losses[, global batch mean when data-parallel])
 CROP_PAD = 4  # pixels of zero padding for the random crop (the paper's CIFAR recipe)
+
+
+def scheduled_lr(cfg: TrainConfig, epoch: int) -> float:
+    """The milestone schedule: lr x gamma after each milestone epoch (multiplied in turn, as
+    torch's MultiStepLR does, so the values match runs made with it to the last bit)."""
+    lr = cfg.lr
+    for milestone in cfg.milestones:
+        if epoch > milestone:
+            lr *= cfg.gamma
+    return lr
+
+
+def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int) -> float:
+    """The learning rate of optimizer step `step` (0-based, counted over the run) in `epoch`:
+    the milestone schedule times a linear warm-up over the first `warmup_steps` steps."""
+    lr = scheduled_lr(cfg, epoch)
+    return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
 
 
 def resolve_device(name: str) -> torch.device:
@@ -34,18 +52,39 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def _compile_mode(mode: str, cuda: bool) -> str:
-    """'auto': CUDA graphs on the GPU (reduce-overhead), inductor's default on the CPU."""
-    if mode == "auto":
-        return "reduce-overhead" if cuda else "default"
-    return mode
-
-
 def wants_augment(mode: str, dataset: Dataset) -> bool:
     """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does."""
     if mode == "auto":
         return dataset.in_channels == 3 and dataset.image_size == 32
     return mode == "crop-flip"
+
+
+def pad_images(x: torch.Tensor, pad: int, fill: torch.Tensor) -> torch.Tensor:
+    """Pad N x C x H x W by `pad` pixels with a per-channel fill (normalised black = zero padding)."""
+    n, c, h, w = x.shape
+    out = fill.to(x.dtype).view(1, c, 1, 1).expand(n, c, h + 2 * pad, w + 2 * pad).contiguous()
+    out[:, :, pad:pad + h, pad:pad + w] = x
+    return out
+
+
+class CropFlip:
+    """Random crop of a pre-padded batch plus horizontal flip of half of it, in one gather:
+    no per-sample Python, no DataLoader."""
+
+    def __init__(self, size: int, pad: int, device: torch.device):
+        self.size, self.pad = size, pad
+        self.ramp = torch.arange(size, device=device)
+
+    def __call__(self, padded: torch.Tensor, idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        b, dev = idx.numel(), idx.device
+        shift = torch.randint(0, 2 * self.pad + 1, (2, b), generator=gen, device=dev)
+        flip = torch.randint(0, 2, (b, 1), generator=gen, device=dev).bool()
+        rows = shift[0, :, None] + self.ramp                     # B x H
+        cols = shift[1, :, None] + self.ramp                     # B x W
+        cols = torch.where(flip, cols.flip(1), cols)             # reversed columns = mirrored crop
+        chans = torch.arange(padded.shape[1], device=dev)
+        return padded[idx[:, None, None, None], chans[None, :, None, None],
+                      rows[:, None, :, None], cols[:, None, None, :]]
 
 
 @dataclass
@@ -99,19 +138,19 @@ class Trainer:
         self.optimizer = torch.optim.SGD(
             self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
             weight_decay=cfg.weight_decay, fused=self.cuda or None)
-        self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
-            self.optimizer, milestones=list(cfg.milestones), gamma=cfg.gamma)
         net = self.model
         if world.active:  # gradients are averaged across ranks inside backward()
             net = DistributedDataParallel(self.model, device_ids=[device.index] if self.cuda else None)
-        self.forward = torch.compile(net, mode=_compile_mode(compile_mode, self.cuda)) if compile else net
+        if compile:
+            mode = compile_mode if compile_mode != "auto" else ("reduce-overhead" if self.cuda else "default")
+            net = torch.compile(net, mode=mode)
+        self.forward = net
         # compiled steps see one batch shape: the partial last batch is padded and masked
         self.static_batches = compile if static_batches is None else static_batches
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
-        self._all = torch.arange(data.num_train, device=device)
-        steps_per_epoch = -(-data.num_train // cfg.batch_size)
-        self.warmup_steps = round(cfg.warmup_epochs * steps_per_epoch)
+        self.all = torch.arange(data.num_train, device=device)
+        self.warmup_steps = round(cfg.warmup_epochs * -(-data.num_train // cfg.batch_size))
         self.steps = 0
 
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -119,46 +158,47 @@ class Trainer:
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    @property
-    def lr(self) -> float:
-        return self.optimizer.param_groups[0]["lr"]
-
-    def _set_lr(self, lr: float) -> None:
+    def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 
-    def train_epoch(self, indices: torch.Tensor | None = None, hook: Hook | None = None) -> torch.Tensor:
-        """One pass over `indices` (all samples if None) in shuffled batches; returns the
-        summed training loss as a device tensor (read it once, after the epoch)."""
-        indices = self._all if indices is None else indices
+    def train_epoch(self, epoch: int, plan: EpochPlan | None = None,
+                    observe: Observe | None = None) -> torch.Tensor:
+        """One pass over the plan's samples (all if None) in shuffled batches; returns the
+        summed (unweighted) training loss as a device tensor, read once after the epoch."""
+        indices = self.all if plan is None else plan.indices
+        weights = None if plan is None else plan.weights
         order = indices[torch.randperm(indices.numel(), generator=self.generator, device=self.device)]
         self.model.train()
         loss_sum = torch.zeros((), device=self.device)
-        scheduled = self.lr
         for idx in self._batches(order):
-            if self.steps < self.warmup_steps:
-                self._set_lr(scheduled * (self.steps + 1) / self.warmup_steps)
+            self.set_lr(lr_at(self.cfg, epoch, self.steps, self.warmup_steps))
             real, idx = idx.numel(), self._pad(idx, order)
             x = self.data.batch(idx, self.generator).contiguous(memory_format=self.memory_format)
             with self.autocast():
                 losses = F.cross_entropy(self.forward(x), self.data.train_y[idx], reduction="none")
             losses = losses[:real]  # padding (if any) contributes no loss and no gradient
             total = losses.sum()
+            weighted = total if weights is None else (losses * weights[idx[:real]].to(losses.dtype)).sum()
             self.optimizer.zero_grad(set_to_none=True)
-            (total / real).backward()
+            (weighted / real).backward()
             self.optimizer.step()
             loss_sum += total.detach()
             self.steps += 1
-            if hook is not None and self.world.active:  # compare with the global batch's mean
-                # torch.full is a fill kernel; torch.tensor would copy from the host and sync
-                count = torch.full((), float(real), device=self.device, dtype=total.dtype)
-                both = all_sum(torch.stack([total.detach(), count]), self.world)
-                hook(idx[:real], losses.detach(), both[0] / both[1])
-            elif hook is not None:
-                hook(idx[:real], losses.detach())
-        self._set_lr(scheduled)  # the milestone schedule continues from the scheduled value
-        self.scheduler.step()
+            if observe is not None:
+                self._observe(observe, idx[:real], losses.detach(), total.detach(), real)
         return all_sum(loss_sum, self.world)
+
+    def _observe(self, observe: Observe, idx: torch.Tensor, losses: torch.Tensor,
+                 total: torch.Tensor, real: int) -> None:
+        if not self.world.active:
+            observe(idx, losses)
+            return
+        # compare with the global batch's mean; torch.full is a fill kernel, torch.tensor
+        # would copy from the host and sync
+        count = torch.full((), float(real), device=self.device, dtype=total.dtype)
+        both = all_sum(torch.stack([total, count]), self.world)
+        observe(idx, losses, both[0] / both[1])
 
     def _batches(self, order: torch.Tensor) -> list[torch.Tensor]:
         if self.world.active:
@@ -193,12 +233,10 @@ class Trainer:
 
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "generator": self.generator.get_state(),
-                "steps": self.steps}
+                "generator": self.generator.get_state(), "steps": self.steps}
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
         self.generator.set_state(state["generator"])
         self.steps = state["steps"]

@@ -1,4 +1,4 @@
-"""Data-parallel training on torch.distributed (synchronous mode: DDP).
+"""Which process this is, and the collectives the engine needs (synchronous mode: DDP).
 
 Every rank holds the whole dataset and computes the same keep-list each epoch. The kept
 indices are shuffled with the shared seed; global batch s (batch_size samples) is split
@@ -12,14 +12,12 @@ samples and the counts are summed across ranks before the pruned samples are cho
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -91,42 +89,6 @@ def shard_range(n: int, world: World) -> tuple[int, int]:
     """Contiguous part of n items for this rank (evaluation)."""
     per = -(-n // world.size)
     return min(world.rank * per, n), min((world.rank + 1) * per, n)
-
-
-LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint")
-
-
-def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | None,
-             endpoint: str | None) -> int:
-    """Run `fineprune <argv>` in nproc processes through torch.distributed.run (torchrun)."""
-    if "RANK" in os.environ:
-        raise ConfigError("--nproc-per-node given inside a torchrun process: leave it out there")
-    if nproc < 1 or (nnodes is not None and nnodes < 1):
-        raise ConfigError("--nproc-per-node and --nnodes must be positive")
-    nnodes = nnodes or 1
-    if nnodes > 1 and (endpoint is None or node_rank is None):
-        raise ConfigError("--nnodes > 1 needs --node-rank and --rdzv-endpoint host:port")
-    launcher = ["--nproc-per-node", str(nproc), "--nnodes", str(nnodes)]
-    launcher += (["--standalone"] if nnodes == 1 else
-                 ["--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint])
-    # "--": the launcher would otherwise take our flags (e.g. --start) for abbreviations of its own
-    cmd = [sys.executable, "-m", "torch.distributed.run", *launcher, "-m", "fineprune_cli", "--",
-           *_without_launch_flags(argv)]
-    return subprocess.call(cmd)
-
-
-def _without_launch_flags(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in LAUNCH_FLAGS:
-            skip = "=" not in arg
-            continue
-        out.append(arg)
-    return out
 
 
 def shutdown(finished: bool) -> None:

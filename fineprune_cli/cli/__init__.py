@@ -1,0 +1,200 @@
+"""The `fineprune` command line: parse flags into settings and call a plain function.
+
+Every settings flag is generated from its declaration (`options.with_settings`); commands
+only parse and delegate, and print through the console helper.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from .. import console
+from ..drivers.compare import CompareConfig
+from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
+from ..errors import ConfigError, FinepruneError
+from ..pruning.config import PruneConfig
+from . import views
+from .options import SetOpt, parse_set, with_settings
+
+
+class OneLineErrors(TyperGroup):
+    """Bad input ends in one line on stderr and exit code 2, never a traceback or a box."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `fineprune`: show the help
+                console.result(exc.format_message())
+                sys.exit(0)
+            console.error(" ".join(exc.format_message().split()))
+            sys.exit(2)
+        except FinepruneError as exc:
+            console.error(str(exc))
+            sys.exit(exc.exit_code)
+        except (typer.Abort, KeyboardInterrupt):
+            console.error("interrupted")
+            sys.exit(130)
+        if standalone_mode:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        return rv
+
+
+app = typer.Typer(
+    cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Data fine-pruning (Li et al., 2018) and other data-pruning policies: train, compare "
+         "against equal-budget controls, report, and estimate the time saved.")
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
+TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainConfig, ()),
+         ("prune", PruneConfig, ()), ("run", RunConfig, ()))
+COMPARE = (("compare", CompareConfig, ()),
+           ("data", DataConfig, ("data_dir", "subset", "test_subset")), ("train", TrainConfig, ()),
+           ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
+           ("run", RunConfig, ("device", "compile")))
+
+
+def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    ours = {k: v for k, v in settings.items() if k.startswith(section + ".")}
+    return ours, {k: v for k, v in settings.items() if k not in ours}
+
+
+@app.command()
+@with_settings(*TRAIN)
+def train(
+    settings: dict[str, Any],
+    config: ConfigOpt = None, set_: SetOpt = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
+    nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
+    nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
+    node_rank: Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank.")] = None,
+    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node 0).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
+    from ..distributed.launch import relaunch, train as run_training
+    from ..engine.session import resume as resume_training
+    from ..engine.world import from_env
+
+    if nproc_per_node is not None:
+        raise typer.Exit(relaunch(sys.argv[1:], nproc_per_node, nnodes, node_rank, rdzv_endpoint))
+    settings.update(parse_set(set_))
+    if resume is not None:
+        if config is not None or any(v is not None for v in settings.values()):
+            raise ConfigError("--resume takes no other options: the run continues with its saved config")
+        summary = resume_training(resume, show_progress=not as_json)
+    else:
+        summary = run_training(build_config(config, settings), show_progress=not as_json,
+                               command=_invocation())
+    if from_env().main and summary is not None:
+        views.show_trained(summary, as_json)
+
+
+@app.command()
+@with_settings(*COMPARE)
+def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = None,
+            as_json: JsonOpt = False) -> None:
+    """Train every policy with identical seeds and compare them (regular, fine and random by default).
+
+    Runs already complete in --out are reused, so an interrupted compare continues."""
+    from ..analysis.runs import load_runs
+    from ..analysis.tables import summary_rows
+    from ..drivers.compare import load_compare, run_matrix
+
+    matrix, rest = _split(settings, "compare")
+    rest.update(parse_set(set_))
+    c = load_compare(config, matrix)
+    dirs = run_matrix(build_config(config, rest), c, show_progress=not as_json, command=_invocation())
+    views.show_compare(summary_rows(load_runs(dirs)[0]), as_json, c.out)
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")] = None,
+    out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots (needs matplotlib).")] = True,
+    notes: Annotated[Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the paper's Tables 1 and 2 (CSV + Markdown), plots and an index.md from run folders."""
+    from ..analysis.report import write_report
+
+    text = ""
+    if notes is not None:
+        try:
+            text = notes.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
+    views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text), as_json)
+
+
+@app.command()
+@with_settings(("model", ModelConfig, ("name",)), ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
+               ("train", TrainConfig, ("epochs", "batch_size", "lr", "milestones")),
+               ("run", RunConfig, ("device",)), ("prune", PruneConfig, ("enabled",)))
+def scale(
+    settings: dict[str, Any], config: ConfigOpt = None,
+    nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4 (async/mixed add a server process).")] = "1,2",
+    dist_mode: Annotated[str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter server).")] = "sync",
+    target_loss: Annotated[Optional[float], typer.Option(help="Training loss to time (default: the highest final loss of all configurations).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for scale.csv, scale.md and the run folders.")] = Path("results/scale"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Train the same model on 1, 2, 4 ... processes: throughput, speedup, efficiency, accuracy."""
+    from ..drivers.scale import run_scale, write_tables
+    from ..engine.config import parse_int_list
+
+    cfg = build_config(config, settings)
+    rows = run_scale(cfg, parse_int_list(nproc, "--nproc") or [], _names(dist_mode), out, target_loss)
+    views.show_scale(rows, write_tables(rows, out, _invocation()), as_json)
+
+
+@app.command()
+@with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE))
+def estimate(
+    settings: dict[str, Any],
+    epoch_seconds: Annotated[Optional[float], typer.Option(help="Seconds per full training epoch.")] = None,
+    run: Annotated[Optional[Path], typer.Option(help="Run folder: take its schedule, measured epoch time and overhead.")] = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Predict the pruning epochs and time saved before training (Section 4.4)."""
+    from ..analysis.runs import estimate_for
+
+    views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)
+
+
+@app.command("models")
+def list_models() -> None:
+    """List the model zoo."""
+    from .. import models
+
+    for name in models.list_models():
+        console.result(name)
+
+
+@app.command("policies")
+def list_policies(as_json: JsonOpt = False) -> None:
+    """List the pruning policies (`--policy`, `compare --policies`)."""
+    views.show_policies(as_json)
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _invocation() -> str:
+    return shlex.join(["fineprune", *sys.argv[1:]])
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,1 @@
+"""Experiment drivers: many runs from one config (`compare`'s policy matrix, `scale`)."""
