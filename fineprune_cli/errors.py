@@ -7,8 +7,8 @@ class FinepruneError(Exception):
     exit_code = 2
 
 
-class ConfigError(FinepruneError):
-    """An invalid option, flag combination or config file."""
+class ConfigError(FinepruneError, ValueError):
+    """An invalid option, flag combination or config file (a ValueError to library callers)."""
 
 
 class DataError(FinepruneError):

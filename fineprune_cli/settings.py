@@ -54,6 +54,10 @@ def positive(value: Any) -> str | None:
     return None if value > 0 else "must be positive"
 
 
+def positive_int(value: Any) -> str | None:
+    return None if value > 0 else "must be a positive integer"
+
+
 def at_least(low: float) -> Check:
     return lambda v: None if v >= low else f"must be >= {low:g}"
 

@@ -1,45 +1,11 @@
-"""Model zoo: a name -> constructor registry for the CIFAR/MNIST-sized networks."""
-from __future__ import annotations
+"""Model zoo: a name -> constructor registry for the CIFAR/MNIST-sized networks.
 
-from typing import Callable
+Installed as `fineprune_cli.models` (pyproject's package-dir), never as a top-level `models`.
+"""
 
-import torch.nn as nn
+from .registry import count_parameters, create, list_models, register
 
-_REGISTRY: dict[str, Callable[..., nn.Module]] = {}
-
-
-def register(name: str) -> Callable[[Callable[..., nn.Module]], Callable[..., nn.Module]]:
-    """Decorator registering a constructor ``fn(in_channels, num_classes, **kwargs)``."""
-
-    def deco(fn: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-        if name in _REGISTRY:
-            raise ValueError(f"model '{name}' registered twice")
-        _REGISTRY[name] = fn
-        return fn
-
-    return deco
-
-
-def list_models() -> list[str]:
-    return list(_REGISTRY)
-
-
-def create(name: str, in_channels: int = 3, num_classes: int = 10, **kwargs) -> nn.Module:
-    try:
-        ctor = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown model '{name}'; choose one of: {', '.join(list_models())}"
-        ) from None
-    return ctor(in_channels=in_channels, num_classes=num_classes, **kwargs)
-
-
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-# Imported after the registry exists (the submodules use ``register``); the import
-# order fixes the order of list_models().
+# the import order fixes the order of list_models()
 from . import lenet, vgg, resnet, wrn  # noqa: E402,F401
 
 __all__ = ["register", "create", "list_models", "count_parameters"]

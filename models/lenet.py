@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import register
+from .registry import register
 
 
 class LeNet(nn.Module):

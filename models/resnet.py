@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import register
+from .registry import register
 
 
 def _shortcut(in_planes: int, out_planes: int, stride: int) -> nn.Module:

@@ -82,9 +82,17 @@ def test_estimate_json():
 
 
 def test_estimate_table_and_timeline():
-    result = invoke(["estimate", "--epochs", "30", "--window", "10", "--start", "5"])
+    args = ["estimate", "--epochs", "30", "--window", "10", "--start", "5"]
+    est = json.loads(invoke([*args, "--json"]).output)
+    result = invoke(args)
     assert result.exit_code == 0
-    assert "saving" in result.output and "w0" in result.output and "#" in result.output
+    # even epochs (block 2, count 1) from position a = 5, 2, 1, 0 of windows 0..3
+    assert est["pruning_epochs"] == [6, 8, 12, 14, 16, 18, 22, 24, 26, 28, 30]
+    assert f"{est['saving_percent']:.2f}%" in result.output
+    timeline = [line for line in result.output.splitlines() if line.startswith("w")]
+    assert timeline[0].split() == ["w0", "a=5", "1-9", "|.....#.#.|"]
+    assert timeline[1].split() == ["w1", "a=2", "10-19", "|..#.#.#.#.|"]
+    assert len(timeline) == 4 and timeline[3].split() == ["w3", "a=0", "30-30", "|#|"]
 
 
 def test_estimate_from_run_folder(tmp_path):
@@ -97,8 +105,8 @@ def test_estimate_from_run_folder(tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["train", "--model", "resnet9", "--dataset", "synthetic"], "unknown model 'resnet9'; choose one of: lenet"),
-    (["train", "--model", "lenet", "--dataset", "mnist"], "unknown dataset 'mnist'"),
+    (["train", "--model", "resnet9", "--dataset", "synthetic"], "--model must be one of: lenet, vgg13"),
+    (["train", "--model", "lenet", "--dataset", "mnist"], "--dataset must be one of: fashion-mnist"),
     (["train", "--dataset", "synthetic"], "no model given"),
     (["train", *TINY, "--epochs", "0"], "--epochs must be between 1 and 100,000"),
     (["train", *TINY, "--epochs", "-3"], "--epochs must be between 1 and 100,000"),
@@ -158,5 +166,5 @@ def test_real_subprocess(tmp_path):
     assert (out / "summary.json").exists()
     bad = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", "--model", "nope",
                           "--dataset", "synthetic"], capture_output=True, text=True, env=env, timeout=300)
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: unknown model 'nope'")
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --model must be one of: lenet")
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

@@ -58,7 +58,7 @@ def _rank_main(rank, size, init_file, out_dir):
         counts = counts.clone()
         dist.all_reduce(counts)
         return counts
-    pruner = Pruner(N, PruneSchedule(**SCHEDULE), 0.25, seed=5, reduce=reduce, owns_counts=world.main)
+    pruner = Pruner(N, PruneSchedule(**SCHEDULE), 0.25, seed=5, reduce=reduce)
     keeps = _feed(pruner, world)
     torch.save({"keeps": keeps, "counts": pruner.counts.clone()}, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()

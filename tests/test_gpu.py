@@ -6,12 +6,22 @@ import torch
 from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import make_synthetic
-from fineprune_cli.pruning import Pruner
-from fineprune_cli.pruning.schedule import PruneSchedule
 from fineprune_cli.engine.trainer import DeviceData, Trainer
+from fineprune_cli.pruning import PruneConfig, create
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: no GPU on this machine")]
+
+
+def _fine(n, fraction, device):
+    """fine-pruning that prunes every epoch from epoch 1 (window 2, start 1, one-epoch blocks)."""
+    cfg = PruneConfig(enabled=True, window=2, start=1, attenuation=1, block=1, count=1, prune_fraction=fraction)
+    return create("fine", n, cfg, device=device)
+
+
+def _epoch(trainer, policy, epoch):
+    trainer.train_epoch(epoch, policy.plan(epoch), policy.observe)
+    policy.sync()
 
 
 def test_cuda_epoch_with_pruning_learns_and_keeps_data_on_device():
@@ -21,12 +31,11 @@ def test_cuda_epoch_with_pruning_learns_and_keeps_data_on_device():
     assert data.train_x.is_cuda and data.train_x.dtype == torch.bfloat16
     trainer = Trainer(models.create("resnet18"), data, TrainConfig(milestones=[]), device)
     assert trainer.optimizer.defaults.get("fused")
-    pruner = Pruner(data.num_train, PruneSchedule(window=2, start=1, attenuation=1, block=1, count=1),
-                    0.5, device=device)
+    policy = _fine(data.num_train, 0.5, device)
     first = trainer.evaluate()[0]
     for epoch in range(1, 4):
-        trainer.train_epoch(pruner.begin_epoch(epoch), pruner.update)
-    assert pruner.counts.is_cuda and pruner.counts.sum() > 0
+        _epoch(trainer, policy, epoch)
+    assert policy.scores.is_cuda and policy.scores.sum() > 0
     assert trainer.evaluate()[0] < first
 
 
@@ -37,11 +46,10 @@ def test_compiled_pruned_epochs_do_not_recompile():
     device = torch.device("cuda")
     data = DeviceData.build(make_synthetic(num_train=1000, num_test=500), device, augment=True)
     trainer = Trainer(models.create("resnet18"), data, TrainConfig(milestones=[]), device, compile=True)
-    pruner = Pruner(data.num_train, PruneSchedule(window=2, start=1, attenuation=1, block=1, count=1),
-                    0.3, device=device)
+    policy = _fine(data.num_train, 0.3, device)
     torch._dynamo.reset()
-    trainer.train_epoch(pruner.begin_epoch(1), pruner.update)   # pruned: 700 = 5 x 128 + 60
+    _epoch(trainer, policy, 1)                                   # pruned: 700 = 5 x 128 + 60
     compiled = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     for epoch in range(2, 6):                                    # full: 1000 = 7 x 128 + 104
-        trainer.train_epoch(pruner.begin_epoch(epoch), pruner.update)
+        _epoch(trainer, policy, epoch)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == compiled

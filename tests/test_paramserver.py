@@ -14,8 +14,7 @@ from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import make_synthetic
 from fineprune_cli.distributed.paramserver import Server
-from fineprune_cli.pruning import Pruner
-from fineprune_cli.pruning.schedule import PruneSchedule
+from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.engine.trainer import DeviceData, Trainer
 from conftest import free_port
 
@@ -41,7 +40,9 @@ def test_async_trains_and_reports_staleness(tmp_path):
     assert s["status"] == "complete" and s["dist_mode"] == "async" and s["workers"] == 2
     assert min(losses[1:]) < 0.9 * losses[0]                    # clearly below its start
     assert s["updates"] == 4 * 2048 // 64                       # one push per worker batch
-    assert 0 <= s["staleness_mean"] <= s["staleness_max"]
+    # two workers push concurrently: some gradients were computed on weights the other had
+    # already replaced (a single worker's would all be fresh)
+    assert s["staleness_max"] >= 1 and 0 < s["staleness_mean"] <= s["staleness_max"]
 
 
 def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
@@ -62,11 +63,11 @@ def test_server_applies_pushes_and_measures_staleness():
     device = torch.device("cpu")
     data = DeviceData.build(make_synthetic(num_train=64, num_test=16), device, augment=False)
     trainer = Trainer(models.create("lenet"), data, TrainConfig(milestones=[], warmup_epochs=0), device)
-    trainer.scheduled_lr = trainer.lr
-    pruner = Pruner(64, PruneSchedule(window=2, start=1, attenuation=1, block=1, count=1), 0.25)
-    server = Server(trainer, pruner, pushers=2)
-    keep, weights, version = server.begin_epoch(1)
-    assert version == 0 and len(keep) == 48                     # epoch 1 prunes (position 1 >= start 1)
+    cfg = PruneConfig(enabled=True, window=2, start=1, attenuation=1, block=1, count=1, prune_fraction=0.25)
+    policy = create("fine", 64, cfg)
+    server = Server(trainer, policy, pushers=2)
+    keep, pruned, weights, version = server.begin_epoch(1)
+    assert version == 0 and len(keep) == 48 and pruned          # epoch 1 prunes (position 1 >= start 1)
     grads = [torch.ones_like(p) for p in trainer.model.parameters()]
     buffers = [b.clone() for b in trainer.model.buffers()]
     before = next(trainer.model.parameters()).detach().clone()
@@ -76,7 +77,7 @@ def test_server_applies_pushes_and_measures_staleness():
     assert not torch.equal(before, next(trainer.model.parameters()))
     counts = torch.zeros(64, dtype=torch.int32)
     counts[:5] = 3
-    server.end_epoch(1, counts, 10.0, 20)
-    server.end_epoch(1, counts, 6.0, 28)
+    server.end_epoch(1, [counts], 10.0, 20)
+    server.end_epoch(1, [counts], 6.0, 28)
     assert server.wait_epoch(1) == (16.0, 48)
-    assert pruner.counts[:5].tolist() == [6] * 5               # both pushers' counts summed
+    assert policy.scores[:5].tolist() == [6] * 5 and policy.scores[5:].sum() == 0  # both pushers' counts summed

@@ -1,6 +1,7 @@
 import csv
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -119,13 +120,15 @@ def test_table1_has_the_papers_rows_and_column(runs_root):
     assert header == ["", "LeNet"]
     table = {r[0]: r[1] for r in rows}
     assert table["Regular"] == "105.0 ± 7.1 s"
-    assert table["Pruned"] == "91.8 ± 3.3 s"          # time minus the tracking overhead
-    assert table["Overhead"] == "0.50 ± 0.00 s"
-    assert table["Speedup"] == "12.00 ± 2.83%"
-    assert table["Random speedup"] == "9.00 ± 1.41%"
-    assert table["Speedup at own pace"] == "0.00 ± 0.00%"  # every epoch of these runs takes as long
-    assert table["Pruned epoch / full epoch"] == "1.000 ± 0.000×"
-    assert table["Paper speedup (CIFAR-10)"] == "11.80%" and table["Paper regular (CIFAR-10)"] == "1220 s"
+    assert table["fine-pruning"] == "91.8 ± 3.3 s"          # time minus the tracking overhead
+    assert table["fine-pruning: overhead"] == "0.50 ± 0.00 s"
+    assert table["fine-pruning: saved"] == "12.00 ± 2.83%"
+    assert table["random control: saved"] == "9.00 ± 1.41%"
+    assert table["fine-pruning: saved at own pace"] == "0.00 ± 0.00%"  # every epoch takes as long
+    assert table["fine-pruning: pruned epoch / full epoch"] == "1.000 ± 0.000×"
+    assert table["Paper saved (CIFAR-10)"] == "11.80%" and table["Paper regular (CIFAR-10)"] == "1220 s"
+    names = [r[0] for r in rows]  # policies in the registry's order, each with its label
+    assert names.index("fine-pruning") < names.index("random control") < names.index("Paper regular (CIFAR-10)")
     assert table["Dataset"] == "CIFAR-10 (JPEG q75)"
 
 
@@ -133,7 +136,8 @@ def test_table2_best3_final_and_paper(runs_root):
     header, rows = table2(load_runs([runs_root])[0])
     table = {r[0]: r[1] for r in rows}
     assert table["Regular (final)"] == "74.50 ± 0.71%"
-    assert table["Pruned − regular (final)"] == "-0.50 ± 0.00 pt"
+    assert table["fine-pruning − regular (final)"] == "-0.50 ± 0.00 pt"
+    assert table["random control − regular (best-3)"] == "-1.67 ± 0.00 pt"  # (72+68+59)/3 - (74+70+60)/3
     assert table["Paper regular (CIFAR-10)"] == "75.15%" and table["Paper pruned − regular (CIFAR-10)"] == "-0.43 pt"
     assert table["Regular (best-3)"] == "68.17 ± 0.24%"   # (74+70+60)/3 and (75+70+60)/3
 
@@ -158,7 +162,7 @@ def test_report_is_deterministic_and_complete(runs_root, tmp_path):
     index = (tmp_path / "a" / "index.md").read_text()
     assert "## Runs left out" in index and "vgg13-folder" in index and "incomplete" in index
     assert "fineprune compare --config x.yaml" in index and "cpu: test machine" in index
-    assert "| Speedup | 12.00 ± 2.83% |" in index
+    assert "| fine-pruning: saved | 12.00 ± 2.83% |" in index
 
 
 def test_report_plots(runs_root, tmp_path):
@@ -192,3 +196,14 @@ def test_cli_report_bad_input(tmp_path):
     empty.mkdir()
     result = runner.invoke(app, ["report", str(empty), "--out", str(tmp_path / "o"), "--no-plots"])
     assert result.exit_code == 0 and "No complete runs" in (tmp_path / "o" / "index.md").read_text()
+
+
+def test_every_committed_run_folder_is_still_read():
+    """Run folders written by earlier versions (schema 1, with and without a policy key, and
+    parameter-server runs) stay readable: long experiments are never lost to a new release."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    runs, problems = load_runs([results])
+    assert not problems, problems
+    assert len(runs) >= 20
+    assert {r.policy for r in runs} >= {"regular", "fine", "random"}
+    assert all(r.summary.train_seconds > 0 and len(r.metrics) == r.summary.epochs for r in runs)

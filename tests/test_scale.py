@@ -6,11 +6,13 @@ from typer.testing import CliRunner
 from fineprune_cli.cli import app
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.drivers.scale import plan, table, time_to
+from fineprune_cli.engine.record import RunSummary
 
 
 def _m(samples, seconds, losses, acc=50.0):
-    return {"summary": {"samples_seen": samples, "train_seconds": seconds, "final_accuracy": acc},
-            "train_loss": losses, "seconds": [seconds / len(losses)] * len(losses)}
+    summary = RunSummary(model="lenet", dataset="synthetic", epochs=len(losses), seed=0,
+                         samples_seen=samples, train_seconds=seconds, final_accuracy=acc)
+    return {"summary": summary, "train_loss": losses, "seconds": [seconds / len(losses)] * len(losses)}
 
 
 def test_plan_checks_modes_and_counts():

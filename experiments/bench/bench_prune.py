@@ -32,14 +32,14 @@ def run(model: str, fraction: float, epochs: int, subset: int | None, device: st
         cfg.run.out = tmp
         summary = train(cfg, show_progress=False)
         rows = read_metrics(tmp)[1:]
-    full = [float(r["train_seconds"]) for r in rows if r["pruned"] == "0"]
-    pruned = [float(r["train_seconds"]) for r in rows if r["pruned"] == "1"]
+    full = [r.train_seconds for r in rows if not r.pruned]
+    pruned = [r.train_seconds for r in rows if r.pruned]
     ratio = median(pruned) / median(full)
-    return {"model": model, "dataset": "synthetic", "samples": summary["num_train"],
+    return {"model": model, "dataset": "synthetic", "samples": summary.num_train,
             "prune_fraction": fraction, "full_epoch_s": round(median(full), 3),
             "pruned_epoch_s": round(median(pruned), 3), "pruned_over_full": round(ratio, 3),
             "ideal": round(1 - fraction, 3), "target_max": round(1 - fraction + 0.05, 3),
-            "overhead_pct": round(100 * summary["overhead_seconds"] / summary["train_seconds"], 3)}
+            "overhead_pct": round(100 * summary.overhead_seconds / summary.train_seconds, 3)}
 
 
 def main() -> None:

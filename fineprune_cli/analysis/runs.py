@@ -12,7 +12,7 @@ import torch
 from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, load_run_config,
                              read_metrics, read_summary)
 from ..errors import ConfigError
-from ..pruning import policy as policies
+from ..pruning import registry as policies
 
 
 @dataclass
@@ -156,7 +156,7 @@ def estimate_for(settings: dict[str, Any], epoch_seconds: float | None, run: Pat
     if epoch_seconds is not None and run is not None:
         raise ConfigError("give --epoch-seconds or --run, not both")
     if epoch_seconds is not None and not (math.isfinite(epoch_seconds) and epoch_seconds > 0):
-        raise ConfigError(f"--epoch-seconds must be a positive number, got {epoch_seconds}")
+        raise ConfigError(f"--epoch-seconds must be positive and finite, got {epoch_seconds}")
     base = Config()
     if run is not None:
         saved = load_run_config(run)

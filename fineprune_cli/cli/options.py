@@ -34,7 +34,8 @@ def _parser(annotation: Any, flag: str) -> tuple[Any, Callable[[Any], Any]]:
             try:
                 return [item(part.strip()) for part in text.split(",") if part.strip()]
             except ValueError:
-                raise ConfigError(f"{flag} must be comma-separated {item.__name__}s, got '{text}'") from None
+                kind = {"int": "integers", "float": "numbers"}.get(item.__name__, "values")
+                raise ConfigError(f"{flag} must be comma-separated {kind}, got '{text}'") from None
         return str, parse
     return inner, lambda value: value
 

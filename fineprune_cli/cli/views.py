@@ -125,7 +125,7 @@ def show_scale(rows: list[dict], path: Path, as_json: bool) -> None:
 
 
 def show_policies(as_json: bool) -> None:
-    from ..pruning.policy import get, list_policies
+    from ..pruning.registry import get, list_policies
 
     entries = [{"name": n, "label": get(n).label, "description": get(n).description} for n in list_policies()]
     if as_json:

@@ -19,7 +19,7 @@ from ..engine.checkpoint import CHECKPOINT, Diverged
 from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
 from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
-from ..pruning.policy import list_policies
+from ..pruning.registry import list_policies
 from ..settings import apply_values, check_section, option
 
 

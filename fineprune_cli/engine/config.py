@@ -17,7 +17,8 @@ from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from .data import DATASETS
-from ..settings import apply_values, at_least, check_section, in_range, optional, option, positive
+from ..settings import (apply_values, at_least, check_section, in_range, optional, option, positive,
+                        positive_int)
 
 MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
 COMPILE_MODES = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -61,8 +62,9 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    epochs: int = option(200, check=in_range(1, MAX_EPOCHS, closed_high=True), help="Training epochs n. (default 200)")
-    batch_size: int = option(128, check=positive, help="Batch size. (default 128)")
+    epochs: int = option(200, check=lambda v: None if 1 <= v <= MAX_EPOCHS else f"must be between 1 and {MAX_EPOCHS:,}",
+                         help="Training epochs n. (default 200)")
+    batch_size: int = option(128, check=positive_int, help="Batch size. (default 128)")
     lr: float = option(0.1, check=positive, help="Initial learning rate. (default 0.1)")
     momentum: float = option(0.9, flag="", check=in_range(0, 1), help="SGD momentum.")
     weight_decay: float = option(5e-4, flag="", check=at_least(0), help="SGD weight decay.")
@@ -71,7 +73,7 @@ class TrainConfig:
     gamma: float = option(0.2, flag="", check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]",
                           help="lr factor at each milestone.")
     warmup_epochs: float = option(1.0, flag="", check=at_least(0), help="Linear lr ramp over the first epochs (README: why).")
-    eval_batch_size: int = option(1000, flag="", check=positive, help="Batch size for evaluation.")
+    eval_batch_size: int = option(1000, flag="", check=positive_int, help="Batch size for evaluation.")
 
 
 @dataclass

@@ -174,9 +174,11 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
 def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSummary:
     """Continue an interrupted run from its checkpoint, as if it had never stopped."""
     summary = read_summary(run_dir)
-    if not summary.status.resumable:
-        raise ConfigError(f"{run_dir} is {summary.status.value}: only an incomplete or interrupted "
-                          "run can be resumed")
+    if summary.status == Status.COMPLETE:
+        raise ConfigError(f"{run_dir} is already complete")
+    if summary.status == Status.DIVERGED:
+        raise ConfigError(f"{run_dir} diverged at epoch {summary.diverged_epoch}: resuming it would "
+                          "diverge again; train it anew with a lower --lr or a longer warm-up")
     cfg = validate(config_from_dict(load_run_config(run_dir), f"{run_dir}/config.yaml"))
     cfg.run.out = str(run_dir)
     world = worlds.from_env()
@@ -244,12 +246,12 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
             s.record.save_scores(window, policy.scores)
         summarize(s.summary, totals)
         s.record.write_metrics(totals.rows)
+        bar.advance(f"acc {test_acc:.2f}%")
         stopping = _any_rank(stop.requested is not None, s.world, trainer.device)
         every = s.cfg.run.checkpoint_every
         if stopping or epoch == n or (every and epoch % every == 0):
             _checkpoint(s)
         s.record.write_summary(s.summary)
-        bar.advance(f"acc {test_acc:.2f}%")
         if stopping and epoch < n:
             _interrupted(s, stop, epoch)
 

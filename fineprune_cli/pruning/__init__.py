@@ -1,9 +1,11 @@
 """The method, independent of any trainer: DroppingCount (Algorithm 1), the schedule
 (Algorithm 2), the policy protocol and registry, the library `Pruner` and the estimate."""
 
+from . import policies  # noqa: F401  (registers every policy module)
 from .config import PruneConfig
-from .policy import EpochPlan, Policy, create, get, list_policies, register
+from .policy import EpochPlan, Policy, create
 from .pruner import Pruner
+from .registry import get, list_policies, register
 from .schedule import PruneSchedule
 from .tracker import DroppingCount
 

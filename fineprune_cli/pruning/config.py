@@ -6,12 +6,11 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..settings import at_least, in_range, option
+from .registry import ALIASES, list_policies
 
 
 def _known_policy(name: str) -> str | None:
-    from .policy import list_policies  # the registry imports this module
-
-    return None if name in list_policies() or name == "none" else \
+    return None if ALIASES.get(name, name) in list_policies() else \
         f"must be one of: {', '.join(list_policies())}"
 
 
@@ -44,6 +43,4 @@ class PruneConfig:
     @property
     def active_policy(self) -> str:
         """The policy a run uses: 'regular' unless pruning is enabled."""
-        from .policy import ALIASES
-
         return ALIASES.get(self.policy, self.policy) if self.enabled else "regular"

@@ -26,6 +26,7 @@ from typing import Callable, ClassVar
 import torch
 
 from .config import PruneConfig
+from .registry import get
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
 
@@ -112,37 +113,7 @@ class Policy:
         return self.all[keep]
 
 
-_REGISTRY: dict[str, type[Policy]] = {}
-ALIASES = {"none": "regular"}
-
-
-def register(cls: type[Policy]) -> type[Policy]:
-    """Class decorator: make a policy available by its `name`."""
-    if not cls.name or cls.name in _REGISTRY:
-        raise ValueError(f"policy name {cls.name!r} is empty or registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def list_policies() -> list[str]:
-    _discover()
-    return sorted(_REGISTRY, key=lambda name: (_REGISTRY[name].order, name))
-
-
-def get(name: str) -> type[Policy]:
-    _discover()
-    try:
-        return _REGISTRY[ALIASES.get(name, name)]
-    except KeyError:
-        raise ValueError(f"unknown pruning policy '{name}'; choose one of: "
-                         f"{', '.join(list_policies())}") from None
-
-
 def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: int = 0,
            device: torch.device | str = "cpu", epochs: int | None = None) -> Policy:
     return get(name)(num_samples, cfg if cfg is not None else PruneConfig(), seed, device, epochs)
 
-
-def _discover() -> None:
-    """Import every module of pruning/policies once: each registers its policy."""
-    from . import policies  # noqa: F401  (the package imports its modules)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..config import PruneConfig
-from ..policy import register
+from ..registry import register
 from ..tracker import DroppingCount
 from .scheduled import Scheduled
 

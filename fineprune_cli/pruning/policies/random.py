@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..policy import register
+from ..registry import register
 from .scheduled import Scheduled
 
 

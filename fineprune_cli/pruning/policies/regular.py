@@ -1,6 +1,7 @@
 """`regular`: every sample in every epoch (the baseline; alias `none`)."""
 
-from ..policy import Policy, register
+from ..policy import Policy
+from ..registry import register
 
 
 @register

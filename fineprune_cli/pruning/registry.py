@@ -1,0 +1,32 @@
+"""The policy registry: names to policy classes, like the model zoo's.
+
+A policy module registers its class with `@register`; the `pruning` package imports every
+module of `pruning/policies/` when it is first imported, so the registry is full before
+anything can ask it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_REGISTRY: dict[str, Any] = {}
+ALIASES = {"none": "regular"}
+
+
+def register(cls: Any) -> Any:
+    """Class decorator: make a policy available by its `name`."""
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"policy name {cls.name!r} is empty or registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def list_policies() -> list[str]:
+    return sorted(_REGISTRY, key=lambda name: (_REGISTRY[name].order, name))
+
+
+def get(name: str) -> Any:
+    try:
+        return _REGISTRY[ALIASES.get(name, name)]
+    except KeyError:
+        raise ValueError(f"unknown pruning policy '{name}'; choose one of: "
+                         f"{', '.join(list_policies())}") from None

@@ -1,0 +1,74 @@
+"""The session: building a run, the fit loop's bookkeeping, and what a run folder says."""
+
+import json
+import time
+
+import pytest
+
+from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.record import RunSummary, Status, read_summary
+from fineprune_cli.engine.session import best3, train
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.pruning.policies.fine import FinePruning
+from conftest import invoke, metrics_rows
+
+
+def _cfg(out, **extra):
+    return build_config(None, {
+        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 100,
+        "train.epochs": 2, "train.batch_size": 50, "train.milestones": [], "run.device": "cpu",
+        "run.out": str(out), **extra})
+
+
+def test_best3_is_the_mean_of_the_three_best():
+    assert best3([50.0, 80.0, 70.0, 75.0]) == pytest.approx(75.0)
+    assert best3([60.0, 62.0]) == pytest.approx(61.0)
+
+
+def test_overhead_is_the_time_spent_inside_the_policy(tmp_path, monkeypatch):
+    observe = FinePruning.observe
+
+    def slow(self, *args):
+        time.sleep(0.005)
+        observe(self, *args)
+
+    monkeypatch.setattr(FinePruning, "observe", slow)
+    summary = train(_cfg(tmp_path / "f", **{"prune.enabled": True}), show_progress=False)
+    steps = 2 * 200 // 50
+    assert summary.overhead_seconds >= steps * 0.005
+    assert sum(float(r["overhead_seconds"]) for r in metrics_rows(tmp_path / "f")) == pytest.approx(
+        summary.overhead_seconds, abs=1e-3)
+    regular = train(_cfg(tmp_path / "r"), show_progress=False)
+    assert regular.overhead_seconds < steps * 0.005  # nothing observed: only plan/sync bookkeeping
+
+
+def test_resume_refuses_a_diverged_run_with_a_reason(tmp_path):
+    cfg = _cfg(tmp_path / "d", **{"train.lr": 1e12, "train.warmup_epochs": 0.0, "run.checkpoint_every": 1})
+    with pytest.raises(Exception, match="diverged"):
+        train(cfg, show_progress=False)
+    assert read_summary(tmp_path / "d").status == Status.DIVERGED
+    result = invoke(["train", "--resume", tmp_path / "d"])
+    assert result.exit_code == 2 and result.output.startswith("error: ")
+    assert "diverged at epoch 1: resuming it would diverge again" in result.output
+
+
+def test_status_says_what_can_be_resumed():
+    assert [s.value for s in Status if s.resumable] == ["incomplete", "interrupted"]
+    assert Status.of("something else") == Status.INCOMPLETE
+
+
+def test_summary_round_trip_and_schema_1(tmp_path):
+    s = RunSummary(model="lenet", dataset="synthetic", epochs=3, seed=1, policy="random",
+                   final_accuracy=70.5, best3_accuracy=70.0, extra={"staleness_max": 4})
+    data = s.to_dict()
+    assert data["schema"] == 2 and data["pruning"] is True and data["staleness_max"] == 4
+    assert RunSummary.from_dict(json.loads(json.dumps(data))) == s
+    # schema 1 (first release): no policy key, pruning on meant fine-pruning
+    old = {"model": "lenet", "dataset": "fashion-mnist", "epochs": 3, "seed": 0, "pruning": True,
+           "status": "complete", "train_seconds": 4.5}
+    assert RunSummary.from_dict(old).policy == "fine"
+    assert RunSummary.from_dict({**old, "pruning": False}).policy == "regular"
+    with pytest.raises(ConfigError, match="'train_seconds' has the wrong type"):
+        RunSummary.from_dict({**old, "train_seconds": "4.2"})
+    with pytest.raises(ConfigError, match="lacks seed"):
+        RunSummary.from_dict({k: v for k, v in old.items() if k != "seed"})
