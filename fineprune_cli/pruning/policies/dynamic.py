@@ -2,8 +2,10 @@
 steps' own losses (no extra forward pass), folded in once per epoch, and a fresh choice of
 samples in every epoch up to the annealing epoch.
 
-Observing is two `index_add_` per step: the sum of each sample's losses and how many there
-were, since the last sync. Those two tensors are the pending observations: summed over
+Observing keeps, since the last sync, the sum of each sample's losses and how many there were.
+Steps are buffered and added together (two `index_add_` per FLUSH_EVERY steps, none per step),
+as DroppingCount does, so a step pays a list append. Those two tensors are the pending
+observations: summed over
 data-parallel ranks they are exactly what one process seeing whole batches would hold (each
 sample's loss on one rank, zeros elsewhere, so the sum is bit-exact), and `fold` turns them
 into one observation per sample seen: the mean of its losses that epoch (in a normal epoch
@@ -18,6 +20,7 @@ import torch
 
 from ..config import PruneConfig
 from ..policy import EpochPlan, Policy
+from ..tracker import FLUSH_EVERY
 
 
 class LossScored(Policy):
@@ -37,18 +40,28 @@ class LossScored(Policy):
     def _reset_pending(self) -> None:
         self._sums = torch.zeros(self.num_samples, dtype=torch.float32, device=self.device)
         self._counts = torch.zeros(self.num_samples, dtype=torch.float32, device=self.device)
+        self._steps: list[tuple[torch.Tensor, torch.Tensor]] = []  # (indices, losses) not added yet
+
+    def _flush(self) -> None:
+        if not self._steps:
+            return
+        idx = torch.cat([i for i, _ in self._steps]).to(self.device)
+        # float32 whatever the autocast dtype, so every rank and a single process add alike
+        self._sums.index_add_(0, idx, torch.cat([x for _, x in self._steps]).to(self.device, torch.float32))
+        self._counts.index_add_(0, idx, torch.ones(idx.numel(), device=self.device))
+        self._steps.clear()
 
     # --- the protocol ---
     def plan(self, epoch: int) -> EpochPlan:
         return EpochPlan(self.all) if self.annealed(epoch) else self.choose(epoch)
 
     def observe(self, indices, losses, mean=None) -> None:
-        idx = indices.to(self.device)
-        # float32 whatever the autocast dtype, so every rank and a single process add alike
-        self._sums.index_add_(0, idx, losses.detach().to(self.device, torch.float32))
-        self._counts.index_add_(0, idx, torch.ones(idx.numel(), device=self.device))
+        self._steps.append((indices, losses.detach().reshape(-1)))
+        if len(self._steps) >= FLUSH_EVERY:
+            self._flush()
 
     def take_pending(self) -> list[torch.Tensor]:
+        self._flush()
         pending = [self._sums, self._counts]
         self._reset_pending()  # fresh tensors: the caller may keep (or reduce in place) these
         return pending
