@@ -262,7 +262,7 @@ def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: 
             overhead_seconds=0.0))
         window = policy.snapshot_due(epoch, cfg.train.epochs)
         if window is not None and policy.scores is not None:
-            record.save_scores(window, policy.scores)
+            record.save_scores(window, policy.scores, policy.score_name)
         summarize(summary, totals)
         st = server.staleness
         summary.extra.update(updates=len(st), staleness_mean=round(sum(st) / max(len(st), 1), 3),

@@ -253,9 +253,9 @@ class RunRecord:
             text = json.dumps(summary.to_dict(), indent=2, allow_nan=True) + "\n"
             atomic_write_text(self.path / SUMMARY, text)
 
-    def save_scores(self, window: int, scores: torch.Tensor) -> None:
+    def save_scores(self, window: int, scores: torch.Tensor, name: str = "dropping_counts") -> None:
         if self.write:
-            atomic_torch_save(scores.detach().cpu().clone(), self.path / f"dropping_counts_window{window}.pt")
+            atomic_torch_save(scores.detach().cpu().clone(), self.path / f"{name}_window{window}.pt")
 
 
 def read_summary(run_dir: Path) -> RunSummary:

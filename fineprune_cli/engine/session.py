@@ -243,7 +243,7 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
             _diverged(s, row)
         window = policy.snapshot_due(epoch, n)
         if window is not None and policy.scores is not None:
-            s.record.save_scores(window, policy.scores)
+            s.record.save_scores(window, policy.scores, policy.score_name)
         summarize(s.summary, totals)
         s.record.write_metrics(totals.rows)
         bar.advance(f"acc {test_acc:.2f}%")

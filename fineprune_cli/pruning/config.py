@@ -5,13 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..settings import at_least, in_range, option
+from ..settings import at_least, in_range, optional, option
 from .registry import ALIASES, list_policies
 
 
 def _known_policy(name: str) -> str | None:
     return None if ALIASES.get(name, name) in list_policies() else \
         f"must be one of: {', '.join(list_policies())}"
+
+
+def _in_unit_interval(value: float) -> str | None:
+    return None if 0 < value <= 1 else "must be in (0, 1]"
 
 
 @dataclass
@@ -30,9 +34,27 @@ class PruneConfig:
     count: int = option(1, check=at_least(1),
                         help="PruningCount: pruning epochs per block. (default 1)")
     prune_fraction: float = option(0.3, check=in_range(0, 1),
-                                   help="Share of samples left out of a pruning epoch. (default 0.3)")
+                                   help="Share of samples left out of a pruning epoch (fine, random: the "
+                                        "schedule's; ucb, egreedy: every epoch). (default 0.3)")
     tolerance: float = option(0.0, check=at_least(0),
                               help="Count a sample when loss > batch mean x (1 + tolerance). (default 0)")
+    drop: str = option("hard", choices=("hard", "easy"),
+                       help="fine: leave out the highest DroppingCount (hard, the paper) or the "
+                            "lowest (easy). (default hard)")
+    anneal: float | None = option(None, check=optional(in_range(0, 1, closed_high=True)),
+                                  help="No pruning in epochs after anneal x epochs (any policy). "
+                                       "(default: the policy's; infobatch 0.875, others none)")
+    infobatch_ratio: float = option(0.5, check=in_range(0, 0.9, closed_high=True),
+                                    help="infobatch r: share of the below-mean-loss samples that sit "
+                                         "out an epoch; the others get loss weight 1/(1-r). (default 0.5)")
+    ucb_c: float = option(1.0, check=at_least(0),
+                          help="ucb: keep the highest mean + c x std of the loss. (default 1)")
+    epsilon: float = option(0.1, check=in_range(0, 1, closed_high=True),
+                            help="egreedy: share of the kept samples drawn at random, not by "
+                                 "mean loss. (default 0.1)")
+    ema_weight: float = option(0.3, check=_in_unit_interval,
+                               help="ucb, egreedy: weight of an epoch's loss in each sample's "
+                                    "running mean and variance (1 = the latest only). (default 0.3)")
 
     def check(self) -> None:
         if self.start >= self.window:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .schedule import PruneSchedule, formula_n_prune
+from .schedule import PruneSchedule, formula_n_prune, last_pruning_epoch
 
 
 @dataclass
@@ -28,10 +28,14 @@ class Estimate:
 
 
 def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
-             epoch_seconds: float | None = None, overhead: float = 0.0) -> Estimate:
+             epoch_seconds: float | None = None, overhead: float = 0.0,
+             anneal: float | None = None) -> Estimate:
     """t_regular = n T b (F2); a pruning epoch runs (1 - f) of the batches (F5);
-    t_prune = sum of epoch times + n_prune t_0 (F6); t_save = t_regular - t_prune (F7)."""
-    pruning = schedule.pruning_epochs(epochs) if prune_fraction > 0 else []
+    t_prune = sum of epoch times + n_prune t_0 (F6); t_save = t_regular - t_prune (F7).
+    `anneal` (--anneal δ): no pruning epoch after floor(δ·n), which the formulas ignore."""
+    last = last_pruning_epoch(anneal, epochs)
+    pruning = [e for e in schedule.pruning_epochs(epochs) if last is None or e <= last] \
+        if prune_fraction > 0 else []
     n_prune = len(pruning)
     formula = formula_n_prune(epochs, schedule.window, schedule.start, schedule.block, schedule.count)
     unit = "seconds" if epoch_seconds is not None else "epochs"

@@ -2,7 +2,7 @@
 
 A policy decides, epoch by epoch, which samples train and with what loss weight:
 
-    policy = create("fine", num_samples, PruneConfig(...), seed=1)
+    policy = create("fine", num_samples, PruneConfig(...), seed=1, epochs=epochs)
     for epoch in range(1, epochs + 1):
         plan = policy.plan(epoch)                    # EpochPlan: indices (+ weights)
         for idx in batches(plan.indices):
@@ -27,6 +27,7 @@ import torch
 
 from .config import PruneConfig
 from .registry import get
+from .schedule import last_pruning_epoch
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
 
@@ -61,6 +62,8 @@ class Policy:
     description: ClassVar[str] = ""
     observes: ClassVar[bool] = False      # False: the trainer skips observe() altogether
     order: ClassVar[int] = 100            # position in tables, plots and `fineprune policies`
+    score_name: ClassVar[str] = "scores"  # snapshot files: <score_name>_window<k>.pt
+    default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):
@@ -71,6 +74,8 @@ class Policy:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.all = torch.arange(num_samples, device=self.device)
+        self.anneal = cfg.anneal if cfg.anneal is not None else self.default_anneal
+        self.last_pruning_epoch = last_pruning_epoch(self.anneal, epochs)
 
     # --- the protocol ---
     def plan(self, epoch: int) -> EpochPlan:
@@ -107,6 +112,10 @@ class Policy:
         self.generator.set_state(state["generator"])
 
     # --- helpers for subclasses ---
+    def annealed(self, epoch: int) -> bool:
+        """Past δ·n (`--anneal`): the epoch trains every sample, whatever the policy."""
+        return self.last_pruning_epoch is not None and epoch > self.last_pruning_epoch
+
     def keep_all_but(self, dropped: torch.Tensor) -> torch.Tensor:
         keep = torch.ones(self.num_samples, dtype=torch.bool, device=self.device)
         keep[dropped] = False

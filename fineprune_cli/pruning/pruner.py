@@ -30,13 +30,14 @@ class Pruner:
 
     def __init__(self, num_samples: int, schedule: PruneSchedule, prune_fraction: float = 0.3,
                  tolerance: float = 0.0, policy: str = "fine", seed: int = 0,
-                 device: torch.device | str = "cpu", reduce: Reduce | None = None):
+                 device: torch.device | str = "cpu", reduce: Reduce | None = None,
+                 epochs: int | None = None):
         cfg = PruneConfig(enabled=True, policy=policy, window=schedule.window, start=schedule.start,
                           attenuation=schedule.attenuation, block=schedule.block, count=schedule.count,
                           prune_fraction=prune_fraction, tolerance=tolerance)
         check_section(cfg, "prune.")  # ValueError (ConfigError) on a bad value
         self.schedule = schedule
-        self.policy: Policy = create(policy, num_samples, cfg, seed, device)
+        self.policy: Policy = create(policy, num_samples, cfg, seed, device, epochs)
         self.reduce = reduce
         self.epoch = 0
 

@@ -4,10 +4,13 @@ Epochs are numbered e = 1..n. With window w: position p = e mod w, window k = e 
 Starting point a_0 = start and a_k = int(a_{k-1} / attenuation), once per new window
 (the paper's text; its pseudocode would divide at every epoch after the first window).
 Epoch e prunes iff p >= a_k and e mod block < count.
+
+`--anneal δ` (any policy) stops pruning after epoch floor(δ·n): `last_pruning_epoch`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -80,3 +83,13 @@ def formula_n_prune(epochs: int, window: int, start: int, block: int, count: int
         tail = max(epochs % window - start, 0)
         n += (tail // block) * count + tail % block
     return n
+
+
+def last_pruning_epoch(anneal: float | None, epochs: int | None) -> int | None:
+    """The last epoch that may prune under `--anneal δ`: epoch e prunes only if e <= δ·n
+    (InfoBatch's rule), so floor(δ·n); None when nothing stops pruning (no δ, or δ >= 1)."""
+    if anneal is None or anneal >= 1:
+        return None
+    if epochs is None:
+        raise ConfigError(f"--anneal {anneal:g} needs the run's length: create the policy with epochs=n")
+    return math.floor(anneal * epochs + 1e-9)  # 0.29 x 100 is 28.999...: still epoch 29

@@ -7,6 +7,14 @@ import torch
 FLUSH_EVERY = 512  # steps buffered before counting; bounds the memory the buffer holds
 
 
+def highest(values: torch.Tensor, m: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Indices of the m highest values; equal values ordered by a seeded random permutation
+    (so ties never favour low indices, and the draw is the same on every rank)."""
+    perm = torch.randperm(values.numel(), generator=generator, device=values.device)
+    order = torch.argsort(values[perm], descending=True, stable=True)
+    return perm[order[:m]]
+
+
 class DroppingCount:
     """One counter per training sample.
 
@@ -75,10 +83,7 @@ class DroppingCount:
                 counts: torch.Tensor | None = None) -> torch.Tensor:
         """Indices of the m highest counts (ours, or `counts` given); equal counts ordered by a
         seeded random permutation."""
-        counts = self.counts if counts is None else counts
-        perm = torch.randperm(counts.numel(), generator=generator, device=counts.device)
-        order = torch.argsort(counts[perm], descending=True, stable=True)
-        return perm[order[:m]]
+        return highest(self.counts if counts is None else counts, m, generator)
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.clone(), "tolerance": self.tolerance}

@@ -1,5 +1,6 @@
 """`fine`: data fine-pruning (Li et al., 2018). Leaves out the samples with the highest
-DroppingCount (Algorithm 1) in the schedule's pruning epochs (Algorithm 2)."""
+DroppingCount (Algorithm 1) in the schedule's pruning epochs (Algorithm 2); `--drop easy`
+leaves out the lowest instead, and `--anneal δ` stops pruning after epoch δ·n."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class FinePruning(Scheduled):
     color = "#d62728"
     order = 10
     observes = True
+    score_name = "dropping_counts"
     description = "the paper: leave out the highest DroppingCount in the schedule's epochs"
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
@@ -32,7 +34,9 @@ class FinePruning(Scheduled):
             self.tracker.reset()
 
     def select(self) -> torch.Tensor:
-        return self.tracker.highest(self.num_pruned, self.generator, self.counts)
+        # --drop easy (not the paper): leave out the lowest counts, as InfoBatch & co. do
+        counts = self.counts if self.cfg.drop == "hard" else -self.counts
+        return self.tracker.highest(self.num_pruned, self.generator, counts)
 
     def observe(self, indices, losses, mean=None) -> None:
         self.tracker.update(indices, losses, mean)

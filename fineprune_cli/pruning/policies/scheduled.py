@@ -19,7 +19,7 @@ class Scheduled(Policy):
         self.num_pruned = round(cfg.prune_fraction * num_samples)
 
     def prunes(self, epoch: int) -> bool:
-        return self.num_pruned > 0 and self.schedule.prunes(epoch)
+        return self.num_pruned > 0 and not self.annealed(epoch) and self.schedule.prunes(epoch)
 
     def plan(self, epoch: int) -> EpochPlan:
         self.begin_window(epoch)

@@ -1,0 +1,22 @@
+"""`ucb`: upper-confidence-bound selection (Raju et al., 2021): every epoch keep the k samples
+with the highest mean + c·std of their running loss estimates (see bandit.py for the reading).
+A sample whose loss swings (high std) stays even at a middling mean: the exploration term."""
+
+from __future__ import annotations
+
+import torch
+
+from ..registry import register
+from .bandit import RunningLoss
+
+
+@register
+class UCB(RunningLoss):
+    name = "ucb"
+    label = "UCB"
+    color = "#9467bd"
+    order = 40
+    description = "Raju et al. 2021: keep the highest mean + c x std of each sample's running loss"
+
+    def priority(self) -> torch.Tensor:
+        return self.unseen_first(self.mean + self.cfg.ucb_c * self.var.sqrt())

@@ -1,0 +1,290 @@
+"""The pruning policies on hand-computed cases: InfoBatch, UCB, epsilon-greedy, `--drop easy`,
+`--anneal`, resume, the registry. Each test names the wrong code it catches."""
+
+import io
+import math
+import re
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.pruning import PruneConfig, PruneSchedule, create, get, list_policies
+from fineprune_cli.pruning.estimate import estimate
+from fineprune_cli.settings import check_section
+
+EVERY_EPOCH = dict(window=1, start=0, block=1, count=1, attenuation=1.0)  # fine/random prune always
+PRUNING = ["fine", "random", "infobatch", "ucb", "egreedy"]
+
+
+def losses_of(epoch, n):
+    return torch.rand(n, generator=torch.Generator().manual_seed(1000 + epoch)) * 3
+
+
+def feed(policy, epochs, first=1, batch=7):
+    """plan, observe every trained sample in shuffled batches, sync: the plans of `epochs`."""
+    plans = []
+    for epoch in range(first, first + epochs):
+        plan = policy.plan(epoch)
+        plans.append(plan)
+        losses = losses_of(epoch, policy.num_samples)
+        order = plan.indices[torch.randperm(plan.samples, generator=torch.Generator().manual_seed(epoch))]
+        for idx in order.split(batch):
+            policy.observe(idx, losses[idx], losses[idx].mean())
+        policy.sync()
+    return plans
+
+
+def observe_all(policy, losses):
+    """One epoch in which samples 0..len(losses)-1 train with these losses."""
+    losses = torch.as_tensor(losses, dtype=torch.float32)
+    policy.observe(torch.arange(losses.numel()), losses)
+    policy.sync()
+
+
+def same(a, b):
+    """Bit-equal tensors, NaN (a never-seen sample's score) equal to NaN."""
+    return a.dtype == b.dtype and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)
+
+
+def left_out(plan, n):
+    keep = torch.zeros(n, dtype=torch.bool)
+    keep[plan.indices] = True
+    return set(torch.nonzero(~keep).flatten().tolist())
+
+
+# --- InfoBatch ---------------------------------------------------------------------------
+
+def test_infobatch_prunes_only_below_mean_and_weights_the_rest_by_one_over_one_minus_r():
+    # Seen losses sum to 24 over 12 samples: mean 2. W = {0, 1, 2, 3, 10} (below 2); 8 and 9
+    # sit exactly at the mean; 12 and 13 are never seen. r = 0.25: floor(1.25) = 1 sits out.
+    # Catches: '<=' (8, 9 candidates), weight 1/r (4.0) instead of 1/(1-r), unseen samples in
+    # the mean as 0 (mean 24/14: 10 no longer below) or pruned, r applied to N (3 out).
+    ib = create("infobatch", 14, PruneConfig(infobatch_ratio=0.25), seed=3, epochs=40)
+    observe_all(ib, [1, 1, 1, 1, 3, 3, 3, 3, 2, 2, 1.75, 2.25])
+    below = {0, 1, 2, 3, 10}
+    outs = set()
+    for epoch in range(2, 30):
+        plan = ib.plan(epoch)
+        out = left_out(plan, 14)
+        assert len(out) == 1 and out <= below
+        outs |= out
+        w = plan.weights
+        assert plan.pruned and w.dtype == torch.float32 and w.shape == (14,)
+        assert all(w[i] == torch.tensor(1 / 0.75) for i in below - out)
+        assert all(w[i] == 1 for i in set(range(14)) - below)
+    assert outs == below                                     # a random one, not always the same
+
+
+def test_infobatch_first_epoch_trains_everything_and_sat_out_samples_keep_their_score():
+    # Catches: pruning before anything is seen; scores of samples that sat out overwritten
+    # (e.g. by 0) or averaged instead of the latest loss.
+    ib = create("infobatch", 4, PruneConfig(infobatch_ratio=0.5), seed=0, epochs=10)
+    plan = ib.plan(1)
+    assert plan.samples == 4 and not plan.pruned and plan.weights is None
+    assert torch.isnan(ib.scores).all()
+    observe_all(ib, [1.0, 2.0, 7.0, 8.0])                   # mean 4.5: W = {0, 1}, one sits out
+    out = left_out(ib.plan(2), 4)
+    assert len(out) == 1 and out <= {0, 1}
+    trained = torch.tensor(sorted({0, 1, 2, 3} - out))
+    ib.observe(trained, torch.full((3,), 5.0))
+    ib.sync()
+    expected = torch.full((4,), 5.0)
+    expected[list(out)] = float(list(out)[0] + 1)           # its loss from epoch 1
+    assert torch.equal(ib.scores, expected)
+
+
+def test_infobatch_anneals_after_delta_n_by_default():
+    # n = 10, delta 0.875: epochs <= 8.75 prune, 9 and 10 train all with weight None.
+    # Catches: e < δ·n, rounding δ·n up, weights kept after annealing, no default δ.
+    ib = create("infobatch", 30, PruneConfig(), seed=1, epochs=10)
+    plans = feed(ib, 10)
+    assert [p.pruned for p in plans] == [False] + [True] * 7 + [False, False]
+    assert all(p.samples == 30 and p.weights is None for p in plans[8:])
+    ib8 = create("infobatch", 30, PruneConfig(), seed=1, epochs=8)   # δ·n = 7 exactly
+    assert [p.pruned for p in feed(ib8, 8)] == [False] + [True] * 6 + [False]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0, 10, width=32), min_size=1, max_size=40), st.floats(0, 0.9), st.integers(0, 9))
+def test_infobatch_never_trains_fewer_than_its_budget(losses, r, seed):
+    # Catches InfoBatch's own rounding (keep int((1 - r)|W|)): |W| = 3, r = 0.5 keeps 1 < 1.5.
+    n = len(losses)
+    ib = create("infobatch", n, PruneConfig(infobatch_ratio=r), seed=seed, epochs=10)
+    observe_all(ib, losses)
+    t = torch.tensor(losses, dtype=torch.float32)
+    below = set(torch.nonzero(t < t.mean()).flatten().tolist())
+    out = left_out(ib.plan(2), n)
+    assert out <= below and len(out) == math.floor(r * len(below) + 1e-9)
+    assert n - len(out) >= n - r * len(below)
+
+
+# --- UCB and epsilon-greedy ----------------------------------------------------------------
+
+def test_running_mean_and_variance_are_exponentially_weighted():
+    # w = 0.3, losses 1 then 5: d = 4, mean = 1 + 0.3 x 4 = 2.2, var = 0.7 x (0.3 x 16) = 3.36;
+    # a third loss 2.2 leaves the mean and shrinks var to 0.7 x 3.36.
+    # Catches: Welford (equal weights), var from the new mean, a first mean started at 0.
+    ucb = create("ucb", 1, PruneConfig(ema_weight=0.3))
+    for x in (1.0, 5.0):
+        observe_all(ucb, [x])
+    assert torch.allclose(ucb.mean, torch.tensor([2.2]))
+    assert torch.allclose(ucb.var, torch.tensor([3.36]))
+    observe_all(ucb, [2.2])
+    assert torch.allclose(ucb.var, torch.tensor([0.7 * 3.36]))
+
+
+def test_ucb_keeps_the_highest_mean_plus_c_std_and_unseen_first():
+    # w = 0.5 over two epochs. sample 0: 1, 5 -> mean 3, var 0.5 x (0.5 x 16) = 4, std 2;
+    # 1: 3.5, 3.5; 2: 4, 4; 3: 0.5, 0.5; 4 never seen. Bounds (c = 1): 5, 3.5, 4, 0.5, +inf.
+    # k = 5 - round(0.4 x 5) = 3: {4, 0, 2}. By mean alone (c = 0): {4, 2, 1}.
+    # Catches: mean + c·var (7), sample variance (std 2.83), unseen not first, c ignored.
+    nan = float("nan")
+    for c, kept, bounds in [(1.0, [0, 2, 4], [5, 3.5, 4, 0.5, nan]), (0.0, [1, 2, 4], [3, 3.5, 4, 0.5, nan])]:
+        ucb = create("ucb", 5, PruneConfig(prune_fraction=0.4, ucb_c=c, ema_weight=0.5), seed=2)
+        for epoch_losses in ([1, 3.5, 4, 0.5], [5, 3.5, 4, 0.5]):
+            observe_all(ucb, epoch_losses)
+        plan = ucb.plan(3)
+        assert plan.indices.tolist() == kept and plan.pruned and plan.weights is None
+        assert same(ucb.scores, torch.tensor(bounds))
+
+
+def test_egreedy_keeps_top_means_plus_an_epsilon_share_of_the_budget_at_random():
+    # N = 100, mean loss = index; k = 50, epsilon 0.2: the 40 highest (60-99) always, and
+    # 10 drawn from 0-59. Catches: epsilon x N drawn, the draw overlapping the greedy part
+    # (fewer than k distinct), no randomness, epsilon ignored.
+    eg = create("egreedy", 100, PruneConfig(prune_fraction=0.5, epsilon=0.2), seed=4)
+    observe_all(eg, torch.arange(100.0))
+    draws = set()
+    for epoch in range(1, 6):
+        kept = set(eg.plan(epoch).indices.tolist())
+        assert len(kept) == 50 and set(range(60, 100)) <= kept
+        draws |= kept - set(range(60, 100))
+    assert len(draws) > 10 and draws <= set(range(60))
+    greedy = create("egreedy", 100, PruneConfig(prune_fraction=0.5, epsilon=0.0), seed=4)
+    observe_all(greedy, torch.arange(100.0))
+    assert greedy.plan(1).indices.tolist() == list(range(50, 100))
+
+
+@pytest.mark.parametrize("name", ["ucb", "egreedy"])
+def test_bandits_prune_every_epoch_at_exactly_the_budget(name):
+    # Catches: a schedule applied to them, the budget rounded differently, epoch 1 unpruned.
+    plans = feed(create(name, 37, PruneConfig(prune_fraction=0.3), seed=5), 5)
+    assert [p.samples for p in plans] == [37 - round(0.3 * 37)] * 5 and all(p.pruned for p in plans)
+
+
+# --- fine: --drop ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("drop, out", [("hard", {7, 8, 9}), ("easy", {0, 1, 2})])
+def test_fine_drop_hard_leaves_out_the_highest_counts_easy_the_lowest(drop, out):
+    # Epoch 1 gives DroppingCount i to sample i (batch t: samples i >= t score 1, above the mean);
+    # epoch 2 prunes m = 3. Catches: --drop ignored or the directions swapped.
+    cfg = PruneConfig(window=4, start=2, block=1, count=1, attenuation=1.0, prune_fraction=0.3, drop=drop)
+    fine = create("fine", 10, cfg, seed=0)
+    assert not fine.plan(1).pruned
+    for t in range(1, 10):
+        fine.observe(torch.arange(10), (torch.arange(10) >= t).float())
+    fine.sync()
+    assert torch.equal(fine.scores, torch.arange(10, dtype=torch.int32))
+    assert left_out(fine.plan(2), 10) == out
+
+
+# --- every policy: --anneal, resume, DDP folding ---------------------------------------------
+
+@pytest.mark.parametrize("name", PRUNING)
+def test_anneal_stops_pruning_after_delta_n_for_every_policy(name):
+    # δ = 0.5, n = 7: epochs <= 3.5 may prune; 4-7 train everything with weight 1.
+    # Catches: --anneal not applied by a policy (fine/random through the schedule).
+    policy = create(name, 40, PruneConfig(anneal=0.5, **EVERY_EPOCH), seed=6, epochs=7)
+    plans = feed(policy, 7)
+    assert [p.pruned for p in plans][1:] == [True, True, False, False, False, False]
+    assert all(p.samples == 40 and p.weights is None for p in plans[3:])
+
+
+def test_anneal_needs_the_run_length_unless_it_never_stops():
+    # Catches: annealing silently skipped when epochs is unknown.
+    with pytest.raises(ConfigError, match="--anneal"):
+        create("ucb", 10, PruneConfig(anneal=0.5))
+    with pytest.raises(ConfigError, match="--anneal 0.875"):
+        create("infobatch", 10)                                  # its default δ
+    assert create("infobatch", 10, PruneConfig(anneal=1.0)).last_pruning_epoch is None
+
+
+def test_estimate_counts_no_pruning_epoch_after_the_annealing_epoch():
+    # The paper's schedule over 200 epochs, δ = 0.875: the last pruning epoch is 174 <= 175.
+    # Catches: the estimate of a `fine` run ignoring --anneal.
+    full = estimate(PruneSchedule(), 200, 0.3)
+    annealed = estimate(PruneSchedule(), 200, 0.3, anneal=0.875)
+    assert annealed.pruning_epochs == [e for e in full.pruning_epochs if e <= 175]
+    assert max(full.pruning_epochs) > 175 and annealed.saving_percent < full.saving_percent
+
+
+@pytest.mark.parametrize("name", ["regular", *PRUNING])
+def test_state_dict_round_trip_continues_bit_exactly(name):
+    # A policy restored mid-run plans exactly what the uninterrupted one plans.
+    # Catches: generator state or a score tensor (e.g. var) left out of the state, pending
+    # observations leaking across a load.
+    cfg = PruneConfig(window=3, start=1, block=1, count=1, attenuation=1.0)
+    whole = create(name, 50, cfg, seed=7, epochs=9)
+    expected = feed(whole, 9)
+    first = create(name, 50, cfg, seed=7, epochs=9)
+    feed(first, 4)
+    buf = io.BytesIO()
+    torch.save(first.state_dict(), buf)
+    resumed = create(name, 50, cfg, seed=123, epochs=9)       # another seed: the state must win
+    resumed.observe(torch.arange(3), torch.ones(3))            # stale pending, to be dropped
+    resumed.load_state_dict(torch.load(io.BytesIO(buf.getvalue())))
+    for a, b in zip(expected[4:], feed(resumed, 5, first=5)):
+        assert torch.equal(a.indices, b.indices) and a.pruned == b.pruned
+        assert (a.weights is None) == (b.weights is None)
+        assert a.weights is None or torch.equal(a.weights, b.weights)
+    if whole.scores is not None:
+        assert same(resumed.scores, whole.scores)
+
+
+@pytest.mark.parametrize("name", ["infobatch", "ucb", "egreedy"])
+def test_pending_observations_sum_over_ranks_to_one_process(name):
+    # Two 'ranks' in one process observe halves of each batch; their pending tensors summed
+    # and folded give one process's scores and plans. (The spawned version: test_policies_ddp.)
+    # Catches pending that is no sum: e.g. the latest loss with NaN where unobserved (x + NaN),
+    # or the folded scores themselves (doubled by the sum).
+    cfg = PruneConfig(anneal=0.9)
+    ranks = [create(name, 24, cfg, seed=8, epochs=5) for _ in range(2)]
+    single = create(name, 24, cfg, seed=8, epochs=5)
+    for epoch in range(1, 6):
+        plans = [p.plan(epoch) for p in [single, *ranks]]
+        assert all(torch.equal(plans[0].indices, p.indices) for p in plans)
+        losses = losses_of(epoch, 24)
+        for idx in plans[0].indices.split(6):
+            single.observe(idx, losses[idx])
+            for r, p in enumerate(ranks):
+                p.observe(idx[r::2], losses[idx[r::2]])
+        single.sync()
+        pending = [p.take_pending() for p in ranks]
+        for p in ranks:
+            p.fold([a + b for a, b in zip(*pending)])
+        for p in ranks:
+            assert same(p.scores, single.scores)
+
+
+# --- registry and settings ------------------------------------------------------------------
+
+def test_registry_lists_every_policy_with_label_and_colour():
+    # Catches: a module that does not register, a missing label, colours shared in plots.
+    names = list_policies()
+    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy"]
+    classes = [get(n) for n in names]
+    assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
+    assert len({c.color for c in classes}) == len(classes)
+    assert get("none") is get("regular")
+
+
+@pytest.mark.parametrize("field, bad", [("anneal", 1.5), ("drop", "medium"), ("infobatch_ratio", 0.95),
+                                        ("ucb_c", -1.0), ("epsilon", 1.5), ("ema_weight", 0.0)])
+def test_new_settings_are_checked(field, bad):
+    # Catches: a field declared without its check (or choices).
+    with pytest.raises(ConfigError, match=field.replace("_", "-")):
+        check_section(PruneConfig(**{field: bad}), "prune.")
+    check_section(PruneConfig(), "prune.")
