@@ -108,3 +108,26 @@ def test_cli_compare_bad_input(tmp_path):
     result = runner.invoke(app, ["compare", *TINY, "--policies", "fine,best", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "not 'best'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_frontier_arms_prune_every_epoch_at_their_budget(tmp_path):
+    cfg, c = _cfg(tmp_path, policies=["regular", "fine"], frontier=[0.1, 0.25])
+    jobs = plan(cfg, c)
+    assert [j.arm for j in jobs] == ["regular", "fine", "random-every-10", "random-every-25"]
+    arm = job_config(cfg, jobs[3], c.out)
+    p = arm.prune
+    assert (p.enabled, p.policy, p.prune_fraction, p.window, p.start, p.block, p.count) == (
+        True, "random", 0.25, 1, 0, 1, 1)
+    assert arm.run.arm == "random-every-25" and arm.run.out.endswith("random-every-25-seed0")
+    assert job_config(cfg, jobs[1], c.out).run.arm == ""           # a plain policy is its own arm
+    with pytest.raises(ConfigError, match="--frontier takes fractions in"):
+        load_compare(None, {"compare.frontier": [0.5, 1.0]})
+
+
+def test_frontier_run_skips_its_share_in_every_epoch(tmp_path):
+    cfg, c = _cfg(tmp_path, policies=["regular"], frontier=[0.2])
+    cfg.train.epochs = 2
+    regular, arm = run_matrix(cfg, c, show_progress=False)
+    s = summary_of(arm)
+    assert s["arm"] == "random-every-20" and s["policy"] == "random"
+    assert s["pruning_epochs"] == [1, 2] and s["samples_skipped"] == 2 * 40

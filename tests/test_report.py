@@ -207,3 +207,30 @@ def test_every_committed_run_folder_is_still_read():
     assert len(runs) >= 20
     assert {r.policy for r in runs} >= {"regular", "fine", "random"}
     assert all(r.summary.train_seconds > 0 and len(r.metrics) == r.summary.epochs for r in runs)
+
+
+def test_verdict_names_the_best_policy_within_regulars_spread_and_judges_at_equal_budget(runs_root):
+    from fineprune_cli.analysis.tables import verdict
+
+    lines = verdict(load_runs([runs_root])[0])
+    # regular final 74 and 75 (std 0.71 pt): fine (-0.5 pt) stays within it, random (-2 pt) does not
+    assert lines[0].startswith("- **LeNet on CIFAR-10 (JPEG q75)** (2 seeds")
+    assert "fine-pruning saves the most time: 12.00 ± 2.83%" in lines[0]
+    assert lines[1] == ("  - fine-pruning: -0.50 ± 0.00 pt at 15.0 ± 0.0% skipped, better than the random "
+                        "control at the same budget (-2.00 pt).")
+
+
+def test_verdict_reads_the_random_frontier_between_its_budgets(tmp_path):
+    from fineprune_cli.analysis.tables import verdict
+
+    make_run(tmp_path, "lenet", "regular", 0, 100.0, [70.0, 74.0])
+    make_run(tmp_path, "lenet", "fine", 0, 90.0, [70.0, 73.0], skipped_epochs=(1,))          # 15% skipped
+    for arm, skipped, acc in (("random-every-10", (1, 2), 73.8), ("random-every-20", (1, 2), 72.8)):
+        path = make_run(tmp_path, "lenet", arm, 0, 85.0, [70.0, acc], skipped_epochs=skipped)
+        s = json.loads((path / "summary.json").read_text())
+        s.update(policy="random", arm=arm, samples_skipped=int(100 * float(arm[-2:]) / 100) * 2)
+        (path / "summary.json").write_text(json.dumps(s))
+    lines = verdict(load_runs([tmp_path])[0])
+    # frontier: 10% -> -0.2 pt, 20% -> -1.2 pt; at fine's 15% it reads -0.7 pt, fine has -1.0 pt
+    assert lines[-1] == ("  - fine-pruning: -1.00 pt at 15.0% skipped, no better than random pruning in "
+                         "every epoch at the same budget (-0.70 pt).")

@@ -15,7 +15,7 @@ from typing import Any
 from ..engine.record import atomic_write_text, to_csv, to_markdown
 from . import plots
 from .runs import Problem, Run, load_runs
-from .tables import display_name, group, paper_results, pruned_policies, summary_rows, table1, table2
+from .tables import display_name, group, paper_results, pruned_policies, summary_rows, table1, table2, verdict
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "seed", "epochs", "train_seconds",
                "overhead_seconds", "samples_skipped", "final_accuracy", "best3_accuracy",
@@ -105,6 +105,10 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
                  "Saved at own pace compares a run with itself: 1 − its training time / (epochs × "
                  "the median of its unpruned epochs, epoch 1 excluded); on a shared machine separate "
                  "runs drift apart by more than the saving, times measured in one run do not.\n")
+    sentences = verdict(runs)
+    if sentences:
+        parts.append("## Verdict\n\n" + "\n".join(sentences) + "\n\nAccuracy changes are final "
+                     "accuracy minus regular's, paired by seed; time saved is between runs, paired by seed.\n")
     if figures:
         parts.append("## Plots\n\n" + "\n".join(
             f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures))

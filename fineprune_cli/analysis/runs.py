@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from ..drivers.compare import frontier_fraction
 from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, load_run_config,
                              read_metrics, read_summary)
 from ..errors import ConfigError
@@ -33,7 +34,8 @@ class Run:
 
     @property
     def policy(self) -> str:
-        return self.summary.policy
+        """The run's arm in a comparison: its policy, or a variant such as random-every-20."""
+        return self.summary.arm or self.summary.policy
 
     @property
     def seed(self) -> int:
@@ -48,6 +50,9 @@ class Problem:
 
 
 def policy_label(name: str) -> str:
+    fraction = frontier_fraction(name)
+    if fraction is not None:
+        return f"random every epoch, {fraction:.0%}"
     try:
         return policies.get(name).label or name
     except ValueError:  # a policy this version no longer has: its name still says what it was
@@ -56,12 +61,15 @@ def policy_label(name: str) -> str:
 
 def policy_color(name: str) -> str:
     try:
-        return policies.get(name).color
+        return policies.get(name).color if frontier_fraction(name) is None else "#7f7f7f"
     except ValueError:
         return "#999999"
 
 
-def policy_order(name: str) -> tuple[int, str]:
+def policy_order(name: str) -> tuple[float, str]:
+    fraction = frontier_fraction(name)
+    if fraction is not None:
+        return (1_000 + fraction, name)
     try:
         return (policies.get(name).order, name)
     except ValueError:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ..drivers.compare import frontier_fraction
 from .runs import Run, policy_label, policy_order
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
@@ -198,3 +199,52 @@ def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
 def table2(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
     """Accuracy: best-3 mean as in the paper, and final accuracy with its spread over seeds."""
     return _table(runs, _accuracy_cells)
+
+
+def _frontier_at(by_policy: dict[str, dict[int, Run]], skipped: float) -> float | None:
+    """The random frontier's accuracy change at a budget (linear between its arms)."""
+    points = sorted((policy_stats(by_policy, p)["skipped_pct"].mean, policy_stats(by_policy, p)["d_final"].mean)
+                    for p in by_policy if frontier_fraction(p) is not None and policy_stats(by_policy, p)["d_final"].values)
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x0 <= skipped <= x1:
+            return y0 + (y1 - y0) * (skipped - x0) / (x1 - x0) if x1 > x0 else y0
+    return None
+
+
+def verdict(runs: list[Run]) -> list[str]:
+    """Plain sentences per (model, dataset): the policy that saves the most time at an accuracy
+    change within one standard deviation of regular, and each policy against random at its
+    own budget (the frontier where there is one, else the equal-budget `random` control)."""
+    lines = []
+    for (model, label), by in group(runs).items():
+        reg = policy_stats(by, "regular")
+        if not reg["final_acc"].values:
+            continue
+        spread = reg["final_acc"].std
+        n = _seeds(by)
+        head = f"**{display_name(model)} on {label}** ({n} seed{'s' if n != '1' else ''}; regular final accuracy {reg['final_acc'].fmt(2, '%')})"
+        ok = [(policy_stats(by, p)["saved_pct"].mean, p) for p in pruned_policies(by)
+              if policy_stats(by, p)["d_final"].values and policy_stats(by, p)["d_final"].mean >= -spread]
+        if ok:
+            saved, best = max(ok)
+            st = policy_stats(by, best)
+            lines.append(f"- {head}: within one std of regular ({spread:.2f} pt), {policy_label(best)} saves the "
+                         f"most time: {st['saved_pct'].fmt(2, '%')} (skipping {st['skipped_pct'].fmt(1, '%')} of "
+                         f"sample-epochs) at {st['d_final'].fmt(2, ' pt')}.")
+        else:
+            lines.append(f"- {head}: no policy stays within one std of regular ({spread:.2f} pt).")
+        for p in pruned_policies(by):
+            st = policy_stats(by, p)
+            if not st["d_final"].values or p == "random" or frontier_fraction(p) is not None:
+                continue
+            at = _frontier_at(by, st["skipped_pct"].mean)
+            control = policy_stats(by, "random")
+            if at is None and control["d_final"].values and p == "fine":
+                at, what = control["d_final"].mean, "the random control at the same budget"
+            else:
+                what = "random pruning in every epoch at the same budget"
+            if at is not None:
+                word = "better than" if st["d_final"].mean > at else "no better than"
+                lines.append(f"  - {policy_label(p)}: {st['d_final'].fmt(2, ' pt')} at {st['skipped_pct'].fmt(1, '%')} "
+                             f"skipped, {word} {what} ({at:+.2f} pt).")
+    return lines

@@ -39,6 +39,9 @@ class CompareConfig:
                                  help="Policies to compare, comma-separated (see `fineprune policies`). (default regular,fine,random)")
     seeds: list[int] = option(factory=lambda: [0], check=lambda v: None if v else "must list at least one seed",
                               help="Seeds, e.g. 0,1,2. (default 0)")
+    frontier: list[float] = option(factory=list, check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
+                                   help="The random frontier: `random` pruning in every epoch at these prune fractions, "
+                                        "e.g. 0.1,0.2,0.3,0.4,0.5, so each policy meets random at its own budget.")
     out: str = option("results/runs/compare", help="Folder for the run folders. (default results/runs/compare)")
 
 
@@ -58,18 +61,38 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
     return c
 
 
+FRONTIER = "random-every-"  # arm names of the random frontier: random-every-20 = 20% every epoch
+
+
+def frontier_arm(fraction: float) -> str:
+    return f"{FRONTIER}{round(100 * fraction):g}"
+
+
+def frontier_fraction(arm: str) -> float | None:
+    """The prune fraction of a frontier arm's name, None for any other arm."""
+    try:
+        return float(arm[len(FRONTIER):]) / 100 if arm.startswith(FRONTIER) else None
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Job:
     model: str
     dataset: str
     policy: str
     seed: int
+    fraction: float | None = None   # a frontier arm: this prune fraction in every epoch
+
+    @property
+    def arm(self) -> str:
+        return self.policy if self.fraction is None else frontier_arm(self.fraction)
 
     def run_dir(self, out: str | Path) -> Path:
-        return Path(out) / f"{self.model}-{self.dataset}" / f"{self.policy}-seed{self.seed}"
+        return Path(out) / f"{self.model}-{self.dataset}" / f"{self.arm}-seed{self.seed}"
 
     def __str__(self) -> str:
-        return f"{self.model} on {self.dataset}, {self.policy}, seed {self.seed}"
+        return f"{self.model} on {self.dataset}, {self.arm}, seed {self.seed}"
 
 
 def plan(cfg: Config, c: CompareConfig) -> list[Job]:
@@ -80,8 +103,9 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
         raise ConfigError("no model given: pass --model or list compare.models in --config")
     if not dataset_names:
         raise ConfigError("no dataset given: pass --dataset or list compare.datasets in --config")
-    jobs = [Job(m, d, p, s) for s in c.seeds for m in model_names for d in dataset_names
-            for p in c.policies]
+    arms = [(p, None) for p in c.policies] + [("random", f) for f in c.frontier]
+    jobs = [Job(m, d, p, s, f) for s in c.seeds for m in model_names for d in dataset_names
+            for p, f in arms]
     for job in jobs:  # fail on a bad model or dataset before any training starts
         validate(job_config(cfg, job, c.out))
     return jobs
@@ -95,6 +119,11 @@ def job_config(cfg: Config, job: Job, out: str) -> Config:
     job_cfg.prune.enabled = job.policy != "regular"
     if job.policy != "regular":
         job_cfg.prune.policy = job.policy
+    if job.fraction is not None:  # every epoch prunes: one-epoch windows and blocks
+        p = job_cfg.prune
+        p.window, p.start, p.attenuation, p.block, p.count = 1, 0, 1.0, 1, 1
+        p.prune_fraction, p.anneal = job.fraction, None
+    job_cfg.run.arm = job.arm if job.arm != job.policy else ""
     job_cfg.run.out = str(job.run_dir(out))
     return job_cfg
 
@@ -104,6 +133,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config = copy.deepcopy(config)
     config.get("run", {}).pop("out", None)
     config.get("run", {}).pop("checkpoint_every", None)
+    config.get("run", {}).pop("arm", None)
     config.get("data", {}).pop("label", None)
     if not config.get("prune", {}).get("enabled", False):
         config.pop("prune", None)

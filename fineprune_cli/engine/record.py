@@ -88,6 +88,7 @@ class RunSummary:
     epochs: int
     seed: int
     policy: str = "regular"
+    arm: str = ""            # its name in a comparison when that is not the policy (e.g. random-every-20)
     status: Status = Status.INCOMPLETE
     epochs_completed: int = 0
     dataset_label: str = ""

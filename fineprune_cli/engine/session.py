@@ -122,7 +122,8 @@ def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
     return RunSummary(
         model=cfg.model.name, dataset=cfg.data.dataset, epochs=cfg.train.epochs, seed=cfg.run.seed,
-        policy=cfg.policy, dataset_label=cfg.data.label or cfg.data.dataset, num_train=num_train,
+        policy=cfg.policy, arm=cfg.run.arm, dataset_label=cfg.data.label or cfg.data.dataset,
+        num_train=num_train,
         device=describe_device(device), run_dir=str(path), torch=torch.__version__,
         git_commit=git_commit(), started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=command,
         world_size=world_size, schedule=schedule if cfg.policy != "regular" else {})
