@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import reprlib
 import typing
 from typing import Any, Callable
 
@@ -104,9 +105,14 @@ def coerce(value: Any, annotation: Any, where: str) -> Any:
     raise ConfigError(f"{where}: expected {_type_name(annotation)}, got {short_repr(value)}")
 
 
+_REPR = reprlib.Repr()  # keyword arguments only from Python 3.12
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 3, 4, 4, 60, 60
+
+
 def short_repr(value: Any, limit: int = 80) -> str:
-    """A value for an error line: never the whole of a huge (e.g. alias-expanded) structure."""
-    text = repr(value)
+    """A value for an error line: bounded work and length whatever the value (a YAML alias
+    bomb expands to billions of elements; a full repr() of it would never end)."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
 
 

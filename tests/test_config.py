@@ -73,3 +73,27 @@ def test_parse_int_list():
     assert parse_int_list("", "--milestones") == []
     with pytest.raises(ConfigError):
         parse_int_list("60;120", "--milestones")
+
+
+def test_yaml_alias_bomb_gives_a_short_error_quickly(tmp_path):
+    """309 bytes that expand to 10**9 list items: the error line must not repr() them all."""
+    import time
+
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i, name in enumerate("bcdefghi"):
+        prev = "abcdefgh"[i]
+        lines.append(f"{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]")
+    lines.append("train: {milestones: *i}")
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        build_config(f, {})
+    assert time.perf_counter() - t0 < 5 and len(str(err.value)) < 300
+
+
+def test_non_finite_numbers_are_refused(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("prune: {tolerance: .nan}\n")
+    with pytest.raises(ConfigError, match="prune.tolerance: must be a finite number"):
+        build_config(f, {})

@@ -1,6 +1,7 @@
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,11 @@ def test_verdict_reads_the_random_frontier_between_its_budgets(tmp_path):
     # frontier: 10% -> -0.2 pt, 20% -> -1.2 pt; at fine's 15% it reads -0.7 pt, fine has -1.0 pt
     assert lines[-1] == ("  - fine-pruning: -1.00 pt at 15.0% skipped, no better than random pruning in "
                          "every epoch at the same budget (-0.70 pt).")
+
+
+def test_a_fifo_named_summary_is_left_out_not_waited_on(tmp_path):
+    path = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    (path / "summary.json").unlink()
+    os.mkfifo(path / "summary.json")
+    runs, problems = load_runs([tmp_path])
+    assert not runs and "not a regular file" in problems[0].reason

@@ -264,6 +264,8 @@ def read_summary(run_dir: Path) -> RunSummary:
 
 
 def _read_json(path: Path, run_dir: Path) -> Any:
+    if path.exists() and not path.is_file():  # a FIFO or device would block or never end
+        raise ConfigError(f"{path} is not a regular file")
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
