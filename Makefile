@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test demo reproduce cifar10-jpeg cifar10-lenet-cpu bench clean-venv
+.PHONY: setup test demo reproduce cifar10-jpeg cifar10-lenet-cpu bench gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -52,6 +52,33 @@ cifar10-lenet-cpu: setup cifar10-jpeg
 bench: setup
 	if $(PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then \
 		$(PY) experiments/bench/bench.py; else $(PY) experiments/bench/bench.py --quick; fi
+
+# `make gpu`: the CUDA path checked, benchmarked and the ResNet-18 row reproduced (issue 16), in steps
+# that each fit one 10-minute call on a lent GPU machine: STEP=check|bench|reproduce-regular|
+# reproduce-fine|reproduce-random|report|all. It uses the machine's own python3 and torch (no venv;
+# the project itself is installed with --no-deps, so nothing is downloaded). Where the copy has no .git, name the
+# commit, COMMIT=<sha>. Dry run on a CPU: make gpu DEVICE=cpu QUICK=1 (results in .gpu-quick/).
+GPU_PY  ?= python3
+STEP    ?= all
+DEVICE  ?= cuda
+QUICK   ?=
+RESULTS ?=
+GPU_ARGS ?=
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+
+# the machine's own torch stays: --no-deps; the install maps models/ to fineprune_cli.models
+gpu:
+	$(GPU_PY) -m pip install -q --no-deps --no-build-isolation --disable-pip-version-check -e .
+	FINEPRUNE_GIT_COMMIT=$(COMMIT) PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PY) \
+		experiments/gpu/gpu.py $(STEP) --device $(DEVICE) $(if $(QUICK),--quick) $(if $(RESULTS),--results-dir $(RESULTS)) $(GPU_ARGS)
+
+# What the GPU machine cannot reach, copied into the ignored .gpu-data/ so it can travel with the
+# working tree (64 MiB a call): carry .gpu-data/cifar10 for the reproduce steps (55 MB),
+# .gpu-data/fashion-mnist for the check step (30 MB).
+gpu-data: $(FMNIST)
+	mkdir -p .gpu-data/cifar10 .gpu-data/fashion-mnist
+	cp ../shared/data/cifar10-jpeg.npz ../shared/data/unpack_cifar10_jpeg.py .gpu-data/cifar10/
+	cp $(dir $(FMNIST))*-ubyte.gz .gpu-data/fashion-mnist/
 
 clean-venv:
 	rm -rf $(VENV)

@@ -11,12 +11,18 @@ Per model, on CIFAR-shaped synthetic data at batch 128, measured in one run:
 
 `--quick` (what `make bench` runs on a CPU) keeps to a few models and small subsets so it
 ends in under 10 minutes on 2 cores.
+
+The table is rewritten after every model, so a run stopped at a time limit keeps the models
+it finished; `--merge` keeps the rows of models not measured now from the table already there
+(to measure the zoo over several sessions: each row names its commit).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -24,11 +30,12 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from bench_prune import run as prune_ratio
 from bench_trainer import bench as throughput
-from common import write_table
+from common import table_stem, write_table
 
 from fineprune_cli import models
-from fineprune_cli.engine.session import describe_device
 from fineprune_cli.analysis.tables import paper_results
+from fineprune_cli.engine.record import git_commit
+from fineprune_cli.engine.session import describe_device
 from fineprune_cli.engine.trainer import resolve_device
 
 # nominal dense bf16 tensor-core peaks (vendor data sheets), TFLOP/s
@@ -45,14 +52,14 @@ def flops_per_image(name: str) -> float:
     return counter.get_total_flops() / 4
 
 
-def peak_tflops(device: torch.device) -> tuple[float, str]:
+def peak_tflops(device: torch.device, size: int = 2048) -> tuple[float, str]:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         for key, peak in GPU_PEAKS.items():
             if key in name:
                 return peak, f"nominal bf16 dense ({key})"
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    a = torch.randn(2048, 2048, device=device, dtype=dtype)
+    a = torch.randn(size, size, device=device, dtype=dtype)
     best = 0.0
     for _ in range(5):
         if device.type == "cuda":
@@ -62,8 +69,8 @@ def peak_tflops(device: torch.device) -> tuple[float, str]:
             a @ a
         if device.type == "cuda":
             torch.cuda.synchronize()
-        best = max(best, 4 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e12)
-    return best, f"measured {str(dtype).removeprefix('torch.')} 2048² matmul"
+        best = max(best, 4 * 2 * size**3 / (time.perf_counter() - t0) / 1e12)
+    return best, f"measured {str(dtype).removeprefix('torch.')} {size}² matmul"
 
 
 def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak: float) -> dict:
@@ -80,7 +87,26 @@ def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak:
         "overhead_pct": t["tracker_overhead_pct"],
         "projected_200ep_min": round(50000 * 200 / t["ours_img_s"] / 60, 1),
         "paper_200ep_min": round(paper["regular_s"] / 60, 1) if paper else "",
+        "commit": git_commit(),
     }
+
+
+def earlier_rows(csv_path: Path, columns: list[str], measuring: list[str]) -> list[dict]:
+    """Rows of the table already at `csv_path` for models not measured now (same columns only)."""
+    if not csv_path.exists():
+        return []
+    with open(csv_path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("model") not in measuring and list(r) == columns]
+    return [{k: _number(v) for k, v in r.items()} for r in rows]
+
+
+def _number(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def main() -> None:
@@ -90,25 +116,37 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None, help="epochs timed per loop (default 3; --quick: 2)")
     ap.add_argument("--quick", action="store_true", help="a CPU-sized subset: few models, small epochs")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--peak-size", type=int, default=None,
+                    help="matmul size measuring the peak where no data-sheet figure is known (default 2048; dry runs: smaller)")
+    ap.add_argument("--out", default=None, help="folder for the table (default results/bench)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of models not measured now from the table already there")
     args = ap.parse_args()
     device = resolve_device(args.device)
     names = args.models.split(",") if args.models else list(QUICK) if args.quick else models.list_models()
     rounds = args.rounds or (2 if args.quick else 3)
-    peak, peak_source = peak_tflops(device)
-    rows = []
-    for name in names:
-        subset = args.subset or (QUICK.get(name, 512) if args.quick else None)
-        rows.append(bench_model(name, subset, rounds, device, peak))
-        print(rows[-1], flush=True)
+    peak, peak_source = peak_tflops(device, args.peak_size or 2048)
     cmd = "python experiments/bench/bench.py " + " ".join(
-        f"--{k}" if v is True else f"--{k} {v}" for k, v in vars(args).items() if v not in (None, False))
+        f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in vars(args).items()
+        if v not in (None, False))
     notes = [f"peak: {peak:.2f} TFLOP/s ({peak_source}); peak_pct = ours_img_s x FLOPs per image / peak",
              f"img/s: median of {rounds} epochs of ours and of the bare loop, alternating, same run",
              "pruned_0.3 / pruned_0.5: pruned over full epoch time, same run (ideal 0.7 / 0.5)",
              "overhead_pct: DroppingCount.update time / training time, same run",
              "projected_200ep_min: 200 x 50,000 images at ours_img_s, training only; paper: Table 1 regular, GTX 1080 Ti",
              f"device: {describe_device(device)}"]
-    print("wrote", write_table("", rows, device, cmd, notes))
+    rows: list[dict] = []
+    for name in names:
+        subset = args.subset or (QUICK.get(name, 512) if args.quick else None)
+        rows.append(bench_model(name, subset, rounds, device, peak))
+        print(rows[-1], flush=True)
+        kept = earlier_rows(table_stem("", device, args.out).with_suffix(".csv"), list(rows[0]), names) \
+            if args.merge else []
+        zoo = models.list_models()
+        table = sorted(kept + rows, key=lambda r: zoo.index(r["model"]) if r["model"] in zoo else len(zoo))
+        # written after every model: a run stopped at a time limit keeps what it measured
+        stem = write_table("", table, device, cmd, notes, args.out)
+    print("wrote", stem)
 
 
 if __name__ == "__main__":

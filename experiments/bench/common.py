@@ -25,11 +25,21 @@ def median(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def write_table(name: str, rows: list[dict], device, command: str, notes: list[str]) -> Path:
+def device_slug(device) -> str:
+    """The device in file names: 'nvidia-h100-80gb-hbm3', 'cpu-intel-r-xeon-r-processor'."""
+    return slug(describe_device(device).split(",")[0])
+
+
+def table_stem(name: str, device, out: Path | None = None) -> Path:
+    """<out>/<name>-<device> (out: results/bench by default); add .csv or .md."""
+    return Path(out or ROOT / "results" / "bench") / "-".join(filter(None, [name, device_slug(device)]))
+
+
+def write_table(name: str, rows: list[dict], device, command: str, notes: list[str],
+                out: Path | None = None) -> Path:
     """results/bench/<name>-<device>.csv and .md, with the machine and the command to redo it."""
-    out = ROOT / "results" / "bench"
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / "-".join(filter(None, [name, slug(describe_device(device).split(',')[0])]))
+    stem = table_stem(name, device, out)
+    stem.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()

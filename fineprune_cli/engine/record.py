@@ -217,8 +217,8 @@ def git_commit() -> str:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "--short", "HEAD")
-    if commit is None:
-        return "unknown"
+    if commit is None:  # a copy without .git (e.g. a GPU machine's): the launcher may name it
+        return os.environ.get("FINEPRUNE_GIT_COMMIT") or "unknown"
     dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(exclude,top)results")
     return commit + ("-dirty" if dirty else "")
 

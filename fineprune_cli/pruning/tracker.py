@@ -64,7 +64,10 @@ class DroppingCount:
         if not self._indices:
             return
         dev = self._counts.device
-        sizes = torch.tensor([t.numel() for t in self._losses], device=dev)
+        # torch.tensor(..., device=cuda) copies from pageable memory and waits for the GPU;
+        # a pinned, non-blocking copy does not, so a flush inside an epoch costs no host sync
+        sizes = torch.tensor([t.numel() for t in self._losses], pin_memory=dev.type == "cuda")
+        sizes = sizes.to(dev, non_blocking=True)
         losses = torch.cat(self._losses).float().to(dev)
         indices = torch.cat(self._indices).to(dev)
         batch = torch.repeat_interleave(torch.arange(len(self._losses), device=dev), sizes,
