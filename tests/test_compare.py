@@ -131,3 +131,24 @@ def test_frontier_run_skips_its_share_in_every_epoch(tmp_path):
     s = summary_of(arm)
     assert s["arm"] == "random-every-20" and s["policy"] == "random"
     assert s["pruning_epochs"] == [1, 2] and s["samples_skipped"] == 2 * 40
+
+
+def test_a_run_folder_of_the_first_release_is_reused(tmp_path):
+    """Schema-1 folders (no schema key, the compare matrix inside config.yaml, no run.arm) count
+    as finished runs of the same settings: long experiments survive an upgrade."""
+    cfg, c = _cfg(tmp_path, policies=["regular", "fine"])
+    cfg.train.epochs = 2
+    first = run_matrix(cfg, c, show_progress=False)
+    for d in first:
+        s = summary_of(d)
+        for key in ("schema", "arm", "final_test_loss"):
+            s.pop(key)
+        (d / "summary.json").write_text(json.dumps(s))
+        old = yaml.safe_load((d / "config.yaml").read_text())
+        old["run"].pop("arm")
+        old["compare"] = {"models": [], "datasets": [], "policies": ["regular", "fine", "random"],
+                          "seeds": [0], "out": "results/runs/compare"}
+        (d / "config.yaml").write_text(yaml.safe_dump(old))
+    stamps = [(d / "metrics.csv").stat().st_mtime_ns for d in first]
+    assert run_matrix(cfg, c, show_progress=False) == first
+    assert [(d / "metrics.csv").stat().st_mtime_ns for d in first] == stamps

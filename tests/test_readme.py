@@ -34,3 +34,35 @@ def test_own_loop_examples_train(index):
         assert scope["keep"].numel() == 300
     else:                  # infobatch prunes below-mean samples up to 0.875 x 8 = epoch 7
         assert scope["plan"].samples == 300 and scope["policy"].plan(5).samples < 300
+
+
+def _readme_commands() -> list[list[str]]:
+    """Every `fineprune ...` line of the README's shell blocks, continuation lines joined."""
+    import shlex
+
+    text = README.read_text()
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("fineprune "):
+                commands.append(shlex.split(line)[1:])
+    return commands
+
+
+def test_every_readme_command_parses():
+    """Each flag the README shows exists on its command (nothing runs)."""
+    import typer
+
+    from fineprune_cli.cli import app
+
+    group = typer.main.get_command(app)
+    commands = _readme_commands()
+    assert len(commands) >= 10
+    for argv in commands:
+        command = group.commands[argv[0]]
+        args = [a.replace("<run>", "x") for a in argv[1:]]
+        try:
+            command.make_context(argv[0], args)
+        except typer.TyperException as exc:
+            pytest.fail(f"README: fineprune {' '.join(argv)}: {exc.format_message()}")
