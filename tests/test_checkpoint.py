@@ -147,3 +147,31 @@ def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
     assert proc.returncode == 130, err.decode()
     assert len(lines) == 1 and "continue with: fineprune train --resume" in lines[0]
     assert summary_of(out)["status"] == "interrupted" and (out / CHECKPOINT).exists()
+
+
+def test_train_refuses_a_folder_that_holds_a_run(tmp_path):
+    cfg = _cfg(tmp_path / "r", False, epochs=1)
+    train(cfg, show_progress=False)
+    with pytest.raises(ConfigError, match="already holds a run: continue it with `fineprune train --resume"):
+        train(_cfg(tmp_path / "r", True, epochs=1), show_progress=False)
+
+
+def test_resume_refuses_a_checkpoint_of_other_settings(tmp_path):
+    """An edited config.yaml (or a run started over another's checkpoint) is not spliced on."""
+    cfg = _cfg(tmp_path / "r", True, epochs=4)
+    with pytest.raises(Interrupted):
+        train(cfg, show_progress=False, bar=SignalAt(2))
+    config = (tmp_path / "r" / "config.yaml").read_text()
+    (tmp_path / "r" / "config.yaml").write_text(config.replace("subset: 300", "subset: 280"))
+    with pytest.raises(ConfigError, match="checkpoint was made with other settings"):
+        resume(tmp_path / "r", show_progress=False)
+
+
+def test_one_writer_per_run_folder(tmp_path):
+    from fineprune_cli.engine.record import RunRecord
+
+    first = RunRecord(tmp_path / "r")
+    with pytest.raises(ConfigError, match="being written by another fineprune process"):
+        RunRecord(tmp_path / "r")
+    first.close()                              # released (as it is when a writer dies)
+    RunRecord(tmp_path / "r").close()

@@ -152,3 +152,15 @@ def test_a_run_folder_of_the_first_release_is_reused(tmp_path):
     stamps = [(d / "metrics.csv").stat().st_mtime_ns for d in first]
     assert run_matrix(cfg, c, show_progress=False) == first
     assert [(d / "metrics.csv").stat().st_mtime_ns for d in first] == stamps
+
+
+def test_compare_refuses_to_resume_a_run_made_with_other_settings(tmp_path):
+    cfg, c = _cfg(tmp_path, policies=["regular"])
+    cfg.train.epochs = 2
+    (run,) = run_matrix(cfg, c, show_progress=False)
+    s = summary_of(run)
+    s["status"] = "interrupted"
+    (run / "summary.json").write_text(json.dumps(s))
+    cfg.train.lr = 0.05
+    with pytest.raises(ConfigError, match=r"holds a run \(interrupted\) made with other settings .*train.lr"):
+        run_matrix(cfg, c, show_progress=False)

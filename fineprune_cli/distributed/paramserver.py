@@ -242,7 +242,7 @@ def train_ps(cfg: Config, world: World, command: str | None) -> RunSummary:
 def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
                   command: str | None) -> RunSummary:
     path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
-    record = RunRecord(path)
+    record = RunRecord(path, fresh=True)
     record.write_config(cfg.to_dict())
     summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
     summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - 1, groups=len(groups))
@@ -272,4 +272,5 @@ def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: 
         server.close_epoch(epoch)
     summary.status, summary.finished = Status.COMPLETE, time.strftime("%Y-%m-%dT%H:%M:%S")
     record.write_summary(summary)
+    record.close()
     return summary

@@ -152,8 +152,8 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
 
 
 def existing_state(job_cfg: Config) -> str:
-    """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a complete run made
-    with other settings is an error."""
+    """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a run made with other
+    settings, finished or not, is an error."""
     path = Path(job_cfg.run.out)
     if not (path / SUMMARY).exists():
         return "new"
@@ -162,20 +162,18 @@ def existing_state(job_cfg: Config) -> str:
         saved = load_run_config(path)
     except ConfigError:
         return "incomplete"
-    if status == Status.DIVERGED:
-        return "diverged"  # deterministic: training it again would diverge again
-    if status.resumable:
-        return "incomplete"
     try:  # fields added since the run was made read as their defaults
         saved = config_from_dict(saved).to_dict()
     except ConfigError as exc:
         raise ConfigError(f"{path} holds a run whose config this version cannot read ({exc}); "
                           "use another --out or delete that folder") from None
     diffs = _differences(_comparable(job_cfg.to_dict()), _comparable(saved))
-    if diffs:
-        raise ConfigError(f"{path} holds a complete run with other settings ({diffs[0]}); "
+    if diffs:  # whatever its status: resuming it would mix settings under one label too
+        raise ConfigError(f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
                           "use another --out or delete that folder")
-    return "complete"
+    if status == Status.DIVERGED:
+        return "diverged"  # deterministic: training it again would diverge again
+    return "incomplete" if status.resumable else "complete"
 
 
 def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
@@ -193,12 +191,11 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
             job_cfg = job_config(cfg, job, c.out)
             labelled = _Labelled(bar, str(job))
             path = Path(job_cfg.run.out)
-            if states[job] == "incomplete" and (path / CHECKPOINT).exists():
-                console.info(f"{job}: resuming from its checkpoint")
-                _resume_or_note(path, labelled)
-                continue
             if states[job] == "incomplete":
-                console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
+                if not (path / CHECKPOINT).exists():
+                    console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
+                elif _resume_or_note(path, labelled):
+                    continue
                 _clear(path)
             _train_or_note(job_cfg, command, labelled)
     return [job.run_dir(c.out) for job in jobs]
@@ -213,13 +210,20 @@ def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
         console.info(f"{bar.label}: {exc}")
 
 
-def _resume_or_note(path: Path, bar: Any) -> None:
+def _resume_or_note(path: Path, bar: Any) -> bool:
+    """Resume; False when the checkpoint cannot be continued (an older format, or made with
+    other settings), so the run is trained again."""
     from ..engine.session import resume
 
+    console.info(f"{bar.label}: resuming from its checkpoint")
     try:
         resume(path, show_progress=False, bar=bar)
     except Diverged as exc:
         console.info(f"{bar.label}: {exc}")
+    except ConfigError as exc:
+        console.info(f"{bar.label}: {exc}; training it again")
+        return False
+    return True
 
 
 class _Labelled:

@@ -15,9 +15,7 @@ from typing import Any
 import torch
 
 from ..errors import ConfigError, FinepruneError
-from .record import atomic_torch_save
-
-CHECKPOINT = "checkpoint.pt"
+from .record import CHECKPOINT, atomic_torch_save
 FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr scheduler)
 
 

@@ -8,8 +8,11 @@ the previous version intact. Folders written before schema 2 are read as well.
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
+import fcntl
+import hashlib
 import io
 import json
 import math
@@ -27,7 +30,7 @@ import yaml
 
 from ..errors import ConfigError
 
-CONFIG, METRICS, SUMMARY = "config.yaml", "metrics.csv", "summary.json"
+CONFIG, METRICS, SUMMARY, CHECKPOINT = "config.yaml", "metrics.csv", "summary.json", "checkpoint.pt"
 SCHEMA = 2  # 1: written before the typed record (no "schema" key)
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -223,13 +226,44 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-class RunRecord:
-    """Writes a run folder (rank 0 of a data-parallel run; the others get `write=False`)."""
+def fingerprint(config: dict[str, Any]) -> str:
+    """What a checkpoint must match to be continued: the resolved settings, less where the run
+    is written and how often it checkpoints."""
+    settings = copy.deepcopy(config)
+    for key in ("out", "checkpoint_every"):
+        settings.get("run", {}).pop(key, None)
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
-    def __init__(self, path: Path, write: bool = True):
-        self.path, self.write = Path(path), write
+
+class RunRecord:
+    """Writes a run folder (rank 0 of a data-parallel run; the others get `write=False`).
+
+    The writer holds an exclusive lock on the folder until `close()` (or its process ends, so
+    a dead writer's lock never lingers); `fresh=True` refuses a folder that holds a run."""
+
+    def __init__(self, path: Path, write: bool = True, fresh: bool = False):
+        self.path, self.write, self._lock = Path(path), write, None
+        if fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
+            raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
+                              f"--resume {self.path}`, or choose another --out (or delete it)")
         if write:
             self._prepare()
+            self._take_lock()
+
+    def _take_lock(self) -> None:
+        fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o666 & ~_UMASK)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError(f"{self.path} is being written by another fineprune process; wait for it "
+                              "or choose another --out") from None
+        self._lock = fd
+
+    def close(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # releases the lock
+            self._lock = None
 
     def _prepare(self) -> None:
         """Create the folder and prove it writable before any training time is spent."""

@@ -22,8 +22,8 @@ from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
 from .data import load_dataset
-from .record import (EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite, git_commit,
-                     load_run_config, read_summary)
+from .record import (EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint, finite,
+                     git_commit, load_run_config, read_summary)
 from .trainer import DeviceData, Trainer, resolve_device, scheduled_lr, wants_augment
 from .world import World
 
@@ -164,12 +164,15 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
     validate(cfg)
     world = worlds.from_env()
     path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
-    record = RunRecord(path, write=world.main)
-    trainer, policy = build(cfg, world)
-    record.write_config(cfg.to_dict())
-    summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
-    record.write_summary(summary)
-    return run(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)
+    record = RunRecord(path, write=world.main, fresh=world.main)
+    try:
+        trainer, policy = build(cfg, world)
+        record.write_config(cfg.to_dict())
+        summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
+        record.write_summary(summary)
+        return run(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)
+    finally:
+        record.close()
 
 
 def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSummary:
@@ -184,8 +187,19 @@ def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSum
     cfg.run.out = str(run_dir)
     world = worlds.from_env()
     record = RunRecord(Path(run_dir), write=world.main)
+    try:
+        return _resume(cfg, record, summary, world, show_progress, bar)
+    finally:
+        record.close()
+
+
+def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, show_progress: bool,
+            bar: Any) -> RunSummary:
     trainer, policy = build(cfg, world)
     state = checkpoint.load(record.path, trainer.device)
+    if state.get("fingerprint") != fingerprint(cfg.to_dict()):
+        raise ConfigError(f"{record.path}: the checkpoint was made with other settings than its "
+                          "config.yaml (a run started over it, or the file was edited); resume refused")
     trainer.load_state_dict(state["trainer"])
     policy.load_state_dict(state["policy"])
     checkpoint.restore_rng(state)
@@ -273,7 +287,7 @@ def _any_rank(flag: bool, world: World, device: torch.device) -> bool:
 
 def _checkpoint(s: Session) -> None:
     state = {"trainer": s.trainer.state_dict(), "policy": s.policy.state_dict(),
-             "totals": s.totals.state_dict()}
+             "totals": s.totals.state_dict(), "fingerprint": fingerprint(s.cfg.to_dict())}
     if s.world.main:
         checkpoint.save(s.record.path, state)
 
