@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import shlex
 import subprocess
 import tempfile
 import time
@@ -245,7 +246,7 @@ class RunRecord:
         self.path, self.write, self._lock = Path(path), write, None
         if fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
             raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
-                              f"--resume {self.path}`, or choose another --out (or delete it)")
+                              f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)")
         if write:
             self._prepare()
             self._take_lock()

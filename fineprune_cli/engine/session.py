@@ -8,6 +8,7 @@ checkpoint -> stop test, epoch after epoch.
 from __future__ import annotations
 
 import platform
+import shlex
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -297,7 +298,7 @@ def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
     s.record.write_summary(s.summary)
     raise checkpoint.Interrupted(
         f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
-        f"{s.cfg.train.epochs}; continue with: fineprune train --resume {s.record.path}")
+        f"{s.cfg.train.epochs}; continue with: fineprune train --resume {shlex.quote(str(s.record.path))}")
 
 
 def _diverged(s: Session, row: EpochRow) -> None:
