@@ -32,3 +32,20 @@ def metrics_rows(run_dir, drop_timing=False):
 
 def summary_of(run_dir):
     return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+def spawn_ranks(rank_main, size, tmp_path, seconds=120):
+    """Run rank_main(rank, size, init_file, out_dir) in `size` processes that meet through a
+    file; each saves `rank<r>.pt` in out_dir, returned in rank order. A hang fails the test
+    instead of blocking CI."""
+    import pytest
+    import torch
+    import torch.multiprocessing as mp
+
+    ctx = mp.spawn(rank_main, args=(size, str(tmp_path / "rdzv"), str(tmp_path)), nprocs=size, join=False)
+    for _ in range(seconds):
+        if ctx.join(timeout=1):
+            return [torch.load(tmp_path / f"rank{r}.pt") for r in range(size)]
+    for p in ctx.processes:
+        p.kill()
+    pytest.fail(f"distributed ranks did not finish within {seconds} s")

@@ -10,14 +10,13 @@ from datetime import timedelta
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from fineprune_cli.distributed.launch import without_launch_flags
 from fineprune_cli.engine.world import World, from_env, step_slices
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import Pruner
 from fineprune_cli.pruning.schedule import PruneSchedule
-from conftest import free_port
+from conftest import free_port, spawn_ranks
 
 N, BATCH, STEPS = 96, 12, 8
 SCHEDULE = dict(window=3, start=1, attenuation=1, block=1, count=1)
@@ -64,19 +63,10 @@ def _rank_main(rank, size, init_file, out_dir):
     dist.destroy_process_group()
 
 
-def _spawn(size, tmp_path):
-    ctx = mp.spawn(_rank_main, args=(size, str(tmp_path / "rdzv"), str(tmp_path)), nprocs=size, join=False)
-    for _ in range(120):                 # a hang fails the test instead of blocking CI
-        if ctx.join(timeout=1):
-            return [torch.load(tmp_path / f"rank{r}.pt") for r in range(size)]
-    for p in ctx.processes:
-        p.kill()
-    pytest.fail("distributed ranks did not finish within 120 s")
-
 
 @pytest.mark.parametrize("size", [2, 3])
 def test_ranks_agree_and_counts_equal_a_single_process(tmp_path, size):
-    results = _spawn(size, tmp_path)
+    results = spawn_ranks(_rank_main, size, tmp_path)
     single = Pruner(N, PruneSchedule(**SCHEDULE), 0.25, seed=5)
     # the single process sees the same global batches, cut the same way
     single_keeps = _feed_single(single, size)

@@ -5,14 +5,14 @@ one process that observed the whole batches."""
 import os
 from datetime import timedelta
 
-import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from fineprune_cli.pruning import PruneConfig, create
+from conftest import spawn_ranks
 
 N, BATCH, EPOCHS, SIZE = 60, 8, 5, 2
+
 POLICIES = ["infobatch", "ucb", "egreedy"]
 CFG = dict(prune_fraction=0.3, infobatch_ratio=0.5, anneal=0.8)   # epoch 5 > 0.8 x 5: full
 
@@ -53,22 +53,13 @@ def _rank_main(rank, size, init_file, out_dir):
     dist.destroy_process_group()
 
 
-def _spawn(tmp_path):
-    ctx = mp.spawn(_rank_main, args=(SIZE, str(tmp_path / "rdzv"), str(tmp_path)), nprocs=SIZE, join=False)
-    for _ in range(120):                 # a hang fails the test instead of blocking CI
-        if ctx.join(timeout=1):
-            return [torch.load(tmp_path / f"rank{r}.pt") for r in range(SIZE)]
-    for p in ctx.processes:
-        p.kill()
-    pytest.fail("distributed ranks did not finish within 120 s")
-
 
 def _same(a, b):
     return a.dtype == b.dtype and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)
 
 
 def test_two_ranks_end_with_one_process_scores_and_plans(tmp_path):
-    ranks = _spawn(tmp_path)
+    ranks = spawn_ranks(_rank_main, SIZE, tmp_path)
     for name in POLICIES:
         single = _run(name, 0, 1, None)
         assert any(len(idx) < N for idx, _ in single["plans"]), name          # it pruned
