@@ -1,6 +1,7 @@
 """Each loader against small files the test writes in the real format."""
 
 import gzip
+import os
 import pickle
 import struct
 
@@ -118,6 +119,28 @@ def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(data, "_decode_all", lambda items: pytest.fail("decoded again"))
     again = load_dataset("folder", tmp_path)
     assert torch.equal(again.train_x, ds.train_x) and torch.equal(again.test_y, ds.test_y)
+
+
+def test_cache_follows_files_that_move_between_classes(tmp_path):
+    """Count, bytes and newest mtime survive a move between class folders; labels must not."""
+    _image_folder(tmp_path)
+    first = load_dataset("folder", tmp_path)
+    src, dst = tmp_path / "train" / "apple" / "0.png", tmp_path / "train" / "zebra" / "9.png"
+    stat = src.stat()
+    src.rename(dst)
+    os.utime(dst, ns=(stat.st_atime_ns, stat.st_mtime_ns))     # the same mtime as before
+    moved = load_dataset("folder", tmp_path)
+    assert first.train_y.tolist() == [0, 0, 0, 1, 1, 1] and moved.train_y.tolist() == [0, 0, 1, 1, 1, 1]
+
+
+def test_a_cache_of_the_wrong_shape_is_rebuilt(tmp_path):
+    _image_folder(tmp_path)
+    good = load_dataset("folder", tmp_path)
+    cache = tmp_path / data.CACHE_NAME
+    saved = torch.load(cache, weights_only=True)
+    saved["train_x"] = saved["train_x"][:, 0]                    # 3-D: not images
+    torch.save(saved, cache)
+    assert torch.equal(load_dataset("folder", tmp_path).train_x, good.train_x)
 
 
 def test_unreadable_image_names_the_file(tmp_path):

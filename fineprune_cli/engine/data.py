@@ -7,6 +7,7 @@ device and never touches files again.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import pickle
 import struct
@@ -235,9 +236,27 @@ def _listing(root: Path) -> dict[str, list[tuple[Path, int]]]:
     return splits
 
 
-def _fingerprint(files: list[Path]) -> list[int]:
-    stats = [f.stat() for f in files]
-    return [len(files), sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0)]
+def _fingerprint(root: Path, listing: dict) -> str:
+    """Every file's path (relative), label, size and mtime, hashed: renaming a class folder or
+    moving a file between classes changes it, as editing a file does."""
+    digest = hashlib.sha256()
+    for split in ("train", "test"):
+        for f, label in listing[split]:
+            st = f.stat()
+            digest.update(f"{split}\0{f.relative_to(root)}\0{label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _cached(saved: dict, fingerprint: str) -> Dataset | None:
+    """The cache's dataset when it was made from these files and has the right shapes."""
+    if saved.get("fingerprint") != fingerprint:
+        return None
+    parts = [saved[k] for k in ("train_x", "train_y", "test_x", "test_y")]
+    ok = (all(isinstance(t, torch.Tensor) for t in parts) and parts[0].dim() == parts[2].dim() == 4
+          and parts[0].dtype == parts[2].dtype == torch.uint8 and len(parts[0]) == len(parts[1])
+          and len(parts[2]) == len(parts[3]) and parts[0].shape[1:] == parts[2].shape[1:])
+    classes = list(saved["classes"])
+    return Dataset("folder", *parts, len(classes), classes) if ok else None
 
 
 def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -269,15 +288,13 @@ def _folder(data_dir: Path | None, download: bool) -> Dataset:
     if not data_dir.is_dir():
         raise DataError(f"image folder {data_dir} does not exist")
     listing = _listing(data_dir)
-    files = [f for split in ("train", "test") for f, _ in listing[split]]
-    fingerprint = _fingerprint(files)
+    fingerprint = _fingerprint(data_dir, listing)
     cache = data_dir / CACHE_NAME
     if cache.is_file():
         try:
-            saved = torch.load(cache, weights_only=True)
-            if saved["fingerprint"] == fingerprint:
-                return Dataset("folder", saved["train_x"], saved["train_y"], saved["test_x"],
-                               saved["test_y"], len(saved["classes"]), list(saved["classes"]))
+            dataset = _cached(torch.load(cache, weights_only=True), fingerprint)
+            if dataset is not None:
+                return dataset
         except Exception:
             pass  # a stale or broken cache is simply rebuilt
     train_x, train_y = _decode_all(listing["train"])
