@@ -175,3 +175,18 @@ def test_one_writer_per_run_folder(tmp_path):
         RunRecord(tmp_path / "r")
     first.close()                              # released (as it is when a writer dies)
     RunRecord(tmp_path / "r").close()
+
+
+def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
+    cfg = _cfg(tmp_path / "never", False)
+    cfg.data.dataset, cfg.data.data_dir = "folder", str(tmp_path / "no-such-images")
+    with pytest.raises(Exception, match="does not exist"):
+        train(cfg, show_progress=False)
+    assert not (tmp_path / "never").exists()
+    cfg = _cfg(tmp_path / "r", True, epochs=3)
+    with pytest.raises(Interrupted):
+        train(cfg, show_progress=False, bar=SignalAt(1))
+    orphan = tmp_path / "r" / ".checkpoint.pt.x1y2.tmp"       # as a SIGKILL mid-write leaves it
+    orphan.write_bytes(b"half")
+    resume(tmp_path / "r", show_progress=False)
+    assert not orphan.exists() and summary_of(tmp_path / "r")["status"] == "complete"

@@ -168,3 +168,8 @@ def test_real_subprocess(tmp_path):
                           "--dataset", "synthetic"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --model must be one of: lenet")
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_an_empty_out_is_refused_not_read_as_the_default(tmp_path):
+    result = invoke(["train", *TINY, "--out", ""])
+    assert result.exit_code == 2 and "--out must not be empty" in result.output

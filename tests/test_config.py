@@ -97,3 +97,10 @@ def test_non_finite_numbers_are_refused(tmp_path):
     f.write_text("prune: {tolerance: .nan}\n")
     with pytest.raises(ConfigError, match="prune.tolerance: must be a finite number"):
         build_config(f, {})
+
+
+def test_a_key_given_twice_is_an_error(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  epochs: 3\n  epochs: 30\n")
+    with pytest.raises(ConfigError, match="not valid YAML at line 2: duplicate key 'epochs'"):
+        build_config(f, {})

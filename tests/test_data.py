@@ -199,3 +199,26 @@ def test_test_subset_is_balanced_and_fixed():
     assert not torch.equal(a.train_x, b.train_x)
     with pytest.raises(DataError, match="--test-subset must be between"):
         load_dataset("synthetic", test_subset=10**6)
+
+
+def test_sixteen_bit_pngs_are_scaled_not_wrapped(tmp_path):
+    from PIL import Image
+
+    _image_folder(tmp_path, size=2)
+    deep = np.array([[65535, 32768], [256, 0]], dtype=np.uint16)   # wrapped: 255, 0, 0, 0
+    for split in ("train", "test"):
+        for cls in ("apple", "zebra"):
+            for f in (tmp_path / split / cls).iterdir():
+                Image.fromarray(deep).save(f)
+    ds = load_dataset("folder", tmp_path)
+    assert ds.train_x[0, 0].flatten().tolist() == [255, 128, 1, 0]
+
+
+def test_a_single_class_folder_is_refused(tmp_path):
+    _image_folder(tmp_path)
+    for split in ("train", "test"):
+        for f in (tmp_path / split / "zebra").iterdir():
+            f.unlink()
+        (tmp_path / split / "zebra").rmdir()
+    with pytest.raises(DataError, match="needs at least two class folders, found 1"):
+        load_dataset("folder", tmp_path)

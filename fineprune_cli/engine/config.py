@@ -82,7 +82,8 @@ class RunConfig:
     device: str = option("auto", check=_device, help="auto, cpu, cuda or cuda:N. (default auto)")
     compile: bool = option(False, flag="--compile/--no-compile", help="torch.compile the model.")
     compile_mode: str = option("auto", flag="", choices=COMPILE_MODES, help="auto: CUDA graphs on GPU, inductor's default on CPU.")
-    out: str | None = option(None, help="Run folder. (default results/runs/<time>-<model>-<dataset>)")
+    out: str | None = option(None, check=optional(lambda v: None if v.strip() else "must not be empty"),
+                             help="Run folder. (default results/runs/<time>-<model>-<dataset>)")
     checkpoint_every: int = option(1, check=at_least(0), help="Epochs between checkpoints; 0: only at the end. (default 1)")
     dist_mode: str = option("sync", choices=("sync", "async", "mixed"), help="With several processes: sync (DDP), async or mixed (parameter server on rank 0). (default sync)")
     group_size: int = option(2, check=positive, help="Mixed mode: workers that average gradients before one push. (default 2)")
@@ -119,6 +120,17 @@ def apply_mapping(cfg: Any, data: Any, source: str) -> None:
         apply_values(getattr(cfg, name), values, source, name)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, but a key given twice in one mapping is an error, not a silent last-one-wins."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        for i, key in enumerate(keys):
+            if key in keys[:i]:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
@@ -126,10 +138,12 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"{path} is not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", "") or ""
+        what = f": {problem}" if problem.startswith("duplicate key") else ""
+        raise ConfigError(f"{path} is not valid YAML{f' at line {mark.line + 1}' if mark else ''}{what}") from None
     except RecursionError:
         raise ConfigError(f"{path} is nested too deeply") from None
     if data is not None and not isinstance(data, dict):

@@ -226,8 +226,8 @@ def _listing(root: Path) -> dict[str, list[tuple[Path, int]]]:
             raise DataError(f"{root} must hold train/<class>/*.jpg|png and test/<class>/*.jpg|png "
                             f"({d} is missing)")
         classes = sorted(p.name for p in d.iterdir() if p.is_dir())
-        if not classes:
-            raise DataError(f"{d} has no class folders")
+        if len(classes) < 2:  # one class would train to a meaningless 100%
+            raise DataError(f"{d} needs at least two class folders, found {len(classes)}")
         splits[split] = [(f, i) for i, c in enumerate(classes) for f in sorted((d / c).iterdir())
                          if f.suffix.lower() in IMAGE_SUFFIXES]
         splits[split + "_classes"] = classes
@@ -259,6 +259,14 @@ def _cached(saved: dict, fingerprint: str) -> Dataset | None:
     return Dataset("folder", *parts, len(classes), classes) if ok else None
 
 
+def _as_uint8(image: torch.Tensor) -> torch.Tensor:
+    """16-bit PNGs decode to uint16: scale to 8 bits (a plain cast would wrap modulo 256)."""
+    if image.dtype == torch.uint8:
+        return image
+    top = torch.iinfo(image.dtype).max if not image.dtype.is_floating_point else 1.0
+    return (image.double() * (255.0 / top)).round().clamp(0, 255).to(torch.uint8)
+
+
 def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tensor]:
     from torchvision.io import ImageReadMode, decode_image
 
@@ -266,7 +274,7 @@ def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tens
     for path, _ in items:
         try:
             data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)
-            images.append(decode_image(data, mode=ImageReadMode.UNCHANGED))
+            images.append(_as_uint8(decode_image(data, mode=ImageReadMode.UNCHANGED)))
         except Exception:
             raise DataError(f"cannot decode image {path}") from None
     if not images:

@@ -244,12 +244,15 @@ class RunRecord:
 
     def __init__(self, path: Path, write: bool = True, fresh: bool = False):
         self.path, self.write, self._lock = Path(path), write, None
+        self.created = not self.path.exists()
         if fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
             raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
                               f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)")
         if write:
             self._prepare()
             self._take_lock()
+            for orphan in self.path.glob(".*.tmp"):  # left by a writer killed mid-write; ours now
+                orphan.unlink(missing_ok=True)
 
     def _take_lock(self) -> None:
         fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o666 & ~_UMASK)
@@ -262,9 +265,15 @@ class RunRecord:
         self._lock = fd
 
     def close(self) -> None:
-        if self._lock is not None:
-            os.close(self._lock)  # releases the lock
-            self._lock = None
+        """Release the folder; one this record created and never wrote to is removed, so a run
+        that failed before its first record leaves nothing behind."""
+        if self._lock is None:
+            return
+        if self.created and [p.name for p in self.path.iterdir()] == [".lock"]:
+            (self.path / ".lock").unlink()
+            self.path.rmdir()
+        os.close(self._lock)  # releases the lock
+        self._lock = None
 
     def _prepare(self) -> None:
         """Create the folder and prove it writable before any training time is spent."""
