@@ -243,3 +243,21 @@ def test_a_fifo_named_summary_is_left_out_not_waited_on(tmp_path):
     os.mkfifo(path / "summary.json")
     runs, problems = load_runs([tmp_path])
     assert not runs and "not a regular file" in problems[0].reason
+
+
+@pytest.mark.parametrize("field, value", [("train_seconds", "4.2"), ("seed", "abc"), ("final_accuracy", None),
+                                          ("train_seconds", 0), ("num_train", 0)])
+def test_wrong_typed_summaries_are_left_out_with_a_reason(tmp_path, field, value):
+    path = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    s = json.loads((path / "summary.json").read_text())
+    s[field] = value
+    (path / "summary.json").write_text(json.dumps(s))
+    runs, problems = load_runs([tmp_path])
+    assert not runs and problems[0].status == "unreadable" and field in problems[0].reason
+
+
+def test_report_out_that_is_a_file_is_one_line(runs_root, tmp_path):
+    (tmp_path / "taken").write_text("x")
+    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "taken"), "--no-plots"])
+    assert result.exit_code == 2 and result.output.startswith("error: cannot write the report into")
+    assert "Traceback" not in result.output

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.record import atomic_write_text, to_csv, to_markdown
+from ..errors import ConfigError
 from . import plots
 from .runs import Problem, Run, load_runs
 from .tables import display_name, group, paper_results, pruned_policies, summary_rows, table1, table2, verdict
@@ -35,7 +36,12 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
     """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md."""
     runs, problems = load_runs(paths)
     report = Report(out, runs, problems, notes=notes)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / ".write-check", "ok")
+        (out / ".write-check").unlink()
+    except OSError as exc:
+        raise ConfigError(f"cannot write the report into {out}: {exc.strerror or exc}") from None
     tables = {"table1_time": table1(runs), "table2_accuracy": table2(runs)} if runs else {}
     for name, (header, rows) in tables.items():
         report.files.append(_write(out / f"{name}.csv", to_csv(header, rows)))

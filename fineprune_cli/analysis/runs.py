@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from ..drivers.compare import frontier_fraction
-from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, load_run_config,
-                             read_metrics, read_summary)
+from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, finite,
+                             load_run_config, read_metrics, read_summary)
 from ..errors import ConfigError
 from ..pruning import registry as policies
 
@@ -108,7 +108,7 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
 def load_run(path: Path, summary: RunSummary) -> Run:
     """A complete run whose figures the tables can use; ConfigError says why not."""
     for name in ("train_seconds", "final_accuracy", "best3_accuracy"):
-        if not math.isfinite(getattr(summary, name)):
+        if not finite(getattr(summary, name)):  # null too
             raise ConfigError(f"{path / SUMMARY}: {name} is not a finite number")
     if summary.num_train < 1 or summary.epochs < 1:
         raise ConfigError(f"{path / SUMMARY}: num_train and epochs must be positive")
