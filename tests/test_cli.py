@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from conftest import invoke, metrics_rows
+from conftest import invoke, metrics_rows, summary_of
 
 runner = CliRunner()
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--epochs", "2",
@@ -173,3 +173,16 @@ def test_real_subprocess(tmp_path):
 def test_an_empty_out_is_refused_not_read_as_the_default(tmp_path):
     result = invoke(["train", *TINY, "--out", ""])
     assert result.exit_code == 2 and "--out must not be empty" in result.output
+
+
+def test_estimate_of_a_dynamic_policy_reads_its_budget_from_a_run(tmp_path):
+    result = invoke(["estimate", "--policy", "infobatch", "--epochs", "10"])
+    assert result.exit_code == 2 and "infobatch chooses its samples from the losses" in result.output
+    out = tmp_path / "ib"
+    assert invoke(["train", *TINY, "--epochs", "4", "--prune", "--policy", "infobatch", "--out", out]).exit_code == 0
+    est = json.loads(invoke(["estimate", "--run", out, "--json"]).output)
+    s, rows = summary_of(out), metrics_rows(out)
+    pruned = [int(r["epoch"]) for r in rows if r["pruned"] == "1"]
+    assert est["pruning_epochs"] == pruned == [2, 3]   # epoch 1 sees no scores; 4 > 0.875 x 4
+    assert est["prune_fraction"] == pytest.approx(s["samples_skipped"] / (2 * 200))
+    assert est["time_unit"] == "seconds" and est["saving_percent"] > 0

@@ -172,8 +172,29 @@ def estimate_for(settings: dict[str, Any], epoch_seconds: float | None, run: Pat
     cfg = build_config(config_file, settings, base)
     check_section(cfg.train, "train.")
     check_section(cfg.prune, "prune.")
+    if not policies.get(cfg.prune.policy).budget_before_run:
+        if run is None:
+            raise ConfigError(f"{cfg.prune.policy} chooses its samples from the losses it sees: its budget "
+                              "is only known after a run; pass --run RUN_DIR of one")
+        return _measured(run), None
     overhead = 0.0
     if run is not None:
         epoch_seconds, overhead = times_from_run(run)
     schedule = PruneSchedule.from_config(cfg.prune)
-    return estimate(schedule, cfg.train.epochs, cfg.prune.prune_fraction, epoch_seconds, overhead), schedule
+    return estimate(schedule, cfg.train.epochs, cfg.prune.prune_fraction, epoch_seconds, overhead,
+                    cfg.prune.anneal), schedule
+
+
+def _measured(run: Path) -> Any:
+    """The estimate's figures from what a run of a dynamic policy did: its pruning epochs, the
+    share it left out of them, and its full-epoch time where it has full epochs to time."""
+    from ..pruning.estimate import from_epochs
+
+    summary, rows = read_summary(run), read_metrics(run)
+    pruned = [r.epoch for r in rows if r.pruned]
+    share = summary.samples_skipped / (len(pruned) * summary.num_train) if pruned else 0.0
+    try:
+        epoch_seconds, overhead = times_from_run(run)
+    except ConfigError:  # pruned in every epoch: times in units of one full epoch
+        epoch_seconds, overhead = None, 0.0
+    return from_epochs(pruned, len(rows), share, epoch_seconds, overhead)

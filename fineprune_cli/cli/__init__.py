@@ -160,14 +160,17 @@ def scale(
 
 
 @app.command()
-@with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE))
+@with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE + ("policy", "anneal")))
 def estimate(
     settings: dict[str, Any],
     epoch_seconds: Annotated[Optional[float], typer.Option(help="Seconds per full training epoch.")] = None,
     run: Annotated[Optional[Path], typer.Option(help="Run folder: take its schedule, measured epoch time and overhead.")] = None,
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Predict the pruning epochs and time saved before training (Section 4.4)."""
+    """Predict the pruning epochs and time saved before training (Section 4.4).
+
+    For policies whose budget depends on the losses (infobatch, ucb, egreedy) it reads the
+    figures from a run of theirs (--run)."""
     from ..analysis.runs import estimate_for
 
     views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)

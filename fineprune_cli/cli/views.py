@@ -13,7 +13,7 @@ from ..pruning.estimate import Estimate, timeline
 from ..pruning.schedule import PruneSchedule
 
 
-def show_estimate(result: tuple[Estimate, PruneSchedule], as_json: bool) -> None:
+def show_estimate(result: tuple[Estimate, PruneSchedule | None], as_json: bool) -> None:
     est, schedule = result
     if as_json:
         console.print_json(est.to_dict())
@@ -25,7 +25,7 @@ def show_estimate(result: tuple[Estimate, PruneSchedule], as_json: bool) -> None
     formula = f"{est.n_prune_formula}" + ("" if est.formula_agrees else "  (differs: see README)")
     for label, value in [
         ("epochs n", f"{est.epochs}"),
-        ("pruning epochs n_prune (schedule)", f"{est.n_prune}"),
+        ("pruning epochs n_prune" + (" (schedule)" if schedule else " (measured)"), f"{est.n_prune}"),
         ("n_prune by Formulas 3/4 as printed", formula),
         ("prune fraction", f"{est.prune_fraction:.2f}"),
         ("full epoch T*b", f"{est.epoch_seconds:.3f}{unit}"),
@@ -37,7 +37,8 @@ def show_estimate(result: tuple[Estimate, PruneSchedule], as_json: bool) -> None
     ]:
         table.add_row(label, value)
     console.result(table)
-    console.result(render_timeline(schedule, est.epochs))
+    if schedule is not None:
+        console.result(render_timeline(schedule, est.epochs))
 
 
 def render_timeline(schedule: PruneSchedule, epochs: int) -> Text:

@@ -38,6 +38,16 @@ def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
         if prune_fraction > 0 else []
     n_prune = len(pruning)
     formula = formula_n_prune(epochs, schedule.window, schedule.start, schedule.block, schedule.count)
+    return from_epochs(pruning, epochs, prune_fraction, epoch_seconds, overhead, formula)
+
+
+def from_epochs(pruning: list[int], epochs: int, prune_fraction: float, epoch_seconds: float | None = None,
+                overhead: float = 0.0, n_prune_formula: int | None = None) -> Estimate:
+    """Formulas 2 and 5-7 for given pruning epochs: a schedule's, or those a run measured (a
+    dynamic policy's budget is only known after a run; then `prune_fraction` is the share it
+    left out of its pruning epochs on average)."""
+    n_prune = len(pruning)
+    formula = n_prune if n_prune_formula is None else n_prune_formula
     unit = "seconds" if epoch_seconds is not None else "epochs"
     t_epoch = 1.0 if epoch_seconds is None else epoch_seconds
     t_regular = epochs * t_epoch

@@ -63,6 +63,7 @@ class Policy:
     observes: ClassVar[bool] = False      # False: the trainer skips observe() altogether
     order: ClassVar[int] = 100            # position in tables, plots and `fineprune policies`
     score_name: ClassVar[str] = "scores"  # snapshot files: <score_name>_window<k>.pt
+    budget_before_run: ClassVar[bool] = True  # False: which epochs prune, and how much, depend on losses
     default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,

@@ -29,6 +29,7 @@ class LossScored(Policy):
     their state tensors in `state_keys` for checkpoints."""
 
     observes = True
+    budget_before_run = False
     state_keys: ClassVar[tuple[str, ...]] = ("seen",)
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
