@@ -1,6 +1,5 @@
 """Interrupted runs: resume exactness, graceful signals, SIGKILL, divergence, safe loading."""
 
-import csv
 import json
 import os
 import signal
@@ -19,7 +18,7 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.engine.session import resume, train
 from fineprune_cli.analysis.runs import load_runs
-from conftest import invoke, metrics_rows, summary_of
+from conftest import metrics_rows, summary_of
 
 
 

@@ -1,4 +1,3 @@
-import csv
 import json
 import os
 import subprocess
@@ -9,7 +8,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from fineprune_cli.cli import app
 from conftest import invoke, metrics_rows, summary_of
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from fineprune_cli.cli import app
 from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan, run_matrix
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
-from conftest import invoke, summary_of
+from conftest import summary_of
 
 runner = CliRunner()
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "500", "--epochs", "4",

@@ -15,7 +15,7 @@ import torch
 from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import make_synthetic
-from fineprune_cli.engine.session import Stopwatch
+from fineprune_cli.engine.device import Stopwatch
 from fineprune_cli.engine.trainer import DeviceData, Trainer
 from fineprune_cli.pruning import PruneConfig, create, tracker
 

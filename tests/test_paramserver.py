@@ -3,11 +3,9 @@
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 
-import pytest
 import torch
 
 from fineprune_cli import models

@@ -35,8 +35,7 @@ from common import table_stem, write_table
 from fineprune_cli import models
 from fineprune_cli.analysis.tables import paper_results
 from fineprune_cli.engine.record import git_commit
-from fineprune_cli.engine.session import describe_device
-from fineprune_cli.engine.trainer import resolve_device
+from fineprune_cli.engine.device import describe_device, resolve_device
 
 # nominal dense bf16 tensor-core peaks (vendor data sheets), TFLOP/s
 GPU_PEAKS = {"H100 SXM": 989.4, "H100 80GB HBM3": 989.4, "H100 PCIe": 756.5, "H100 NVL": 835.0,

@@ -16,7 +16,7 @@ from common import median, write_table
 from fineprune_cli.engine.config import Config
 from fineprune_cli.engine.record import read_metrics
 from fineprune_cli.engine.session import train
-from fineprune_cli.engine.trainer import resolve_device
+from fineprune_cli.engine.device import resolve_device
 
 
 def run(model: str, fraction: float, epochs: int, subset: int | None, device: str) -> dict:

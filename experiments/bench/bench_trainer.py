@@ -19,9 +19,9 @@ from common import median, write_table
 from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import load_dataset
-from fineprune_cli.engine.session import Stopwatch, synchronize
+from fineprune_cli.engine.device import Stopwatch, resolve_device, synchronize
 from fineprune_cli.pruning.tracker import DroppingCount
-from fineprune_cli.engine.trainer import DeviceData, Trainer, resolve_device, wants_augment
+from fineprune_cli.engine.trainer import DeviceData, Trainer
 
 
 def bare_epoch(model, opt, x, y, batch_size, gen):

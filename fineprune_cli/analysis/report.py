@@ -6,13 +6,11 @@ files; nothing is stamped with the time the report was made.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.record import atomic_write_text, to_csv, to_markdown
+from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots
 from .runs import Problem, Run, load_runs

@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from ..engine.config import Config, validate
-from ..engine.record import Status, atomic_write_text, read_metrics, read_summary, to_csv, to_markdown
+from ..engine.files import atomic_write_text, to_csv, to_markdown
+from ..engine.record import Status, read_metrics, read_summary
 from ..errors import ConfigError
 
 MODES = ("sync", "async", "mixed")  # async/mixed: N workers plus one parameter-server process

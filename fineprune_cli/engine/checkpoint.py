@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from ..errors import ConfigError, FinepruneError
-from .record import CHECKPOINT, atomic_torch_save
+from .files import atomic_torch_save
+from .record import CHECKPOINT
 FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr scheduler)
 
 

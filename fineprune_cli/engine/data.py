@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import pickle
 import struct
 from dataclasses import dataclass
@@ -316,7 +315,7 @@ def _folder(data_dir: Path | None, download: bool) -> Dataset:
 
 
 def _save_cache(path: Path, obj: dict) -> None:
-    from .record import atomic_torch_save
+    from .files import atomic_torch_save
 
     try:
         atomic_torch_save(obj, path)

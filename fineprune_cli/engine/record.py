@@ -13,13 +13,11 @@ import csv
 import dataclasses
 import fcntl
 import hashlib
-import io
 import json
 import math
 import os
 import shlex
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -30,11 +28,10 @@ import torch
 import yaml
 
 from ..errors import ConfigError
+from .files import UMASK, atomic_torch_save, atomic_write_text, to_csv
 
 CONFIG, METRICS, SUMMARY, CHECKPOINT = "config.yaml", "metrics.csv", "summary.json", "checkpoint.pt"
 SCHEMA = 2  # 1: written before the typed record (no "schema" key)
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 class Status(str, Enum):
@@ -167,45 +164,6 @@ class RunSummary:
                 raise ConfigError(f"{where}: '{f.name}' has the wrong type ({type(value).__name__})")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would make records private
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-def atomic_torch_save(obj: Any, path: Path) -> None:
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    atomic_write_bytes(path, buf.getvalue())
-
-
-def to_csv(header: list[str], rows: list[list[Any]]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
-def to_markdown(header: list[str], rows: list[list[Any]]) -> str:
-    def line(cells: list[Any]) -> str:
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-    return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows]) + "\n"
-
-
 def default_run_dir(model: str, dataset: str) -> Path:
     return Path("results") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{dataset}"
 
@@ -255,7 +213,7 @@ class RunRecord:
                 orphan.unlink(missing_ok=True)
 
     def _take_lock(self) -> None:
-        fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o666 & ~_UMASK)
+        fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o666 & ~UMASK)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -7,13 +7,12 @@ checkpoint -> stop test, epoch after epoch.
 
 from __future__ import annotations
 
-import platform
 import shlex
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -23,59 +22,11 @@ from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
 from .data import load_dataset
+from .device import Stopwatch, describe_device, resolve_device, synchronize
 from .record import (EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint, finite,
                      git_commit, load_run_config, read_summary)
-from .trainer import DeviceData, Trainer, resolve_device, scheduled_lr, wants_augment
+from .trainer import DeviceData, Trainer, scheduled_lr, wants_augment
 from .world import World
-
-
-def describe_device(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu: {cpu}, {torch.get_num_threads()} threads"
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class Stopwatch:
-    """Sums the time of code sections. On CUDA it records events and reads them once, in
-    `seconds()`, so timing the per-step observe costs no synchronisation."""
-
-    def __init__(self, device: torch.device, start_seconds: float = 0.0):
-        self.cuda = device.type == "cuda"
-        self._host = start_seconds
-        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
-
-    @contextmanager
-    def section(self) -> Iterator[None]:
-        if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            yield
-            end.record()
-            self._events.append((start, end))
-        else:
-            t0 = time.perf_counter()
-            yield
-            self._host += time.perf_counter() - t0
-
-    def seconds(self) -> float:
-        if self._events:
-            torch.cuda.synchronize()
-            self._host += sum(s.elapsed_time(e) for s, e in self._events) / 1000.0
-            self._events.clear()
-        return self._host
 
 
 @dataclass

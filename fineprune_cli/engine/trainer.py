@@ -43,15 +43,6 @@ def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int) -> float:
     return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {name} asked for, but CUDA is not available here; use --device cpu")
-    return device
-
-
 def wants_augment(mode: str, dataset: Dataset) -> bool:
     """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does."""
     if mode == "auto":

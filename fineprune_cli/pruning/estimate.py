@@ -36,7 +36,6 @@ def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
     last = last_pruning_epoch(anneal, epochs)
     pruning = [e for e in schedule.pruning_epochs(epochs) if last is None or e <= last] \
         if prune_fraction > 0 else []
-    n_prune = len(pruning)
     formula = formula_n_prune(epochs, schedule.window, schedule.start, schedule.block, schedule.count)
     return from_epochs(pruning, epochs, prune_fraction, epoch_seconds, overhead, formula)
 

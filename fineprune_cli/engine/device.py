@@ -1,0 +1,71 @@
+"""The training device: which one, what it is, and timing on it without host syncs."""
+
+from __future__ import annotations
+
+import platform
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import torch
+
+from ..errors import ConfigError
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--device {name} asked for, but CUDA is not available here; use --device cpu")
+    return device
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"cpu: {cpu}, {torch.get_num_threads()} threads"
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Stopwatch:
+    """Sums the time of code sections. On CUDA it records events and reads them once, in
+    `seconds()`, so timing the per-step observe costs no synchronisation."""
+
+    def __init__(self, device: torch.device, start_seconds: float = 0.0):
+        self.cuda = device.type == "cuda"
+        self._host = start_seconds
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    @contextmanager
+    def section(self) -> Iterator[None]:
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            yield
+            end.record()
+            self._events.append((start, end))
+        else:
+            t0 = time.perf_counter()
+            yield
+            self._host += time.perf_counter() - t0
+
+    def seconds(self) -> float:
+        if self._events:
+            torch.cuda.synchronize()
+            self._host += sum(s.elapsed_time(e) for s, e in self._events) / 1000.0
+            self._events.clear()
+        return self._host
