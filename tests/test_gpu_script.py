@@ -102,7 +102,7 @@ def test_report_names_device_commands_and_commit(dry_run):
     for policy in POLICIES:
         step = next(line for line in index.splitlines() if line.startswith(f"  - reproduce-{policy}: "))
         assert "`python experiments/gpu/gpu.py all --device cpu --quick" in step
-        assert f"-m fineprune_cli compare --config" in step and f"--policies {policy}" in step
+        assert "-m fineprune_cli compare --config" in step and f"--policies {policy}" in step
     for table in ("table1_time.md", "table2_accuracy.md", "notes.md"):
         assert (exp / table).stat().st_size > 0
     names = _members(out / "report.tar.gz")
