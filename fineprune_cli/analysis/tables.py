@@ -203,8 +203,8 @@ def table2(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
 
 def _frontier_at(by_policy: dict[str, dict[int, Run]], skipped: float) -> float | None:
     """The random frontier's accuracy change at a budget (linear between its arms)."""
-    points = sorted((policy_stats(by_policy, p)["skipped_pct"].mean, policy_stats(by_policy, p)["d_final"].mean)
-                    for p in by_policy if frontier_fraction(p) is not None and policy_stats(by_policy, p)["d_final"].values)
+    arms = [policy_stats(by_policy, p) for p in by_policy if frontier_fraction(p) is not None]
+    points = sorted((st["skipped_pct"].mean, st["d_final"].mean) for st in arms if st["d_final"].values)
     for (x0, y0), (x1, y1) in zip(points, points[1:]):
         if x0 <= skipped <= x1:
             return y0 + (y1 - y0) * (skipped - x0) / (x1 - x0) if x1 > x0 else y0
@@ -223,18 +223,18 @@ def verdict(runs: list[Run]) -> list[str]:
         spread = reg["final_acc"].std
         n = _seeds(by)
         head = f"**{display_name(model)} on {label}** ({n} seed{'s' if n != '1' else ''}; regular final accuracy {reg['final_acc'].fmt(2, '%')})"
-        ok = [(policy_stats(by, p)["saved_pct"].mean, p) for p in pruned_policies(by)
-              if policy_stats(by, p)["d_final"].values and policy_stats(by, p)["d_final"].mean >= -spread]
+        stats = {p: policy_stats(by, p) for p in pruned_policies(by)}
+        ok = [(st["saved_pct"].mean, p) for p, st in stats.items()
+              if st["d_final"].values and st["d_final"].mean >= -spread]
         if ok:
             saved, best = max(ok)
-            st = policy_stats(by, best)
+            st = stats[best]
             lines.append(f"- {head}: within one std of regular ({spread:.2f} pt), {policy_label(best)} saves the "
                          f"most time: {st['saved_pct'].fmt(2, '%')} (skipping {st['skipped_pct'].fmt(1, '%')} of "
                          f"sample-epochs) at {st['d_final'].fmt(2, ' pt')}.")
         else:
             lines.append(f"- {head}: no policy stays within one std of regular ({spread:.2f} pt).")
-        for p in pruned_policies(by):
-            st = policy_stats(by, p)
+        for p, st in stats.items():
             if not st["d_final"].values or p == "random" or frontier_fraction(p) is not None:
                 continue
             at = _frontier_at(by, st["skipped_pct"].mean)
