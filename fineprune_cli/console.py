@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -32,7 +33,19 @@ def error(message: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    """Strict JSON for scripts: a non-finite number (a diverged run's loss) becomes null, since
+    NaN and Infinity are not JSON and many parsers reject them."""
+    sys.stdout.write(json.dumps(_finite(data), indent=2, allow_nan=False) + "\n")
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite(v) for v in data]
+    return data
 
 
 class _Bar:

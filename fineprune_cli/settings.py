@@ -59,6 +59,11 @@ def positive_int(value: Any) -> str | None:
     return None if value > 0 else "must be a positive integer"
 
 
+def between(low: int, high: int) -> Check:
+    """Whole numbers in [low, high]: a bound on every count, so no input asks for unbounded work."""
+    return lambda v: None if low <= v <= high else f"must be between {low:,} and {high:,}"
+
+
 def at_least(low: float) -> Check:
     return lambda v: None if v >= low else f"must be >= {low:g}"
 

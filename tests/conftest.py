@@ -2,15 +2,23 @@
 
 import csv
 import json
+import os
 import socket
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 
 TIMING = {"train_seconds", "overhead_seconds"}  # columns that differ between identical runs
 _runner = CliRunner()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_folder(tmp_path_factory):
+    """Image-folder caches go to a temporary folder, not the user's ~/.cache (subprocesses too)."""
+    os.environ["FINEPRUNE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
 
 
 def invoke(args):

@@ -189,3 +189,63 @@ def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
     orphan.write_bytes(b"half")
     resume(tmp_path / "r", show_progress=False)
     assert not orphan.exists() and summary_of(tmp_path / "r")["status"] == "complete"
+
+
+def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path, monkeypatch):
+    from fineprune_cli.engine import files
+
+    out, real = tmp_path / "r", files.atomic_write_bytes
+    writes = {"metrics.csv": 0}
+
+    def full_at_third_metrics(path, data):
+        if path.name == "metrics.csv":
+            writes["metrics.csv"] += 1
+            if writes["metrics.csv"] == 3:
+                raise OSError(28, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", full_at_third_metrics)
+    cfg = _cfg(out, True, epochs=4)
+    result = CliRunner().invoke(app, ["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "300",
+                                      "--test-subset", "200", "--epochs", "4", "--batch-size", "64",
+                                      "--device", "cpu", "--seed", "3", "--out", str(out)])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    assert "No space left on device" in lines[0] and f"fineprune train --resume {out}" in lines[0]
+    assert len(metrics_rows(out)) == 2 and summary_of(out)["status"] == "incomplete"
+    monkeypatch.setattr(files, "atomic_write_bytes", real)     # space again
+    resume(out, show_progress=False)
+    assert summary_of(out)["status"] == "complete" and len(metrics_rows(out)) == 4
+    assert cfg.train.epochs == 4
+
+
+def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path):
+    class TwoSignals(SignalAt):
+        def advance(self, status=""):
+            ours = signal.getsignal(signal.SIGINT)
+            super().advance(status)
+            if self.seen == self.epoch:
+                # two signals before Python's handler runs would count as one: wait for the first
+                while signal.getsignal(signal.SIGINT) is ours:
+                    pass
+                os.kill(os.getpid(), signal.SIGINT)        # the impatient second press
+
+    out = tmp_path / "r"
+    with pytest.raises(Interrupted, match=rf"again before the epoch's checkpoint; no epoch was checkpointed "
+                                          rf"yet: delete {out} and train again"):
+        train(_cfg(out, True, epochs=4), show_progress=False, bar=TwoSignals(1, signal.SIGINT))
+    out = tmp_path / "r2"
+    with pytest.raises(Interrupted, match=r"again before the epoch's checkpoint; continue with: fineprune "
+                                          rf"train --resume {out} \(from its last checkpoint\)"):
+        train(_cfg(out, True, epochs=4), show_progress=False, bar=TwoSignals(2, signal.SIGINT))
+    assert summary_of(out)["status"] == "incomplete"
+    resume(out, show_progress=False)                   # epoch 2 is trained again from epoch 1's checkpoint
+    assert [int(r["epoch"]) for r in metrics_rows(out)] == [1, 2, 3, 4]
+
+
+def test_a_moved_run_folder_knows_where_it_is(tmp_path):
+    from fineprune_cli.engine.record import read_summary
+
+    train(_cfg(tmp_path / "old", False, epochs=1), show_progress=False)
+    (tmp_path / "old").rename(tmp_path / "new")
+    assert read_summary(tmp_path / "new").run_dir == str(tmp_path / "new")

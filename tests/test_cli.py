@@ -108,7 +108,7 @@ def test_estimate_from_run_folder(tmp_path):
     (["train", "--dataset", "synthetic"], "no model given"),
     (["train", *TINY, "--epochs", "0"], "--epochs must be between 1 and 100,000"),
     (["train", *TINY, "--epochs", "-3"], "--epochs must be between 1 and 100,000"),
-    (["train", *TINY, "--batch-size", "0"], "--batch-size must be a positive integer"),
+    (["train", *TINY, "--batch-size", "0"], "--batch-size must be between 1 and 16,777,216"),
     (["train", *TINY, "--lr", "-0.1"], "--lr must be positive"),
     (["train", *TINY, "--milestones", "120,60"], "strictly increasing"),
     (["train", *TINY, "--milestones", "a,b"], "comma-separated integers"),
@@ -184,3 +184,11 @@ def test_estimate_of_a_dynamic_policy_reads_its_budget_from_a_run(tmp_path):
     assert est["pruning_epochs"] == pruned == [2, 3]   # epoch 1 sees no scores; 4 > 0.875 x 4
     assert est["prune_fraction"] == pytest.approx(s["samples_skipped"] / (2 * 200))
     assert est["time_unit"] == "seconds" and est["saving_percent"] > 0
+
+
+def test_json_output_is_strict_even_for_non_finite_numbers(capsys):
+    from fineprune_cli import console
+
+    console.print_json({"loss": float("nan"), "rows": [float("inf"), 1.5], "n": 2})
+    strict = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert strict == {"loss": None, "rows": [None, 1.5], "n": 2}

@@ -53,7 +53,7 @@ def _valid(**changes):
     ({"model__name": "resnet9"}, "--model must be one of: lenet, .*got 'resnet9'"),
     ({"data__dataset": "mnist"}, "--dataset must be one of: fashion-mnist, .*got 'mnist'"),
     ({"train__epochs": 0}, "--epochs must be between 1 and 100,000, got 0"),
-    ({"train__batch_size": -1}, "--batch-size must be a positive integer, got -1"),
+    ({"train__batch_size": -1}, "--batch-size must be between 1 and 16,777,216, got -1"),
     ({"train__lr": 0.0}, "--lr must be positive"),
     ({"train__milestones": [120, 60]}, "strictly increasing"),
     ({"prune__prune_fraction": 1.0}, "prune-fraction"),

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torchvision.io import write_png
 
-from fineprune_cli.engine import data
+from fineprune_cli.engine import data, imagefolder
 from fineprune_cli.engine.data import DataError, balanced_subset, load_dataset, make_synthetic, read_idx
 
 
@@ -113,10 +113,12 @@ def _image_folder(root, size=8):
 
 def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
     _image_folder(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
     ds = load_dataset("folder", tmp_path)
     assert ds.classes == ["apple", "zebra"] and ds.train_y.tolist() == [0, 0, 0, 1, 1, 1]
-    assert ds.train_x.shape == (6, 3, 8, 8) and (tmp_path / data.CACHE_NAME).is_file()
-    monkeypatch.setattr(data, "_decode_all", lambda items: pytest.fail("decoded again"))
+    assert ds.train_x.shape == (6, 3, 8, 8) and imagefolder.cache_path(tmp_path).is_file()
+    assert sorted(tmp_path.rglob("*")) == before     # the dataset folder is only read
+    monkeypatch.setattr(imagefolder, "_decode_all", lambda items: pytest.fail("decoded again"))
     again = load_dataset("folder", tmp_path)
     assert torch.equal(again.train_x, ds.train_x) and torch.equal(again.test_y, ds.test_y)
 
@@ -136,7 +138,7 @@ def test_cache_follows_files_that_move_between_classes(tmp_path):
 def test_a_cache_of_the_wrong_shape_is_rebuilt(tmp_path):
     _image_folder(tmp_path)
     good = load_dataset("folder", tmp_path)
-    cache = tmp_path / data.CACHE_NAME
+    cache = imagefolder.cache_path(tmp_path)
     saved = torch.load(cache, weights_only=True)
     saved["train_x"] = saved["train_x"][:, 0]                    # 3-D: not images
     torch.save(saved, cache)
@@ -212,6 +214,19 @@ def test_sixteen_bit_pngs_are_scaled_not_wrapped(tmp_path):
                 Image.fromarray(deep).save(f)
     ds = load_dataset("folder", tmp_path)
     assert ds.train_x[0, 0].flatten().tolist() == [255, 128, 1, 0]
+
+
+def test_a_class_folder_without_images_is_refused(tmp_path):
+    _image_folder(tmp_path)
+    for f in (tmp_path / "train" / "zebra").iterdir():
+        f.unlink()
+    with pytest.raises(DataError, match="zebra holds no .jpg/.png images"):
+        load_dataset("folder", tmp_path)
+
+
+def test_a_subset_smaller_than_the_classes_is_refused():
+    with pytest.raises(DataError, match="at least the number of classes \\(10\\), got 3"):
+        load_dataset("synthetic", subset=3)
 
 
 def test_a_single_class_folder_is_refused(tmp_path):

@@ -56,3 +56,27 @@ def test_cli_scale_bad_input(tmp_path):
     result = CliRunner().invoke(app, ["scale", "--model", "lenet", "--dataset", "synthetic",
                                       "--batch-size", "100", "--nproc", "1,3", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "must divide by every --nproc" in result.output
+
+
+def test_a_folder_from_another_scale_is_refused_not_reported(tmp_path):
+    """Item 5 of the reliability issue: a complete run of other settings under this command's name."""
+    from fineprune_cli.drivers.scale import run_one
+    from fineprune_cli.engine.config import build_config
+
+    cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "train.epochs": 1})
+    run_dir = tmp_path / "runs" / "lenet-synthetic-sync-n1"
+    run_dir.mkdir(parents=True)
+    other = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "train.epochs": 2}).to_dict()
+    other["run"].update(out=None, dist_mode="sync")
+    import yaml
+    (run_dir / "scale-config.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    (run_dir / "summary.json").write_text(json.dumps({"status": "complete"}))
+    with pytest.raises(ConfigError, match="holds a run with other settings than this command's"):
+        run_one(cfg, "sync", 1, tmp_path)
+
+
+def test_an_empty_mode_list_and_a_bad_target_are_refused():
+    with pytest.raises(ConfigError, match="--dist-mode names no mode"):
+        plan([1], [])
+    result = CliRunner().invoke(app, ["scale", "--model", "lenet", "--dataset", "synthetic", "--target-loss", "nan"])
+    assert result.exit_code == 2 and "--target-loss must be a positive number" in result.output

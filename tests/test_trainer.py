@@ -133,3 +133,18 @@ def test_static_batches_pad_the_last_batch_without_training_on_the_padding():
     assert total.item() == pytest.approx(plain.train_epoch(1, EpochPlan(keep)).item(), rel=1e-5)
     for a, b in zip(padded.model.parameters(), plain.model.parameters()):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_a_last_batch_of_one_trains_under_batch_norm():
+    """21 samples in batches of 20 leave one: batch norm cannot train on a single sample, so a
+    second passes through the model and is sliced away before the loss."""
+    ds = _dataset()
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 4))
+    trainer = Trainer(model, DeviceData.build(ds, torch.device("cpu"), False),
+                      TrainConfig(batch_size=20, lr=0.05, milestones=[2]), torch.device("cpu"), 0)
+    sizes, calls = [], []
+    model[1].register_forward_hook(lambda m, i, o: sizes.append(o.shape[0]))
+    total = trainer.train_epoch(1, EpochPlan(torch.arange(21)), observe=lambda i, l: calls.append(len(i)))
+    assert sizes == [20, 2] and calls == [20, 1]
+    assert torch.isfinite(total)

@@ -32,7 +32,8 @@ def _parser(annotation: Any, flag: str) -> tuple[Any, Callable[[Any], Any]]:
 
         def parse(text: str) -> list[Any]:
             try:
-                return [item(part.strip()) for part in text.split(",") if part.strip()]
+                # '' is the empty list (no milestones); an empty item ('1,,2') is a typo
+                return [item(part.strip()) for part in text.split(",")] if text.strip() else []
             except ValueError:
                 kind = {"int": "integers", "float": "numbers"}.get(item.__name__, "values")
                 raise ConfigError(f"{flag} must be comma-separated {kind}, got '{text}'") from None

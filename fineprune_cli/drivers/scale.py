@@ -10,6 +10,7 @@ loss fell, so each of those reaches it; one that diverged shows no time).
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -29,6 +30,8 @@ MODES = ("sync", "async", "mixed")  # async/mixed: N workers plus one parameter-
 def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
     if not nprocs or any(n < 1 for n in nprocs):
         raise ConfigError("--nproc takes positive integers, e.g. 1,2,4")
+    if not modes:
+        raise ConfigError(f"--dist-mode names no mode; choose from: {', '.join(MODES)}")
     for mode in modes:
         if mode not in MODES:
             raise ConfigError(f"unknown --dist-mode {mode}; choose from: {', '.join(MODES)}")
@@ -37,13 +40,16 @@ def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
 
 def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
     run_dir = out / "runs" / f"{cfg.model.name}-{cfg.data.dataset}-{mode}-n{nproc}"
-    if (run_dir / "summary.json").exists() and read_summary(run_dir).status == Status.COMPLETE:
-        return run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
     config = cfg.to_dict()
     config["run"]["out"] = None
     config["run"]["dist_mode"] = mode
-    (run_dir / "scale-config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    text = yaml.safe_dump(config, sort_keys=False)
+    if (run_dir / "summary.json").exists():
+        _check_same_settings(run_dir, text)
+        if read_summary(run_dir).status == Status.COMPLETE:
+            return run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "scale-config.yaml", text)
     cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(run_dir / "scale-config.yaml"),
            "--out", str(run_dir), "--json"]
     processes = nproc + (mode != "sync")  # the parameter server is a process of its own
@@ -55,6 +61,18 @@ def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise ConfigError(f"the {nproc}-process {mode} run failed: {last} (see {run_dir})")
     return run_dir
+
+
+def _check_same_settings(run_dir: Path, text: str) -> None:
+    """A folder from another `scale` (other model, epochs, lr ...) must not be reported under
+    this command's settings."""
+    try:
+        same = (run_dir / "scale-config.yaml").read_text() == text
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        raise ConfigError(f"{run_dir} holds a run with other settings than this command's; "
+                          "choose another --out or delete that folder")
 
 
 def measure(run_dir: Path) -> dict[str, Any]:
@@ -100,10 +118,20 @@ def run_scale(cfg: Config, nprocs: list[int], modes: list[str], out: Path,
               target: float | None = None) -> list[dict[str, Any]]:
     validate(cfg)
     jobs = plan(nprocs, modes)
+    if target is not None and not (math.isfinite(target) and target > 0):
+        raise ConfigError(f"--target-loss must be a positive number, got {target}")
     if any(cfg.train.batch_size % n for mode, n in jobs if mode == "sync"):
         raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every --nproc value")
+    _check_folder(out)
     results = [(mode, n, measure(run_one(cfg, mode, n, out))) for mode, n in jobs]
     return table(results, target)
+
+
+def _check_folder(out: Path) -> None:
+    try:
+        (out / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot write --out {out}: {exc.strerror or exc}") from None
 
 
 def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:

@@ -8,6 +8,7 @@ metrics so far and the time totals. Resuming from it reproduces the uninterrupte
 from __future__ import annotations
 
 import signal
+import warnings
 import threading
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,12 @@ class Interrupted(FinepruneError):
     """SIGINT/SIGTERM: the run stopped after a whole epoch and can be resumed."""
 
     exit_code = 130
+
+
+class StorageFull(FinepruneError):
+    """A write failed (disk full, quota, folder gone); the records written before are whole."""
+
+    exit_code = 1
 
 
 class Diverged(FinepruneError):
@@ -44,7 +51,9 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
     if not file.exists():
         raise ConfigError(f"{path} has no {CHECKPOINT}: no epoch was checkpointed; start the run again")
     try:
-        state = torch.load(file, map_location=device, weights_only=True)
+        with warnings.catch_warnings():  # torch warns before refusing foreign pickles: one line only
+            warnings.simplefilter("ignore")
+            state = torch.load(file, map_location=device, weights_only=True)
     except Exception as exc:  # any failure here means a damaged file, not a bug to trace
         raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:

@@ -17,10 +17,12 @@ from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from .data import DATASETS
-from ..settings import (apply_values, at_least, check_section, in_range, optional, option, positive,
-                        positive_int)
+from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
+                        positive)
 
 MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
+MAX_WIDEN = 64        # WRN-28-10 uses 10; 10,000 would ask for a 921 GB first layer
+MAX_BATCH = 2**24     # beyond any dataset here; 10**20 overflowed inside torch.split
 COMPILE_MODES = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -35,14 +37,14 @@ def _device(name: str) -> str | None:
 
 
 def _increasing(values: list[int]) -> str | None:
-    ok = all(m >= 1 for m in values) and all(a < b for a, b in zip(values, values[1:]))
-    return None if ok else "must be positive and strictly increasing"
+    ok = all(1 <= m <= MAX_EPOCHS for m in values) and all(a < b for a, b in zip(values, values[1:]))
+    return None if ok else f"must be strictly increasing epochs between 1 and {MAX_EPOCHS:,}"
 
 
 @dataclass
 class ModelConfig:
     name: str = option("", flag="--model -m", check=_model_name, help="Model name (see `fineprune models`).")
-    widen: int | None = option(None, check=optional(positive), help="WRN widen factor k. (default 8)")
+    widen: int | None = option(None, check=optional(between(1, MAX_WIDEN)), help="WRN widen factor k. (default 8)")
 
     def check(self) -> None:
         if self.widen is not None and not self.name.startswith("wrn"):
@@ -64,7 +66,7 @@ class DataConfig:
 class TrainConfig:
     epochs: int = option(200, check=lambda v: None if 1 <= v <= MAX_EPOCHS else f"must be between 1 and {MAX_EPOCHS:,}",
                          help="Training epochs n. (default 200)")
-    batch_size: int = option(128, check=positive_int, help="Batch size. (default 128)")
+    batch_size: int = option(128, check=between(1, MAX_BATCH), help="Batch size. (default 128)")
     lr: float = option(0.1, check=positive, help="Initial learning rate. (default 0.1)")
     momentum: float = option(0.9, flag="", check=in_range(0, 1), help="SGD momentum.")
     weight_decay: float = option(5e-4, flag="", check=at_least(0), help="SGD weight decay.")
@@ -73,7 +75,7 @@ class TrainConfig:
     gamma: float = option(0.2, flag="", check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]",
                           help="lr factor at each milestone.")
     warmup_epochs: float = option(1.0, flag="", check=at_least(0), help="Linear lr ramp over the first epochs (README: why).")
-    eval_batch_size: int = option(1000, flag="", check=positive_int, help="Batch size for evaluation.")
+    eval_batch_size: int = option(1000, flag="", check=between(1, MAX_BATCH), help="Batch size for evaluation.")
 
 
 @dataclass
@@ -184,10 +186,12 @@ def check_outputs_stay_inside(data: dict[str, Any], source: str) -> None:
     out = (data.get("run") or {}).get("out") if isinstance(data.get("run"), dict) else None
     if out is None:
         return
-    path = Path(str(out))
-    if path.is_absolute() or ".." in path.parts:
-        raise ConfigError(f"{source}: run.out must be a relative path without '..' "
-                          f"(got '{out}'); pass --out on the command line to write elsewhere")
+    path, here = Path(str(out)), Path.cwd().resolve()
+    # resolved too: a symlink inside the working folder may point anywhere
+    inside = not path.is_absolute() and ".." not in path.parts and (here / path).resolve().is_relative_to(here)
+    if not inside:
+        raise ConfigError(f"{source}: run.out must be a relative path inside the working folder without "
+                          f"'..' or links out of it (got '{out}'); pass --out on the command line to write elsewhere")
 
 
 def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
@@ -214,6 +218,6 @@ def parse_int_list(text: str | None, option_name: str) -> list[int] | None:
     if text is None:
         return None
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for part in text.split(",")] if text.strip() else []
     except ValueError:
         raise ConfigError(f"{option_name} must be comma-separated integers, got '{text}'") from None

@@ -7,7 +7,6 @@ device and never touches files again.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import pickle
 import struct
 from dataclasses import dataclass
@@ -18,14 +17,13 @@ import numpy as np
 import torch
 
 from ..errors import DataError
+from .imagefolder import load_image_folder
 from .synthetic import synthetic_tensors
 
 DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
 FASHION_MNIST_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_CLASSES = ["t-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
                    "sneaker", "bag", "ankle boot"]
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
-CACHE_NAME = ".fineprune-cache.pt"
 
 
 @dataclass
@@ -72,6 +70,8 @@ def balanced_subset(labels: torch.Tensor, n: int, seed: int, option: str = "--su
     if not 1 <= n <= labels.numel():
         raise DataError(f"{option} must be between 1 and {labels.numel()}, got {n}")
     classes = torch.unique(labels)
+    if n < len(classes):  # fewer samples than classes: some class would be missing entirely
+        raise DataError(f"{option} must be at least the number of classes ({len(classes)}), got {n}")
     g = torch.Generator().manual_seed(seed)
     per, extra = divmod(n, len(classes))
     picks = []
@@ -215,112 +215,12 @@ def _cifar100(data_dir: Path | None, download: bool) -> Dataset:
     return _cifar(data_dir, download, hundred=True)
 
 
-# --- image folders ------------------------------------------------------------------------
-
-def _listing(root: Path) -> dict[str, list[tuple[Path, int]]]:
-    splits = {}
-    for split in ("train", "test"):
-        d = root / split
-        if not d.is_dir():
-            raise DataError(f"{root} must hold train/<class>/*.jpg|png and test/<class>/*.jpg|png "
-                            f"({d} is missing)")
-        classes = sorted(p.name for p in d.iterdir() if p.is_dir())
-        if len(classes) < 2:  # one class would train to a meaningless 100%
-            raise DataError(f"{d} needs at least two class folders, found {len(classes)}")
-        splits[split] = [(f, i) for i, c in enumerate(classes) for f in sorted((d / c).iterdir())
-                         if f.suffix.lower() in IMAGE_SUFFIXES]
-        splits[split + "_classes"] = classes
-    if splits["train_classes"] != splits["test_classes"]:
-        raise DataError(f"{root}: train and test have different class folders")
-    return splits
-
-
-def _fingerprint(root: Path, listing: dict) -> str:
-    """Every file's path (relative), label, size and mtime, hashed: renaming a class folder or
-    moving a file between classes changes it, as editing a file does."""
-    digest = hashlib.sha256()
-    for split in ("train", "test"):
-        for f, label in listing[split]:
-            st = f.stat()
-            digest.update(f"{split}\0{f.relative_to(root)}\0{label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def _cached(saved: dict, fingerprint: str) -> Dataset | None:
-    """The cache's dataset when it was made from these files and has the right shapes."""
-    if saved.get("fingerprint") != fingerprint:
-        return None
-    parts = [saved[k] for k in ("train_x", "train_y", "test_x", "test_y")]
-    ok = (all(isinstance(t, torch.Tensor) for t in parts) and parts[0].dim() == parts[2].dim() == 4
-          and parts[0].dtype == parts[2].dtype == torch.uint8 and len(parts[0]) == len(parts[1])
-          and len(parts[2]) == len(parts[3]) and parts[0].shape[1:] == parts[2].shape[1:])
-    classes = list(saved["classes"])
-    return Dataset("folder", *parts, len(classes), classes) if ok else None
-
-
-def _as_uint8(image: torch.Tensor) -> torch.Tensor:
-    """16-bit PNGs decode to uint16: scale to 8 bits (a plain cast would wrap modulo 256)."""
-    if image.dtype == torch.uint8:
-        return image
-    top = torch.iinfo(image.dtype).max if not image.dtype.is_floating_point else 1.0
-    return (image.double() * (255.0 / top)).round().clamp(0, 255).to(torch.uint8)
-
-
-def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    from torchvision.io import ImageReadMode, decode_image
-
-    images = []
-    for path, _ in items:
-        try:
-            data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)
-            images.append(_as_uint8(decode_image(data, mode=ImageReadMode.UNCHANGED)))
-        except Exception:
-            raise DataError(f"cannot decode image {path}") from None
-    if not images:
-        raise DataError("image folder split has no .jpg/.jpeg/.png files")
-    channels = 3 if any(im.shape[0] >= 3 for im in images) else 1
-    shape = images[0].shape[1:]
-    out = torch.empty(len(images), channels, *shape, dtype=torch.uint8)
-    for i, (im, (path, _)) in enumerate(zip(images, items)):
-        if im.shape[1:] != shape:
-            raise DataError(f"{path} is {tuple(im.shape[1:])}, other images are {tuple(shape)}")
-        im = im[:3] if im.shape[0] >= 3 else im[:1]
-        out[i] = im.expand(channels, *shape) if im.shape[0] == 1 else im[:channels]
-    return out, torch.tensor([label for _, label in items], dtype=torch.long)
-
+# --- image folders (engine/imagefolder.py) ----------------------------------------------
 
 def _folder(data_dir: Path | None, download: bool) -> Dataset:
-    if data_dir is None:
-        raise DataError("--dataset folder needs --data-dir DIR holding train/<class>/ and test/<class>/")
-    if not data_dir.is_dir():
-        raise DataError(f"image folder {data_dir} does not exist")
-    listing = _listing(data_dir)
-    fingerprint = _fingerprint(data_dir, listing)
-    cache = data_dir / CACHE_NAME
-    if cache.is_file():
-        try:
-            dataset = _cached(torch.load(cache, weights_only=True), fingerprint)
-            if dataset is not None:
-                return dataset
-        except Exception:
-            pass  # a stale or broken cache is simply rebuilt
-    train_x, train_y = _decode_all(listing["train"])
-    test_x, test_y = _decode_all(listing["test"])
-    if train_x.shape[1:] != test_x.shape[1:]:
-        raise DataError(f"{data_dir}: train images are {tuple(train_x.shape[1:])}, test {tuple(test_x.shape[1:])}")
-    classes = listing["train_classes"]
-    _save_cache(cache, {"fingerprint": fingerprint, "train_x": train_x, "train_y": train_y,
-                        "test_x": test_x, "test_y": test_y, "classes": classes})
+    train_x, train_y, test_x, test_y, classes = load_image_folder(data_dir)
     return Dataset("folder", train_x, train_y, test_x, test_y, len(classes), classes)
 
-
-def _save_cache(path: Path, obj: dict) -> None:
-    from .files import atomic_torch_save
-
-    try:
-        atomic_torch_save(obj, path)
-    except OSError:
-        pass  # a read-only dataset folder still works, only without the cache
 
 
 def make_synthetic(num_train: int = 50000, num_test: int = 10000, num_classes: int = 10,

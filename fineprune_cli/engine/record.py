@@ -200,13 +200,21 @@ class RunRecord:
     The writer holds an exclusive lock on the folder until `close()` (or its process ends, so
     a dead writer's lock never lingers); `fresh=True` refuses a folder that holds a run."""
 
-    def __init__(self, path: Path, write: bool = True, fresh: bool = False):
-        self.path, self.write, self._lock = Path(path), write, None
-        self.created = not self.path.exists()
+    def __init__(self, path: Path, write: bool = True, fresh: bool = False, open_now: bool = True):
+        self.path, self.write, self._lock, self.created = Path(path), write, None, False
+        if write:
+            _check_writable(self.path)
         if fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
             raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
                               f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)")
-        if write:
+        if open_now:
+            self.open()
+
+    def open(self) -> None:
+        """Create and lock the folder. Callers that can still fail (data, model) open it after
+        those steps, so a failed start writes nothing at all."""
+        if self.write and self._lock is None:
+            self.created = not self.path.exists()
             self._prepare()
             self._take_lock()
             for orphan in self.path.glob(".*.tmp"):  # left by a writer killed mid-write; ours now
@@ -261,8 +269,25 @@ class RunRecord:
             atomic_torch_save(scores.detach().cpu().clone(), self.path / f"{name}_window{window}.pt")
 
 
+def _check_writable(path: Path) -> None:
+    """The folder exists and is writable, or its nearest existing ancestor is a writable
+    folder: checked without creating anything."""
+    try:
+        for existing in (path, *path.parents):
+            if existing.exists():
+                break
+        if not existing.is_dir():
+            raise ConfigError(f"cannot write run folder {path}: {existing} is not a folder")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ConfigError(f"cannot write run folder {path}: {existing} is not writable")
+    except OSError as exc:  # a name too long, a loop of links
+        raise ConfigError(f"cannot write run folder {path}: {exc.strerror or exc}") from None
+
+
 def read_summary(run_dir: Path) -> RunSummary:
-    return RunSummary.from_dict(_read_json(Path(run_dir) / SUMMARY, run_dir), str(Path(run_dir) / SUMMARY))
+    summary = RunSummary.from_dict(_read_json(Path(run_dir) / SUMMARY, run_dir), str(Path(run_dir) / SUMMARY))
+    summary.run_dir = str(run_dir)  # where it is now: a moved folder's record names its old place
+    return summary
 
 
 def _read_json(path: Path, run_dir: Path) -> Any:

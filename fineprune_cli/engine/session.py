@@ -23,8 +23,8 @@ from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
 from .data import load_dataset
 from .device import Stopwatch, describe_device, resolve_device, synchronize
-from .record import (EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint, finite,
-                     git_commit, load_run_config, read_summary)
+from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint,
+                     finite, git_commit, load_run_config, read_summary)
 from .trainer import DeviceData, Trainer, scheduled_lr, wants_augment
 from .world import World
 
@@ -116,9 +116,10 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
     validate(cfg)
     world = worlds.from_env()
     path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
-    record = RunRecord(path, write=world.main, fresh=world.main)
+    record = RunRecord(path, write=world.main, fresh=world.main, open_now=False)
     try:
         trainer, policy = build(cfg, world)
+        record.open()
         record.write_config(cfg.to_dict())
         summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
         record.write_summary(summary)
@@ -152,10 +153,14 @@ def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, s
     if state.get("fingerprint") != fingerprint(cfg.to_dict()):
         raise ConfigError(f"{record.path}: the checkpoint was made with other settings than its "
                           "config.yaml (a run started over it, or the file was edited); resume refused")
-    trainer.load_state_dict(state["trainer"])
-    policy.load_state_dict(state["policy"])
-    checkpoint.restore_rng(state)
-    totals = Totals.from_state(state["totals"])
+    try:
+        trainer.load_state_dict(state["trainer"])
+        policy.load_state_dict(state["policy"])
+        checkpoint.restore_rng(state)
+        totals = Totals.from_state(state["totals"])
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        raise ConfigError(f"{record.path}/{CHECKPOINT} does not fit this run "
+                          f"({type(exc).__name__}); train it again") from None
     summary.status = Status.INCOMPLETE
     summary.resumed_after_epochs.append(len(totals.rows))
     record.write_metrics(totals.rows)  # epochs after the checkpoint are trained again
@@ -175,8 +180,22 @@ def run(s: Session, show_progress: bool, bar: Any) -> RunSummary:
         s.record.write_summary(s.summary)
         finished = True
         return s.summary
+    except OSError as exc:  # every record is written atomically, so what is there stays whole
+        raise checkpoint.StorageFull(
+            f"cannot write {exc.filename or s.record.path}: {exc.strerror or exc}; the records already "
+            f"written are whole; make room, then {_resume_hint(s)}") from None
+    except KeyboardInterrupt:  # a second Ctrl-C: the epochs since the last checkpoint are lost
+        if s.world.main and (s.record.path / CHECKPOINT).exists():
+            hint = f"{_resume_hint(s)} (from its last checkpoint)"
+        else:
+            hint = f"no epoch was checkpointed yet: delete {shlex.quote(str(s.record.path))} and train again"
+        raise checkpoint.Interrupted(f"interrupted again before the epoch's checkpoint; {hint}") from None
     finally:
         worlds.shutdown(finished)
+
+
+def _resume_hint(s: Session) -> str:
+    return f"continue with: fineprune train --resume {shlex.quote(str(s.record.path))}"
 
 
 def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
@@ -249,7 +268,7 @@ def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
     s.record.write_summary(s.summary)
     raise checkpoint.Interrupted(
         f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
-        f"{s.cfg.train.epochs}; continue with: fineprune train --resume {shlex.quote(str(s.record.path))}")
+        f"{s.cfg.train.epochs}; {_resume_hint(s)}")
 
 
 def _diverged(s: Session, row: EpochRow) -> None:

@@ -201,8 +201,10 @@ class Trainer:
         They pass through the model (batch-norm statistics see them) but are sliced away
         before the loss, so they train nothing; the shape never changes, so nothing recompiles."""
         short = self.cfg.batch_size - idx.numel()
-        if not self.static_batches or short <= 0:
+        if short <= 0 or (not self.static_batches and idx.numel() > 1):
             return idx
+        if not self.static_batches:
+            short = 1  # batch norm cannot train on a batch of one: a second sample, sliced away
         return torch.cat([idx, order[:short].repeat(-(-short // order.numel()))[:short]])
 
     @torch.no_grad()

@@ -41,7 +41,7 @@ class PruneConfig:
     drop: str = option("hard", choices=("hard", "easy"),
                        help="fine: leave out the highest DroppingCount (hard, the paper) or the "
                             "lowest (easy). (default hard)")
-    anneal: float | None = option(None, check=optional(in_range(0, 1, closed_high=True)),
+    anneal: float | None = option(None, check=optional(lambda v: None if 0 < v <= 1 else "must be in (0, 1]"),
                                   help="No pruning in epochs after anneal x epochs (any policy). "
                                        "(default: the policy's; infobatch 0.875, others none)")
     infobatch_ratio: float = option(0.5, check=in_range(0, 0.9, closed_high=True),

@@ -1,0 +1,336 @@
+"""The hostile inputs: flags, config files, run folders and datasets a careless or adversarial
+user might give. Each must be refused with exit 2 and one line, before anything is written.
+
+A case is either a fixed argv or a setup that prepares files in its own `work` folder (the
+working directory of the run; `outside` is a sibling that no case may touch) and returns argv.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+Setup = Callable[[Path, Path, dict], list]
+
+
+@dataclass
+class Case:
+    name: str
+    argv: Sequence[str] = ()
+    words: Sequence[str] = ()          # the message must contain these
+    setup: Setup | None = None
+
+
+TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32",
+        "--device", "cpu", "--epochs", "1", "--out", "run"]
+BIG = str(10**20)
+
+
+def make_templates(base: Path) -> dict[str, Path]:
+    """A finished two-epoch run and a two-class image folder, made once for all cases."""
+    base.mkdir(parents=True)
+    run = base / "run"
+    argv = [a if a != "1" else "2" for a in TINY[:-2]] + ["--out", str(run)]
+    subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *argv], check=True,
+                   capture_output=True, timeout=300)
+    folder = base / "folder"
+    from PIL import Image
+    for split in ("train", "test"):
+        for label in ("cat", "dog"):
+            (folder / split / label).mkdir(parents=True)
+            for i in range(3):
+                Image.new("RGB", (8, 8), (40 * i, 90, 200)).save(folder / split / label / f"{i}.png")
+    return {"run": run, "folder": folder}
+
+
+def flags(name: str, *argv: str, words: Sequence[str] = ()) -> Case:
+    return Case(name, list(argv), words)
+
+
+def train(name: str, *extra: str, words: Sequence[str] = ()) -> Case:
+    """TINY with some flags replaced or added: a flag given in `extra` replaces TINY's."""
+    given = {extra[i] for i in range(0, len(extra), 2) if extra[i].startswith("--")}
+    base = []
+    for i in range(0, len(TINY), 2):
+        if TINY[i] not in given:
+            base += TINY[i:i + 2]
+    return Case(name, ["train", *base, *extra], words)
+
+
+def with_file(name: str, filename: str, content: str | bytes, argv: Sequence[str],
+              words: Sequence[str] = ()) -> Case:
+    def setup(work: Path, outside: Path, templates: dict) -> list:
+        target = work / filename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return list(argv)
+    return Case(name, (), words, setup)
+
+
+def config(name: str, text: str | bytes, *argv: str, words: Sequence[str] = ()) -> Case:
+    return with_file(name, "c.yaml", text, ["train", "--config", "c.yaml", *argv], words)
+
+
+def with_run(name: str, edit: Callable[[Path, Path], None], argv: Sequence[str],
+             words: Sequence[str] = (), status: str | None = "interrupted") -> Case:
+    """A copy of the finished template run as `work/run`, marked `status`, then edited."""
+    def setup(work: Path, outside: Path, templates: dict) -> list:
+        run = work / "run"
+        shutil.copytree(templates["run"], run)
+        if status:
+            summary = json.loads((run / "summary.json").read_text())
+            summary["status"] = status
+            (run / "summary.json").write_text(json.dumps(summary))
+        edit(run, outside)
+        return list(argv)
+    return Case(name, (), words, setup)
+
+
+def with_folder(name: str, edit: Callable[[Path], None], words: Sequence[str] = ()) -> Case:
+    def setup(work: Path, outside: Path, templates: dict) -> list:
+        shutil.copytree(templates["folder"], work / "imgs")
+        edit(work / "imgs")
+        return ["train", "--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device",
+                "cpu", "--epochs", "1", "--out", "run"]
+    return Case(name, (), words, setup)
+
+
+def _replace(filename: str, old: str, new: str) -> Callable[[Path, Path], None]:
+    def edit(run: Path, outside: Path) -> None:
+        path = run / filename
+        path.write_text(path.read_text().replace(old, new, 1))
+    return edit
+
+
+def _write(filename: str, content: str | bytes) -> Callable[[Path, Path], None]:
+    def edit(run: Path, outside: Path) -> None:
+        (run / filename).write_bytes(content if isinstance(content, bytes) else content.encode())
+    return edit
+
+
+def _summary(**changes) -> Callable[[Path, Path], None]:
+    def edit(run: Path, outside: Path) -> None:
+        summary = json.loads((run / "summary.json").read_text())
+        summary.update(changes)
+        (run / "summary.json").write_text(json.dumps(summary))
+    return edit
+
+
+def _symlink_out(work: Path, outside: Path, templates: dict) -> list:
+    (work / "link").symlink_to(outside, target_is_directory=True)
+    (work / "c.yaml").write_text("run: {out: link/run}\n")
+    return ["train", *TINY[:-2], "--config", "c.yaml"]
+
+
+def _unlink(filename: str) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        shutil.rmtree(folder / filename)
+    return edit
+
+
+def _nothing(run: Path, outside: Path) -> None:
+    pass
+
+
+PICKLE_CODE = b"\x80\x04cos\nsystem\n\x8c\x04true\x85R."
+DEEP = "a: " + "[" * 3000 + "]" * 3000 + "\n"
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+CASES: list[Case] = [
+    # -- train: model and data
+    train("model-unknown", "--model", "resnet9", words=["--model must be one of"]),
+    train("model-empty", "--model", ""),
+    train("model-markup", "--model", "[red]x[/]", words=["[red]x[/]"]),
+    train("dataset-unknown", "--dataset", "mnist", words=["--dataset must be one of"]),
+    flags("no-model", "train", "--dataset", "synthetic", words=["no model given"]),
+    flags("no-dataset", "train", "--model", "lenet", words=["no dataset given"]),
+    train("widen-huge", "--model", "wrn16", "--widen", "10000", words=["--widen"]),
+    train("widen-zero", "--model", "wrn16", "--widen", "0"),
+    train("widen-negative", "--model", "wrn16", "--widen", "-1"),
+    train("widen-on-lenet", "--widen", "4"),
+    train("subset-negative", "--subset", "-5"),
+    train("subset-zero", "--subset", "0"),
+    train("subset-one", "--subset", "1"),
+    train("subset-huge", "--subset", BIG),
+    train("test-subset-zero", "--test-subset", "0"),
+    train("test-subset-negative", "--test-subset", "-1"),
+    # -- train: optimisation
+    train("epochs-zero", "--epochs", "0"),
+    train("epochs-negative", "--epochs", "-3"),
+    train("epochs-word", "--epochs", "ten"),
+    train("epochs-huge", "--epochs", BIG),
+    train("epochs-float", "--epochs", "1e3"),
+    train("batch-zero", "--batch-size", "0"),
+    train("batch-negative", "--batch-size", "-1"),
+    train("batch-huge", "--batch-size", BIG, words=["--batch-size"]),
+    train("batch-float", "--batch-size", "2.5"),
+    train("lr-negative", "--lr", "-0.1"),
+    train("lr-zero", "--lr", "0"),
+    train("lr-nan", "--lr", "nan"),
+    train("lr-inf", "--lr", "inf"),
+    train("lr-overflow", "--lr", "1e400"),
+    train("lr-word", "--lr", "fast"),
+    train("milestones-decreasing", "--milestones", "120,60"),
+    train("milestones-words", "--milestones", "a,b"),
+    train("milestones-repeated", "--milestones", "5,5"),
+    train("milestones-empty-item", "--milestones", "1,,2"),
+    train("milestones-negative", "--milestones", "-1,3"),
+    train("milestones-huge", "--milestones", BIG),
+    train("seed-negative", "--seed", "-1"),
+    train("seed-huge", "--seed", BIG, words=["--seed"]),
+    train("seed-word", "--seed", "abc"),
+    # -- train: device and output
+    train("device-arabic-digit", "--device", "cuda:\u0663", words=["--device"]),
+    train("device-unknown", "--device", "tpu"),
+    train("device-empty", "--device", ""),
+    train("device-negative-index", "--device", "cuda:-1"),
+    train("device-markup", "--device", "[bold]cpu"),
+    train("out-empty", "--out", "", words=["--out must not be empty"]),
+    with_file("out-under-a-file", "blocker", "x", ["train", *TINY[:-2], "--out", "blocker/run"]),
+    with_run("out-holds-a-run", _nothing, ["train", *TINY], words=["run"], status=None),
+    train("out-name-too-long", "--out", "r" * 300),
+    # -- train: pruning settings
+    train("window-zero", "--prune", "--window", "0", words=["--window must be >= 1"]),
+    train("start-beyond-window", "--prune", "--start", "70"),
+    train("count-beyond-block", "--prune", "--count", "3"),
+    train("attenuation-below-one", "--prune", "--attenuation", "0.5"),
+    train("fraction-above-one", "--prune", "--prune-fraction", "1.5"),
+    train("fraction-one", "--prune", "--prune-fraction", "1"),
+    train("fraction-nan", "--prune", "--prune-fraction", "nan"),
+    train("fraction-negative", "--prune", "--prune-fraction", "-0.1"),
+    train("tolerance-negative", "--prune", "--tolerance", "-1"),
+    train("policy-unknown", "--prune", "--policy", "oracle", words=["--policy"]),
+    train("drop-sideways", "--prune", "--drop", "sideways"),
+    train("anneal-zero", "--prune", "--anneal", "0"),
+    train("anneal-above-one", "--prune", "--anneal", "1.5"),
+    train("anneal-nan", "--prune", "--anneal", "nan"),
+    train("infobatch-ratio-one", "--prune", "--policy", "infobatch", "--infobatch-ratio", "1"),
+    train("ucb-c-negative", "--prune", "--policy", "ucb", "--ucb-c", "-1"),
+    train("epsilon-above-one", "--prune", "--policy", "egreedy", "--epsilon", "2"),
+    train("ema-weight-zero", "--prune", "--policy", "ucb", "--ema-weight", "0"),
+    train("bogus-flag", "--bogus", words=["No such option"]),
+    # -- train: --set
+    train("set-without-equals", "--set", "train.epochs"),
+    train("set-unknown-section", "--set", "bad.epochs=1"),
+    train("set-unknown-key", "--set", "train.nope=1"),
+    train("set-list-for-int", "--set", "train.epochs=[1,2]"),
+    train("set-warmup-nan", "--set", "train.warmup_epochs=.nan"),
+    train("set-tolerance-nan", "--prune", "--set", "prune.tolerance=.nan"),
+    train("set-momentum-negative", "--set", "train.momentum=-1"),
+    train("set-gamma-zero", "--set", "train.gamma=0"),
+    train("set-augment-unknown", "--set", "data.augment=sideways"),
+    train("set-checkpoint-negative", "--set", "run.checkpoint_every=-1"),
+    train("set-dist-mode-unknown", "--set", "run.dist_mode=telepathy"),
+    train("set-eval-batch-zero", "--set", "train.eval_batch_size=0"),
+    train("set-python-tag", "--set", "train.epochs=!!python/object/apply:os.system [true]"),
+    # -- train: launcher
+    train("nproc-zero", "--nproc-per-node", "0"),
+    train("nproc-negative", "--nproc-per-node", "-1"),
+    train("nnodes-without-endpoint", "--nproc-per-node", "1", "--nnodes", "2"),
+    # -- config files
+    config("config-not-utf8", b"model: {name: \xff\xfe}\n", words=["c.yaml"]),
+    config("config-deep-nesting", DEEP, words=["c.yaml"]),
+    config("config-alias-bomb", BOMB, words=["c.yaml"]),
+    config("config-duplicate-key", "train: {epochs: 1}\ntrain: {epochs: 2}\n"),
+    config("config-unknown-section", "training: {epochs: 1}\n", words=["training"]),
+    config("config-a-list", "- 1\n- 2\n"),
+    config("config-a-scalar", "42\n"),
+    config("config-python-tag", "model: !!python/object/apply:os.system [true]\n"),
+    config("config-invalid-yaml", "train: {epochs: [\n", words=["not valid YAML"]),
+    config("config-tab-indent", "train:\n\tepochs: 1\n"),
+    config("config-infinite-epochs", "train: {epochs: .inf}\n", *TINY[:8]),
+    config("config-out-absolute", "run: {out: /tmp/fineprune-hostile-escape}\n", *TINY[:-2]),
+    config("config-out-parent", "run: {out: ../outside/run}\n", *TINY[:-2]),
+    Case("config-out-through-symlink", (), ["run.out"], _symlink_out),
+    config("config-section-not-mapping", "train: 3\n"),
+    config("config-key-not-string", "train: {1: 2}\n"),
+    flags("config-missing", "train", "--config", "nope.yaml", *TINY),
+    with_file("config-a-folder", "d/x", "", ["train", "--config", "d", *TINY]),
+    # -- resume
+    with_run("resume-with-flags", _nothing, ["train", "--resume", "run", "--epochs", "3"]),
+    flags("resume-missing", "train", "--resume", "nowhere"),
+    with_run("resume-complete", _nothing, ["train", "--resume", "run"], ["complete"], status=None),
+    with_run("resume-edited-subset", _replace("config.yaml", "subset: 64", "subset: 32"),
+             ["train", "--resume", "run"], ["resume refused"]),
+    with_run("resume-edited-model", _replace("config.yaml", "name: lenet", "name: vgg13"),
+             ["train", "--resume", "run"]),
+    with_run("resume-edited-prune", _replace("config.yaml", "enabled: false", "enabled: true"),
+             ["train", "--resume", "run"]),
+    with_run("resume-garbage-checkpoint", _write("checkpoint.pt", b"not a checkpoint"),
+             ["train", "--resume", "run"]),
+    with_run("resume-pickled-code", _write("checkpoint.pt", PICKLE_CODE), ["train", "--resume", "run"]),
+    with_run("resume-checkpoint-a-dict-of-junk",
+             lambda run, o: __import__("torch").save({"x": 1}, run / "checkpoint.pt"),
+             ["train", "--resume", "run"]),
+    with_run("resume-summary-not-json", _write("summary.json", "{"), ["train", "--resume", "run"]),
+    with_run("resume-summary-a-list", _write("summary.json", "[1, 2]"), ["train", "--resume", "run"]),
+    with_run("resume-config-a-list", _write("config.yaml", "- 1\n"), ["train", "--resume", "run"]),
+    with_run("resume-config-missing", lambda run, o: (run / "config.yaml").unlink(),
+             ["train", "--resume", "run"]),
+    with_run("resume-diverged", _summary(status="diverged", diverged_epoch=2),
+             ["train", "--resume", "run"], ["diverged"], status=None),
+    # -- image folders
+    with_folder("folder-one-class", _unlink("train/dog"), words=["class"]),
+    with_folder("folder-no-test", _unlink("test")),
+    with_folder("folder-empty-class", lambda f: [p.unlink() for p in (f / "train" / "dog").iterdir()]),
+    with_folder("folder-broken-image", lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"),
+                words=["0.png"]),
+    flags("folder-missing", "train", "--model", "lenet", "--dataset", "folder", "--data-dir", "nowhere",
+          "--out", "run"),
+    flags("cifar10-missing", "train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", ".",
+          "--out", "run"),
+    with_file("fashion-mnist-truncated", "fm/train-images-idx3-ubyte", b"\x00\x00\x08\x03\x00",
+              ["train", "--model", "lenet", "--dataset", "fashion-mnist", "--data-dir", "fm", "--out", "run"]),
+    # -- estimate
+    flags("estimate-seconds-inf", "estimate", "--epoch-seconds", "inf"),
+    flags("estimate-seconds-nan", "estimate", "--epoch-seconds", "nan"),
+    flags("estimate-seconds-negative", "estimate", "--epoch-seconds", "-1"),
+    flags("estimate-window-zero", "estimate", "--window", "0"),
+    flags("estimate-epochs-huge", "estimate", "--epochs", BIG),
+    flags("estimate-dynamic-policy", "estimate", "--policy", "infobatch", words=["infobatch"]),
+    flags("estimate-unknown-policy", "estimate", "--policy", "oracle"),
+    flags("estimate-run-missing", "estimate", "--run", "nowhere"),
+    with_run("estimate-run-and-seconds", _nothing, ["estimate", "--run", "run", "--epoch-seconds", "1"],
+             status=None),
+    with_run("estimate-run-config-a-list", _write("config.yaml", "- 1\n"), ["estimate", "--run", "run"],
+             status=None),
+    with_run("estimate-run-short-rows", _write("metrics.csv", "epoch,lr\n1\n"), ["estimate", "--run", "run"],
+             status=None),
+    with_run("estimate-run-wrong-types", _replace("metrics.csv", "\n1,", "\nx,"), ["estimate", "--run", "run"],
+             status=None),
+    # -- report
+    flags("report-missing", "report", "nowhere"),
+    with_run("report-out-a-file", _write("blocker", "x"), ["report", "run", "--out", "run/blocker"],
+             status=None),
+    with_run("report-out-under-a-file", _write("blocker", "x"), ["report", "run", "--out", "run/blocker/x"],
+             status=None),
+    with_run("report-notes-missing", _nothing, ["report", "run", "--out", "rep", "--notes", "nope.md"],
+             status=None),
+    # -- compare
+    flags("compare-unknown-policy", "compare", "--model", "lenet", "--dataset", "synthetic", "--policies",
+          "regular,oracle"),
+    flags("compare-seeds-words", "compare", "--model", "lenet", "--dataset", "synthetic", "--seeds", "a"),
+    flags("compare-seeds-negative", "compare", "--model", "lenet", "--dataset", "synthetic", "--seeds", "-1"),
+    flags("compare-frontier-above-one", "compare", "--model", "lenet", "--dataset", "synthetic",
+          "--frontier", "1.5"),
+    flags("compare-frontier-word", "compare", "--model", "lenet", "--dataset", "synthetic", "--frontier", "x"),
+    flags("compare-unknown-model", "compare", "--model", "lenet,nope", "--dataset", "synthetic"),
+    with_file("compare-out-a-file", "blocker", "x", ["compare", "--model", "lenet", "--dataset", "synthetic",
+                                                     "--subset", "64", "--epochs", "1", "--out", "blocker"]),
+    # -- scale
+    flags("scale-dist-mode-comma", "scale", "--model", "lenet", "--dataset", "synthetic", "--dist-mode", ","),
+    with_file("scale-out-a-file", "blocker", "x", ["scale", "--model", "lenet", "--dataset", "synthetic",
+                                                   "--out", "blocker"]),
+    flags("scale-nproc-zero", "scale", "--model", "lenet", "--dataset", "synthetic", "--nproc", "0"),
+    flags("scale-nproc-word", "scale", "--model", "lenet", "--dataset", "synthetic", "--nproc", "x"),
+    flags("scale-target-negative", "scale", "--model", "lenet", "--dataset", "synthetic", "--target-loss", "-1"),
+    # -- commands
+    flags("unknown-command", "fly"),
+    flags("unknown-global-option", "--nope"),
+]
