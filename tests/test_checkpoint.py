@@ -219,7 +219,16 @@ def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path,
     assert cfg.train.epochs == 4
 
 
-def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path):
+@pytest.fixture
+def terminal_sigint():
+    """Ctrl-C as in a terminal: a background job of a non-interactive shell (CI, nohup) starts
+    with SIGINT ignored, and then a second signal is ignored too."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path, terminal_sigint):
     class TwoSignals(SignalAt):
         def advance(self, status=""):
             ours = signal.getsignal(signal.SIGINT)
