@@ -192,3 +192,21 @@ def test_json_output_is_strict_even_for_non_finite_numbers(capsys):
     console.print_json({"loss": float("nan"), "rows": [float("inf"), 1.5], "n": 2})
     strict = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert strict == {"loss": None, "rows": [None, 1.5], "n": 2}
+
+
+def test_user_text_is_never_read_as_markup(tmp_path):
+    """'[/oops]' crashed rich after a complete run; '[red]x' lost its brackets."""
+    for name in ("[/oops]", "[red]x"):
+        out = tmp_path / name
+        result = invoke(["train", *TINY, "--epochs", "1", "--out", out, "--set", f"data.label='{name}'"])
+        assert result.exit_code == 0 and f"run folder: {out}" in result.output, result.output
+    report = invoke(["report", tmp_path, "--out", tmp_path / "rep", "--no-plots"])
+    assert report.exit_code == 0 and "[red]x" in (tmp_path / "rep" / "table1_time.md").read_text()
+
+
+def test_the_resume_hint_is_shell_quoted(tmp_path):
+    out = tmp_path / "a b; rm x"
+    result = invoke(["train", *TINY, "--epochs", "1", "--out", out])
+    assert result.exit_code == 0
+    again = invoke(["train", *TINY, "--epochs", "1", "--out", out])
+    assert again.exit_code == 2 and f"--resume '{out}'`" in again.output

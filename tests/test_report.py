@@ -261,3 +261,20 @@ def test_report_out_that_is_a_file_is_one_line(runs_root, tmp_path):
     result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "taken"), "--no-plots"])
     assert result.exit_code == 2 and result.output.startswith("error: cannot write the report into")
     assert "Traceback" not in result.output
+
+
+def test_a_full_disk_under_report_is_one_line(runs_root, tmp_path, monkeypatch):
+    from fineprune_cli.engine import files
+
+    real = files.atomic_write_bytes
+
+    def full(path, data):   # room for the write check, none for the tables
+        if path.name != ".write-check":
+            raise OSError(28, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", full)
+    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "No space left on device" in lines[0], result.output
+    assert "table1_time" in lines[0]                 # names the file it could not write

@@ -62,3 +62,23 @@ def test_formula_as_printed():
 def test_formula_matches_schedule_without_attenuation_on_aligned_blocks():
     s = PruneSchedule(window=60, start=30, attenuation=1, block=2, count=1)
     assert len(s.pruning_epochs(120)) == formula_n_prune(120, 60, 30, 2, 1) == 30
+
+
+def test_long_runs_cost_linear_time_even_with_attenuation_near_one():
+    """starting_point was recomputed from a_0 at every epoch: an attenuation just above 1 lowers
+    a by one per window, which made 100,000 epochs quadratic. Count the divisions instead."""
+    s = PruneSchedule(window=2, start=1, attenuation=1.0000001)
+    assert [s.starting_point(k) for k in (0, 1, 5000)] == [1, 0, 0]
+    slow = PruneSchedule(window=1000, start=999, attenuation=1.0000001)
+    assert [slow.starting_point(k) for k in (0, 1, 2, 998, 999, 10**6)] == [999, 998, 997, 1, 0, 0]
+    assert len(slow.pruning_epochs(100_000)) > 0
+    calls = []
+
+    class Counting(float):
+        def __rtruediv__(self, other):
+            calls.append(other)
+            return other / float(self)
+
+    counted = PruneSchedule(window=1000, start=999, attenuation=Counting(1.0000001))
+    counted.pruning_epochs(100_000)
+    assert len(calls) <= 999                     # each a_k once, not once per epoch

@@ -39,6 +39,9 @@ class OneLineErrors(TyperGroup):
         except FinepruneError as exc:
             console.error(str(exc))
             sys.exit(exc.exit_code)
+        except OSError as exc:  # disk full, permissions, a folder removed meanwhile: not a bug to trace
+            console.error(f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc))
+            sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
             console.error("interrupted")
             sys.exit(130)

@@ -25,6 +25,7 @@ from typing import Callable, ClassVar
 
 import torch
 
+from ..errors import ConfigError
 from .config import PruneConfig
 from .registry import get
 from .schedule import last_pruning_epoch
@@ -121,6 +122,15 @@ class Policy:
         keep = torch.ones(self.num_samples, dtype=torch.bool, device=self.device)
         keep[dropped] = False
         return self.all[keep]
+
+
+def pruned_count(cfg: PruneConfig, num_samples: int) -> int:
+    """m = round(prune_fraction x N), refused when it would leave an epoch without samples."""
+    m = round(cfg.prune_fraction * num_samples)
+    if m >= num_samples:
+        raise ConfigError(f"--prune-fraction {cfg.prune_fraction:g} leaves none of the {num_samples} "
+                          f"training samples; use at most {(num_samples - 1) / num_samples:.4g}")
+    return m
 
 
 def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: int = 0,

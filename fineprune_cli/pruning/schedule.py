@@ -47,12 +47,23 @@ class PruneSchedule:
         return epoch % self.window == 0
 
     def starting_point(self, k: int) -> int:
-        a = self.start
-        for _ in range(k):
-            if a == 0 or self.attenuation == 1:  # a fixed point: O(log start) steps at most
-                break
-            a = int(a / self.attenuation)
-        return a
+        points = self._points()
+        return points[min(k, len(points) - 1)]
+
+    def _points(self) -> tuple[int, ...]:
+        """a_0, a_1, ... up to the fixed point, computed once: an attenuation just above 1
+        lowers a by one a window, and recomputing per epoch made long runs quadratic."""
+        cached = self.__dict__.get("_cache")
+        if cached is None:
+            points = [self.start]
+            while points[-1] > 0 and self.attenuation > 1:
+                nxt = int(points[-1] / self.attenuation)
+                if nxt == points[-1]:
+                    break
+                points.append(nxt)
+            cached = tuple(points)
+            object.__setattr__(self, "_cache", cached)  # frozen dataclass: a derived value only
+        return cached
 
     @classmethod
     def from_config(cls, cfg) -> "PruneSchedule":

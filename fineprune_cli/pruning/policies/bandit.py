@@ -33,7 +33,7 @@ import math
 import torch
 
 from ..config import PruneConfig
-from ..policy import EpochPlan
+from ..policy import EpochPlan, pruned_count
 from ..tracker import highest
 from .dynamic import LossScored
 
@@ -49,7 +49,7 @@ class RunningLoss(LossScored):
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.mean = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
         self.var = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
-        self.budget = num_samples - round(cfg.prune_fraction * num_samples)  # k kept per epoch
+        self.budget = num_samples - pruned_count(cfg, num_samples)  # k kept per epoch
 
     def update(self, now: torch.Tensor, losses: torch.Tensor) -> None:
         w = self.cfg.ema_weight

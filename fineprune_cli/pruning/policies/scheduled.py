@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..config import PruneConfig
-from ..policy import EpochPlan, Policy
+from ..policy import EpochPlan, Policy, pruned_count
 from ..schedule import PruneSchedule
 
 
@@ -16,7 +16,7 @@ class Scheduled(Policy):
                  device: torch.device | str = "cpu", epochs: int | None = None):
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.schedule = PruneSchedule.from_config(cfg)
-        self.num_pruned = round(cfg.prune_fraction * num_samples)
+        self.num_pruned = pruned_count(cfg, num_samples)
 
     def prunes(self, epoch: int) -> bool:
         return self.num_pruned > 0 and not self.annealed(epoch) and self.schedule.prunes(epoch)
