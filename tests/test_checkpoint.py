@@ -258,3 +258,16 @@ def test_a_moved_run_folder_knows_where_it_is(tmp_path):
     train(_cfg(tmp_path / "old", False, epochs=1), show_progress=False)
     (tmp_path / "old").rename(tmp_path / "new")
     assert read_summary(tmp_path / "new").run_dir == str(tmp_path / "new")
+
+
+def test_a_nan_test_loss_in_the_last_epoch_marks_the_run_diverged(tmp_path, monkeypatch):
+    """Weights that blow up in the last epoch gave a finite train loss, a NaN test loss and
+    status 'complete'."""
+    from fineprune_cli.engine.trainer import Trainer
+
+    real = Trainer.evaluate
+    monkeypatch.setattr(Trainer, "evaluate", lambda self: (float("nan"), 10.0) if self.steps >= 15
+                        else real(self))          # 300 samples / 64 = 5 steps an epoch: epoch 3
+    with pytest.raises(checkpoint.Diverged, match="diverged at epoch 3"):
+        train(_cfg(tmp_path / "d", False, epochs=3), show_progress=False)
+    assert summary_of(tmp_path / "d")["status"] == "diverged"
