@@ -18,7 +18,7 @@ from fineprune_cli import (DistributedPruningSampler, IndexedDataset, PruneConfi
 from conftest import spawn_ranks
 
 N, BATCH, EPOCHS = 50, 8, 5
-# fine prunes epochs 2, 4 and 5 (window 3, start 1): counts are reset at epoch 3
+# fine prunes every epoch (window 3, start 1, then 0 from the second window); counts reset at epoch 3
 FINE = PruneConfig(window=3, start=1, block=1, count=1, prune_fraction=0.3)
 INFOBATCH = PruneConfig(infobatch_ratio=0.5)
 
