@@ -26,7 +26,8 @@ N, BATCH, EPOCHS, LR = 96, 16, 2, 0.3
 CFG = PruneConfig(window=2, start=1, block=1, count=1, prune_fraction=0.25, anneal=1.0)
 UCB = PruneConfig(prune_fraction=0.25, anneal=0.5)  # epoch 1 pruned, epoch 2 longer (all samples)
 pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec.*is deprecated"),  # Lightning's own
-              pytest.mark.filterwarnings("ignore:You defined a `validation_step` but have no")]
+              pytest.mark.filterwarnings("ignore:You defined a `validation_step` but have no"),
+              pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")]  # 1 core
 
 
 def _data():
@@ -93,16 +94,18 @@ def _hand_loop(name):
     return policy, model, batches
 
 
-@pytest.mark.parametrize("name", ["fine", "infobatch", "ucb"])
-def test_callback_trains_as_the_hand_written_loop(name):
+@pytest.mark.parametrize("name, workers", [("fine", 0), ("infobatch", 0), ("ucb", 0), ("ucb", 2)])
+def test_callback_trains_as_the_hand_written_loop(name, workers):
     """Same batches, same weights, same scores: a callback that observed the wrong indices,
     backpropagated the plain mean of a weighted plan, synced at the wrong edge or let Lightning
     cut a longer epoch at the first epoch's batch count would differ. Validation still runs
-    once per epoch although the epochs' batch counts differ."""
+    once per epoch although the epochs' batch counts differ. With persistent workers Lightning
+    draws the first epoch's indices before it calls set_epoch(0): the same plans all the same."""
     x, y = _data()
     sampler = PruningSampler(_policy(name))
     module = Tiny()
-    loader = DataLoader(IndexedDataset(TensorDataset(x, y)), batch_size=BATCH, sampler=sampler)
+    loader = DataLoader(IndexedDataset(TensorDataset(x, y)), batch_size=BATCH, sampler=sampler,
+                        num_workers=workers, persistent_workers=workers > 0)
     val = DataLoader(TensorDataset(x, y), batch_size=N)
     _trainer(callbacks=[PruningCallback(sampler)]).fit(module, loader, val)
 
