@@ -20,7 +20,8 @@ What else it does, and why:
   public setter, so this reads two of the fit loop's private attributes, checked by the tests).
 - A DistributedPruningSampler is a DistributedSampler, so Lightning's DDP strategy keeps it
   (no `use_distributed_sampler=False` needed); a plain PruningSampler under several processes
-  is refused, since Lightning would wrap it and every rank would train the whole plan.
+  is refused: Lightning would wrap it in a sampler of its own, and with no all-reduce of the
+  observations the ranks' scores, and so their plans, would drift apart.
 - Its checkpoint state is the sampler's (policy, epoch, plan): `ckpt_path=` resumes the plans.
 """
 
@@ -53,7 +54,7 @@ class PruningCallback(pl.Callback):
             return
         if trainer.world_size > 1 and not isinstance(self.sampler, DistributedPruningSampler):
             raise ValueError(f"{trainer.world_size} processes train: use DistributedPruningSampler, "
-                             "so that each rank takes its own shard of the plan")
+                             "so that the ranks share one plan and each takes its own shard")
         step = pl_module.training_step
 
         @functools.wraps(step)  # keeps the signature Lightning inspects (batch_idx or not)
