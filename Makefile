@@ -13,7 +13,7 @@ setup: $(STAMP) $(FMNIST)
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check $(TORCH)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,plot]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,plot,lightning]'
 	touch $@
 
 # Debian's package puts the four IDX files under /usr/share/datasets/fashion-mnist.

@@ -17,6 +17,7 @@ LAYERS = [
     {"drivers"},
     {"analysis"},
     {"cli"},
+    {"integrations"},           # other frameworks' adapters (optional extras): nothing imports them
     {"__init__", "__main__"},   # the package's public API and entry point
 ]
 

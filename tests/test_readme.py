@@ -36,6 +36,47 @@ def test_own_loop_examples_train(index):
         assert scope["plan"].samples == 300 and scope["policy"].plan(5).samples < 300
 
 
+def _toy_scope():
+    torch.manual_seed(0)
+    x, y = torch.randn(300, 8), torch.randint(0, 3, (300,))
+    return {"x": x, "y": y, "model": torch.nn.Linear(8, 3), "epochs": 8}
+
+
+def _fit_loss(scope):
+    return torch.nn.functional.cross_entropy(scope["model"](scope["x"]), scope["y"]).item()
+
+
+def test_pipeline_sampler_example_trains_and_prunes():
+    """The DataLoader example: it trains, reaches the last epoch, and the policy counted."""
+    scope = _toy_scope()
+    scope["opt"] = torch.optim.SGD(scope["model"].parameters(), lr=0.1)
+    before = _fit_loss(scope)
+    exec(_blocks("Pruning in any pipeline")[0], scope)
+    assert _fit_loss(scope) < before
+    sampler = scope["sampler"]
+    assert sampler.epoch == scope["epochs"] - 1
+    sampler.sync()
+    assert int(scope["policy"].scores.sum()) > 0
+
+
+def test_pipeline_lightning_example_trains():
+    """The Lightning example, run after the sampler example as the README reads."""
+    pytest.importorskip("lightning", reason="the lightning extra is not installed")
+    import warnings
+    scope = _toy_scope()
+    scope["opt"] = torch.optim.SGD(scope["model"].parameters(), lr=0.1)
+    first, second = _blocks("Pruning in any pipeline")[:2]
+    exec(first, scope)
+    scope["model"] = torch.nn.Linear(8, 3)
+    before = _fit_loss(scope)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lightning's advice on workers and logging intervals
+        exec(second, scope)
+    assert _fit_loss(scope) < before
+    sampler = scope["sampler"]
+    assert sampler.epoch == scope["epochs"] - 1 and int(sampler.policy.scores.sum()) > 0
+
+
 def _readme_commands() -> list[list[str]]:
     """Every `fineprune ...` line of the README's shell blocks, continuation lines joined."""
     import shlex

@@ -45,8 +45,8 @@ class EpochPlan:
 
     def loss(self, idx: torch.Tensor, losses: torch.Tensor) -> torch.Tensor:
         """The loss to backpropagate: mean of the batch's weighted per-sample losses."""
-        if self.weights is not None:
-            losses = losses * self.weights[idx].to(losses.dtype)
+        if self.weights is not None:  # idx and losses may live on another device than the plan
+            losses = losses * self.weights[idx.to(self.weights.device)].to(losses.device, losses.dtype)
         return losses.sum() / losses.numel()
 
 

@@ -1,0 +1,259 @@
+"""The DataLoader path (issue 14): IndexedDataset, PruningSampler and its data-parallel variant.
+
+Losses here are fixed small integers per (sample, epoch), not a model's: batch sums are then
+exact in float32, so a run split over ranks must reproduce one process bit for bit, and any
+difference in which batch a sample trained in (or which mean it met) changes the scores."""
+
+import os
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+from fineprune_cli import (DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler,
+                           create_policy)
+from conftest import spawn_ranks
+
+N, BATCH, EPOCHS = 50, 8, 5
+# fine prunes every epoch (window 3, start 1, then 0 from the second window); counts reset at epoch 3
+FINE = PruneConfig(window=3, start=1, block=1, count=1, prune_fraction=0.3)
+INFOBATCH = PruneConfig(infobatch_ratio=0.5)
+
+
+def _policy(name, n=N):
+    return create_policy(name, n, FINE if name == "fine" else INFOBATCH, seed=3, epochs=EPOCHS)
+
+
+def _losses(idx, epoch):
+    return ((idx * 7 + epoch * 3) % 11).float()
+
+
+def _same(a, b):
+    torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+
+
+def _counted(policy):
+    """The policy, with the epochs it was asked to plan recorded in policy.planned."""
+    plan, policy.planned = policy.plan, []
+
+    def counting(epoch):
+        policy.planned.append(epoch)
+        return plan(epoch)
+    policy.plan = counting
+    return policy
+
+
+def _hand_loop(name, batch=BATCH, seed=0):
+    """The README's protocol loop over the order the sampler draws (randperm seeded seed+e-1)."""
+    policy = _policy(name)
+    for epoch in range(1, EPOCHS + 1):
+        plan = policy.plan(epoch)
+        perm = torch.randperm(plan.samples, generator=torch.Generator().manual_seed(seed + epoch - 1))
+        for idx in plan.indices[perm].split(batch):
+            policy.observe(idx, _losses(idx, epoch))
+        policy.sync()
+    return policy
+
+
+@pytest.mark.parametrize("name", ["fine", "infobatch"])
+def test_loader_loop_trains_each_epochs_plan_and_scores_as_the_protocol_loop(name):
+    """Each epoch's batches hold exactly the plan's samples, len(loader) is known before the
+    epoch, plan() runs once per epoch (1..n, not 0-based), and the scores equal the protocol
+    loop's: a missing or misplaced sync, an off-by-one epoch or a second plan() would not."""
+    policy = _counted(_policy(name))
+    sampler = PruningSampler(policy)
+    loader = DataLoader(IndexedDataset(TensorDataset(torch.arange(N) * 10)), batch_size=BATCH,
+                        sampler=sampler)
+    sizes = []
+    for epoch in range(EPOCHS):
+        sampler.set_epoch(epoch)
+        steps, seen = len(loader), []
+        for idx, x in loader:
+            assert torch.equal(x, idx * 10)                      # the index is the item's
+            sampler.loss(idx, _losses(idx, epoch + 1))
+            seen.append(idx)
+        assert len(seen) == steps
+        seen = torch.cat(seen)
+        assert sorted(seen.tolist()) == sorted(sampler.plan.indices.tolist())
+        sizes.append(seen.numel())
+    sampler.sync()
+    assert policy.planned == list(range(1, EPOCHS + 1))
+    assert min(sizes) < N                                         # it pruned
+    _same(policy.scores, _hand_loop(name).scores)
+
+
+def test_iterating_again_without_set_epoch_is_the_next_epoch():
+    """A loop that never calls set_epoch still gets a new plan (and a sync) each epoch."""
+    policy = _counted(_policy("fine"))
+    sampler = PruningSampler(policy)
+    orders = [list(sampler) for _ in range(3)]
+    assert policy.planned == [1, 2, 3] and sampler.epoch == 2
+    assert len(set(map(tuple, orders))) == 3
+    sampler.set_epoch(2)                                           # already there: no new plan
+    assert policy.planned == [1, 2, 3]
+    with pytest.raises(ValueError):
+        sampler.set_epoch(1)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")  # 2 workers, 1 core
+def test_workers_and_persistent_workers_see_the_sampler_of_the_main_process():
+    """num_workers=2 with persistent workers: batches follow the sampler's order epoch after
+    epoch (a sampler copied into the workers would replay epoch 0's plan), and the
+    observations reach the main process's policy."""
+    policy = _policy("fine")
+    sampler = PruningSampler(policy, seed=5)
+    data = IndexedDataset(TensorDataset(torch.arange(N).float()))
+    loader = DataLoader(data, batch_size=BATCH, sampler=sampler, num_workers=2, persistent_workers=True)
+    orders = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        got = []
+        for idx, x in loader:
+            assert torch.equal(x, idx.float())
+            sampler.loss(idx, _losses(idx, epoch + 1))
+            got += idx.tolist()
+        assert got == sampler.order.tolist()
+        orders.append(got)
+    sampler.sync()
+    assert len(orders[1]) < N and orders[0] != orders[2]
+    assert int(policy.scores.sum()) > 0
+
+
+def test_loss_is_the_weighted_mean_when_the_plan_weights():
+    """InfoBatch's plan weights the kept below-mean samples by 1/(1-r): loss() must return that
+    weighted mean (a plain mean would silently undo the expectation rescaling), the plain mean
+    for unweighted policies, and refuse an already-reduced loss."""
+    sampler = PruningSampler(_policy("infobatch"))
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for idx in sampler.order.split(BATCH):
+            last = sampler.loss(idx, _losses(idx, epoch + 1))
+    weights = sampler.plan.weights
+    assert weights is not None and weights.max() == 2.0
+    losses = _losses(idx, 2)
+    assert torch.allclose(last, (losses * weights[idx]).mean())
+    assert not torch.allclose(last, losses.mean())
+    plain = PruningSampler(_policy("random"))
+    idx = torch.tensor(list(plain)[:BATCH])
+    assert torch.allclose(plain.loss(idx, _losses(idx, 1)), _losses(idx, 1).mean())
+    with pytest.raises(ValueError, match="reduction='none'"):
+        plain.loss(idx, _losses(idx, 1).mean())
+
+
+@pytest.mark.parametrize("saved", ["after an epoch", "after set_epoch"])
+@pytest.mark.parametrize("name", ["fine", "infobatch"])
+def test_sampler_and_policy_state_resume_the_same_run(name, saved, tmp_path):
+    """Stopped after epoch 2 (or after set_epoch(2), its plan drawn but not trained) and resumed
+    in fresh objects from a file, the run yields the same orders and ends with the same scores
+    as one that never stopped. Losing the unsynced observations, the epoch, or (second case)
+    the already drawn plan would each change them."""
+    def train(sampler, epochs):
+        orders = []
+        for _ in range(epochs):
+            order = list(sampler)                 # no set_epoch: the sampler moves on itself
+            for idx in torch.tensor(order).split(BATCH):
+                sampler.loss(idx, _losses(idx, sampler.epoch + 1))
+            orders.append(order)
+        return orders
+
+    straight = PruningSampler(_policy(name), seed=1)
+    expected = train(straight, EPOCHS)
+    straight.sync()
+
+    first = PruningSampler(_policy(name), seed=1)
+    orders = train(first, 2)
+    if saved == "after set_epoch":
+        first.set_epoch(2)
+    torch.save(first.state_dict(), tmp_path / "state.pt")
+    resumed = PruningSampler(_policy(name), seed=1)
+    resumed.load_state_dict(torch.load(tmp_path / "state.pt"))
+    orders += train(resumed, EPOCHS - 2)
+    resumed.sync()
+    assert orders == expected
+    _same(resumed.policy.scores, straight.policy.scores)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("n", [48, 50, 2])
+def test_shards_are_equal_disjoint_and_cover_the_plan(world, n):
+    """As DistributedSampler: equal shards; interleaved, they are the padded order (so they are
+    disjoint as its positions); the padding repeats the order's first indices and each rank's
+    padded slot, if any, is its last."""
+    shards = []
+    for rank in range(world):
+        s = DistributedPruningSampler(create_policy("regular", n), num_replicas=world, rank=rank)
+        shards.append((list(s), s.pad_last))
+    lengths = {len(shard) for shard, _ in shards}
+    assert len(lengths) == 1
+    size = lengths.pop()
+    assert size == -(-n // world)
+    padded = [shards[r][0][i] for i in range(size) for r in range(world)]
+    order = padded[:n]
+    assert sorted(order) == list(range(n))
+    assert padded[n:] == (order * world)[:len(padded) - n]
+    assert [pad for _, pad in shards] == [i * world + r >= n for r in range(world) for i in [size - 1]]
+
+
+def _rank_main(rank, size, init_file, out_dir):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
+                            timeout=timedelta(seconds=60))
+    results = {}
+    for name in ["fine", "infobatch"]:
+        sampler = DistributedPruningSampler(_policy(name))  # rank and world from the group
+        loader = DataLoader(IndexedDataset(TensorDataset(torch.zeros(N))), batch_size=BATCH,
+                            sampler=sampler)
+        shards = []
+        for epoch in range(EPOCHS):
+            sampler.set_epoch(epoch)
+            shard = []
+            for idx, _ in loader:
+                sampler.loss(idx, _losses(idx, epoch + 1))
+                shard += idx.tolist()
+            shards.append((shard, sampler.plan.indices.tolist()))
+        sampler.sync()
+        results[name] = {"shards": shards, "scores": sampler.policy.scores.clone()}
+    torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_ranks_take_disjoint_equal_shards_and_score_as_one_process(world, tmp_path):
+    """gloo ranks over the same plan: equal shards whose union is the plan, overlapping only in
+    the padding; every rank ends with the scores of one process training the global batches
+    (BATCH x world, same order). Local batch means, an unreduced sync or observing the padded
+    duplicate would each make them differ."""
+    ranks = spawn_ranks(_rank_main, world, tmp_path)
+    for name in ["fine", "infobatch"]:
+        single = _hand_loop(name, batch=BATCH * world)
+        for epoch in range(EPOCHS):
+            plans = {tuple(r[name]["shards"][epoch][1]) for r in ranks}
+            assert len(plans) == 1
+            plan = sorted(plans.pop())
+            shards = [r[name]["shards"][epoch][0] for r in ranks]
+            assert len({len(s) for s in shards}) == 1
+            union = [i for s in shards for i in s]
+            assert sorted(set(union)) == plan
+            assert len(union) - len(plan) == -len(plan) % world        # only the padding repeats
+        for r in ranks:
+            _same(r[name]["scores"], single.scores)
+
+
+def test_a_plain_loader_loop_trains_a_model():
+    """End to end with a real model: the pruned loop lowers the training loss."""
+    torch.manual_seed(0)
+    x, y = torch.randn(200, 6), torch.randint(0, 3, (200,))
+    model = torch.nn.Linear(6, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.2)
+    sampler = PruningSampler(create_policy("fine", 200, FINE, epochs=EPOCHS))
+    loader = DataLoader(IndexedDataset(TensorDataset(x, y)), batch_size=32, sampler=sampler)
+    before = F.cross_entropy(model(x), y).item()
+    for epoch in range(EPOCHS):
+        sampler.set_epoch(epoch)
+        for idx, xb, yb in loader:
+            opt.zero_grad()
+            sampler.loss(idx, F.cross_entropy(model(xb), yb, reduction="none")).backward()
+            opt.step()
+    assert F.cross_entropy(model(x), y).item() < before - 0.05
