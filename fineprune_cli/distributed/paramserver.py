@@ -31,7 +31,7 @@ from ..engine.config import Config
 from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir
 from ..engine.session import Totals, build, new_summary, summarize
 from ..engine.trainer import lr_at, scheduled_lr
-from ..engine.world import SINGLE, World, step_slices
+from ..engine.world import SINGLE, World, join, step_slices
 from ..errors import ConfigError
 
 _SERVER: "Server | None" = None
@@ -116,11 +116,13 @@ def _end_epoch(epoch, counts, loss_sum, samples):
     _server().end_epoch(epoch, counts, loss_sum, samples)
 
 
-def start(world: World, mode: str, group_size: int) -> list[list[int]]:
-    """Join the gloo group and the RPC framework; returns the worker groups (mixed) or singletons."""
+def start(world: World, mode: str, group_size: int, timeout_s: float) -> list[list[int]]:
+    """Join the gloo group and the RPC framework; returns the worker groups (mixed) or singletons.
+    Collectives and RPCs fail after `timeout_s` (RPC's own default, 60 s, is shorter than an
+    evaluation on the server while the workers wait for the next epoch)."""
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
-    dist.init_process_group("gloo")
+    join(world, "gloo", timeout_s)
     addr_port = [None]
     if world.main:
         with socket.socket() as s:
@@ -129,7 +131,8 @@ def start(world: World, mode: str, group_size: int) -> list[list[int]]:
     dist.broadcast_object_list(addr_port, src=0)
     host, port = addr_port[0]
     options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}",
-                                              num_worker_threads=max(16, 4 * world.size))
+                                              num_worker_threads=max(16, 4 * world.size),
+                                              rpc_timeout=timeout_s)
     rpc.init_rpc("ps" if world.main else f"worker{world.rank}", rank=world.rank,
                  world_size=world.size, rpc_backend_options=options)
     workers = list(range(1, world.size))
@@ -221,7 +224,7 @@ def train_ps(cfg: Config, world: World, command: str | None) -> RunSummary:
     """One process of an async/mixed run: rank 0 serves and records, the others work."""
     if world.size < 2:
         raise ConfigError(f"--dist-mode {cfg.run.dist_mode} needs at least 2 processes (a server and a worker)")
-    groups = start(world, cfg.run.dist_mode, cfg.run.group_size)
+    groups = start(world, cfg.run.dist_mode, cfg.run.group_size, cfg.run.dist_timeout)
     finished = False
     try:
         trainer, policy = build(cfg, SINGLE)
