@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from fineprune_cli import models
@@ -18,10 +19,10 @@ from conftest import free_port
 
 
 
-def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4"):
-    out = tmp_path / mode
+def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", name=None):
+    out = tmp_path / (name or mode)
     cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", str(nproc), "--dist-mode", mode,
-           "--group-size", "2", "--model", "lenet", "--dataset", "synthetic", "--subset", "2048",
+           "--group-size", "2", "--model", "lenet", "--dataset", "synthetic", "--subset", subset,
            "--test-subset", "500", "--epochs", epochs, "--lr", lr, "--batch-size", "64", "--device", "cpu",
            "--out", str(out), *extra]
     env = dict(os.environ, MASTER_PORT=str(free_port()))
@@ -57,6 +58,19 @@ def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
     # one push per group batch: 2 full epochs of 2048 / 64 = 32, 3 pruned of ceil(1434 / 64) = 23;
     # one group pushes alone, so nothing is stale
     assert s["updates"] == 2 * 32 + 3 * 23 and s["staleness_max"] == 0
+
+
+@pytest.mark.slow
+def test_async_counts_with_the_tolerance_given(tmp_path):
+    """One worker trains deterministically, and the tolerance changes only what is counted: the
+    same epoch counted with --tolerance 0.05 must count a subset of what 0 counts, and less."""
+    prune = ["--prune", "--window", "2", "--start", "1", "--block", "1", "--attenuation", "1"]
+    counts = {}
+    for tol in ("0", "0.05"):
+        _run(tmp_path, "async", 2, *prune, "--tolerance", tol, epochs="1", subset="512", name=tol)
+        counts[tol] = torch.load(tmp_path / tol / "dropping_counts_window0.pt")
+    assert bool((counts["0.05"] <= counts["0"]).all())
+    assert 0 < counts["0.05"].sum() < counts["0"].sum()
 
 
 def test_server_applies_pushes_and_measures_staleness():
