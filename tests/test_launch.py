@@ -2,7 +2,6 @@
 to the launcher, a rank's real error in torchrun's report."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
