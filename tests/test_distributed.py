@@ -129,3 +129,41 @@ def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
     assert s["samples_skipped"] == 2 * round(0.3 * 512)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]       # one folder, written by rank 0
     assert proc.stdout.count('"status": "complete"') == 1               # rank 0 alone prints
+
+
+def _padded_rank_main(rank, size, init_file, out_dir):
+    """One epoch of 100 samples in global batches of 16 (6 full, then 4) on `size` DDP ranks,
+    padded to static shapes and not; records the batch sizes each rank's model ran."""
+    from fineprune_cli import models
+    from fineprune_cli.engine.config import TrainConfig
+    from fineprune_cli.engine.data import make_synthetic
+    from fineprune_cli.engine.trainer import DeviceData, Trainer
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
+                            timeout=timedelta(seconds=60))
+    torch.set_num_threads(1)
+    cpu = torch.device("cpu")
+    data = DeviceData.build(make_synthetic(num_train=100, num_test=10, image_size=16), cpu, augment=False)
+    out = {}
+    for static in (True, False):
+        torch.manual_seed(0)
+        model = models.create("lenet", 3, 10)
+        sizes = []
+        model.register_forward_hook(lambda m, i, o: sizes.append(o.shape[0]))
+        cfg = TrainConfig(batch_size=16, lr=0.05, milestones=[], warmup_epochs=0)
+        trainer = Trainer(model, data, cfg, cpu, seed=3, static_batches=static, world=World(rank, size))
+        out[static] = (sizes, trainer.train_epoch(1).item(), [p.detach().clone() for p in model.parameters()])
+    torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def test_static_batches_pad_each_rank_to_its_own_share_of_the_batch(tmp_path):
+    """--compile with DDP: every step runs batch / ranks samples on each rank (the padded last
+    one too), and the padding trains nothing: the same losses and weights as unpadded."""
+    for r in spawn_ranks(_padded_rank_main, 2, tmp_path):
+        padded, plain = r[True], r[False]
+        assert padded[0] == [8] * 7                     # 16 / 2 per step; the last 2 padded to 8
+        assert plain[0] == [8] * 6 + [2]
+        assert padded[1] == pytest.approx(plain[1], rel=1e-5)
+        for a, b in zip(padded[2], plain[2]):
+            assert torch.allclose(a, b, atol=1e-6)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from torch.distributed.elastic.multiprocessing.errors import record
 from typer.core import TyperGroup
 
 from .. import console
@@ -85,13 +86,16 @@ def train(
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
-    from ..distributed.launch import relaunch, train as run_training
+    from ..distributed.launch import check_parallel, relaunch, train as run_training
+    from ..engine.config import validate
     from ..engine.session import resume as resume_training
     from ..engine.world import from_env
 
-    if nproc_per_node is not None:
-        raise typer.Exit(relaunch(sys.argv[1:], nproc_per_node, nnodes, node_rank, rdzv_endpoint))
     settings.update(parse_set(set_))
+    if nproc_per_node is not None:
+        if resume is None:  # refuse bad settings here, not in every rank after loading the data
+            check_parallel(validate(build_config(config, settings)), nproc_per_node * (nnodes or 1))
+        raise typer.Exit(relaunch(sys.argv[1:], nproc_per_node, nnodes, node_rank, rdzv_endpoint))
     if resume is not None:
         if config is not None or any(v is not None for v in settings.values()):
             raise ConfigError("--resume takes no other options: the run continues with its saved config")
@@ -202,5 +206,6 @@ def _invocation() -> str:
     return shlex.join(["fineprune", *sys.argv[1:]])
 
 
+@record  # under torchrun: a rank's uncaught error goes into torchrun's failure report
 def main() -> None:
     app()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
+from ..engine.config import Config
 from ..errors import ConfigError
 
 LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint")
@@ -27,7 +29,37 @@ def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | N
     # "--": the launcher would otherwise take our flags (e.g. --start) for abbreviations of its own
     cmd = [sys.executable, "-m", "torch.distributed.run", *launcher, "-m", "fineprune_cli", "--",
            *without_launch_flags(argv)]
-    return subprocess.call(cmd)
+    return call_forwarding_signals(cmd)
+
+
+def call_forwarding_signals(cmd: list[str]) -> int:
+    """subprocess.call, but a SIGTERM to us (a scheduler ending the job, `kill`) goes on to the
+    launcher, which stops its ranks; otherwise they would be orphaned and go on training.
+    (Ctrl-C reaches the whole process group from the terminal by itself.)"""
+    proc = subprocess.Popen(cmd)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
+    try:
+        code = proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + N
+
+
+def check_parallel(cfg: Config, size: int) -> None:
+    """Batch-size checks of a `size`-process run, before any data is loaded: the batch (or a
+    mixed group's batch) is split evenly over the processes that share it."""
+    mode, batch = cfg.run.dist_mode, cfg.train.batch_size
+    if size < 2:
+        return
+    if mode == "sync" and batch % size:
+        raise ConfigError(f"--batch-size {batch} must divide evenly over {size} processes")
+    if mode == "mixed":
+        workers, group = size - 1, cfg.run.group_size
+        sizes = {min(group, workers - first) for first in range(0, workers, group)}
+        odd = [n for n in sorted(sizes) if batch % n]
+        if odd:  # an uneven split would train the groups' members on batches of other sizes
+            raise ConfigError(f"--batch-size {batch} must divide evenly over a mixed group of {odd[0]} "
+                              f"workers ({workers} workers in groups of --group-size {group})")
 
 
 def without_launch_flags(argv: list[str]) -> list[str]:
@@ -52,6 +84,7 @@ def train(cfg, show_progress: bool = True, command: str | None = None):
     from .paramserver import train_ps
 
     world = from_env()
+    check_parallel(session.validate(cfg), world.size)
     if world.active and cfg.run.dist_mode != "sync":
-        return train_ps(session.validate(cfg), world, command)
+        return train_ps(cfg, world, command)
     return session.train(cfg, show_progress=show_progress, command=command)

@@ -30,73 +30,13 @@ from pathlib import Path
 from ..engine.config import Config
 from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir
 from ..engine.session import Totals, build, new_summary, summarize
-from ..engine.trainer import lr_at, scheduled_lr
-from ..engine.world import SINGLE, World, step_slices
+from ..engine.trainer import scheduled_lr
+from ..engine.world import SINGLE, World, join, step_slices
 from ..errors import ConfigError
+from .server import PeerLost, Server
 
 _SERVER: "Server | None" = None
 _READY = threading.Event()  # set once the PS has built its model: workers may call earlier
-
-
-class Server:
-    """The PS's state; RPC handler threads call into it, the PS's main thread closes epochs."""
-
-    def __init__(self, trainer: Any, policy: Any, pushers: int):
-        self.trainer, self.policy, self.pushers = trainer, policy, pushers
-        self.epoch = 1
-        self.cond = threading.Condition()
-        self.version, self.staleness, self.closed = 0, [], 0
-        self.keep: dict[int, torch.Tensor] = {}
-        self.started: dict[int, float] = {}  # when the first worker began each epoch
-        self.ended: dict[int, list[tuple[torch.Tensor | None, float, int]]] = {}
-
-    def weights(self) -> list[torch.Tensor]:
-        return [t.detach().cpu().clone() for t in self.trainer.model.state_dict().values()]
-
-    def push(self, grads: list[torch.Tensor], buffers: list[torch.Tensor], version: int):
-        t = self.trainer
-        with self.cond:
-            self.staleness.append(self.version - version)
-            t.set_lr(lr_at(t.cfg, self.epoch, t.steps, t.warmup_steps))
-            for p, g in zip(t.model.parameters(), grads):
-                p.grad = g.to(p.device)
-            t.optimizer.step()
-            t.steps += 1
-            for b, new in zip(t.model.buffers(), buffers):  # batch-norm statistics: last push wins
-                b.copy_(new)
-            self.version += 1
-            return self.weights(), self.version
-
-    def begin_epoch(self, epoch: int):
-        with self.cond:
-            self.cond.wait_for(lambda: self.closed >= epoch - 1)
-            self.started.setdefault(epoch, time.perf_counter())
-            if epoch not in self.keep:
-                self.keep[epoch] = self.policy.plan(epoch)
-                self.epoch = epoch
-            plan = self.keep[epoch]
-            return plan.indices.cpu(), plan.pruned, self.weights(), self.version
-
-    def end_epoch(self, epoch: int, pending: list[torch.Tensor], loss_sum: float, samples: int) -> None:
-        with self.cond:
-            self.ended.setdefault(epoch, []).append((pending, loss_sum, samples))
-            self.cond.notify_all()
-
-    def wait_epoch(self, epoch: int) -> tuple[float, int]:
-        """Main thread: wait for every pusher's end of `epoch`; fold in the sum of what the
-        workers observed, as a data-parallel sync would."""
-        with self.cond:
-            self.cond.wait_for(lambda: len(self.ended.get(epoch, [])) == self.pushers)
-            parts = self.ended.pop(epoch)
-        pending = [p[0] for p in parts if p[0]]
-        if pending:
-            self.policy.fold([sum(ts).to(self.trainer.device) for ts in zip(*pending)])
-        return sum(p[1] for p in parts), sum(p[2] for p in parts)
-
-    def close_epoch(self, epoch: int) -> None:
-        with self.cond:
-            self.closed = epoch
-            self.cond.notify_all()
 
 
 def _server() -> Server:
@@ -116,11 +56,23 @@ def _end_epoch(epoch, counts, loss_sum, samples):
     _server().end_epoch(epoch, counts, loss_sum, samples)
 
 
-def start(world: World, mode: str, group_size: int) -> list[list[int]]:
-    """Join the gloo group and the RPC framework; returns the worker groups (mixed) or singletons."""
+def _call(fn: Any, *args: Any) -> Any:
+    """A worker's call to the server; a server that is gone or silent past the RPC timeout
+    ends the worker with one line, not a TensorPipe traceback."""
+    try:
+        return rpc.rpc_sync("ps", fn, args=args)
+    except RuntimeError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise PeerLost(f"lost the parameter server: {first}") from None
+
+
+def start(world: World, mode: str, group_size: int, timeout_s: float) -> list[list[int]]:
+    """Join the gloo group and the RPC framework; returns the worker groups (mixed) or singletons.
+    Collectives and RPCs fail after `timeout_s` (RPC's own default, 60 s, is shorter than an
+    evaluation on the server while the workers wait for the next epoch)."""
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
-    dist.init_process_group("gloo")
+    join(world, "gloo", timeout_s)
     addr_port = [None]
     if world.main:
         with socket.socket() as s:
@@ -129,7 +81,8 @@ def start(world: World, mode: str, group_size: int) -> list[list[int]]:
     dist.broadcast_object_list(addr_port, src=0)
     host, port = addr_port[0]
     options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}",
-                                              num_worker_threads=max(16, 4 * world.size))
+                                              num_worker_threads=max(16, 4 * world.size),
+                                              rpc_timeout=timeout_s)
     rpc.init_rpc("ps" if world.main else f"worker{world.rank}", rank=world.rank,
                  world_size=world.size, rpc_backend_options=options)
     workers = list(range(1, world.size))
@@ -137,15 +90,17 @@ def start(world: World, mode: str, group_size: int) -> list[list[int]]:
     return [workers[i:i + size] for i in range(0, len(workers), size)]
 
 
-def stop() -> None:
-    rpc.shutdown()  # waits for every process's outstanding calls
+def stop(finished: bool = True) -> None:
+    """Leave RPC and the group: after a normal finish wait for every process's outstanding
+    calls; after a failure do not (the peers may be gone: it would wait for them)."""
+    rpc.shutdown(graceful=finished)
     if dist.is_initialized():
         dist.destroy_process_group()
 
 
-def serve(trainer: Any, policy: Any, pushers: int) -> Server:
+def serve(trainer: Any, policy: Any, pushers: int, timeout_s: float) -> Server:
     global _SERVER
-    _SERVER = Server(trainer, policy, pushers)
+    _SERVER = Server(trainer, policy, pushers, timeout_s)
     _READY.set()
     return _SERVER
 
@@ -158,7 +113,7 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
     me = World(members.index(world.rank), len(members))
     leader = members[0]
     for epoch in range(1, cfg.train.epochs + 1):
-        keep, _, weights, version = rpc.rpc_sync("ps", _begin_epoch, args=(epoch,))
+        keep, _, weights, version = _call(_begin_epoch, epoch)
         _load(trainer, weights)
         gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
         order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
@@ -177,7 +132,7 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
             state = list(trainer.model.state_dict().values())
             if world.rank == leader:
                 buffers = [b.detach().cpu() for b in trainer.model.buffers()]
-                new, version = rpc.rpc_sync("ps", _push, args=(grads, buffers, version))
+                new, version = _call(_push, grads, buffers, version)
                 flat = torch.cat([w.flatten().float() for w in new] + [torch.tensor([float(version)])])
             else:
                 flat = torch.empty(sum(t.numel() for t in state) + 1)
@@ -190,7 +145,7 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
         for t in pending if len(members) > 1 else []:
             dist.all_reduce(t, group=group)
         if world.rank == leader:
-            rpc.rpc_sync("ps", _end_epoch, args=(epoch, pending, loss_sum, seen))
+            _call(_end_epoch, epoch, pending, loss_sum, seen)
 
 
 def _step(trainer: Any, idx: torch.Tensor) -> torch.Tensor:
@@ -221,7 +176,7 @@ def train_ps(cfg: Config, world: World, command: str | None) -> RunSummary:
     """One process of an async/mixed run: rank 0 serves and records, the others work."""
     if world.size < 2:
         raise ConfigError(f"--dist-mode {cfg.run.dist_mode} needs at least 2 processes (a server and a worker)")
-    groups = start(world, cfg.run.dist_mode, cfg.run.group_size)
+    groups = start(world, cfg.run.dist_mode, cfg.run.group_size, cfg.run.dist_timeout)
     finished = False
     try:
         trainer, policy = build(cfg, SINGLE)
@@ -235,8 +190,7 @@ def train_ps(cfg: Config, world: World, command: str | None) -> RunSummary:
         finished = True
         return summary
     finally:
-        if finished:  # after a failure rpc.shutdown would wait for peers that may be gone
-            stop()
+        stop(finished)
 
 
 def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
@@ -246,7 +200,8 @@ def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: 
     record.write_config(cfg.to_dict())
     summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
     summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - 1, groups=len(groups))
-    server = serve(trainer, policy, len(groups))
+    record.write_summary(summary)  # 'incomplete' from the start, as in the sync mode
+    server = serve(trainer, policy, len(groups), cfg.run.dist_timeout)
     totals = Totals()
     for epoch in range(1, cfg.train.epochs + 1):
         loss_sum, samples = server.wait_epoch(epoch)

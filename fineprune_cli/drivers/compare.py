@@ -133,6 +133,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config = copy.deepcopy(config)
     config.get("run", {}).pop("out", None)
     config.get("run", {}).pop("checkpoint_every", None)
+    config.get("run", {}).pop("dist_timeout", None)
     config.get("run", {}).pop("arm", None)
     config.get("data", {}).pop("label", None)
     if not config.get("prune", {}).get("enabled", False):

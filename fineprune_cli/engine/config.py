@@ -89,6 +89,7 @@ class RunConfig:
     checkpoint_every: int = option(1, check=at_least(0), help="Epochs between checkpoints; 0: only at the end. (default 1)")
     dist_mode: str = option("sync", choices=("sync", "async", "mixed"), help="With several processes: sync (DDP), async or mixed (parameter server on rank 0). (default sync)")
     group_size: int = option(2, check=positive, help="Mixed mode: workers that average gradients before one push. (default 2)")
+    dist_timeout: int = option(1800, check=between(1, 7 * 86400), help="With several processes: seconds a process waits for the others (a collective, an RPC, an epoch's end) before the run fails. (default 1800)")
     arm: str = option("", flag="", help="This run's name in a comparison (compare sets it; default: its policy).")
 
 

@@ -42,10 +42,11 @@ def synchronize(device: torch.device) -> None:
 
 
 class Stopwatch:
-    """Sums the time of code sections. On CUDA it records events and reads them once, in
-    `seconds()`, so timing the per-step observe costs no synchronisation."""
+    """Sums the time of code sections. On CUDA it records events on the run's device and reads
+    them once, in `seconds()`, so timing the per-step observe costs no synchronisation."""
 
     def __init__(self, device: torch.device, start_seconds: float = 0.0):
+        self.device = device
         self.cuda = device.type == "cuda"
         self._host = start_seconds
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
@@ -53,10 +54,12 @@ class Stopwatch:
     @contextmanager
     def section(self) -> Iterator[None]:
         if self.cuda:
+            # the stream of our device, not the current device's (GPU 0 unless set_device ran)
+            stream = torch.cuda.current_stream(self.device)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            start.record(stream)
             yield
-            end.record()
+            end.record(stream)
             self._events.append((start, end))
         else:
             t0 = time.perf_counter()
@@ -65,7 +68,7 @@ class Stopwatch:
 
     def seconds(self) -> float:
         if self._events:
-            torch.cuda.synchronize()
+            synchronize(self.device)
             self._host += sum(s.elapsed_time(e) for s, e in self._events) / 1000.0
             self._events.clear()
         return self._host

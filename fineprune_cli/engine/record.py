@@ -187,9 +187,9 @@ def git_commit() -> str:
 
 def fingerprint(config: dict[str, Any]) -> str:
     """What a checkpoint must match to be continued: the resolved settings, less where the run
-    is written and how often it checkpoints."""
+    is written, how often it checkpoints and how long ranks wait for each other."""
     settings = copy.deepcopy(config)
-    for key in ("out", "checkpoint_every"):
+    for key in ("out", "checkpoint_every", "dist_timeout"):
         settings.get("run", {}).pop(key, None)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -83,7 +83,8 @@ def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
 
 def build(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
     device = resolve_device(worlds.device_for(world, cfg.run.device))
-    worlds.init(world, device.type)
+    worlds.place(device)
+    worlds.init(world, device, cfg.run.dist_timeout)
     d = cfg.data
     dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed,
                            test_subset=d.test_subset)

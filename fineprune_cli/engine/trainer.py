@@ -196,11 +196,17 @@ class Trainer:
             return step_slices(order, self.cfg.batch_size, self.world)
         return list(order.split(self.cfg.batch_size))
 
+    @property
+    def rank_batch(self) -> int:
+        """Samples this process runs per full step: its slice of the global batch."""
+        return self.cfg.batch_size // self.world.size
+
     def _pad(self, idx: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-        """Fill a short last batch up to batch_size with samples from the epoch's start.
+        """Fill a short last batch up to this rank's full batch (`rank_batch`, not the global
+        batch: N ranks would each do N times the work) with samples from the epoch's start.
         They pass through the model (batch-norm statistics see them) but are sliced away
         before the loss, so they train nothing; the shape never changes, so nothing recompiles."""
-        short = self.cfg.batch_size - idx.numel()
+        short = self.rank_batch - idx.numel()
         if short <= 0 or (not self.static_batches and idx.numel() > 1):
             return idx
         if not self.static_batches:

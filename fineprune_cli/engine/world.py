@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Mapping
 
 import torch
 import torch.distributed as dist
@@ -50,20 +52,47 @@ def from_env(env: dict[str, str] | None = None) -> World:
     return SINGLE
 
 
-def init(world: World, device_type: str, init_method: str | None = None) -> None:
+def init(world: World, device: torch.device, timeout_s: float, init_method: str | None = None) -> None:
+    """Join the process group (nccl on CUDA, gloo on CPU). A collective that waits longer than
+    `timeout_s` for another rank fails the run instead of hanging it."""
     if not world.active or dist.is_initialized():
         return
-    backend = "nccl" if device_type == "cuda" else "gloo"
+    join(world, "nccl" if device.type == "cuda" else "gloo", timeout_s, init_method)
+
+
+def join(world: World, backend: str, timeout_s: float, init_method: str | None = None) -> None:
+    """init_process_group with this rank's place given explicitly: under Slurm there is no
+    RANK/WORLD_SIZE in the environment for env:// to read."""
     os.environ.setdefault("MASTER_PORT", "29500")
     dist.init_process_group(backend, init_method=init_method or "env://", rank=world.rank,
-                            world_size=world.size)
+                            world_size=world.size, timeout=timedelta(seconds=timeout_s))
 
 
 def device_for(world: World, name: str) -> str:
-    """On CUDA each rank takes the GPU of its local rank."""
+    """On CUDA each rank takes the GPU `cuda_index` gives it."""
     if world.active and name in ("auto", "cuda") and torch.cuda.is_available():
-        return f"cuda:{world.local_rank}"
+        return f"cuda:{cuda_index(world.local_rank, torch.cuda.device_count(), os.environ)}"
     return name
+
+
+def cuda_index(local_rank: int, device_count: int, env: Mapping[str, str]) -> int:
+    """The GPU of a rank: its local rank among the node's GPUs, or 0 when the process sees one
+    GPU only (srun --gpus-per-task 1 gives each task its own GPU, numbered 0 inside it)."""
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if device_count == 1 or (visible is not None and len([v for v in visible.split(",") if v.strip()]) == 1):
+        return 0
+    if local_rank >= device_count:
+        raise ConfigError(f"local rank {local_rank} needs GPU {local_rank}, but this process sees "
+                          f"{device_count}: start at most {device_count} processes per node")
+    return local_rank
+
+
+def place(device: torch.device) -> None:
+    """Make the run's GPU the current one: CUDA events, streams and NCCL calls that name no
+    device go to the current one, which is GPU 0 on every rank unless set. A bare 'cuda' means
+    the current one already."""
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
 
 
 def step_slices(order: torch.Tensor, batch_size: int, world: World) -> list[torch.Tensor]:
