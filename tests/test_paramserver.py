@@ -41,7 +41,7 @@ def test_async_trains_and_reports_staleness(tmp_path):
     assert s["status"] == "complete" and s["dist_mode"] == "async" and s["workers"] == 2
     # below its start (ln 10 = 2.30: pushes that were not applied would leave it there); how far
     # it falls in 4 epochs depends on staleness, i.e. on how busy the machine is
-    assert min(losses[1:]) < 0.97 * losses[0]
+    assert min(losses[1:]) < 0.99 * losses[0]   # unapplied pushes: constant to ~0.1%
     assert s["updates"] == 4 * 2048 // 64                       # one push per worker batch
     # two workers push concurrently: some gradients were computed on weights the other had
     # already replaced (a single worker's would all be fresh)
