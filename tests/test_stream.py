@@ -136,3 +136,16 @@ def test_loader_options_are_refused_off_folders_and_keep_old_fingerprints():
     new = {"data": {"dataset": "folder", "image_size": None, "loader": "auto", "workers": 3}, "run": {"seed": 0}}
     assert fingerprint(old) == fingerprint(new)
     assert fingerprint(old) != fingerprint({**new, "data": {**new["data"], "loader": "stream"}})
+
+
+def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
+    """In a large folder the normalisation sample misses most files: the error comes from a worker."""
+    mixed_folder(tmp_path / "imgs")
+    (tmp_path / "imgs" / "train" / "c1" / "zz-broken.jpg").write_bytes(b"not a jpeg")   # file 48 of 73
+    monkeypatch.setattr(stream, "STATS_SAMPLES", 2)           # samples files 0 and 72: both good
+    r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
+                "--image-size", 16, "--loader", "stream", "--workers", 1, "--epochs", 1,
+                "--out", tmp_path / "run"])
+    assert r.exit_code == 2 and "cannot decode image" in r.output and "zz-broken.jpg" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert (tmp_path / "run" / "summary.json").is_file()     # it did fail inside the run
