@@ -136,13 +136,14 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "stream-cpu"))
     args = ap.parse_args()
+    load = os.getloadavg()[0]   # this machine is shared: say how busy it was
     dev = measure(args, "device")
     st = measure(args, "stream")
     full, pruned, resident = median(st["full"]), median(st["pruned"]), median(dev["full"])
     rows = [
         {"path": "device-resident", "images": dev["n"], "epoch_s": round(resident, 3),
          "images_per_s": round(dev["n"] / resident), "over_full_streamed": ""},
-        {"path": f"streaming, {args.workers} workers", "images": st["n"], "epoch_s": round(full, 3),
+        {"path": f"streaming, {args.workers} worker(s)", "images": st["n"], "epoch_s": round(full, 3),
          "images_per_s": round(st["n"] / full), "over_full_streamed": 1.0},
         {"path": f"streaming, pruned at {args.fraction}", "images": st["kept"], "epoch_s": round(pruned, 3),
          "images_per_s": round(st["kept"] / pruned), "over_full_streamed": round(pruned / full, 3)},
@@ -151,11 +152,11 @@ def main() -> None:
         print(row)
     mixed = mixed_run(args.mixed, args.image_size, args.workers) if args.mixed else None
     print(mixed)
-    write(Path(args.out), rows, args, dev, st, mixed)
+    write(Path(args.out), rows, args, dev, st, mixed, load)
 
 
 def write(stem: Path, rows: list[dict], args: argparse.Namespace, dev: dict, st: dict,
-          mixed: dict | None) -> None:
+          mixed: dict | None, load: float) -> None:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
@@ -170,7 +171,8 @@ def write(stem: Path, rows: list[dict], args: argparse.Namespace, dev: dict, st:
         f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '?')} taskset -c "
         f"{','.join(map(str, cores))} {command}`",
         f"- ran on {len(cores)} core(s) {cores}, {torch.get_num_threads()} torch thread(s); the "
-        f"{args.workers} DataLoader workers share that core with the training process",
+        f"{args.workers} DataLoader worker(s) share that core with the training process; 1-minute load "
+        f"average of the machine at the start: {load:.2f} (other jobs may share the core)",
         f"- training set: a fixed class-balanced subset of {dev['n']:,} images (`--subset`), batch 128, "
         f"{args.label}; the model's training step is the same in every row",
         "- device-resident: the one-time decode into tensors (or its cache) is not timed; only epochs",
