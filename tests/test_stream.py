@@ -149,3 +149,25 @@ def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "cannot decode image" in r.output and "zz-broken.jpg" in r.output
     assert len(r.output.strip().splitlines()) == 1
     assert (tmp_path / "run" / "summary.json").is_file()     # it did fail inside the run
+
+
+def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
+    from test_checkpoint import SignalAt
+    from fineprune_cli.engine.checkpoint import Interrupted
+    from fineprune_cli.engine.config import build_config
+    from fineprune_cli.engine.session import resume, train
+
+    mixed_folder(tmp_path / "imgs")
+
+    def cfg(out):
+        return build_config(None, {
+            "model.name": "lenet", "data.dataset": "folder", "data.data_dir": str(tmp_path / "imgs"),
+            "data.image_size": 16, "data.loader": "stream", "data.workers": 1, "train.epochs": 4,
+            "train.batch_size": 16, "train.milestones": [], "run.device": "cpu", "run.out": str(out),
+            "prune.enabled": True, "prune.window": 4, "prune.start": 1, "prune.block": 1})
+    train(cfg(tmp_path / "whole"), show_progress=False)
+    with pytest.raises(Interrupted, match="stopped after epoch 2 of 4"):
+        train(cfg(tmp_path / "cut"), show_progress=False, bar=SignalAt(2))
+    resume(tmp_path / "cut", show_progress=False)
+    whole, cut = (metrics_rows(tmp_path / name, drop_timing=True) for name in ("whole", "cut"))
+    assert cut == whole and [int(r["pruned"]) for r in whole] == [1, 1, 1, 1]   # counts carried over
