@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test demo reproduce cifar10-jpeg cifar10-lenet-cpu bench gpu gpu-data clean-venv
+.PHONY: setup test demo reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -52,6 +52,12 @@ cifar10-lenet-cpu: setup cifar10-jpeg
 bench: setup
 	if $(PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then \
 		$(PY) experiments/bench/bench.py; else $(PY) experiments/bench/bench.py --quick; fi
+
+# Streaming vs device-resident data, LeNet on the CIFAR-10 (JPEG q75) folder, on one pinned CPU core
+# (issue 14): results/bench/stream-cpu.{csv,md}. STREAM_DATA names another image folder.
+STREAM_DATA ?= .data/cifar10-jpeg
+bench-stream: setup
+	OMP_NUM_THREADS=1 taskset -c 0 $(PY) experiments/bench/bench_stream.py --data-dir $(STREAM_DATA) --workers 1
 
 # `make gpu`: the CUDA path checked, benchmarked and the ResNet-18 row reproduced (issue 16), in steps
 # that each fit one 10-minute call on a lent GPU machine: STEP=check|bench|reproduce-regular|

@@ -30,7 +30,12 @@ class LeNet(nn.Module):
         if h < 32 or w < 32:
             dh, dw = max(32 - h, 0), max(32 - w, 0)
             x = F.pad(x, (dw // 2, dw - dw // 2, dh // 2, dh - dh // 2))
-        return self.classifier(torch.flatten(self.features(x), 1))
+        features = self.features(x)
+        if features.shape[-1] != 5 or features.shape[-2] != 5:
+            # larger inputs (e.g. --image-size 64) are averaged down to the 5x5 grid the
+            # classifier was built for, as the other models' adaptive pooling does
+            features = F.adaptive_avg_pool2d(features, 5)
+        return self.classifier(torch.flatten(features, 1))
 
 
 @register("lenet")

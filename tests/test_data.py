@@ -118,7 +118,7 @@ def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
     assert ds.classes == ["apple", "zebra"] and ds.train_y.tolist() == [0, 0, 0, 1, 1, 1]
     assert ds.train_x.shape == (6, 3, 8, 8) and imagefolder.cache_path(tmp_path).is_file()
     assert sorted(tmp_path.rglob("*")) == before     # the dataset folder is only read
-    monkeypatch.setattr(imagefolder, "_decode_all", lambda items: pytest.fail("decoded again"))
+    monkeypatch.setattr(imagefolder, "_decode_all", lambda items, size=None: pytest.fail("decoded again"))
     again = load_dataset("folder", tmp_path)
     assert torch.equal(again.train_x, ds.train_x) and torch.equal(again.test_y, ds.test_y)
 

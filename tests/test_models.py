@@ -109,3 +109,9 @@ def test_register_duplicate_rejected():
     with pytest.raises(ValueError):
         models.register("lenet")(lambda **kw: nn.Identity())
     assert list_models() == EXPECTED_ORDER
+
+
+def test_lenet_takes_images_larger_than_32():
+    """--image-size 64 with LeNet: the 13x13 feature map is pooled to the classifier's 5x5."""
+    net = create("lenet", 3, 7)
+    assert net(torch.zeros(2, 3, 64, 64)).shape == (2, 7) and net(torch.zeros(2, 3, 40, 48)).shape == (2, 7)

@@ -39,7 +39,7 @@ def no_training(monkeypatch, tmp_path):
 
     def stop(*args, **kwargs):
         raise Validated("validated")
-    monkeypatch.setattr(runner_module, "load_dataset", stop)
+    monkeypatch.setattr(runner_module, "load_data", stop)
 
 
 def _one_clean_line(result):

@@ -91,13 +91,22 @@ def with_run(name: str, edit: Callable[[Path, Path], None], argv: Sequence[str],
     return Case(name, (), words, setup)
 
 
-def with_folder(name: str, edit: Callable[[Path], None], words: Sequence[str] = ()) -> Case:
+def with_folder(name: str, edit: Callable[[Path], None], words: Sequence[str] = (),
+                extra: Sequence[str] = ()) -> Case:
     def setup(work: Path, outside: Path, templates: dict) -> list:
         shutil.copytree(templates["folder"], work / "imgs")
         edit(work / "imgs")
         return ["train", "--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device",
-                "cpu", "--epochs", "1", "--out", "run"]
+                "cpu", "--epochs", "1", "--out", "run", *extra]
     return Case(name, (), words, setup)
+
+
+def _bigger(name: str) -> Callable[[Path], None]:
+    """One image of another size than the rest."""
+    def edit(folder: Path) -> None:
+        from PIL import Image
+        Image.new("RGB", (12, 12), (10, 20, 30)).save(folder / name)
+    return edit
 
 
 def _replace(filename: str, old: str, new: str) -> Callable[[Path, Path], None]:
@@ -285,6 +294,15 @@ CASES: list[Case] = [
     with_folder("folder-empty-class", lambda f: [p.unlink() for p in (f / "train" / "dog").iterdir()]),
     with_folder("folder-broken-image", lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"),
                 words=["0.png"]),
+    with_folder("folder-stream-broken-image", lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"),
+                words=["0.png"], extra=["--loader", "stream", "--workers", "0"]),
+    with_folder("folder-mixed-sizes", _bigger("train/dog/1.png"), words=["1.png", "--image-size"]),
+    with_folder("folder-stream-mixed-sizes", _bigger("train/dog/1.png"), words=["1.png", "--image-size"],
+                extra=["--loader", "stream", "--workers", "1"]),
+    train("image-size-zero", "--image-size", "0", words=["--image-size"]),
+    train("workers-negative", "--workers", "-1", words=["--workers"]),
+    train("loader-unknown", "--loader", "disk", words=["--loader"]),
+    train("loader-stream-not-a-folder", "--loader", "stream", words=["folder"]),
     flags("folder-missing", "train", "--model", "lenet", "--dataset", "folder", "--data-dir", "nowhere",
           "--out", "run"),
     flags("cifar10-missing", "train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", ".",

@@ -150,7 +150,7 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
 
 def _step(trainer: Any, idx: torch.Tensor) -> torch.Tensor:
     trainer.model.train()
-    x = trainer.data.batch(idx, trainer.generator)
+    x = next(iter(trainer.data.batches([idx], trainer.generator)))   # device-resident or streamed
     losses = F.cross_entropy(trainer.model(x), trainer.data.train_y[idx], reduction="none")
     trainer.model.zero_grad(set_to_none=True)
     (losses.sum() / idx.numel()).backward()

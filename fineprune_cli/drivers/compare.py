@@ -136,6 +136,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config.get("run", {}).pop("dist_timeout", None)
     config.get("run", {}).pop("arm", None)
     config.get("data", {}).pop("label", None)
+    config.get("data", {}).pop("workers", None)  # decoding processes: same images, same run
     if not config.get("prune", {}).get("enabled", False):
         config.pop("prune", None)
     return config

@@ -7,6 +7,7 @@ the paper's CIFAR-10 recipe (Section 5) and the schedule chosen in README.md.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from ..settings import (apply_values, at_least, between, check_section, in_range
 MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
 MAX_WIDEN = 64        # WRN-28-10 uses 10; 10,000 would ask for a 921 GB first layer
 MAX_BATCH = 2**24     # beyond any dataset here; 10**20 overflowed inside torch.split
+LOADERS = ("auto", "device", "stream")
+DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)))  # the cores this process may use
 COMPILE_MODES = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -60,6 +63,13 @@ class DataConfig:
     test_subset: int | None = option(None, check=optional(positive), help="Evaluate on a fixed class-balanced subset of N test samples (quick checks).")
     augment: str = option("auto", flag="", choices=("auto", "none", "crop-flip"), help="auto augments 32x32 RGB data (crop + flip).")
     label: str = option("", flag="", help="Name shown in reports, e.g. 'CIFAR-10 (JPEG q75)'.")
+    image_size: int | None = option(None, check=optional(between(4, 4096)), help="--dataset folder: resize every image to N x N (then crop + flip); default: the images' own size, the same for all.")
+    loader: str = option("auto", choices=LOADERS, help="--dataset folder: device (decoded once, held on the device), stream (DataLoader workers decode each epoch's kept samples) or auto (device when it fits). (default auto)")
+    workers: int = option(DEFAULT_WORKERS, check=between(0, 64), help=f"DataLoader workers decoding images when streaming. (default {DEFAULT_WORKERS})")
+
+    def check(self) -> None:
+        if self.dataset != "folder" and (self.image_size is not None or self.loader == "stream"):
+            raise ConfigError("--image-size and --loader stream apply to --dataset folder only")
 
 
 @dataclass

@@ -50,9 +50,10 @@ class Dataset:
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, download: bool = False,
-                 subset: int | None = None, seed: int = 0, test_subset: int | None = None) -> Dataset:
+                 subset: int | None = None, seed: int = 0, test_subset: int | None = None,
+                 image_size: int | None = None) -> Dataset:
     loaders = {"fashion-mnist": _fashion_mnist, "cifar10": _cifar10, "cifar100": _cifar100,
-               "folder": _folder, "synthetic": lambda d, dl: make_synthetic()}
+               "folder": lambda d, dl: _folder(d, image_size), "synthetic": lambda d, dl: make_synthetic()}
     if name not in loaders:
         raise DataError(f"unknown dataset '{name}'; choose one of: {', '.join(DATASETS)}")
     ds = loaders[name](Path(data_dir) if data_dir is not None else None, download)
@@ -217,8 +218,8 @@ def _cifar100(data_dir: Path | None, download: bool) -> Dataset:
 
 # --- image folders (engine/imagefolder.py) ----------------------------------------------
 
-def _folder(data_dir: Path | None, download: bool) -> Dataset:
-    train_x, train_y, test_x, test_y, classes = load_image_folder(data_dir)
+def _folder(data_dir: Path | None, image_size: int | None) -> Dataset:
+    train_x, train_y, test_x, test_y, classes = load_image_folder(data_dir, image_size)
     return Dataset("folder", train_x, train_y, test_x, test_y, len(classes), classes)
 
 

@@ -18,7 +18,9 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 Folder = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[str]]
 
 
-def _listing(root: Path) -> dict[str, list[tuple[Path, int]]]:
+def list_folder(root: Path) -> dict[str, list[tuple[Path, int]]]:
+    """{'train': [(file, label)], 'test': [...], 'train_classes': [...], 'test_classes': [...]},
+    checked: both splits, at least two classes, no empty class, the same classes in both."""
     splits = {}
     for split in ("train", "test"):
         d = root / split
@@ -61,7 +63,7 @@ def _cached(saved: dict, fingerprint: str) -> Folder | None:
     return (*parts, list(saved["classes"])) if ok else None
 
 
-def _as_uint8(image: torch.Tensor) -> torch.Tensor:
+def as_uint8(image: torch.Tensor) -> torch.Tensor:
     """16-bit PNGs decode to uint16: scale to 8 bits (a plain cast would wrap modulo 256)."""
     if image.dtype == torch.uint8:
         return image
@@ -69,16 +71,24 @@ def _as_uint8(image: torch.Tensor) -> torch.Tensor:
     return (image.double() * (255.0 / top)).round().clamp(0, 255).to(torch.uint8)
 
 
-def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def read_image(path: Path, mode: str = "UNCHANGED", size: int | None = None) -> torch.Tensor:
+    """One image file as uint8 C x H x W (mode: torchvision's ImageReadMode name), resized to
+    size x size when given; any failure is a DataError naming the file."""
     from torchvision.io import ImageReadMode, decode_image
+    from torchvision.transforms.v2.functional import resize
 
-    images = []
-    for path, _ in items:
-        try:
-            data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)
-            images.append(_as_uint8(decode_image(data, mode=ImageReadMode.UNCHANGED)))
-        except Exception:
-            raise DataError(f"cannot decode image {path}") from None
+    try:
+        data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)
+        image = as_uint8(decode_image(data, mode=getattr(ImageReadMode, mode)))
+        if size is not None and tuple(image.shape[1:]) != (size, size):
+            image = resize(image, [size, size], antialias=True)
+    except Exception:
+        raise DataError(f"cannot decode image {path}") from None
+    return image
+
+
+def _decode_all(items: list[tuple[Path, int]], size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    images = [read_image(path, size=size) for path, _ in items]
     if not images:
         raise DataError("image folder split has no .jpg/.jpeg/.png files")
     channels = 3 if any(im.shape[0] >= 3 for im in images) else 1
@@ -86,22 +96,24 @@ def _decode_all(items: list[tuple[Path, int]]) -> tuple[torch.Tensor, torch.Tens
     out = torch.empty(len(images), channels, *shape, dtype=torch.uint8)
     for i, (im, (path, _)) in enumerate(zip(images, items)):
         if im.shape[1:] != shape:
-            raise DataError(f"{path} is {tuple(im.shape[1:])}, other images are {tuple(shape)}")
+            raise DataError(f"{path} is {tuple(im.shape[1:])}, other images are {tuple(shape)}: "
+                            "pass --image-size N to resize them all")
         im = im[:3] if im.shape[0] >= 3 else im[:1]
         out[i] = im.expand(channels, *shape) if im.shape[0] == 1 else im[:channels]
     return out, torch.tensor([label for _, label in items], dtype=torch.long)
 
 
-def load_image_folder(data_dir: Path | None) -> Folder:
+def load_image_folder(data_dir: Path | None, image_size: int | None = None) -> Folder:
     """(train_x, train_y, test_x, test_y, class names) of DIR/{train,test}/<class>/*.jpg|png,
-    decoded once and then read from the user's cache folder while the files stay the same."""
+    decoded once (resized to image_size x image_size when given) and then read from the user's
+    cache folder while the files stay the same."""
     if data_dir is None:
         raise DataError("--dataset folder needs --data-dir DIR holding train/<class>/ and test/<class>/")
     if not data_dir.is_dir():
         raise DataError(f"image folder {data_dir} does not exist")
-    listing = _listing(data_dir)
-    fingerprint = _fingerprint(data_dir, listing)
-    cache = cache_path(data_dir)
+    listing = list_folder(data_dir)
+    fingerprint = _fingerprint(data_dir, listing) + ("" if image_size is None else f"-{image_size}")
+    cache = cache_path(data_dir, image_size)
     if cache.is_file():
         try:
             found = _cached(torch.load(cache, weights_only=True), fingerprint)
@@ -109,8 +121,8 @@ def load_image_folder(data_dir: Path | None) -> Folder:
                 return found
         except Exception:
             pass  # a stale or broken cache is simply rebuilt
-    train_x, train_y = _decode_all(listing["train"])
-    test_x, test_y = _decode_all(listing["test"])
+    train_x, train_y = _decode_all(listing["train"], image_size)
+    test_x, test_y = _decode_all(listing["test"], image_size)
     if train_x.shape[1:] != test_x.shape[1:]:
         raise DataError(f"{data_dir}: train images are {tuple(train_x.shape[1:])}, test {tuple(test_x.shape[1:])}")
     classes = listing["train_classes"]
@@ -119,12 +131,13 @@ def load_image_folder(data_dir: Path | None) -> Folder:
     return train_x, train_y, test_x, test_y, classes
 
 
-def cache_path(data_dir: Path) -> Path:
+def cache_path(data_dir: Path, image_size: int | None = None) -> Path:
     """The cache lives in the user's cache folder, never beside the images: reading a dataset
     named by a shared config file writes nothing where that file points."""
     home = os.environ.get("FINEPRUNE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
     key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
-    return Path(home) / f"folder-{data_dir.resolve().name[:40]}-{key}.pt"
+    size = "" if image_size is None else f"-{image_size}px"  # each size its own cache
+    return Path(home) / f"folder-{data_dir.resolve().name[:40]}-{key}{size}.pt"
 
 
 def _save_cache(path: Path, obj: dict) -> None:

@@ -185,12 +185,21 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
+# data settings added after the first release, with the defaults that reproduce it
+ADDED_LATER = {"image_size": None, "loader": "auto"}
+
+
 def fingerprint(config: dict[str, Any]) -> str:
     """What a checkpoint must match to be continued: the resolved settings, less where the run
     is written, how often it checkpoints and how long ranks wait for each other."""
     settings = copy.deepcopy(config)
     for key in ("out", "checkpoint_every", "dist_timeout"):
         settings.get("run", {}).pop(key, None)
+    data = settings.get("data", {})
+    data.pop("workers", None)  # how many processes decode does not change what they decode
+    for key, default in ADDED_LATER.items():  # checkpoints made before these fields still resume
+        if key in data and data[key] == default:
+            del data[key]
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -21,11 +21,11 @@ from ..errors import ConfigError
 from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
-from .data import load_dataset
 from .device import Stopwatch, describe_device, resolve_device, synchronize
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint,
                      finite, git_commit, load_run_config, read_summary)
-from .trainer import DeviceData, Trainer, scheduled_lr, wants_augment
+from .stream import load_data
+from .trainer import Trainer, scheduled_lr
 from .world import World
 
 
@@ -85,13 +85,10 @@ def build(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
     device = resolve_device(worlds.device_for(world, cfg.run.device))
     worlds.place(device)
     worlds.init(world, device, cfg.run.dist_timeout)
-    d = cfg.data
-    dataset = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=cfg.run.seed,
-                           test_subset=d.test_subset)
+    data, channels, classes = load_data(cfg.data, cfg.run.seed, device)
     torch.manual_seed(cfg.run.seed)
     kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
-    model = models.create(cfg.model.name, dataset.in_channels, dataset.num_classes, **kwargs)
-    data = DeviceData.build(dataset, device, wants_augment(d.augment, dataset))
+    model = models.create(cfg.model.name, channels, classes, **kwargs)
     trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile,
                       cfg.run.compile_mode, world=world)
     policy = create_policy(cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1,

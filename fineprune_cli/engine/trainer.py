@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -43,10 +43,11 @@ def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int) -> float:
     return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
 
 
-def wants_augment(mode: str, dataset: Dataset) -> bool:
-    """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does."""
+def wants_augment(mode: str, channels: int, size: int, resized: bool = False) -> bool:
+    """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does, and RGB images resized
+    by --image-size (resize, then the usual crop + flip)."""
     if mode == "auto":
-        return dataset.in_channels == 3 and dataset.image_size == 32
+        return channels == 3 and (size == 32 or resized)
     return mode == "crop-flip"
 
 
@@ -114,9 +115,16 @@ class DeviceData:
     def batch(self, idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         return self.train_x[idx] if self.crop is None else self.crop(self.train_x, idx, gen)
 
+    def batches(self, batches: list[torch.Tensor], gen: torch.Generator) -> Iterator[torch.Tensor]:
+        """The inputs of each batch of sample indices, in order (StreamData decodes them instead)."""
+        return (self.batch(idx, gen) for idx in batches)
+
+    def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
+        return iter(self.test_x[lo:hi].split(size))
+
 
 class Trainer:
-    def __init__(self, model: torch.nn.Module, data: DeviceData, cfg: TrainConfig,
+    def __init__(self, model: torch.nn.Module, data: "DeviceData | Any", cfg: TrainConfig,
                  device: torch.device, seed: int = 0, compile: bool = False,
                  compile_mode: str = "auto", static_batches: bool | None = None,
                  world: World = SINGLE):
@@ -162,10 +170,11 @@ class Trainer:
         order = indices[torch.randperm(indices.numel(), generator=self.generator, device=self.device)]
         self.model.train()
         loss_sum = torch.zeros((), device=self.device)
-        for idx in self._batches(order):
+        batches = [(idx.numel(), self._pad(idx, order)) for idx in self._batches(order)]
+        inputs = self.data.batches([idx for _, idx in batches], self.generator)
+        for (real, idx), x in zip(batches, inputs):
             self.set_lr(lr_at(self.cfg, epoch, self.steps, self.warmup_steps))
-            real, idx = idx.numel(), self._pad(idx, order)
-            x = self.data.batch(idx, self.generator).contiguous(memory_format=self.memory_format)
+            x = x.contiguous(memory_format=self.memory_format)
             with self.autocast():
                 losses = F.cross_entropy(self.forward(x), self.data.train_y[idx], reduction="none")
             losses = losses[:real]  # padding (if any) contributes no loss and no gradient
@@ -220,8 +229,9 @@ class Trainer:
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), dtype=torch.long, device=self.device)
         lo, hi = shard_range(self.data.test_y.numel(), self.world)  # each rank its part
-        x_all, y_all = self.data.test_x[lo:hi], self.data.test_y[lo:hi]
-        for x, y in zip(x_all.split(self.cfg.eval_batch_size), y_all.split(self.cfg.eval_batch_size)):
+        size = self.cfg.eval_batch_size
+        x_all, y_all = self.data.test_batches(lo, hi, size), self.data.test_y[lo:hi].split(size)
+        for x, y in zip(x_all, y_all):
             with self.autocast():
                 logits = self.forward(x.contiguous(memory_format=self.memory_format))
             loss_sum += F.cross_entropy(logits.float(), y, reduction="sum")

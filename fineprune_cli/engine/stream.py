@@ -1,0 +1,201 @@
+"""Streaming image folders: DataLoader workers decode the files of each batch, every epoch.
+
+The trainer still draws the epoch's order and batches (plan -> shuffle -> batches, as on the
+device path) and hands them here; the batches become the DataLoader's batch sampler, so a
+sample a pruned epoch leaves out is never read nor decoded. The workers return uint8 images;
+the main process copies them to the device (pinned, non-blocking on CUDA), normalises them and
+applies the device path's batched crop + flip with the trainer's generator, so a stream equals
+the device-resident run draw for draw.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+from torch.utils.data import DataLoader
+
+from ..errors import DataError
+from .config import DataConfig
+from .data import balanced_subset, load_dataset
+from .imagefolder import list_folder, read_image
+from .trainer import CROP_PAD, CropFlip, DeviceData, pad_images, wants_augment
+
+STATS_SAMPLES = 2048   # images whose pixels give the normalisation (all of them when fewer)
+MEMORY_SHARE = 0.5     # `auto` holds the data on the device when it takes under this share of free memory
+
+
+class FolderImages(torch.utils.data.Dataset):
+    """(path, label) items decoded on demand to uint8 C x size x size; decode errors come back
+    as values (a message naming the file), so the main process raises them as one line."""
+
+    def __init__(self, items: list[tuple[Path, int]], mode: str, size: int | None):
+        self.paths = [str(p) for p, _ in items]   # plain strings: cheap to send to workers
+        self.mode, self.size = mode, size
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> tuple[str, Any]:
+        try:
+            return self.paths[i], read_image(Path(self.paths[i]), self.mode, self.size)
+        except DataError as exc:
+            return self.paths[i], str(exc)
+
+
+def collate(items: list[tuple[str, Any]]) -> torch.Tensor | str:
+    """One uint8 batch, or the message of its first bad image."""
+    for _, image in items:
+        if isinstance(image, str):
+            return image
+    shape = items[0][1].shape
+    for path, image in items:
+        if image.shape != shape:
+            return (f"{path} is {tuple(image.shape[1:])}, other images are {tuple(shape[1:])}: "
+                    "pass --image-size N to resize them all")
+    return torch.stack([image for _, image in items])
+
+
+class _Batches:
+    """A batch sampler whose batches the trainer sets before each pass (persistent workers
+    keep the sampler object, so it is changed in place)."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+class StreamData:
+    """The trainer's data (as DeviceData): labels on the device, images decoded per batch."""
+
+    def __init__(self, train: list[tuple[Path, int]], test: list[tuple[Path, int]], size: int | None,
+                 channels: int, device: torch.device, crop_size: int | None, workers: int):
+        """size: the resize target (None: as decoded); crop_size: augment with crop + flip."""
+        self.device, self.num_test = device, len(test)
+        self.dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+        mode = "RGB" if channels == 3 else "GRAY"
+        self.images = FolderImages(train + test, mode, size)   # one pool of workers for both splits
+        self.train_y = torch.tensor([y for _, y in train], dtype=torch.long).to(device)
+        self.test_y = torch.tensor([y for _, y in test], dtype=torch.long).to(device)
+        self.sampler = _Batches()
+        # the worker count is the user's choice (--workers); torch's advice against more workers
+        # than cores would be a second line under every run
+        warnings.filterwarnings("ignore", message="This DataLoader will create")
+        self.loader = DataLoader(self.images, batch_sampler=self.sampler, num_workers=workers,
+                                 collate_fn=collate, pin_memory=device.type == "cuda",
+                                 persistent_workers=workers > 0)
+        self.mean, self.std = self._stats(len(train))
+        self.crop = None if crop_size is None else CropFlip(crop_size, CROP_PAD, device)
+
+    @property
+    def num_train(self) -> int:
+        return self.train_y.numel()
+
+    def _stats(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-channel mean and std of the training pixels as DeviceData computes them, over up to
+        STATS_SAMPLES evenly spaced images (all of them, in order, when fewer: the same figures)."""
+        picks = torch.linspace(0, n - 1, min(n, STATS_SAMPLES)).round().long().unique().tolist()
+        x = torch.cat(list(self._decode([picks[i:i + 256] for i in range(0, len(picks), 256)])))
+        x = x.to(self.device).float()
+        mean = x.mean(dim=(0, 2, 3)) / 255
+        std = x.std(dim=(0, 2, 3)).clamp_min(1e-3) / 255
+        return mean.view(1, -1, 1, 1), std.view(1, -1, 1, 1)
+
+    def _decode(self, batches: list[list[int]]) -> Iterator[torch.Tensor]:
+        self.sampler.batches = batches
+        for images in self.loader:
+            if isinstance(images, str):
+                raise DataError(images)
+            yield images.to(self.device, non_blocking=True)
+
+    def _norm(self, images: torch.Tensor) -> torch.Tensor:
+        return ((images.float() / 255 - self.mean) / self.std).to(self.dtype).contiguous()
+
+    def batches(self, batches: list[torch.Tensor], gen: torch.Generator) -> Iterator[torch.Tensor]:
+        """Decode exactly these samples, batch by batch, and augment them on the device."""
+        sizes = [b.numel() for b in batches]
+        flat = torch.cat(batches).cpu() if batches else torch.empty(0, dtype=torch.long)
+        fill = (0 - self.mean.flatten()) / self.std.flatten()
+        for x in self._decode([part.tolist() for part in flat.split(sizes)]):
+            x = self._norm(x)
+            if self.crop is not None:  # the device path's gather on a padded batch: same draws
+                ramp = torch.arange(x.shape[0], device=self.device)
+                x = self.crop(pad_images(x, CROP_PAD, fill), ramp, gen)
+            yield x
+
+    def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
+        base = self.num_train   # the test images follow the training images in self.images
+        chunks = [list(range(base + i, base + min(i + size, hi))) for i in range(lo, hi, size)]
+        return (self._norm(x) for x in self._decode(chunks))
+
+
+def _free_memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:  # MemAvailable counts the page cache the kernel would give up; MemFree does not
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def device_bytes(n: int, channels: int, size: int, device: torch.device) -> int:
+    """DeviceData's peak: the uint8 images, two float32 temporaries while normalising, and the
+    padded copy it keeps (bf16 on CUDA, float32 on CPU)."""
+    element = 2 if device.type == "cuda" else 4
+    return n * channels * (size * size * 9 + (size + 2 * CROP_PAD) ** 2 * element)
+
+
+def choose_loader(d: DataConfig, n: int, probe: torch.Tensor, device: torch.device) -> str:
+    """`auto`: the device path when the decoded data fits in MEMORY_SHARE of free memory."""
+    if d.loader != "auto":
+        return d.loader
+    size = d.image_size or max(probe.shape[1:])
+    need = device_bytes(n, 3 if probe.shape[0] >= 3 else 1, size, device)
+    return "device" if need <= MEMORY_SHARE * _free_memory(device) else "stream"
+
+
+def load_data(d: DataConfig, seed: int, device: torch.device) -> tuple[DeviceData | StreamData, int, int]:
+    """The trainer's data for these settings, with the model's input channels and classes."""
+    if d.dataset == "folder" and d.loader != "device":
+        listing = _folder_listing(d)
+        train, test = _subsets(listing, d, seed)
+        probe = read_image(train[0][0])
+        if choose_loader(d, len(train) + len(test), probe, device) == "stream":
+            channels, size = (3 if probe.shape[0] >= 3 else 1), d.image_size or probe.shape[-1]
+            crop = size if wants_augment(d.augment, channels, size, d.image_size is not None) else None
+            classes = len(listing["train_classes"])
+            return StreamData(train, test, d.image_size, channels, device, crop, d.workers), channels, classes
+    ds = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=seed, test_subset=d.test_subset,
+                      image_size=d.image_size)
+    augment = wants_augment(d.augment, ds.in_channels, ds.image_size, d.image_size is not None)
+    return DeviceData.build(ds, device, augment), ds.in_channels, ds.num_classes
+
+
+def _folder_listing(d: DataConfig) -> dict:
+    if d.data_dir is None:
+        raise DataError("--dataset folder needs --data-dir DIR holding train/<class>/ and test/<class>/")
+    root = Path(d.data_dir)
+    if not root.is_dir():
+        raise DataError(f"image folder {root} does not exist")
+    return list_folder(root)
+
+
+def _subsets(listing: dict, d: DataConfig, seed: int) -> tuple[list, list]:
+    """--subset and --test-subset pick the same samples as on the device path."""
+    train, test = listing["train"], listing["test"]
+    if d.subset is not None:
+        keep = balanced_subset(torch.tensor([y for _, y in train]), d.subset, seed)
+        train = [train[i] for i in keep.tolist()]
+    if d.test_subset is not None:
+        keep = balanced_subset(torch.tensor([y for _, y in test]), d.test_subset, 0, "--test-subset")
+        test = [test[i] for i in keep.tolist()]
+    return train, test
