@@ -237,3 +237,21 @@ def test_a_single_class_folder_is_refused(tmp_path):
         (tmp_path / split / "zebra").rmdir()
     with pytest.raises(DataError, match="needs at least two class folders, found 1"):
         load_dataset("folder", tmp_path)
+
+
+def test_synthetic_data_is_kept_on_disk_and_read_back_identical(tmp_path, monkeypatch):
+    """Every subprocess and rank generated 60,000 images again (seconds each); the second
+    process now reads the first one's file, which must give the very same tensors."""
+    from fineprune_cli.engine import synthetic
+
+    monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path))
+    fresh = synthetic.synthetic_tensors.__wrapped__(300, 100, 10, 8, 3, 5)
+    assert len(list(tmp_path.glob("synthetic-v*-300-100-10-8-3-5.pt"))) == 1
+    monkeypatch.setattr(synthetic, "_generate", lambda *a: pytest.fail("generated again"))
+    again = synthetic.synthetic_tensors.__wrapped__(300, 100, 10, 8, 3, 5)
+    assert all(torch.equal(a, b) for a, b in zip(fresh, again))
+    (next(tmp_path.glob("synthetic-*.pt"))).write_bytes(b"half a file")
+    monkeypatch.undo()
+    monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path))
+    repaired = synthetic.synthetic_tensors.__wrapped__(300, 100, 10, 8, 3, 5)
+    assert all(torch.equal(a, b) for a, b in zip(fresh, repaired))

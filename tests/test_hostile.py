@@ -1,4 +1,4 @@
-"""The reliability script (experiments/reliability/hostile.py): 157 hostile inputs through the
+"""The reliability script (experiments/reliability/hostile.py): 160-odd hostile inputs through the
 CLI, each in its own process, each refused with exit 2 and one line before anything is written."""
 
 import subprocess

@@ -16,6 +16,13 @@ UMASK = os.umask(0)  # read once: files get the permissions the user's umask all
 os.umask(UMASK)
 
 
+def cache_home() -> Path:
+    """Where decoded datasets are kept between runs: $FINEPRUNE_CACHE, else the user's cache
+    folder ($XDG_CACHE_HOME or ~/.cache) / fineprune."""
+    explicit = os.environ.get("FINEPRUNE_CACHE")
+    return Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -7,12 +7,12 @@ file's relative path, label, size and modification time.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import torch
 
 from ..errors import DataError
+from .files import cache_home
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 Folder = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[str]]
@@ -134,7 +134,7 @@ def load_image_folder(data_dir: Path | None, image_size: int | None = None) -> F
 def cache_path(data_dir: Path, image_size: int | None = None) -> Path:
     """The cache lives in the user's cache folder, never beside the images: reading a dataset
     named by a shared config file writes nothing where that file points."""
-    home = os.environ.get("FINEPRUNE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
+    home = cache_home()
     key = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
     size = "" if image_size is None else f"-{image_size}px"  # each size its own cache
     return Path(home) / f"folder-{data_dir.resolve().name[:40]}-{key}{size}.pt"

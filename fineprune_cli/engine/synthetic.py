@@ -7,11 +7,37 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from .files import atomic_torch_save, cache_home
+
+
+VERSION = 1  # part of the cache file's name: bump it whenever the generator below changes
+
 
 @functools.lru_cache(maxsize=2)
 def synthetic_tensors(num_train: int, num_test: int, num_classes: int, image_size: int,
                       channels: int, seed: int) -> tuple[torch.Tensor, ...]:
-    # cached per process: tests and benchmarks ask for it often; callers never modify in place
+    """Cached per process and on disk: generating 60,000 images takes seconds, and every
+    process of a data-parallel or subprocess test would pay it again. Callers never modify
+    the tensors in place."""
+    path = cache_home() / (f"synthetic-v{VERSION}-{num_train}-{num_test}-{num_classes}-{image_size}-"
+                           f"{channels}-{seed}.pt")
+    try:
+        saved = torch.load(path, weights_only=True)
+        if isinstance(saved, (list, tuple)) and len(saved) == 4:
+            return tuple(saved)
+    except Exception:  # missing, half-copied or foreign: generate again
+        pass
+    tensors = _generate(num_train, num_test, num_classes, image_size, channels, seed)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_torch_save(list(tensors), path)
+    except OSError:
+        pass  # a read-only home still works, only without the cache
+    return tensors
+
+
+def _generate(num_train: int, num_test: int, num_classes: int, image_size: int, channels: int,
+              seed: int) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
     coarse = torch.rand(num_classes, channels, 4, 4, generator=g)
     templates = F.interpolate(coarse, size=(image_size, image_size), mode="bilinear", align_corners=False)
