@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import os
 import subprocess
 import sys
@@ -158,9 +159,12 @@ def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path):
         assert time.monotonic() - killed < 60
         errors = [p.stderr.read().strip().splitlines() for p in procs[:2]]
         assert codes == [1, 1], errors
-        assert "epoch 1: 1 of 2 workers (groups) ended it" in errors[0][-1] and "died or hangs" in errors[0][-1]
-        assert "lost the parameter server" in errors[1][-1] or "did not close epoch 1" in errors[1][-1]
-        assert json.loads((out / "summary.json").read_text())["epochs_completed"] == 0
+        # the kill lands in whichever epoch is running (start-up time varies with the machine)
+        assert re.search(r"epoch \d: 1 of 2 workers \(groups\) ended it", errors[0][-1]), errors[0]
+        assert "died or hangs" in errors[0][-1]
+        assert "lost the parameter server" in errors[1][-1] or re.search(r"did not close epoch \d", errors[1][-1])
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["status"] != "complete" and summary["epochs_completed"] < 3
     finally:
         for p in procs:
             p.kill()
