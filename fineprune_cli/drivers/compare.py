@@ -17,7 +17,7 @@ from typing import Any
 from .. import console
 from ..engine.checkpoint import CHECKPOINT, Diverged
 from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
-from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
+from ..engine.record import CONFIG, SUMMARY, Status, drop_unused, load_run_config, read_summary
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, check_section, option
@@ -139,7 +139,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config.get("data", {}).pop("workers", None)  # decoding processes: same images, same run
     if not config.get("prune", {}).get("enabled", False):
         config.pop("prune", None)
-    return config
+    return drop_unused(config)
 
 
 def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

@@ -76,7 +76,8 @@ class DataConfig:
 class TrainConfig:
     epochs: int = option(200, check=lambda v: None if 1 <= v <= MAX_EPOCHS else f"must be between 1 and {MAX_EPOCHS:,}",
                          help="Training epochs n. (default 200)")
-    batch_size: int = option(128, check=between(1, MAX_BATCH), help="Batch size. (default 128)")
+    batch_size: int = option(128, check=between(1, MAX_BATCH), help="Batch size: of a step of all processes together (sync), of one worker's push (async), of one group's push (mixed). (default 128)")
+    batch_per_worker: int | None = option(None, check=optional(between(1, MAX_BATCH)), help="Weak scaling, as Campos et al.: each worker's batch, so --batch-size becomes this x processes (sync) or x group size (mixed); replaces --batch-size.")
     lr: float = option(0.1, check=positive, help="Initial learning rate. (default 0.1)")
     momentum: float = option(0.9, flag="", check=in_range(0, 1), help="SGD momentum.")
     weight_decay: float = option(5e-4, flag="", check=at_least(0), help="SGD weight decay.")
@@ -97,8 +98,9 @@ class RunConfig:
     out: str | None = option(None, check=optional(lambda v: None if v.strip() else "must not be empty"),
                              help="Run folder. (default results/runs/<time>-<model>-<dataset>)")
     checkpoint_every: int = option(1, check=at_least(0), help="Epochs between checkpoints; 0: only at the end. (default 1)")
-    dist_mode: str = option("sync", choices=("sync", "async", "mixed"), help="With several processes: sync (DDP), async or mixed (parameter server on rank 0). (default sync)")
-    group_size: int = option(2, check=positive, help="Mixed mode: workers that average gradients before one push. (default 2)")
+    dist_mode: str = option("sync", choices=("sync", "async", "mixed"), help="With several processes: sync (DDP), async or mixed (parameter servers on the first --num-ps ranks). (default sync)")
+    group_size: int = option(0, check=between(0, 4096), help="Mixed mode: workers that average gradients before one push; 0: the workers of one node (LOCAL_WORLD_SIZE), as the paper's GPUs of a node. (default 0)")
+    num_ps: int = option(1, check=between(1, 64), help="Async/mixed: parameter servers (ranks 0..K-1); the parameters are sharded over them. (default 1)")
     dist_timeout: int = option(1800, check=between(1, 7 * 86400), help="With several processes: seconds a process waits for the others (a collective, an RPC, an epoch's end) before the run fails. (default 1800)")
     arm: str = option("", flag="", help="This run's name in a comparison (compare sets it; default: its policy).")
 
