@@ -15,7 +15,9 @@ import torch
 from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import make_synthetic
-from fineprune_cli.distributed.server import PeerLost, Server
+from fineprune_cli.distributed.layout import Shards, flatten
+from fineprune_cli.distributed.paramserver import worker_step
+from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.engine.trainer import DeviceData, Trainer
 from conftest import free_port
@@ -76,61 +78,111 @@ def test_async_counts_with_the_tolerance_given(tmp_path):
     assert 0 < counts["0.05"].sum() < counts["0"].sum()
 
 
-def _server(timeout_s=1800.0):
+def _trainer(num_train=64):
     device = torch.device("cpu")
-    data = DeviceData.build(make_synthetic(num_train=64, num_test=16), device, augment=False)
-    trainer = Trainer(models.create("lenet"), data, TrainConfig(milestones=[], warmup_epochs=0), device)
+    data = DeviceData.build(make_synthetic(num_train=num_train, num_test=16), device, augment=False)
+    torch.manual_seed(0)
+    return Trainer(models.create("lenet"), data, TrainConfig(milestones=[], warmup_epochs=0, lr=0.05), device)
+
+
+def _chief(timeout_s=1800.0):
+    trainer = _trainer()
     cfg = PruneConfig(enabled=True, window=2, start=1, attenuation=1, block=1, count=1, prune_fraction=0.25)
     policy = create("fine", 64, cfg)
-    return Server(trainer, policy, pushers=2, timeout_s=timeout_s), trainer, policy
+    shards = Shards(list(trainer.model.parameters()), 1)
+    return Chief(trainer, shards, policy, pushers=2, timeout_s=timeout_s), trainer, policy
 
 
 def test_server_waits_are_bounded_by_silence_not_by_the_epochs_length():
-    server, trainer, _ = _server(timeout_s=0.6)
-    grads = [torch.zeros_like(p) for p in trainer.model.parameters()]
-    buffers = list(trainer.model.buffers())
-    server.begin_epoch(1)
-    server.end_epoch(1, [], 1.0, 8)                 # one worker ends its epoch; the other pushes ...
+    chief, trainer, _ = _chief(timeout_s=0.6)
+    grads = chief.shards.flatten([torch.zeros_like(p) for p in trainer.model.parameters()])
+    buffers = flatten(list(trainer.model.buffers()))
+    chief.begin_epoch(1)
+    chief.end_epoch(1, [], 1.0, 8, buffers)          # one worker ends its epoch; the other pushes ...
 
     def pushing():
         for _ in range(6):
             time.sleep(0.2)
-            server.push(grads, buffers, server.version)
+            chief.push(grads, chief.version, 1)
     thread = threading.Thread(target=pushing)
     thread.start()
     t0 = time.monotonic()
     with pytest.raises(PeerLost, match="epoch 1: 1 of 2 workers"):
-        server.wait_epoch(1)                        # ... for 1.2 s, then falls silent (dies)
+        chief.wait_epoch(1)                         # ... for 1.2 s, then falls silent (dies)
     waited = time.monotonic() - t0
     thread.join()
     assert 1.2 + 0.6 - 0.15 < waited < 1.2 + 0.6 + 1.5    # alive while pushing, failed 0.6 s after
     t0 = time.monotonic()
     with pytest.raises(PeerLost, match="did not close epoch 1"):
-        server.begin_epoch(2)                       # a worker waiting for an epoch nobody closes
+        chief.begin_epoch(2)                        # a worker waiting for an epoch nobody closes
     assert time.monotonic() - t0 < 0.6 + 1.5
-    server.heard -= 10                              # a long evaluation: the workers waited for it
-    server.close_epoch(1)
-    threading.Timer(0.3, lambda: [server.end_epoch(2, [], 1.0, 8) for _ in range(2)]).start()
-    assert server.wait_epoch(2) == (2.0, 16)        # their silence then was not a death
+    chief.heard -= 10                               # a long evaluation: the workers waited for it
+    chief.close_epoch(1)
+    threading.Timer(0.3, lambda: [chief.end_epoch(2, [], 1.0, 8, buffers) for _ in range(2)]).start()
+    assert chief.wait_epoch(2) == (2.0, 16, False)  # their silence then was not a death
+    other = Server(trainer, chief.shards, 0, timeout_s=0.4)
+    t0 = time.monotonic()
+    with pytest.raises(PeerLost, match="no call for 0.4 s"):
+        other.wait_finished()                       # a second server whose chief died
+    assert 0.35 < time.monotonic() - t0 < 1.5
 
 
 def test_server_applies_pushes_and_measures_staleness():
-    server, trainer, policy = _server()
-    keep, pruned, weights, version = server.begin_epoch(1)
-    assert version == 0 and len(keep) == 48 and pruned          # epoch 1 prunes (position 1 >= start 1)
-    grads = [torch.ones_like(p) for p in trainer.model.parameters()]
-    buffers = [b.clone() for b in trainer.model.buffers()]
+    chief, trainer, policy = _chief()
+    keep, weights, pruned, _, halt = chief.begin_epoch(1)
+    assert len(keep) == 48 and pruned and weights is None and not halt  # epoch 1 prunes (1 >= start)
+    grads = chief.shards.flatten([torch.ones_like(p) for p in trainer.model.parameters()])
     before = next(trainer.model.parameters()).detach().clone()
-    server.push(grads, buffers, version)
-    new, v2 = server.push(grads, buffers, version)             # computed on version 0, applied on 1
-    assert v2 == 2 and server.staleness == [0, 1]
+    chief.push(grads, 0, 1)
+    new, v2 = chief.push(grads, 0, 1)                           # computed on version 0, applied on 1
+    assert v2 == 2 and chief.stale == {"sum": 1, "count": 2, "max": 1}
     assert not torch.equal(before, next(trainer.model.parameters()))
+    assert torch.equal(new, chief.shards.flatten(list(trainer.model.parameters())))
+    buffers = flatten(list(trainer.model.buffers()))
     counts = torch.zeros(64, dtype=torch.int32)
     counts[:5] = 3
-    server.end_epoch(1, [counts], 10.0, 20)
-    server.end_epoch(1, [counts], 6.0, 28)
-    assert server.wait_epoch(1) == (16.0, 48)
+    chief.end_epoch(1, [counts], 10.0, 20, buffers)
+    chief.end_epoch(1, [counts], 6.0, 28, buffers, stop=True)
+    assert chief.wait_epoch(1) == (16.0, 48, True)             # a worker was asked to stop
     assert policy.scores[:5].tolist() == [6] * 5 and policy.scores[5:].sum() == 0  # both pushers' counts summed
+    chief.close_epoch(1, stop=True)
+    assert chief.begin_epoch(2)[-1] is True                    # the workers are told to return
+
+
+def test_two_servers_make_the_same_updates_as_one():
+    """Each of K servers steps SGD (momentum, weight decay, lr) on its shard only: pushing each
+    its part of the same gradients must give exactly the one-server weights."""
+    one, two = _trainer(), _trainer()
+    single = Server(one, Shards(list(one.model.parameters()), 1), 0)
+    shards = Shards(list(two.model.parameters()), 2)
+    assert all(shards.members) and sorted(shards.order) == list(range(len(shards.owner)))
+    pair = [Server(two, shards, k) for k in range(2)]
+    gen = torch.Generator().manual_seed(1)
+    for step in range(3):
+        grads = [torch.randn(p.shape, generator=gen) for p in one.model.parameters()]
+        single.push(single.shards.flatten(grads), step, 1)
+        full = shards.flatten(grads)
+        fresh = torch.cat([pair[k].push(shards.part(full, k).clone(), step, 1)[0] for k in range(2)])
+        assert torch.equal(fresh, shards.flatten(list(two.model.parameters())))
+    for a, b in zip(one.model.parameters(), two.model.parameters()):
+        assert torch.equal(a, b)
+    state = pair[1].state_dict()
+    pair[1].push(shards.part(full, 1).clone(), 3, 1)
+    pair[1].load_state_dict(state)                   # a resumed server continues from its state
+    assert pair[1].version == 3 and torch.equal(pair[1].pull()[0], state["weights"])
+
+
+def test_a_worker_step_runs_on_bf16_data_under_autocast():
+    """CUDA keeps the data in bf16; the parameter-server step must autocast as the synchronous
+    loop does ('Input type (BFloat16) and bias type (float)' otherwise), reproduced on CPU."""
+    trainer = _trainer()
+    trainer.data.train_x = trainer.data.train_x.to(torch.bfloat16)
+    with pytest.raises(RuntimeError, match="type"):
+        worker_step(trainer, torch.arange(8))        # without autocast: the reported failure
+    trainer.bf16 = True
+    losses = worker_step(trainer, torch.arange(8), torch.full((64,), 2.0))
+    assert losses.shape == (8,) and torch.isfinite(losses).all()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in trainer.model.parameters())
 
 
 @pytest.mark.slow
@@ -162,7 +214,7 @@ def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path):
         # the kill lands in whichever epoch is running (start-up time varies with the machine)
         assert re.search(r"epoch \d: 1 of 2 workers \(groups\) ended it", errors[0][-1]), errors[0]
         assert "died or hangs" in errors[0][-1]
-        assert "lost the parameter server" in errors[1][-1] or re.search(r"did not close epoch \d", errors[1][-1])
+        assert "lost parameter server 0" in errors[1][-1] or re.search(r"did not close epoch \d", errors[1][-1])
         summary = json.loads((out / "summary.json").read_text())
         assert summary["status"] != "complete" and summary["epochs_completed"] < 3
     finally:

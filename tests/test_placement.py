@@ -10,6 +10,7 @@ import torch.distributed.rpc as rpc
 
 from fineprune_cli.distributed import paramserver
 from fineprune_cli.engine import device as devices, world as worlds
+from fineprune_cli.engine.config import Config
 from fineprune_cli.engine.world import World, cuda_index, from_env
 from fineprune_cli.errors import ConfigError
 from conftest import free_port, spawn_ranks
@@ -85,8 +86,10 @@ def _slurm_rank_main(rank, size, init_file, out_dir):
     os.environ.update(SLURM_PROCID=str(rank), SLURM_NTASKS=str(size), SLURM_LOCALID=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     world = from_env()
-    groups = paramserver.start(world, "mixed", 2, timeout_s=30)
-    peer = rpc.rpc_sync("ps", os.getpid) if not world.main else None
+    cfg = Config()
+    cfg.run.dist_mode, cfg.run.dist_timeout = "mixed", 30
+    groups = paramserver.start(world, cfg)   # group size 0: the node's workers
+    peer = rpc.rpc_sync("ps0", os.getpid) if not world.main else None
     paramserver.stop()
     os.environ["MASTER_PORT"] = sync_port
     worlds.init(world, torch.device("cpu"), timeout_s=30)

@@ -86,15 +86,17 @@ def train(
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
-    from ..distributed.launch import check_parallel, relaunch, train as run_training
+    from ..distributed.launch import check_parallel, relaunch, resume as resume_training, train as run_training
+    from ..distributed.launch import weak_scaling
     from ..engine.config import validate
-    from ..engine.session import resume as resume_training
     from ..engine.world import from_env
 
     settings.update(parse_set(set_))
     if nproc_per_node is not None:
         if resume is None:  # refuse bad settings here, not in every rank after loading the data
-            check_parallel(validate(build_config(config, settings)), nproc_per_node * (nnodes or 1))
+            size = nproc_per_node * (nnodes or 1)
+            check_parallel(weak_scaling(validate(build_config(config, settings)), size, nproc_per_node),
+                           size, nproc_per_node)
         raise typer.Exit(relaunch(sys.argv[1:], nproc_per_node, nnodes, node_rank, rdzv_endpoint))
     if resume is not None:
         if config is not None or any(v is not None for v in settings.values()):

@@ -45,21 +45,45 @@ def call_forwarding_signals(cmd: list[str]) -> int:
     return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + N
 
 
-def check_parallel(cfg: Config, size: int) -> None:
-    """Batch-size checks of a `size`-process run, before any data is loaded: the batch (or a
-    mixed group's batch) is split evenly over the processes that share it."""
+def check_parallel(cfg: Config, size: int, per_node: int | None = None) -> None:
+    """Process-count and batch-size checks of a `size`-process run (`per_node` on each node),
+    before any data is loaded: the batch (or a mixed group's batch) is split evenly over the
+    processes that share it."""
+    from .layout import worker_groups
+
     mode, batch = cfg.run.dist_mode, cfg.train.batch_size
     if size < 2:
         return
-    if mode == "sync" and batch % size:
-        raise ConfigError(f"--batch-size {batch} must divide evenly over {size} processes")
-    if mode == "mixed":
-        workers, group = size - 1, cfg.run.group_size
-        sizes = {min(group, workers - first) for first in range(0, workers, group)}
-        odd = [n for n in sorted(sizes) if batch % n]
+    if mode == "sync":
+        if batch % size and not cfg.train.batch_per_worker:
+            raise ConfigError(f"--batch-size {batch} must divide evenly over {size} processes")
+        return
+    groups = worker_groups(size, cfg.run.num_ps, per_node or size, cfg.run.group_size, mode)
+    if mode == "mixed" and not cfg.train.batch_per_worker:
+        odd = sorted({len(g) for g in groups if batch % len(g)})
         if odd:  # an uneven split would train the groups' members on batches of other sizes
             raise ConfigError(f"--batch-size {batch} must divide evenly over a mixed group of {odd[0]} "
-                              f"workers ({workers} workers in groups of --group-size {group})")
+                              f"workers (groups: {', '.join(str(len(g)) for g in groups)} workers; "
+                              "--group-size 0 = the workers of a node)")
+
+
+def weak_scaling(cfg: Config, size: int, per_node: int | None = None) -> Config:
+    """--batch-per-worker B: the batch a step of all ranks shares becomes B x ranks (sync); in
+    async mode a worker's batch is B; in mixed mode each group's is B x its workers (recorded:
+    the largest group's). Set before anything reads batch_size."""
+    from .layout import worker_groups
+
+    b = cfg.train.batch_per_worker
+    if not b:
+        return cfg
+    if size < 2 or cfg.run.dist_mode == "async":
+        cfg.train.batch_size = b
+    elif cfg.run.dist_mode == "sync":
+        cfg.train.batch_size = b * size
+    else:
+        groups = worker_groups(size, cfg.run.num_ps, per_node or size, cfg.run.group_size, "mixed")
+        cfg.train.batch_size = b * max(len(g) for g in groups)
+    return cfg
 
 
 def without_launch_flags(argv: list[str]) -> list[str]:
@@ -81,10 +105,26 @@ def train(cfg, show_progress: bool = True, command: str | None = None):
     parameter-server process (async/mixed) when launched that way."""
     from ..engine import session
     from ..engine.world import from_env
+    from .layout import local_size
     from .paramserver import train_ps
 
     world = from_env()
-    check_parallel(session.validate(cfg), world.size)
+    per_node = local_size(os.environ, world.size)
+    cfg = weak_scaling(session.validate(cfg), world.size, per_node)
+    check_parallel(cfg, world.size, per_node)
     if world.active and cfg.run.dist_mode != "sync":
         return train_ps(cfg, world, command)
     return session.train(cfg, show_progress=show_progress, command=command)
+
+
+def resume(run_dir, show_progress: bool = True):
+    """`train --resume`: the synchronous loop's resume, or a parameter-server run's."""
+    from ..engine import session
+    from ..engine.world import from_env
+    from .paramserver import train_ps
+
+    world = from_env()
+    _, cfg = session.resumable(run_dir)
+    if world.active and cfg.run.dist_mode != "sync":
+        return train_ps(cfg, world, None, resume_dir=run_dir)
+    return session.resume(run_dir, show_progress=show_progress)

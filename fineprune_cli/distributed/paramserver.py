@@ -1,23 +1,27 @@
 """Asynchronous and mixed parameter-server training on torch.distributed.rpc.
 
-As in Campos et al. (2017): rank 0 is the parameter server (PS); the other ranks are workers.
-- async: every worker computes gradients on its own batches and pushes them; the PS applies
-  each push at once and sends back fresh weights, so a worker's gradient may be stale (PS
-  version - the version the worker computed on; recorded per update).
-- mixed: workers form groups (`run.group_size`, e.g. the GPUs of one node); a group averages
-  its members' gradients synchronously (all_reduce in a subgroup) and its leader pushes them.
+As in Campos et al. (2017): ranks 0 .. K-1 are parameter servers (`--num-ps K`), each holding
+a shard of the parameters; the other ranks are workers (distributed/layout.py says which).
+- async: every worker computes gradients on its own batches and pushes each server its part;
+  a server applies each push at once and sends back its fresh shard, so a worker's gradient
+  may be stale (server version - the version the worker computed on; recorded per update).
+- mixed: workers form groups (the workers of a node, or `--group-size`); a group averages its
+  members' gradients synchronously (one flat all_reduce per step) and its leader pushes them.
 Fine-pruning: workers count DroppingCount on their own samples against their (group) batch
-mean and send the counts at the end of each epoch; the PS sums them and chooses the next
-epoch's keep-list, which all workers fetch. Epochs are aligned: a worker starts epoch e once
-the PS has closed (evaluated and recorded) epoch e - 1. Tensors travel through CPU memory.
+mean and send the counts at the end of each epoch; server 0 (the chief) sums them, chooses
+the next epoch's keep-list, evaluates, records and checkpoints (distributed/chief.py).
+Epochs are aligned: a worker starts epoch e once the chief has closed epoch e - 1.
+A message is one flat buffer per server (CPU memory), never one per tensor.
 """
 
 from __future__ import annotations
 
+import copy
+import os
 import socket
 import threading
-import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,54 +29,86 @@ import torch.distributed as dist
 import torch.distributed.rpc as rpc
 import torch.nn.functional as F
 
-from pathlib import Path
-
+from ..engine import checkpoint, world as worlds
 from ..engine.config import Config
-from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir
-from ..engine.session import Totals, build, new_summary, summarize
-from ..engine.trainer import scheduled_lr
-from ..engine.world import SINGLE, World, join, step_slices
-from ..errors import ConfigError
-from .server import PeerLost, Server
+from ..engine.record import RunSummary
+from ..engine.session import build
+from ..engine.world import World, step_slices
+from .layout import Shards, flatten, load_flat, local_size, worker_groups
+from .server import Chief, PeerLost, Server
 
 _SERVER: "Server | None" = None
-_READY = threading.Event()  # set once the PS has built its model: workers may call earlier
+_READY = threading.Event()  # set once this server is built: workers may call earlier
+_WAIT_S = [1800.0]
 
 
 def _server() -> Server:
-    _READY.wait()
+    if not _READY.wait(_WAIT_S[0]):
+        raise PeerLost("the parameter server was not ready within --dist-timeout")
     return _SERVER
 
 
-def _push(grads, buffers, version):
-    return _server().push(grads, buffers, version)
+# what runs on a server when a worker (or the chief) calls it
+def _push(grads, version, epoch):
+    return _server().push(grads, version, epoch)
+
+
+def _pull():
+    return _server().pull()
+
+
+def _first_epoch():
+    return _server().first_epoch
 
 
 def _begin_epoch(epoch):
     return _server().begin_epoch(epoch)
 
 
-def _end_epoch(epoch, counts, loss_sum, samples):
-    _server().end_epoch(epoch, counts, loss_sum, samples)
+def _end_epoch(epoch, counts, loss_sum, samples, buffers, stop):
+    _server().end_epoch(epoch, counts, loss_sum, samples, buffers, stop)
 
 
-def _call(fn: Any, *args: Any) -> Any:
-    """A worker's call to the server; a server that is gone or silent past the RPC timeout
-    ends the worker with one line, not a TensorPipe traceback."""
+def _shard_state():
+    return _server().state_dict()
+
+
+def _load_shard(state):
+    _server().load_state_dict(state)
+
+
+def _finish():
+    _server().finish()
+
+
+_PEER_CALLS = {"state": _shard_state, "load": _load_shard, "finish": _finish}
+
+
+def call(k: int, fn: Any, *args: Any) -> Any:
+    """A call to server k; a server that is gone or silent past the RPC timeout ends the
+    caller with one line, not a TensorPipe traceback."""
+    return wait(rpc.rpc_async(f"ps{k}", fn, args=args), k)
+
+
+def wait(future: Any, k: int) -> Any:
     try:
-        return rpc.rpc_sync("ps", fn, args=args)
+        return future.wait()
     except RuntimeError as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise PeerLost(f"lost the parameter server: {first}") from None
+        raise PeerLost(f"lost parameter server {k}: {first}") from None
 
 
-def start(world: World, mode: str, group_size: int, timeout_s: float) -> list[list[int]]:
-    """Join the gloo group and the RPC framework; returns the worker groups (mixed) or singletons.
-    Collectives and RPCs fail after `timeout_s` (RPC's own default, 60 s, is shorter than an
-    evaluation on the server while the workers wait for the next epoch)."""
+def start(world: World, cfg: Config) -> list[list[int]]:
+    """Join the gloo group and the RPC framework; returns the worker groups. Collectives and
+    RPCs fail after --dist-timeout (RPC's own default, 60 s, is shorter than an evaluation on
+    the chief while the workers wait for the next epoch)."""
+    import os
+
+    groups = worker_groups(world.size, cfg.run.num_ps, local_size(os.environ, world.size),
+                           cfg.run.group_size, cfg.run.dist_mode)
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
-    join(world, "gloo", timeout_s)
+    worlds.join(world, "gloo", cfg.run.dist_timeout)
     addr_port = [None]
     if world.main:
         with socket.socket() as s:
@@ -82,12 +118,11 @@ def start(world: World, mode: str, group_size: int, timeout_s: float) -> list[li
     host, port = addr_port[0]
     options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}",
                                               num_worker_threads=max(16, 4 * world.size),
-                                              rpc_timeout=timeout_s)
-    rpc.init_rpc("ps" if world.main else f"worker{world.rank}", rank=world.rank,
-                 world_size=world.size, rpc_backend_options=options)
-    workers = list(range(1, world.size))
-    size = group_size if mode == "mixed" else 1
-    return [workers[i:i + size] for i in range(0, len(workers), size)]
+                                              rpc_timeout=cfg.run.dist_timeout)
+    name = f"ps{world.rank}" if world.rank < cfg.run.num_ps else f"worker{world.rank}"
+    rpc.init_rpc(name, rank=world.rank, world_size=world.size, rpc_backend_options=options)
+    _WAIT_S[0] = cfg.run.dist_timeout
+    return groups
 
 
 def stop(finished: bool = True) -> None:
@@ -98,134 +133,128 @@ def stop(finished: bool = True) -> None:
         dist.destroy_process_group()
 
 
-def serve(trainer: Any, policy: Any, pushers: int, timeout_s: float) -> Server:
+def publish(server: Server) -> Server:
     global _SERVER
-    _SERVER = Server(trainer, policy, pushers, timeout_s)
+    _SERVER = server
     _READY.set()
-    return _SERVER
+    return server
 
 
-def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]]) -> None:
-    """A worker's whole run: fetch keep-list and weights, train its share, push, report."""
-    subgroups = [dist.new_group(g) for g in groups]  # every rank creates every group, in order
-    index = next(i for i, g in enumerate(groups) if world.rank in g)
-    members, group = groups[index], subgroups[index]
-    me = World(members.index(world.rank), len(members))
-    leader = members[0]
-    for epoch in range(1, cfg.train.epochs + 1):
-        keep, _, weights, version = _call(_begin_epoch, epoch)
-        _load(trainer, weights)
-        gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
-        order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
-        loss_sum, seen = 0.0, 0
-        for idx in step_slices(order, cfg.train.batch_size, me):
-            losses = _step(trainer, idx.to(trainer.device))
-            total = torch.stack([losses.sum().detach(), torch.tensor(float(idx.numel()))])
-            grads = [p.grad.detach().cpu() for p in trainer.model.parameters()]
-            if len(members) > 1:  # one flat all_reduce per step, not one per tensor
-                flat = torch.cat([g.flatten() for g in grads] + [total])
-                dist.all_reduce(flat, group=group)
-                grads = _unflatten(flat[:-2] / len(members), grads)
-                total = flat[-2:]
-            if policy.observes:
-                policy.observe(idx, losses.detach().cpu(), total[0] / total[1])
-            state = list(trainer.model.state_dict().values())
-            if world.rank == leader:
-                buffers = [b.detach().cpu() for b in trainer.model.buffers()]
-                new, version = _call(_push, grads, buffers, version)
-                flat = torch.cat([w.flatten().float() for w in new] + [torch.tensor([float(version)])])
-            else:
-                flat = torch.empty(sum(t.numel() for t in state) + 1)
-            if len(members) > 1:  # the leader hands the fresh weights to its group
-                dist.broadcast(flat, src=leader, group=group)
-            version = int(flat[-1])
-            _load(trainer, _unflatten(flat[:-1], state))
-            loss_sum, seen = loss_sum + float(total[0]), seen + int(total[1])
-        pending = policy.take_pending()
-        for t in pending if len(members) > 1 else []:
-            dist.all_reduce(t, group=group)
-        if world.rank == leader:
-            _call(_end_epoch, epoch, pending, loss_sum, seen)
+def build_on_own_device(cfg: Config, world: World) -> tuple[Any, Any]:
+    """Trainer and policy on this process's device: its local rank's GPU (or the one GPU a
+    process sees), not GPU 0 for all; no DDP (the servers average, not backward)."""
+    placed = copy.deepcopy(cfg)
+    placed.run.device = worlds.device_for(world, cfg.run.device)
+    return build(placed)
 
 
-def _step(trainer: Any, idx: torch.Tensor) -> torch.Tensor:
-    trainer.model.train()
-    x = next(iter(trainer.data.batches([idx], trainer.generator)))   # device-resident or streamed
-    losses = F.cross_entropy(trainer.model(x), trainer.data.train_y[idx], reduction="none")
-    trainer.model.zero_grad(set_to_none=True)
-    (losses.sum() / idx.numel()).backward()
-    return losses
+def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | None = None) -> RunSummary | None:
+    """One process of an async/mixed run: the chief serves, records and checkpoints; other
+    servers serve their shard; the others work. Returns the summary on the chief."""
+    from .chief import Peers, run_chief
 
-
-def _unflatten(flat: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
-    out, i = [], 0
-    for t in like:
-        out.append(flat[i:i + t.numel()].view(t.shape).to(t.dtype))
-        i += t.numel()
-    return out
-
-
-def _load(trainer: Any, weights: list[torch.Tensor]) -> None:
-    state = trainer.model.state_dict()
-    with torch.no_grad():
-        for t, w in zip(state.values(), weights):
-            t.copy_(w)
-
-
-def train_ps(cfg: Config, world: World, command: str | None) -> RunSummary:
-    """One process of an async/mixed run: rank 0 serves and records, the others work."""
-    if world.size < 2:
-        raise ConfigError(f"--dist-mode {cfg.run.dist_mode} needs at least 2 processes (a server and a worker)")
-    groups = start(world, cfg.run.dist_mode, cfg.run.group_size, cfg.run.dist_timeout)
+    groups = start(world, cfg)
     finished = False
     try:
-        trainer, policy = build(cfg, SINGLE)
-        if not world.main:
-            work(cfg, trainer, policy, world, groups)
-            finished = True
-            return None
-        for g in groups:
-            dist.new_group(g)  # collective: the workers create these too
-        summary = _serve_epochs(cfg, trainer, policy, world, groups, command)
+        trainer, policy = build_on_own_device(cfg, world)
+        shards = Shards(list(trainer.model.parameters()), cfg.run.num_ps)
+        subgroups = [dist.new_group(g) for g in groups]  # collective: every rank creates every group
+        if world.main:
+            peers = Peers(cfg.run.num_ps, lambda k, what, *args: call(k, _PEER_CALLS[what], *args))
+            summary = run_chief(cfg, trainer, policy, world, len(groups), shards, command, resume_dir,
+                                publish, peers)
+        elif world.rank < cfg.run.num_ps:
+            summary = None
+            with checkpoint.StopRequest():  # the chief decides when to stop; signals reach it too
+                publish(Server(trainer, shards, world.rank, cfg.run.dist_timeout)).wait_finished()
+        else:
+            summary = None
+            work(cfg, trainer, policy, world, groups, subgroups, shards)
         finished = True
         return summary
+    except (checkpoint.Interrupted, checkpoint.Diverged):
+        finished = True  # an orderly stop: the chief released every process first
+        raise
     finally:
         stop(finished)
 
 
-def _serve_epochs(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
-                  command: str | None) -> RunSummary:
-    path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
-    record = RunRecord(path, fresh=True)
-    record.write_config(cfg.to_dict())
-    summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
-    summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - 1, groups=len(groups))
-    record.write_summary(summary)  # 'incomplete' from the start, as in the sync mode
-    server = serve(trainer, policy, len(groups), cfg.run.dist_timeout)
-    totals = Totals()
-    for epoch in range(1, cfg.train.epochs + 1):
-        loss_sum, samples = server.wait_epoch(epoch)
-        t1 = time.perf_counter()
-        t0 = server.started[epoch]  # workers' start-up is not training time
-        test_loss, test_acc = trainer.evaluate()
-        totals.train_s += t1 - t0
-        totals.eval_s += time.perf_counter() - t1
-        totals.rows.append(EpochRow(
-            epoch=epoch, lr=scheduled_lr(cfg.train, epoch), samples=samples,
-            train_seconds=round(t1 - t0, 4), train_loss=loss_sum / max(samples, 1),
-            test_loss=test_loss, test_accuracy=test_acc, pruned=int(server.keep[epoch].pruned),
-            overhead_seconds=0.0))
-        window = policy.snapshot_due(epoch, cfg.train.epochs)
-        if window is not None and policy.scores is not None:
-            record.save_scores(window, policy.scores, policy.score_name)
-        summarize(summary, totals)
-        st = server.staleness
-        summary.extra.update(updates=len(st), staleness_mean=round(sum(st) / max(len(st), 1), 3),
-                             staleness_max=max(st, default=0))
-        record.write_metrics(totals.rows)
-        record.write_summary(summary)
-        server.close_epoch(epoch)
-    summary.status, summary.finished = Status.COMPLETE, time.strftime("%Y-%m-%dT%H:%M:%S")
-    record.write_summary(summary)
-    record.close()
-    return summary
+def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
+         subgroups: list[Any], shards: Shards) -> None:
+    """A worker's whole run: fetch keep-list and weights, train its share, push, report."""
+    index = next(i for i, g in enumerate(groups) if world.rank in g)
+    members, group = groups[index], subgroups[index]
+    me, leader = World(members.index(world.rank), len(members)), members[0]
+    batch = cfg.train.batch_per_worker * len(members) if cfg.train.batch_per_worker else cfg.train.batch_size
+    params, servers = list(trainer.model.parameters()), range(cfg.run.num_ps)
+    versions = [0] * cfg.run.num_ps
+    with checkpoint.StopRequest() as asked:
+        epoch = call(0, _first_epoch)
+        while epoch <= cfg.train.epochs:
+            keep, weights, _, buffers, halt = call(0, _begin_epoch, epoch)
+            if halt:
+                return
+            for k in servers:
+                flat, versions[k] = call(k, _pull)
+                shards.load(params, flat, k)
+            load_flat(list(trainer.model.buffers()), buffers)
+            gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
+            order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
+            loss_sum, seen = 0.0, 0
+            for idx in step_slices(order, batch, me):
+                total, fresh = _train_step(trainer, policy, idx, weights, shards, members, group,
+                                           world.rank == leader, versions, epoch)
+                shards.load(params, fresh[:-len(versions)])
+                versions[:] = [int(v) for v in fresh[-len(versions):]]
+                loss_sum, seen = loss_sum + float(total[0]), seen + int(total[1])
+            pending = policy.take_pending()
+            for t in pending if len(members) > 1 else []:
+                dist.all_reduce(t, group=group)
+            if world.rank == leader:
+                call(0, _end_epoch, epoch, pending, loss_sum, seen,
+                     flatten(list(trainer.model.buffers())).cpu(), asked.requested is not None)
+            epoch += 1
+
+
+def _train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tensor | None, shards: Shards,
+                members: list[int], group: Any, leads: bool, versions: list[int],
+                epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step of a worker: gradients, the group's average, the leader's pushes; returns
+    (loss sum and samples of the group's batch, the fresh weights of every shard + versions)."""
+    dev_idx = idx.to(trainer.device)
+    losses = worker_step(trainer, dev_idx, weights)
+    params = list(trainer.model.parameters())
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    total = torch.stack([losses.detach().sum().float(), torch.full((), float(idx.numel()), device=losses.device)])
+    flat = torch.cat([shards.flatten(grads), total.float()]).cpu()   # one copy off the device
+    if len(members) > 1:
+        dist.all_reduce(flat, group=group)
+        flat[:-2] /= len(members)
+    total = flat[-2:]
+    if policy.observes:
+        policy.observe(dev_idx, losses.detach(), (total[0] / total[1]).to(losses.device))
+    num_ps = len(versions)
+    if leads:
+        futures = [rpc.rpc_async(f"ps{k}", _push, args=(shards.part(flat, k).clone(), versions[k], epoch))
+                   for k in range(num_ps)]
+        replies = [wait(f, k) for k, f in enumerate(futures)]
+        fresh = torch.cat([w for w, _ in replies] + [torch.tensor([float(v) for _, v in replies])])
+    else:
+        fresh = torch.empty(shards.bounds[-1][1] + num_ps)
+    if len(members) > 1:  # the leader hands the fresh weights to its group
+        dist.broadcast(fresh, src=members[0], group=group)
+    return total, fresh
+
+
+def worker_step(trainer: Any, idx: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Forward and backward of one batch, under the trainer's autocast (bf16 data on CUDA);
+    `weights`: the plan's per-sample loss weights (InfoBatch), as the synchronous loop uses."""
+    trainer.model.train()
+    x = next(iter(trainer.data.batches([idx], trainer.generator)))   # device-resident or streamed
+    x = x.contiguous(memory_format=trainer.memory_format)
+    with trainer.autocast():
+        losses = F.cross_entropy(trainer.model(x), trainer.data.train_y[idx], reduction="none")
+    scaled = losses if weights is None else losses * weights[idx.cpu()].to(losses.device, losses.dtype)
+    trainer.model.zero_grad(set_to_none=True)
+    (scaled.sum() / idx.numel()).backward()
+    return losses

@@ -1,6 +1,7 @@
-"""The parameter server's state: the model the workers push to, each epoch's keep-list, and
-the epoch barrier. RPC handler threads call into it; the PS's main thread closes epochs.
-Every wait is bounded, so a dead process ends the run with a clear message."""
+"""The parameter servers' state. RPC handler threads call into it; a server's main thread
+waits. `Server` holds one shard of the parameters and steps its optimizer on each push;
+`Chief` (server 0) also runs the epochs: keep-lists, the barrier between epochs, the counts
+the workers send. Every wait is bounded, so a dead process ends the run with a clear message."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from ..engine.trainer import lr_at
 from ..errors import FinepruneError
+from .layout import Shards, flatten, load_flat
 
 
 class PeerLost(FinepruneError):
@@ -21,60 +23,122 @@ class PeerLost(FinepruneError):
 
 
 class Server:
-    """The PS's state; RPC handler threads call into it, the PS's main thread closes epochs.
-    Every wait is bounded by `timeout_s`, so a dead process ends the run instead of hanging it."""
+    """Shard `k` of the model's parameters and an SGD optimizer over it alone (the same
+    hyperparameters as the single-process run: K servers make the same updates as one)."""
 
-    def __init__(self, trainer: Any, policy: Any, pushers: int, timeout_s: float = 1800.0):
-        self.trainer, self.policy, self.pushers = trainer, policy, pushers
-        self.timeout_s = timeout_s
-        self.heard = time.monotonic()  # the last call from any worker
-        self.epoch = 1
+    def __init__(self, trainer: Any, shards: Shards, k: int = 0, timeout_s: float = 1800.0):
+        self.trainer, self.shards, self.k, self.timeout_s = trainer, shards, k, timeout_s
+        params = list(trainer.model.parameters())
+        self.params = [params[i] for i in shards.members[k]]
+        c = trainer.cfg
+        self.optimizer = torch.optim.SGD(self.params or [torch.zeros(1, requires_grad=True)], lr=c.lr,
+                                         momentum=c.momentum, weight_decay=c.weight_decay)
         self.cond = threading.Condition()
-        self.version, self.staleness, self.closed = 0, [], 0
-        self.keep: dict[int, torch.Tensor] = {}
-        self.started: dict[int, float] = {}  # when the first worker began each epoch
-        self.ended: dict[int, list[tuple[torch.Tensor | None, float, int]]] = {}
+        self.version, self.steps = 0, 0
+        self.stale = {"sum": 0, "count": 0, "max": 0}  # versions a push's weights were behind
+        self.heard = time.monotonic()  # the last call from any process
+        self.finished = False
 
-    def weights(self) -> list[torch.Tensor]:
-        return [t.detach().cpu().clone() for t in self.trainer.model.state_dict().values()]
-
-    def push(self, grads: list[torch.Tensor], buffers: list[torch.Tensor], version: int):
+    def push(self, grads: torch.Tensor, version: int, epoch: int) -> tuple[torch.Tensor, int]:
+        """Apply one (group's) gradient; returns this shard's fresh weights and version."""
         t = self.trainer
         with self.cond:
             self.heard = time.monotonic()
-            self.staleness.append(self.version - version)
-            t.set_lr(lr_at(t.cfg, self.epoch, t.steps, t.warmup_steps))
-            for p, g in zip(t.model.parameters(), grads):
-                p.grad = g.to(p.device)
-            t.optimizer.step()
-            t.steps += 1
-            for b, new in zip(t.model.buffers(), buffers):  # batch-norm statistics: last push wins
-                b.copy_(new)
+            behind = self.version - version
+            self.stale = {"sum": self.stale["sum"] + behind, "count": self.stale["count"] + 1,
+                          "max": max(self.stale["max"], behind)}
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr_at(t.cfg, epoch, self.steps, t.warmup_steps)
+            at = 0
+            for p in self.params:
+                p.grad = grads[at:at + p.numel()].view(p.shape).to(p.device, p.dtype)
+                at += p.numel()
+            self.optimizer.step()
+            self.steps += 1
             self.version += 1
-            return self.weights(), self.version
+            return self._weights(), self.version
 
-    def begin_epoch(self, epoch: int):
+    def pull(self) -> tuple[torch.Tensor, int]:
+        with self.cond:
+            self.heard = time.monotonic()
+            return self._weights(), self.version
+
+    def _weights(self) -> torch.Tensor:
+        return flatten(self.params).cpu()  # one copy off the device per message
+
+    def state_dict(self) -> dict[str, Any]:
+        with self.cond:
+            self.heard = time.monotonic()
+            return {"weights": self._weights(), "optimizer": self.optimizer.state_dict(),
+                    "version": self.version, "steps": self.steps, "stale": dict(self.stale)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        with self.cond:
+            self.heard = time.monotonic()
+            load_flat(self.params, state["weights"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.version, self.steps, self.stale = state["version"], state["steps"], dict(state["stale"])
+
+    def finish(self) -> None:
+        with self.cond:
+            self.finished = True
+            self.cond.notify_all()
+
+    def wait_finished(self) -> None:
+        """A server other than the chief: serve until the chief says the run is over, or
+        until nobody has called for --dist-timeout (the chief or every worker died)."""
+        with self.cond:
+            while not self.finished:
+                left = self.heard + self.timeout_s - time.monotonic()
+                if left <= 0:
+                    raise PeerLost(f"parameter server {self.k}: no call for {self.timeout_s:g} s "
+                                   "(--dist-timeout): the chief server or the workers died; run stopped")
+                self.cond.wait(left)
+
+
+class Chief(Server):
+    """Server 0: also the epochs. A worker starts epoch e once epoch e - 1 is closed
+    (evaluated and recorded); `stopping` tells the workers to return instead."""
+
+    def __init__(self, trainer: Any, shards: Shards, policy: Any, pushers: int,
+                 timeout_s: float = 1800.0, first_epoch: int = 1):
+        super().__init__(trainer, shards, 0, timeout_s)
+        self.policy, self.pushers, self.first_epoch = policy, pushers, first_epoch
+        self.closed, self.stopping = first_epoch - 1, False
+        self.plans: dict[int, Any] = {}
+        self.started: dict[int, float] = {}  # when the first worker began each epoch
+        self.ended: dict[int, list[tuple[Any, ...]]] = {}
+
+    def begin_epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor | None, bool, torch.Tensor, bool]:
+        """(kept indices, their weights or None, pruned?, batch-norm buffers, stop?)"""
         with self.cond:
             self.heard = time.monotonic()
             if not self.cond.wait_for(lambda: self.closed >= epoch - 1, self.timeout_s):
                 raise PeerLost(f"the server did not close epoch {epoch - 1} within --dist-timeout "
                                f"{self.timeout_s:g} s (a worker died or hangs, or the server did)")
+            buffers = flatten(list(self.trainer.model.buffers())).cpu()
+            if self.stopping:
+                return torch.zeros(0, dtype=torch.long), None, False, buffers, True
             self.started.setdefault(epoch, time.perf_counter())
-            if epoch not in self.keep:
-                self.keep[epoch] = self.policy.plan(epoch)
-                self.epoch = epoch
-            plan = self.keep[epoch]
-            return plan.indices.cpu(), plan.pruned, self.weights(), self.version
+            if epoch not in self.plans:
+                self.plans[epoch] = self.policy.plan(epoch)
+            plan = self.plans[epoch]
+            weights = None if plan.weights is None else plan.weights.cpu()
+            return plan.indices.cpu(), weights, bool(plan.pruned), buffers, False
 
-    def end_epoch(self, epoch: int, pending: list[torch.Tensor], loss_sum: float, samples: int) -> None:
+    def end_epoch(self, epoch: int, pending: list[torch.Tensor], loss_sum: float, samples: int,
+                  buffers: torch.Tensor, stop: bool = False) -> None:
         with self.cond:
             self.heard = time.monotonic()
-            self.ended.setdefault(epoch, []).append((pending, loss_sum, samples))
+            # batch-norm statistics: the last group to end the epoch wins, as a push did before
+            load_flat(list(self.trainer.model.buffers()), buffers)
+            self.ended.setdefault(epoch, []).append((pending, loss_sum, samples, stop))
             self.cond.notify_all()
 
-    def wait_epoch(self, epoch: int) -> tuple[float, int]:
+    def wait_epoch(self, epoch: int) -> tuple[float, int, bool]:
         """Main thread: wait for every pusher's end of `epoch`; fold in the sum of what the
-        workers observed, as a data-parallel sync would."""
+        workers observed, as a data-parallel sync would. Returns (loss sum, samples, whether
+        a worker was asked to stop)."""
         with self.cond:
             while len(self.ended.get(epoch, [])) < self.pushers:
                 # a dead worker never ends its epoch; the live ones then wait for the next
@@ -90,10 +154,10 @@ class Server:
         pending = [p[0] for p in parts if p[0]]
         if pending:
             self.policy.fold([sum(ts).to(self.trainer.device) for ts in zip(*pending)])
-        return sum(p[1] for p in parts), sum(p[2] for p in parts)
+        return sum(p[1] for p in parts), sum(p[2] for p in parts), any(p[3] for p in parts)
 
-    def close_epoch(self, epoch: int) -> None:
+    def close_epoch(self, epoch: int, stop: bool = False) -> None:
         with self.cond:
-            self.closed = epoch
+            self.closed, self.stopping = epoch, self.stopping or stop
             self.heard = time.monotonic()  # the workers waited for us (evaluation): not silence
             self.cond.notify_all()

@@ -128,6 +128,17 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
 
 def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSummary:
     """Continue an interrupted run from its checkpoint, as if it had never stopped."""
+    summary, cfg = resumable(run_dir)
+    world = worlds.from_env()
+    record = RunRecord(Path(run_dir), write=world.main)
+    try:
+        return _resume(cfg, record, summary, world, show_progress, bar)
+    finally:
+        record.close()
+
+
+def resumable(run_dir: Path) -> tuple[RunSummary, Config]:
+    """The summary and config of a run folder that can be continued; else one clear error."""
     summary = read_summary(run_dir)
     if summary.status == Status.COMPLETE:
         raise ConfigError(f"{run_dir} is already complete")
@@ -136,12 +147,7 @@ def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSum
                           "diverge again; train it anew with a lower --lr or a longer warm-up")
     cfg = validate(config_from_dict(load_run_config(run_dir), f"{run_dir}/config.yaml"))
     cfg.run.out = str(run_dir)
-    world = worlds.from_env()
-    record = RunRecord(Path(run_dir), write=world.main)
-    try:
-        return _resume(cfg, record, summary, world, show_progress, bar)
-    finally:
-        record.close()
+    return summary, cfg
 
 
 def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, show_progress: bool,
@@ -270,11 +276,16 @@ def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
 
 
 def _diverged(s: Session, row: EpochRow) -> None:
-    summarize(s.summary, s.totals)
-    s.summary.status, s.summary.diverged_epoch = Status.DIVERGED, row.epoch
-    s.record.write_metrics(s.totals.rows)
-    s.record.write_summary(s.summary)
-    raise checkpoint.Diverged(
+    raise mark_diverged(s.record, s.summary, s.totals, row)
+
+
+def mark_diverged(record: RunRecord, summary: RunSummary, totals: Totals, row: EpochRow) -> checkpoint.Diverged:
+    """Record the run as diverged at `row`'s epoch; returns the error to raise."""
+    summarize(summary, totals)
+    summary.status, summary.diverged_epoch = Status.DIVERGED, row.epoch
+    record.write_metrics(totals.rows)
+    record.write_summary(summary)
+    return checkpoint.Diverged(
         f"training diverged at epoch {row.epoch}: train loss {row.train_loss}, test loss "
-        f"{row.test_loss}; the record is kept in {s.record.path} with status 'diverged' "
+        f"{row.test_loss}; the record is kept in {record.path} with status 'diverged' "
         "(try a lower --lr or a longer train.warmup_epochs)")

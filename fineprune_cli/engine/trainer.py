@@ -127,11 +127,12 @@ class Trainer:
     def __init__(self, model: torch.nn.Module, data: "DeviceData | Any", cfg: TrainConfig,
                  device: torch.device, seed: int = 0, compile: bool = False,
                  compile_mode: str = "auto", static_batches: bool | None = None,
-                 world: World = SINGLE):
+                 world: World = SINGLE, bf16: bool | None = None):
         if world.active and cfg.batch_size % world.size:
             raise ConfigError(f"--batch-size {cfg.batch_size} must divide evenly over {world.size} processes")
         self.device, self.data, self.cfg, self.world = device, data, cfg, world
         self.cuda = device.type == "cuda"
+        self.bf16 = self.cuda if bf16 is None else bf16  # bf16 autocast; the data is bf16 on CUDA
         self.memory_format = torch.channels_last if self.cuda else torch.contiguous_format
         self.model = model.to(device, memory_format=self.memory_format)
         self.optimizer = torch.optim.SGD(
@@ -153,8 +154,8 @@ class Trainer:
         self.steps = 0
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        if self.cuda:
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+        if self.bf16:
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
     def set_lr(self, lr: float) -> None:

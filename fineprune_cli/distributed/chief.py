@@ -1,0 +1,150 @@
+"""The chief parameter server's run (rank 0 of an async/mixed run): it waits for each epoch's
+end, evaluates the whole model, records the epoch, checkpoints, stops on a signal or on
+divergence, and resumes from its checkpoint, as the synchronous loop does (engine/session.py).
+
+A checkpoint holds the whole model (batch-norm buffers included), each server's shard with
+its optimizer state and update count, the policy, the totals and the RNG. Workers hold no
+state across epochs (their order is seeded per epoch), so a resumed run needs only this."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..engine import checkpoint
+from ..engine.config import Config
+from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint, finite
+from ..engine.session import Totals, mark_diverged, new_summary, resumable, summarize
+from ..engine.trainer import scheduled_lr
+from ..engine.world import World
+from ..errors import ConfigError
+from .layout import Shards
+from .server import Chief
+
+
+class Peers:
+    """The chief's calls to the other servers (`call(k, what, *args)`, what = 'state' |
+    'load' | 'finish'), given by the RPC layer so this module knows nothing of RPC."""
+
+    def __init__(self, num_ps: int, call: Callable[..., Any]):
+        self.others, self.call = range(1, num_ps), call
+
+    def states(self) -> list[dict[str, Any]]:
+        return [self.call(k, "state") for k in self.others]
+
+    def load(self, states: list[dict[str, Any]]) -> None:
+        for k, state in zip(self.others, states):
+            self.call(k, "load", state)
+
+    def finish(self) -> None:
+        for k in self.others:
+            self.call(k, "finish")
+
+
+def open_record(cfg: Config, trainer: Any, world: World, command: str | None,
+                resume_dir: Path | None) -> tuple[RunRecord, RunSummary, dict[str, Any] | None]:
+    if resume_dir is None:
+        path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
+        record = RunRecord(path, fresh=True)
+        record.write_config(cfg.to_dict())
+        summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
+        return record, summary, None
+    summary, _ = resumable(resume_dir)
+    record = RunRecord(Path(resume_dir))
+    state = checkpoint.load(record.path, trainer.device)
+    if state.get("fingerprint") != fingerprint(cfg.to_dict()):
+        raise ConfigError(f"{record.path}: the checkpoint was made with other settings than its "
+                                     "config.yaml; resume refused")
+    summary.status = Status.INCOMPLETE
+    summary.resumed_after_epochs.append(len(state["totals"]["rows"]))
+    return record, summary, state
+
+
+def run_chief(cfg: Config, trainer: Any, policy: Any, world: World, pushers: int, shards: Shards,
+              command: str | None, resume_dir: Path | None, publish: Callable[[Chief], Any],
+              peers: Peers) -> RunSummary:
+    record, summary, state = open_record(cfg, trainer, world, command, resume_dir)
+    try:
+        totals = Totals.from_state(state["totals"]) if state else Totals()
+        chief = Chief(trainer, shards, policy, pushers, cfg.run.dist_timeout, len(totals.rows) + 1)
+        if state:  # before publishing: the workers' first call waits until the chief is ready
+            restore(state, chief, policy, peers)
+        summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - cfg.run.num_ps,
+                             groups=pushers, servers=cfg.run.num_ps)
+        record.write_metrics(totals.rows)
+        record.write_summary(summary)  # 'incomplete' from the start, as in the sync mode
+        publish(chief)
+        with checkpoint.StopRequest() as stop:
+            for epoch in range(chief.first_epoch, cfg.train.epochs + 1):
+                serve_epoch(cfg, chief, peers, record, summary, totals, epoch, stop, world)
+        peers.finish()
+        summary.status, summary.finished = Status.COMPLETE, time.strftime("%Y-%m-%dT%H:%M:%S")
+        record.write_summary(summary)
+        return summary
+    finally:
+        record.close()
+
+
+def restore(state: dict[str, Any], chief: Chief, policy: Any, peers: Peers) -> None:
+    try:
+        chief.trainer.model.load_state_dict(state["model"])
+        chief.load_state_dict(state["servers"][0])
+        peers.load(state["servers"][1:])
+        policy.load_state_dict(state["policy"])
+        checkpoint.restore_rng(state)
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+        raise ConfigError(f"the checkpoint does not fit this run ({type(exc).__name__}); "
+                                     "train it again") from None
+
+
+def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summary: RunSummary,
+                totals: Totals, epoch: int, stop: checkpoint.StopRequest, world: World) -> None:
+    trainer, policy, n = chief.trainer, chief.policy, cfg.train.epochs
+    loss_sum, samples, asked = chief.wait_epoch(epoch)
+    t1 = time.perf_counter()
+    t0 = chief.started[epoch]  # workers' start-up is not training time
+    states = [chief.state_dict(), *peers.states()]
+    params = list(trainer.model.parameters())
+    for k, other in enumerate(states[1:], start=1):  # the whole model, for evaluation
+        chief.shards.load(params, other["weights"], k)
+    test_loss, test_acc = trainer.evaluate()
+    row = EpochRow(epoch=epoch, lr=scheduled_lr(cfg.train, epoch), samples=samples,
+                   train_seconds=round(t1 - t0, 4), train_loss=loss_sum / max(samples, 1),
+                   test_loss=test_loss, test_accuracy=test_acc, pruned=int(chief.plans.pop(epoch).pruned),
+                   overhead_seconds=0.0)
+    totals.rows.append(row)
+    totals.train_s += t1 - t0
+    totals.eval_s += time.perf_counter() - t1
+    summarize(summary, totals)
+    stale = states[0]["stale"]
+    summary.extra.update(updates=stale["count"], staleness_mean=round(stale["sum"] / max(stale["count"], 1), 3),
+                         staleness_max=stale["max"])
+    if not (finite(row.train_loss) and finite(row.test_loss)):
+        _end_all(chief, peers, epoch)
+        raise mark_diverged(record, summary, totals, row)
+    window = policy.snapshot_due(epoch, n)
+    if window is not None and policy.scores is not None:
+        record.save_scores(window, policy.scores, policy.score_name)
+    record.write_metrics(totals.rows)
+    stopping = stop.requested is not None or asked
+    if stopping or epoch == n or (cfg.run.checkpoint_every and epoch % cfg.run.checkpoint_every == 0):
+        checkpoint.save(record.path, {"model": trainer.model.state_dict(), "servers": states,
+                                      "policy": policy.state_dict(), "totals": totals.state_dict(),
+                                      "fingerprint": fingerprint(cfg.to_dict())})
+    record.write_summary(summary)
+    if stopping and epoch < n:
+        summary.status = Status.INTERRUPTED
+        record.write_summary(summary)
+        _end_all(chief, peers, epoch)
+        hint = shlex.join(["fineprune", "train", "--resume", str(record.path), "--nproc-per-node", str(world.size)])
+        raise checkpoint.Interrupted(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
+                                     f"of {n}; continue with: {hint}")
+    chief.close_epoch(epoch)
+
+
+def _end_all(chief: Chief, peers: Peers, epoch: int) -> None:
+    """Release the workers (their next epoch returns 'stop') and the other servers."""
+    chief.close_epoch(epoch, stop=True)
+    peers.finish()
