@@ -66,16 +66,29 @@ def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
 
 
 @pytest.mark.slow
-def test_async_counts_with_the_tolerance_given(tmp_path):
-    """One worker trains deterministically, and the tolerance changes only what is counted: the
-    same epoch counted with --tolerance 0.05 must count a subset of what 0 counts, and less."""
-    prune = ["--prune", "--window", "2", "--start", "1", "--block", "1", "--attenuation", "1"]
+def test_every_mode_counts_as_one_process_does_with_the_tolerance_given(tmp_path):
+    """One batch of the whole (unaugmented) subset and an lr too small to move the weights:
+    each sample's loss and its batch's mean are the same however the batch is split, so every
+    mode must count exactly what one process counts with --tolerance 0.05, and that differs
+    from what tolerance 0 counts (a mode that dropped the tolerance would be caught)."""
+    common = ["--model", "lenet", "--dataset", "synthetic", "--subset", "256", "--test-subset", "100",
+              "--epochs", "1", "--batch-size", "256", "--lr", "1e-9", "--device", "cpu", "--prune",
+              "--window", "2", "--start", "1", "--block", "1", "--attenuation", "1",
+              "--set", "data.augment=none", "--set", "run.group_size=2"]
+    runs = {"single": [], "sync": ["--nproc-per-node", "2"], "async": ["--nproc-per-node", "2", "--dist-mode", "async"],
+            "mixed": ["--nproc-per-node", "3", "--dist-mode", "mixed"], "tolerance 0": []}
     counts = {}
-    for tol in ("0", "0.05"):
-        _run(tmp_path, "async", 2, *prune, "--tolerance", tol, epochs="1", subset="512", name=tol)
-        counts[tol] = torch.load(tmp_path / tol / "dropping_counts_window0.pt")
-    assert bool((counts["0.05"] <= counts["0"]).all())
-    assert 0 < counts["0.05"].sum() < counts["0"].sum()
+    for name, extra in runs.items():
+        out = tmp_path / name.replace(" ", "")
+        tol = "0" if name == "tolerance 0" else "0.05"
+        proc = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *common, "--tolerance", tol,
+                               *extra, "--out", str(out)], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, MASTER_PORT=str(free_port())))
+        assert proc.returncode == 0, (name, proc.stderr[-2000:])
+        counts[name] = torch.load(out / "dropping_counts_window0.pt")
+    assert 0 < counts["single"].sum() < counts["tolerance 0"].sum()
+    for mode in ("sync", "async", "mixed"):
+        assert torch.equal(counts[mode], counts["single"]), mode
 
 
 def _trainer(num_train=64):
@@ -185,38 +198,106 @@ def test_a_worker_step_runs_on_bf16_data_under_autocast():
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in trainer.model.parameters())
 
 
-@pytest.mark.slow
-def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path):
-    """Three processes started by hand (as srun would: no torchrun to notice a death); worker 2
-    is killed once the run has started: the server and worker 1 end within --dist-timeout
-    (plus start-up slack), with one line naming the cause, instead of waiting forever."""
-    out, port = tmp_path / "run", str(free_port())
+def _by_hand(out, size, *extra, epochs="3"):
+    """Processes started by hand (as srun would: no torchrun to notice a death)."""
+    port = str(free_port())
     cmd = [sys.executable, "-m", "fineprune_cli", "train", "--dist-mode", "async", "--model", "lenet",
-           "--dataset", "synthetic", "--subset", "512", "--test-subset", "100", "--epochs", "3",
-           "--batch-size", "64", "--device", "cpu", "--dist-timeout", "10", "--out", str(out), "--json"]
+           "--dataset", "synthetic", "--subset", "512", "--test-subset", "100", "--epochs", epochs,
+           "--batch-size", "64", "--device", "cpu", "--dist-timeout", "10", "--out", str(out), "--json", *extra]
     procs = []
-    for rank in range(3):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", LOCAL_RANK=str(rank),
+    for rank in range(size):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                       text=True))
+    deadline = time.monotonic() + 120
+    while not (out / "config.yaml").exists():   # the chief is serving: every rank has joined
+        assert time.monotonic() < deadline and procs[0].poll() is None, procs[0].stderr.read()[-2000:]
+        time.sleep(0.2)
+    return procs
+
+
+def _survivors_end(procs, victim):
+    """Kill `victim`; every other process must end with exit 1 within --dist-timeout plus
+    slack; returns their last stderr lines."""
+    procs[victim].kill()
+    killed = time.monotonic()
+    rest = [p for i, p in enumerate(procs) if i != victim]
+    codes = [p.wait(timeout=90) for p in rest]
+    assert time.monotonic() - killed < 60
+    lines = [(p.stderr.read().strip().splitlines() or [""])[-1] for p in rest]
+    assert codes == [1] * len(rest), lines
+    return lines
+
+
+@pytest.mark.slow
+def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path):
+    """Worker 2 is killed once the run has started: the server and worker 1 end within
+    --dist-timeout, with one line naming the cause, instead of waiting forever."""
+    procs = _by_hand(tmp_path / "run", 3)
     try:
-        deadline = time.monotonic() + 120
-        while not (out / "config.yaml").exists():   # the server is serving: every rank has joined
-            assert time.monotonic() < deadline and procs[0].poll() is None, procs[0].stderr.read()[-2000:]
-            time.sleep(0.2)
-        procs[2].kill()
-        killed = time.monotonic()
-        codes = [p.wait(timeout=90) for p in procs[:2]]
-        assert time.monotonic() - killed < 60
-        errors = [p.stderr.read().strip().splitlines() for p in procs[:2]]
-        assert codes == [1, 1], errors
+        chief, worker = _survivors_end(procs, victim=2)
         # the kill lands in whichever epoch is running (start-up time varies with the machine)
-        assert re.search(r"epoch \d: 1 of 2 workers \(groups\) ended it", errors[0][-1]), errors[0]
-        assert "died or hangs" in errors[0][-1]
-        assert "lost parameter server 0" in errors[1][-1] or re.search(r"did not close epoch \d", errors[1][-1])
-        summary = json.loads((out / "summary.json").read_text())
+        assert re.search(r"epoch \d: 1 of 2 workers \(groups\) ended it", chief) and "died or hangs" in chief
+        assert "lost parameter server 0" in worker or re.search(r"did not close epoch \d", worker)
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
         assert summary["status"] != "complete" and summary["epochs_completed"] < 3
     finally:
         for p in procs:
             p.kill()
+
+
+@pytest.mark.slow
+def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path):
+    """--num-ps 2: the chief (rank 0) dies; the second server hears nobody and the workers
+    lose their server: all end within the timeout, each with one line."""
+    procs = _by_hand(tmp_path / "run", 4, "--num-ps", "2", epochs="20")
+    try:
+        server, *workers = _survivors_end(procs, victim=0)
+        assert "parameter server 1: no call for 10 s" in server
+        assert all("lost parameter server" in w for w in workers), workers
+    finally:
+        for p in procs:
+            p.kill()
+
+
+@pytest.mark.slow
+def test_a_parameter_server_run_resumes_after_sigkill(tmp_path):
+    """SIGKILL to the whole job after an epoch's checkpoint; `train --resume --nproc-per-node`
+    continues from it: the checkpointed epochs kept as they were, the rest trained, the
+    servers' update counts carried on."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", "3", "--dist-mode", "async",
+           "--num-ps", "2", "--model", "lenet", "--dataset", "synthetic", "--subset", "512",
+           "--test-subset", "100", "--epochs", "8", "--batch-size", "64", "--device", "cpu", "--out", str(out)]
+    env = dict(os.environ, MASTER_PORT=str(free_port()))
+    job = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "checkpoint.pt").exists() or len(_rows(out)) < 2:
+            assert time.monotonic() < deadline and job.poll() is None
+            time.sleep(0.1)
+    finally:  # torchrun starts its ranks in sessions of their own: kill them by command line
+        os.killpg(job.pid, 9)
+        subprocess.run(["pkill", "-9", "-f", f"out {out}"])
+        job.wait()
+    saved = torch.load(out / "checkpoint.pt", weights_only=True)["totals"]["rows"]
+    before = _rows(out)
+    proc = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", "--resume", str(out),
+                           "--nproc-per-node", "3"], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, MASTER_PORT=str(free_port())))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary, after = json.loads((out / "summary.json").read_text()), _rows(out)
+    assert summary["status"] == "complete" and summary["resumed_after_epochs"] == [len(saved)] and len(saved) >= 1
+    assert after[:len(saved)] == before[:len(saved)] and len(after) == 8
+    # 2 workers x 512 / 2 / 64 pushes an epoch, counted by the chief across the restart
+    assert summary["updates"] == 8 * 8 and summary["servers"] == 2
+
+
+def _rows(out):
+    try:
+        with open(out / "metrics.csv") as f:
+            return list(csv.DictReader(f))
+    except FileNotFoundError:
+        return []
