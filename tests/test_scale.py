@@ -165,14 +165,46 @@ def test_a_folder_from_another_scale_is_refused_not_reported(tmp_path):
         run_one(cfg, BASELINE, tmp_path)
 
 
-def test_a_folder_from_before_num_ps_and_batch_per_worker_is_reused(tmp_path):
-    """A complete sync run written before run.num_ps / train.batch_per_worker existed (and with
-    the old group_size default) is the same run: it is reused, not refused or retrained."""
+@pytest.mark.parametrize("job", [BASELINE, Job("async", 1)])
+def test_a_folder_from_before_num_ps_and_batch_per_worker_is_reused(tmp_path, job):
+    """A complete sync or async run written before run.num_ps / train.batch_per_worker existed
+    (with the old group_size default, which neither mode uses) is the same run: it is reused,
+    not refused or retrained. A mixed run's group size counts."""
     cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "train.epochs": 1})
-    old = yaml.safe_load(job_config(cfg, BASELINE))
+    old = yaml.safe_load(job_config(cfg, job))
     del old["run"]["num_ps"], old["train"]["batch_per_worker"]
     old["run"]["group_size"] = 2
     (tmp_path / "runs").mkdir()
-    run_dir = _run(tmp_path / "runs", "lenet-synthetic-sync-n1", 100, 1.0, [1.0], [10.0])
+    run_dir = _run(tmp_path / "runs", job.folder(cfg), 100, 1.0, [1.0], [10.0])
     (run_dir / "scale-config.yaml").write_text(yaml.safe_dump(old, sort_keys=False))
-    assert run_one(cfg, BASELINE, tmp_path) == run_dir
+    assert run_one(cfg, job, tmp_path) == run_dir
+    mixed = Job("mixed", 1)
+    old["run"]["dist_mode"] = "mixed"
+    run_dir.rename(tmp_path / "runs" / mixed.folder(cfg))
+    (tmp_path / "runs" / mixed.folder(cfg) / "scale-config.yaml").write_text(yaml.safe_dump(old))
+    with pytest.raises(ConfigError, match="other settings"):
+        run_one(cfg, mixed, tmp_path)
+
+
+def test_several_nodes_run_in_step_and_node_zero_alone_runs_the_baseline(tmp_path, monkeypatch):
+    """Nothing trains: run_one is replaced by fabricated run folders."""
+    from fineprune_cli.drivers import scale
+
+    cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "train.batch_size": 64})
+    launched = []
+
+    def fake_run(cfg, job, out, launch):
+        launched.append((job, launch.node_rank))
+        name = job.folder(cfg)
+        return out / "runs" / name if (out / "runs" / name).exists() else \
+            _run(out / "runs", name, 1000, 10.0 / job.workers, [2.0, 1.0], [40.0, 60.0])
+
+    monkeypatch.setattr(scale, "run_one", fake_run)
+    jobs = plan([2], ["sync"], None, Launch(2, 1, "node0:29400"))
+    assert jobs == [Job("sync", 2, nnodes=2), BASELINE]
+    assert scale.run_scale(cfg, jobs, tmp_path, "cmd", launch=Launch(2, 1, "node0:29400")) is None
+    assert launched == [(Job("sync", 2, nnodes=2), 1)]          # node 1 skips the 1-process baseline
+    rows, md = scale.run_scale(cfg, jobs, tmp_path, "cmd", launch=Launch(2, 0, "node0:29400"))
+    assert launched[1:] == [(Job("sync", 2, nnodes=2), 0), (BASELINE, 0)]   # baseline last
+    assert [(r["workers"], r["nodes"], r["speedup"]) for r in rows] == [(1, 1, 1.0), (4, 2, 4.0)]
+    assert md.exists() and (tmp_path / "runs" / "lenet-synthetic-sync-n4-nodes2").is_dir()

@@ -120,10 +120,11 @@ def _checked(job: Job) -> Job:
     return job
 
 
-def run_scale(cfg: Config, jobs: list[Job], out: Path, command: str, targets: Targets = Targets(),
+def run_scale(cfg: Config, jobs: list[Job], out: Path, command: str, targets: Targets | None = None,
               launch: Launch = Launch()) -> tuple[list[dict[str, Any]], Path] | None:
     """Run (or reuse) every job; on node rank 0, write and return the table rows and scale.md."""
     validate(cfg)
+    targets = targets or Targets()
     targets.check()
     bpw = cfg.train.batch_per_worker
     if bpw is None and any(cfg.train.batch_size % j.processes for j in jobs if j.mode == "sync"):
@@ -174,7 +175,7 @@ def run_one(cfg: Config, job: Job, out: Path, launch: Launch = Launch()) -> Path
     atomic_write_text(run_dir / "scale-config.yaml", text)
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = train_command(job, run_dir / "scale-config.yaml", run_dir, launch)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise ConfigError(f"the {job.processes}-process {job.mode} run failed: {last} (see {run_dir})")
@@ -187,12 +188,19 @@ def _check_same_settings(run_dir: Path, text: str) -> None:
     --batch-per-worker) do not count, so folders made before those settings existed are reused."""
     try:
         theirs = yaml.safe_load((run_dir / "scale-config.yaml").read_text())
-        same = drop_unused(theirs) == drop_unused(yaml.safe_load(text))
+        same = _used(theirs) == _used(yaml.safe_load(text))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError):
         same = False
     if not same:
         raise ConfigError(f"{run_dir} holds a run with other settings than this command's; "
                           "choose another --out or delete that folder")
+
+
+def _used(config: dict[str, Any]) -> dict[str, Any]:
+    config = drop_unused(config)
+    if config["run"].get("dist_mode") == "async":  # groups exist in mixed mode only
+        config["run"].pop("group_size", None)
+    return config
 
 
 def _check_folder(out: Path) -> None:

@@ -125,10 +125,10 @@ def write_tables(rows: list[dict[str, Any]], dirs: list[Path], out: Path, comman
         f"# Scaling: {first.model} on {first.label}", "",
         f"- machine: {first.device.split(',')[0]}; one thread per process; torch {first.torch}",
         f"- code: {', '.join(commits)}; command: `{command}`",
-        "- as in Campos et al. (2017): Tables 1-2 (throughput, speedup, efficiency), Table 3 and "
-        "Figure 3 (final accuracy, time to a target)",
-        *(["- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth, "
-           "so these speedups say little about several GPUs or nodes"]
+        ("- as in Campos et al. (2017): Tables 1-2 (throughput, speedup, efficiency), Table 3 and "
+         "Figure 3 (final accuracy, time to a target)"),
+        *([("- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth, "
+            "so these speedups say little about several GPUs or nodes")]
           if first.device.startswith("cpu") else []),
         "", "Columns:", "", COLUMNS, "", to_markdown(header, body)])
     atomic_write_text(out / "scale.md", text)
