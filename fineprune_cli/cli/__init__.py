@@ -149,23 +149,33 @@ def report(
 
 @app.command()
 @with_settings(("model", ModelConfig, ("name",)), ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
-               ("train", TrainConfig, ("epochs", "batch_size", "lr", "milestones")),
-               ("run", RunConfig, ("device",)), ("prune", PruneConfig, ("enabled",)))
+               ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
+               ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)))
 def scale(
     settings: dict[str, Any], config: ConfigOpt = None,
-    nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4 (async/mixed add a server process).")] = "1,2",
-    dist_mode: Annotated[str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter server).")] = "sync",
-    target_loss: Annotated[Optional[float], typer.Option(help="Training loss to time (default: the highest final loss of all configurations).")] = None,
+    nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4; async/mixed add their --num-ps servers. With --nnodes > 1: processes per node, servers among them. A 1-process sync run (the baseline) is always added.")] = "1,2",
+    dist_mode: Annotated[str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter servers).")] = "sync",
+    num_ps: Annotated[str, typer.Option(help="Parameter servers of the async/mixed runs, e.g. 1,2 (the paper's Table 1).")] = "1",
+    nnodes: Annotated[int, typer.Option(help="Machines; run the same command on each with its --node-rank (--out on a shared folder). (default 1)")] = 1,
+    node_rank: Annotated[int, typer.Option(help="With --nnodes > 1: this machine's rank; rank 0 runs the baseline and writes the tables.")] = 0,
+    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node rank 0).")] = None,
+    target_accuracy: Annotated[Optional[float], typer.Option(help="Test accuracy (percent) to time (default: the lowest final accuracy of all configurations).")] = None,
+    target_loss: Annotated[Optional[float], typer.Option(help="Training loss to time (default: the highest final loss of the configurations that learned).")] = None,
     out: Annotated[Path, typer.Option(help="Folder for scale.csv, scale.md and the run folders.")] = Path("results/scale"),
     as_json: JsonOpt = False,
 ) -> None:
-    """Train the same model on 1, 2, 4 ... processes: throughput, speedup, efficiency, accuracy."""
-    from ..drivers.scale import run_scale, write_tables
+    """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017): throughput, speedup
+    and efficiency against one process, final accuracy, time to a target accuracy and loss."""
+    from ..drivers.scale import Launch, plan, run_scale
+    from ..drivers.scale_table import Targets
     from ..engine.config import parse_int_list
 
-    cfg = build_config(config, settings)
-    rows = run_scale(cfg, parse_int_list(nproc, "--nproc") or [], _names(dist_mode), out, target_loss)
-    views.show_scale(rows, write_tables(rows, out, _invocation()), as_json)
+    launch = Launch(nnodes, node_rank, rdzv_endpoint)
+    jobs = plan(parse_int_list(nproc, "--nproc") or [], _names(dist_mode),
+                parse_int_list(num_ps, "--num-ps") or [], launch)
+    done = run_scale(build_config(config, settings), jobs, out, _invocation(),
+                     Targets(target_loss, target_accuracy), launch)
+    views.show_scale(done, node_rank, as_json)
 
 
 @app.command()

@@ -117,12 +117,19 @@ def show_report(rep: Any, as_json: bool) -> None:
                    f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})")
 
 
-def show_scale(rows: list[dict], path: Path, as_json: bool) -> None:
+def show_scale(done: tuple[list[dict], Path] | None, node_rank: int, as_json: bool) -> None:
+    if done is None:  # another node of a multi-node scale: node rank 0 writes the tables
+        if as_json:
+            console.print_json({"node_rank": node_rank, "tables": None})
+        else:
+            console.result(f"node {node_rank}: runs done; node rank 0 writes the tables")
+        return
+    rows, path = done
     if as_json:
         console.print_json(rows)
         return
-    show_rows(rows, "Scaling (one thread per process)")
-    console.result(f"tables: {path} and {path.with_suffix('.csv')}")
+    show_rows(rows, "Scaling (one thread per process; speedup against 1 sync process)")
+    console.result(f"tables: {path} and {path.with_suffix('.csv')} (columns explained in {path.name})")
 
 
 def show_policies(as_json: bool) -> None:

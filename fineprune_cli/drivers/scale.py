@@ -2,129 +2,205 @@
 
 Each configuration is an ordinary `fineprune train` run (through torch.distributed's launcher
 when it has more than one process), with one thread per process so that N processes use N
-cores. From the run folders it reports what the paper's Tables 1-3 report: throughput,
-speedup and efficiency against one process, final accuracy, and the training time needed to
-reach a target training loss (by default the highest final loss among the configurations whose
-loss fell, so each of those reaches it; one that diverged shows no time).
+cores. A 1-process synchronous run is always among them: it is the paper's baseline, against
+which every configuration's speedup is computed (`scale_table` makes the tables).
+
+What `--nproc` counts: on one node, the workers (async and mixed add their `--num-ps` server
+processes); with `--nnodes N > 1`, the processes of each node (torchrun's `--nproc-per-node`,
+the same on every node), so a run has nproc x N processes, of which the first num_ps ranks are
+the servers in async/mixed. Each node runs the same `fineprune scale` command with its own
+`--node-rank`; the runs meet at `--rdzv-endpoint`, one after the other. The 1-process baseline
+runs last, on node rank 0 only (the others have finished by then), and node rank 0 writes the
+tables, so `--out` must be a folder all nodes share.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..engine.config import Config, validate
-from ..engine.files import atomic_write_text, to_csv, to_markdown
-from ..engine.record import Status, read_metrics, read_summary
+from ..engine.files import atomic_write_text
+from ..engine.record import Status, drop_unused, read_summary
 from ..errors import ConfigError
+from .scale_table import Targets, table, write_tables
 
-MODES = ("sync", "async", "mixed")  # async/mixed: N workers plus one parameter-server process
+MODES = ("sync", "async", "mixed")  # async/mixed: workers plus --num-ps parameter-server processes
 
 
-def plan(nprocs: list[int], modes: list[str]) -> list[tuple[str, int]]:
+@dataclass(frozen=True)
+class Job:
+    """One configuration: `nproc` as the command line gives it (see the module's docstring)."""
+    mode: str
+    nproc: int
+    num_ps: int = 1
+    nnodes: int = 1
+
+    @property
+    def servers(self) -> int:
+        return 0 if self.mode == "sync" else self.num_ps
+
+    @property
+    def per_node(self) -> int:
+        return self.nproc + self.servers if self.nnodes == 1 else self.nproc
+
+    @property
+    def processes(self) -> int:
+        return self.per_node * self.nnodes
+
+    @property
+    def workers(self) -> int:
+        return self.processes - self.servers
+
+    def folder(self, cfg: Config) -> str:
+        """What varies goes into the name; num_ps 1 and one node are left out, so folders of
+        earlier `scale` commands keep their names."""
+        name = f"{cfg.model.name}-{cfg.data.dataset}-{self.mode}-n{self.workers}"
+        name += f"-ps{self.num_ps}" if self.servers > 1 else ""
+        return name + (f"-nodes{self.nnodes}" if self.nnodes > 1 else "")
+
+
+BASELINE = Job("sync", 1)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Where this `scale` command runs: node `node_rank` of `nnodes`."""
+    nnodes: int = 1
+    node_rank: int = 0
+    endpoint: str | None = None
+
+    def check(self) -> None:
+        if self.nnodes < 1:
+            raise ConfigError(f"--nnodes must be a positive integer, got {self.nnodes}")
+        if self.nnodes == 1:
+            if self.node_rank or self.endpoint is not None:
+                raise ConfigError("--node-rank and --rdzv-endpoint need --nnodes > 1")
+            return
+        if self.endpoint is None or not self.endpoint.strip():
+            raise ConfigError("--nnodes > 1 needs --rdzv-endpoint host:port (node rank 0's address)")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise ConfigError(f"--node-rank must be between 0 and {self.nnodes - 1}, got {self.node_rank}")
+
+
+def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None,
+         launch: Launch = Launch()) -> list[Job]:
+    """The configurations to run, baseline (1-process sync) last, each once."""
+    num_ps = [1] if num_ps is None else num_ps
+    launch.check()
     if not nprocs or any(n < 1 for n in nprocs):
         raise ConfigError("--nproc takes positive integers, e.g. 1,2,4")
+    if not num_ps or any(k < 1 for k in num_ps):
+        raise ConfigError("--num-ps takes positive integers, e.g. 1,2")
     if not modes:
         raise ConfigError(f"--dist-mode names no mode; choose from: {', '.join(MODES)}")
     for mode in modes:
         if mode not in MODES:
             raise ConfigError(f"unknown --dist-mode {mode}; choose from: {', '.join(MODES)}")
-    return [(mode, n) for mode in modes for n in sorted(set(nprocs))]
+    if set(modes) == {"sync"} and num_ps != [1]:
+        raise ConfigError("--num-ps applies to --dist-mode async and mixed only")
+    jobs = []
+    for mode in dict.fromkeys(modes):
+        for n in sorted(set(nprocs)):
+            for k in (sorted(set(num_ps)) if mode != "sync" else [1]):
+                jobs.append(_checked(Job(mode, n, k, launch.nnodes)))
+    return [j for j in jobs if j != BASELINE] + [BASELINE]
 
 
-def run_one(cfg: Config, mode: str, nproc: int, out: Path) -> Path:
-    run_dir = out / "runs" / f"{cfg.model.name}-{cfg.data.dataset}-{mode}-n{nproc}"
+def _checked(job: Job) -> Job:
+    if job.workers < 1:  # only with several nodes, where the servers are among the processes
+        raise ConfigError(f"--nproc {job.nproc} x --nnodes {job.nnodes} processes leave no worker "
+                          f"beside {job.num_ps} parameter servers")
+    return job
+
+
+def run_scale(cfg: Config, jobs: list[Job], out: Path, command: str, targets: Targets | None = None,
+              launch: Launch = Launch()) -> tuple[list[dict[str, Any]], Path] | None:
+    """Run (or reuse) every job; on node rank 0, write and return the table rows and scale.md."""
+    validate(cfg)
+    targets = targets or Targets()
+    targets.check()
+    bpw = cfg.train.batch_per_worker
+    if bpw is None and any(cfg.train.batch_size % j.processes for j in jobs if j.mode == "sync"):
+        raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every sync run's processes "
+                          "(or give --batch-per-worker)")
+    _check_folder(out)
+    dirs = {}
+    for job in jobs:
+        if job.nnodes == 1 and launch.node_rank:  # the baseline: node rank 0 runs it alone
+            continue
+        dirs[job] = run_one(cfg, job, out, launch)
+    if launch.node_rank:
+        return None
+    ordered = sorted(dirs.items(), key=lambda item: item[0] != BASELINE)  # the baseline's row first
+    rows = table(ordered, targets)
+    return rows, write_tables(rows, [d for _, d in ordered], out, command)
+
+
+def job_config(cfg: Config, job: Job) -> str:
+    """The YAML a job's run gets: the command's settings with this job's mode and servers."""
     config = cfg.to_dict()
     config["run"]["out"] = None
-    config["run"]["dist_mode"] = mode
-    text = yaml.safe_dump(config, sort_keys=False)
+    config["run"]["dist_mode"] = job.mode
+    config["run"]["num_ps"] = job.num_ps
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def train_command(job: Job, config_file: Path, run_dir: Path, launch: Launch = Launch()) -> list[str]:
+    """The `fineprune train` command of one job on this node (pure: nothing runs)."""
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(config_file),
+           "--out", str(run_dir), "--json"]
+    if job.processes > 1:
+        cmd += ["--nproc-per-node", str(job.per_node)]
+    if job.nnodes > 1:
+        cmd += ["--nnodes", str(job.nnodes), "--node-rank", str(launch.node_rank),
+                "--rdzv-endpoint", str(launch.endpoint)]
+    return cmd
+
+
+def run_one(cfg: Config, job: Job, out: Path, launch: Launch = Launch()) -> Path:
+    run_dir = out / "runs" / job.folder(cfg)
+    text = job_config(cfg, job)
     if (run_dir / "summary.json").exists():
         _check_same_settings(run_dir, text)
         if read_summary(run_dir).status == Status.COMPLETE:
             return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "scale-config.yaml", text)
-    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(run_dir / "scale-config.yaml"),
-           "--out", str(run_dir), "--json"]
-    processes = nproc + (mode != "sync")  # the parameter server is a process of its own
-    if processes > 1:
-        cmd += ["--nproc-per-node", str(processes)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    cmd = train_command(job, run_dir / "scale-config.yaml", run_dir, launch)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ConfigError(f"the {nproc}-process {mode} run failed: {last} (see {run_dir})")
+        raise ConfigError(f"the {job.processes}-process {job.mode} run failed: {last} (see {run_dir})")
     return run_dir
 
 
 def _check_same_settings(run_dir: Path, text: str) -> None:
     """A folder from another `scale` (other model, epochs, lr ...) must not be reported under
-    this command's settings."""
+    this command's settings. Settings a run does not use (a sync run's group size, an unset
+    --batch-per-worker) do not count, so folders made before those settings existed are reused."""
     try:
-        same = (run_dir / "scale-config.yaml").read_text() == text
-    except (OSError, UnicodeDecodeError):
+        theirs = yaml.safe_load((run_dir / "scale-config.yaml").read_text())
+        same = _used(theirs) == _used(yaml.safe_load(text))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError):
         same = False
     if not same:
         raise ConfigError(f"{run_dir} holds a run with other settings than this command's; "
                           "choose another --out or delete that folder")
 
 
-def measure(run_dir: Path) -> dict[str, Any]:
-    s = read_summary(run_dir)
-    rows = read_metrics(run_dir)
-    return {"summary": s, "train_loss": [r.train_loss for r in rows],
-            "seconds": [r.train_seconds for r in rows]}
-
-
-def time_to(target: float, m: dict[str, Any]) -> float | None:
-    elapsed = 0.0
-    for loss, seconds in zip(m["train_loss"], m["seconds"]):
-        elapsed += seconds
-        if loss <= target:
-            return elapsed
-    return None
-
-
-def table(results: list[tuple[str, int, dict[str, Any]]], target: float | None) -> list[dict[str, Any]]:
-    if target is None:  # the loss every configuration that learned at all has reached
-        learned = [m["train_loss"][-1] for _, _, m in results if m["train_loss"][-1] < m["train_loss"][0]]
-        target = max(learned or [m["train_loss"][-1] for _, _, m in results])
-    base = {mode: m for mode, n, m in results if n == min(k for md, k, _ in results if md == mode)}
-    rows = []
-    for mode, n, m in results:
-        s = m["summary"]
-        throughput = s.samples_seen / s.train_seconds
-        b = base[mode]["summary"]
-        speedup = throughput / (b.samples_seen / b.train_seconds)
-        reach = time_to(target, m)
-        rows.append({"mode": mode, "workers": n, "images_per_s": round(throughput, 1),
-                     "speedup": round(speedup, 3), "efficiency": round(speedup / n, 3),
-                     "final_accuracy": round(s.final_accuracy, 2), "final_train_loss": round(m["train_loss"][-1], 4),
-                     "target_train_loss": round(target, 4),
-                     "seconds_to_target": round(reach, 2) if reach is not None else "",
-                     "train_seconds": s.train_seconds,
-                     "staleness_mean": s.extra.get("staleness_mean", ""),
-                     "staleness_max": s.extra.get("staleness_max", "")})
-    return rows
-
-
-def run_scale(cfg: Config, nprocs: list[int], modes: list[str], out: Path,
-              target: float | None = None) -> list[dict[str, Any]]:
-    validate(cfg)
-    jobs = plan(nprocs, modes)
-    if target is not None and not (math.isfinite(target) and target > 0):
-        raise ConfigError(f"--target-loss must be a positive number, got {target}")
-    if any(cfg.train.batch_size % n for mode, n in jobs if mode == "sync"):
-        raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every --nproc value")
-    _check_folder(out)
-    results = [(mode, n, measure(run_one(cfg, mode, n, out))) for mode, n in jobs]
-    return table(results, target)
+def _used(config: dict[str, Any]) -> dict[str, Any]:
+    config = drop_unused(config)
+    if config["run"].get("dist_mode") == "async":  # groups exist in mixed mode only
+        config["run"].pop("group_size", None)
+    return config
 
 
 def _check_folder(out: Path) -> None:
@@ -132,36 +208,3 @@ def _check_folder(out: Path) -> None:
         (out / "runs").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot write --out {out}: {exc.strerror or exc}") from None
-
-
-def write_tables(rows: list[dict[str, Any]], out: Path, command: str) -> Path:
-    """<out>/scale.csv and scale.md, the latter with the machine and the command."""
-    first = read_summary(out / "runs" / _name(rows, 0, out))
-    header = list(rows[0])
-    body = [list(r.values()) for r in rows]
-    atomic_write_text(out / "scale.csv", to_csv(header, body))
-    text = "\n".join([
-        f"# Scaling: {first.model} on {first.label}", "",
-        f"- machine: {first.device.split(',')[0]}; one thread per process; torch {first.torch}",
-        f"- code: {', '.join(_commits(rows, out))}; command: `{command}`",
-        "- workers: processes that compute gradients (async and mixed add one parameter-server "
-        "process); images_per_s: training images per second of training time (evaluation excluded); "
-        "speedup and efficiency (speedup / workers) against the fewest processes, as in "
-        "Campos et al. (2017), Tables 1-2; seconds_to_target: training time until the epoch's "
-        "training loss first reached target_train_loss (their Table 3 / Figure 3)",
-        *(["- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth "
-           "(2 cores here), so these speedups say little about several GPUs or nodes"]
-          if first.device.startswith("cpu") else []),
-        "", to_markdown(header, body)])
-    atomic_write_text(out / "scale.md", text)
-    return out / "scale.md"
-
-
-def _commits(rows: list[dict[str, Any]], out: Path) -> list[str]:
-    summaries = [read_summary(out / "runs" / _name(rows, i, out)) for i in range(len(rows))]
-    return sorted({f"{s.git_commit} ({s.extra.get('dist_mode', 'sync')})" for s in summaries})
-
-
-def _name(rows: list[dict[str, Any]], i: int, out: Path) -> str:
-    matches = sorted((out / "runs").glob(f"*-{rows[i]['mode']}-n{rows[i]['workers']}"))
-    return matches[0].name
