@@ -246,6 +246,13 @@ CASES: list[Case] = [
     train("nproc-zero", "--nproc-per-node", "0"),
     train("nproc-negative", "--nproc-per-node", "-1"),
     train("nnodes-without-endpoint", "--nproc-per-node", "1", "--nnodes", "2"),
+    train("num-ps-zero", "--num-ps", "0"),
+    train("num-ps-huge", "--num-ps", "1000000"),
+    train("num-ps-no-worker", "--dist-mode", "async", "--num-ps", "2", "--nproc-per-node", "2"),
+    train("group-size-negative", "--group-size", "-1"),
+    train("batch-per-worker-zero", "--batch-per-worker", "0"),
+    train("batch-per-worker-huge", "--batch-per-worker", str(10**20)),
+    train("mixed-batch-uneven", "--dist-mode", "mixed", "--batch-size", "100", "--nproc-per-node", "4"),
     # -- config files
     config("config-not-utf8", b"model: {name: \xff\xfe}\n", words=["c.yaml"]),
     config("config-deep-nesting", DEEP, words=["c.yaml"]),
