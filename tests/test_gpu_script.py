@@ -17,13 +17,13 @@ import torch
 from fineprune_cli.engine import record as records
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("check", "bench", "reproduce-regular", "reproduce-fine", "reproduce-random", "report")
+STEPS = ("check", "bench", "reproduce-regular", "reproduce-fine", "reproduce-random", "report", "dist")
 POLICIES = ("regular", "fine", "random")
 
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
-    """`gpu.py all`: the six steps in order, each as it runs alone (it finds what the steps before
+    """`gpu.py all`: the seven steps in order, each as it runs alone (it finds what the steps before
     it wrote on disk only); returns the results root, $OUT and the finished process."""
     base = tmp_path_factory.mktemp("gpu-dry-run")
     results, out = base / "results", base / "out"
@@ -107,6 +107,17 @@ def test_report_names_device_commands_and_commit(dry_run):
         assert (exp / table).stat().st_size > 0
     names = _members(out / "report.tar.gz")
     assert f"results/{exp.name}/index.md" in names and f"results/{exp.name}/table1_time.csv" in names
+
+
+def test_dist_trains_every_mode_and_tables_it(dry_run):
+    results, out, _ = dry_run
+    folder = _one("gpu-*/dist", results)
+    rows = json.loads((folder / "dist.json").read_text())["runs"]
+    # the dry run trains the async mode only (a server and 2 workers); on CUDA sync and mixed too
+    assert [(r["mode"], r["processes"], r["status"], r["epochs"]) for r in rows] == [("async", 3, "complete", 1)]
+    assert rows[0]["images_per_s"] > 0 and rows[0]["staleness_mean"] != ""
+    assert "| async | 3 | 0 | complete |" in (folder / "dist.md").read_text()
+    assert f"results/{folder.parent.name}/dist/dist.md" in _members(out / "dist.tar.gz")
 
 
 def test_archives_come_back_whole_and_small(dry_run):

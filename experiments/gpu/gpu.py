@@ -9,7 +9,10 @@ steps that each fit one 10-minute call on a lent GPU machine (issue 16).
   reproduce-fine     the same with fine-pruning                     -> R/cifar10-jpeg-resnet18-<dev>/runs/
   reproduce-random   the same with the random control
   report             `fineprune report` over those runs, with notes.md  -> R/cifar10-jpeg-resnet18-<dev>/
-  all                the six in order
+  dist               each distributed mode on the device (issue 17): sync with 1 rank, async and mixed
+                     with a server and 2 workers sharing it; LeNet, Fashion-MNIST, 2 epochs
+                                                                    -> R/gpu-<dev>/dist/dist.{json,md}
+  all                the seven in order
 
 <dev> is the device's name as a slug (nvidia-h100-80gb-hbm3). With $OUT set (the device tool's
 folder of files that come back) each step also packs what it wrote into $OUT/<step>.tar.gz, paths
@@ -49,7 +52,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "experiments" / "bench")]
 from common import describe_device, device_slug, git_commit, table_stem  # noqa: E402
 
 POLICIES = ("regular", "fine", "random")
-STEPS = ("check", "bench", *(f"reproduce-{p}" for p in POLICIES), "report")
+STEPS = ("check", "bench", *(f"reproduce-{p}" for p in POLICIES), "report", "dist")
+DIST_RUNS = (("sync", 1), ("async", 3), ("mixed", 3))  # (mode, processes): a server + 2 workers
 CONFIG = Path("experiments/gpu/cifar10-resnet18.yaml")
 PACK_RESERVE_S = 20    # kept back from --budget to pack the results
 TERM_GRACE_S = 30      # between SIGTERM and SIGKILL: a run finishes its epoch and checkpoints
@@ -353,12 +357,52 @@ def notes_text(ctx: Ctx, summaries: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dist(ctx: Ctx) -> int:
+    """Every --dist-mode trains on the device, each run afresh; the processes of a server mode
+    share the one GPU (each sees it as cuda:0). The dry run: synthetic data, 1 epoch, the async
+    run alone (the plumbing is the same for all three; each launch costs CI half a minute)."""
+    folder = ctx.results / f"gpu-{ctx.tag}" / "dist"
+    fmnist = ctx.work / "fashion-mnist"
+    data = (["--dataset", "synthetic", "--subset", "512", "--test-subset", "100", "--epochs", "1"] if ctx.quick
+            else ["--dataset", "fashion-mnist", "--epochs", "2", *(["--data-dir", rel(fmnist)] if fmnist.is_dir() else [])])
+    rows, codes = [], []
+    for mode, processes in DIST_RUNS[1:2] if ctx.quick else DIST_RUNS:
+        run = folder / "runs" / f"lenet-{mode}-p{processes}"
+        shutil.rmtree(run, ignore_errors=True)
+        cmd = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", *data, "--lr", "0.01",
+               "--device", ctx.device, "--dist-mode", mode, "--dist-timeout", "300", "--out", rel(run), "--json",
+               *(["--nproc-per-node", str(processes)] if processes > 1 else [])]
+        codes.append(run_logged(cmd, folder / "logs" / f"{mode}.log", ctx))
+        rows.append(dist_row(mode, processes, run, codes[-1]))
+    (folder / "dist.json").write_text(json.dumps({"runs": rows, **environment(ctx)}, indent=2) + "\n")
+    header = list(rows[0])
+    (folder / "dist.md").write_text("\n".join([
+        f"# Distributed modes on {environment(ctx)['device']}", "",
+        f"- code {git_commit()}; torch {torch.__version__}; command: `{invocation()}`",
+        "- async and mixed: rank 0 serves, 2 workers train; all processes share the device", "",
+        "| " + " | ".join(header) + " |", "|" + " --- |" * len(header),
+        *("| " + " | ".join(str(v) for v in r.values()) + " |" for r in rows)]) + "\n")
+    print(json.dumps(rows), flush=True)
+    failed = any(r["status"] != "complete" for r in rows)
+    return max(pack(ctx, "dist", [folder]), max(codes), int(failed))
+
+
+def dist_row(mode: str, processes: int, run: Path, rc: int) -> dict:
+    s = json.loads((run / "summary.json").read_text()) if (run / "summary.json").exists() else {}
+    seconds = s.get("train_seconds") or 0
+    return {"mode": mode, "processes": processes, "exit": rc, "status": s.get("status", "no run"),
+            "device": s.get("device", ""), "epochs": s.get("epochs_completed", 0),
+            "final_accuracy": s.get("final_accuracy", ""), "train_seconds": seconds,
+            "images_per_s": round(s.get("samples_seen", 0) / seconds, 1) if seconds else "",
+            "staleness_mean": s.get("staleness_mean", "")}
+
+
 def run_step(ctx: Ctx, step: str) -> int:
     ctx.start_step()
     print(f"== {step} ({ctx.device}{', quick' if ctx.quick else ''}) ==", flush=True)
     if step.startswith("reproduce-"):
         return reproduce(ctx, step.removeprefix("reproduce-"))
-    return {"check": check, "bench": bench, "report": report}[step](ctx)
+    return {"check": check, "bench": bench, "report": report, "dist": dist}[step](ctx)
 
 
 # --- command line --------------------------------------------------------------------------
