@@ -211,7 +211,8 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
             for t in pending if len(members) > 1 else []:
                 dist.all_reduce(t, group=group)
             if world.rank == leader:
-                call(0, _end_epoch, epoch, pending, loss_sum, seen,
+                # RPC carries CPU tensors only (no TensorPipe device maps are set)
+                call(0, _end_epoch, epoch, [t.cpu() for t in pending], loss_sum, seen,
                      flatten(list(trainer.model.buffers())).cpu(), asked.requested is not None)
             epoch += 1
 
