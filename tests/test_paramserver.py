@@ -295,3 +295,51 @@ def _rows(out):
             return list(csv.DictReader(f))
     except FileNotFoundError:
         return []
+
+
+class _NoPeers:
+    """The chief alone (--num-ps 1): nothing to fetch, load or finish."""
+
+    def states(self):
+        return []
+
+    def load(self, states):
+        pass
+
+    def finish(self):
+        self.finished = True
+
+
+@pytest.mark.parametrize("ending", ["diverged", "stop asked"])
+def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
+    """A non-finite loss ends the run 'diverged'; a worker's SIGTERM ends it 'interrupted' with a
+    checkpoint and the resume command. Either way the workers' next epoch returns 'stop' and the
+    other servers are finished, so every process leaves in order."""
+    from fineprune_cli.distributed.chief import serve_epoch
+    from fineprune_cli.engine import checkpoint
+    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.record import RunRecord
+    from fineprune_cli.engine.session import Totals, new_summary
+    from fineprune_cli.engine.world import World
+
+    chief, trainer, _ = _chief(timeout_s=5.0)   # unreleased workers: PeerLost in 5 s, not a hang
+    chief.pushers = 1
+    cfg = Config()
+    cfg.model.name, cfg.data.dataset, cfg.train.epochs = "lenet", "synthetic", 3
+    record = RunRecord(tmp_path / "run", fresh=True)
+    summary = new_summary(cfg, trainer.device, record.path, 64, 3)
+    chief.begin_epoch(1)
+    loss = float("nan") if ending == "diverged" else 40.0
+    chief.end_epoch(1, [], loss, 48, flatten(list(trainer.model.buffers())), stop=ending == "stop asked")
+    peers = _NoPeers()
+    expected = checkpoint.Diverged if ending == "diverged" else checkpoint.Interrupted
+    with checkpoint.StopRequest() as stop, pytest.raises(expected) as err:
+        serve_epoch(cfg, chief, peers, record, summary, Totals(), 1, stop, World(0, 3))
+    record.close()
+    status = json.loads((record.path / "summary.json").read_text())["status"]
+    assert chief.begin_epoch(2)[-1] is True and peers.finished
+    if ending == "diverged":
+        assert status == "diverged" and "diverged at epoch 1" in str(err.value)
+    else:
+        assert status == "interrupted" and (record.path / "checkpoint.pt").exists()
+        assert f"fineprune train --resume {record.path} --nproc-per-node 3" in str(err.value)
