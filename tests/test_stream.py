@@ -9,7 +9,7 @@ from torchvision.io import write_jpeg, write_png
 from conftest import invoke, metrics_rows
 from fineprune_cli.engine import stream
 from fineprune_cli.engine.config import DataConfig, TrainConfig
-from fineprune_cli.engine.record import fingerprint
+from fineprune_cli.engine.fingerprint import fingerprint
 from fineprune_cli.engine.trainer import Trainer
 from fineprune_cli.errors import DataError
 from fineprune_cli.models import create

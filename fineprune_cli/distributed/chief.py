@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from ..engine import checkpoint
 from ..engine.config import Config
-from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint, finite
+from ..engine.fingerprint import fingerprint
+from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite
 from ..engine.session import Totals, mark_diverged, new_summary, resumable, summarize
 from ..engine.trainer import scheduled_lr
 from ..engine.world import World

@@ -17,7 +17,8 @@ from typing import Any
 from .. import console
 from ..engine.checkpoint import CHECKPOINT, Diverged
 from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
-from ..engine.record import CONFIG, SUMMARY, Status, drop_unused, load_run_config, read_summary
+from ..engine.fingerprint import drop_unused
+from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, check_section, option

@@ -27,7 +27,8 @@ import yaml
 
 from ..engine.config import Config, validate
 from ..engine.files import atomic_write_text
-from ..engine.record import Status, drop_unused, read_summary
+from ..engine.fingerprint import drop_unused
+from ..engine.record import Status, read_summary
 from ..errors import ConfigError
 from .scale_table import Targets, table, write_tables
 

@@ -22,7 +22,8 @@ from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
 from .device import Stopwatch, describe_device, resolve_device, synchronize
-from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir, fingerprint,
+from .fingerprint import fingerprint
+from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
                      finite, git_commit, load_run_config, read_summary)
 from .stream import load_data
 from .trainer import Trainer, scheduled_lr

@@ -1,0 +1,46 @@
+"""What makes two runs the same run: the settings a checkpoint must match to be continued, and
+a comparison must match to be reused, less what cannot change a run's result."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+
+# data settings added after the first release, with the defaults that reproduce it
+ADDED_LATER = {"image_size": None, "loader": "auto"}
+
+
+def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict[str, Any]:
+    """Remove (in place) the settings that cannot change this run: the parameter-server layout
+    of a synchronous run, an unset weak-scaling batch; so runs made before these fields existed
+    stay comparable. `group_size`: put that value back instead (fingerprints of old
+    checkpoints hold group_size 2, the old default, whatever the mode)."""
+    run = settings.get("run", {})
+    if run.get("dist_mode", "sync") == "sync":
+        run.pop("group_size", None)
+        run.pop("num_ps", None)
+        if group_size is not None:
+            run["group_size"] = group_size
+    if run.get("num_ps") == 1:
+        del run["num_ps"]
+    if settings.get("train", {}).get("batch_per_worker", 0) is None:
+        del settings["train"]["batch_per_worker"]
+    return settings
+
+
+def fingerprint(config: dict[str, Any]) -> str:
+    """What a checkpoint must match to be continued: the resolved settings, less where the run
+    is written, how often it checkpoints and how long ranks wait for each other."""
+    settings = copy.deepcopy(config)
+    for key in ("out", "checkpoint_every", "dist_timeout"):
+        settings.get("run", {}).pop(key, None)
+    data = settings.get("data", {})
+    data.pop("workers", None)  # how many processes decode does not change what they decode
+    for key, default in ADDED_LATER.items():  # checkpoints made before these fields still resume
+        if key in data and data[key] == default:
+            del data[key]
+    drop_unused(settings, group_size=2)
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
