@@ -343,3 +343,27 @@ def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
     else:
         assert status == "interrupted" and (record.path / "checkpoint.pt").exists()
         assert f"fineprune train --resume {record.path} --nproc-per-node 3" in str(err.value)
+
+
+def test_a_failed_teardown_does_not_hide_why_the_run_ended(monkeypatch):
+    """A worker that lost its server leaves RPC while the store's host (rank 0) is dead: the
+    teardown's 'Broken pipe' must not replace the 'lost parameter server' line (it did, as a
+    traceback); after a normal finish a teardown failure is still an error."""
+    from fineprune_cli.distributed import paramserver
+
+    def broken(graceful):
+        raise RuntimeError("Broken pipe")
+    monkeypatch.setattr(paramserver.rpc, "shutdown", broken)
+    paramserver.stop(finished=False)
+    with pytest.raises(RuntimeError, match="Broken pipe"):
+        paramserver.stop(finished=True)
+
+
+def test_a_send_that_fails_at_once_names_the_server(monkeypatch):
+    from fineprune_cli.distributed import paramserver
+
+    def refused(to, fn, args):
+        raise RuntimeError("Broken pipe\nmore detail")
+    monkeypatch.setattr(paramserver.rpc, "rpc_async", refused)
+    with pytest.raises(PeerLost, match=r"^lost parameter server 1: Broken pipe$"):
+        paramserver.call(1, paramserver._pull)

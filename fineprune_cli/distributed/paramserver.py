@@ -87,15 +87,28 @@ _PEER_CALLS = {"state": _shard_state, "load": _load_shard, "finish": _finish}
 def call(k: int, fn: Any, *args: Any) -> Any:
     """A call to server k; a server that is gone or silent past the RPC timeout ends the
     caller with one line, not a TensorPipe traceback."""
-    return wait(rpc.rpc_async(f"ps{k}", fn, args=args), k)
+    return wait(send(k, fn, *args), k)
+
+
+def send(k: int, fn: Any, *args: Any) -> Any:
+    """rpc_async to server k: sending to a dead server can fail at once (a broken pipe), not
+    only in the future's wait."""
+    try:
+        return rpc.rpc_async(f"ps{k}", fn, args=args)
+    except RuntimeError as exc:
+        raise _lost(k, exc) from None
 
 
 def wait(future: Any, k: int) -> Any:
     try:
         return future.wait()
     except RuntimeError as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise PeerLost(f"lost parameter server {k}: {first}") from None
+        raise _lost(k, exc) from None
+
+
+def _lost(k: int, exc: BaseException) -> PeerLost:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return PeerLost(f"lost parameter server {k}: {first}")
 
 
 def start(world: World, cfg: Config) -> list[list[int]]:
@@ -127,10 +140,16 @@ def start(world: World, cfg: Config) -> list[list[int]]:
 
 def stop(finished: bool = True) -> None:
     """Leave RPC and the group: after a normal finish wait for every process's outstanding
-    calls; after a failure do not (the peers may be gone: it would wait for them)."""
-    rpc.shutdown(graceful=finished)
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    calls; after a failure do not (the peers may be gone: it would wait for them). After a
+    failure the teardown itself may fail (the store lived on a dead rank: 'Broken pipe'); that
+    must not replace the error that says why the run ended."""
+    try:
+        rpc.shutdown(graceful=finished)
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except RuntimeError:
+        if finished:
+            raise
 
 
 def publish(server: Server) -> Server:
@@ -236,8 +255,7 @@ def _train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Ten
         policy.observe(dev_idx, losses.detach(), (total[0] / total[1]).to(losses.device))
     num_ps = len(versions)
     if leads:
-        futures = [rpc.rpc_async(f"ps{k}", _push, args=(shards.part(flat, k).clone(), versions[k], epoch))
-                   for k in range(num_ps)]
+        futures = [send(k, _push, shards.part(flat, k).clone(), versions[k], epoch) for k in range(num_ps)]
         replies = [wait(f, k) for k, f in enumerate(futures)]
         fresh = torch.cat([w for w, _ in replies] + [torch.tensor([float(v) for _, v in replies])])
     else:
