@@ -213,7 +213,10 @@ def _survivors_end(procs, victim):
     rest = [p for i, p in enumerate(procs) if i != victim]
     codes = [p.wait(timeout=90) for p in rest]
     assert time.monotonic() - killed < 60
-    lines = [(p.stderr.read().strip().splitlines() or [""])[-1] for p in rest]
+    errs = [p.stderr.read() for p in rest]
+    for err in errs:   # shown only if the test fails: where a stray traceback came from
+        print(err[-3000:])
+    lines = [(err.strip().splitlines() or [""])[-1] for err in errs]
     assert codes == [1] * len(rest), lines
     return lines
 
@@ -367,3 +370,25 @@ def test_a_send_that_fails_at_once_names_the_server(monkeypatch):
     monkeypatch.setattr(paramserver.rpc, "rpc_async", refused)
     with pytest.raises(PeerLost, match=r"^lost parameter server 1: Broken pipe$"):
         paramserver.call(1, paramserver._pull)
+
+
+def test_a_chief_that_dies_while_a_worker_builds_its_groups_is_named(monkeypatch):
+    """The chief can be serving (and die) while a slow worker is still in new_group, which
+    talks to the store on rank 0: that 'Broken pipe' ended the worker in a traceback (CI)."""
+    import types
+
+    from fineprune_cli.distributed import paramserver
+    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.world import World
+
+    def store_gone(ranks):
+        raise torch.distributed.DistNetworkError("Broken pipe\ntraceback of the store")
+    stopped = []
+    trainer = types.SimpleNamespace(model=torch.nn.Linear(2, 2))
+    monkeypatch.setattr(paramserver, "start", lambda world, cfg: [[1]])
+    monkeypatch.setattr(paramserver, "build_on_own_device", lambda cfg, world: (trainer, None))
+    monkeypatch.setattr(paramserver.dist, "new_group", store_gone)
+    monkeypatch.setattr(paramserver, "stop", stopped.append)
+    with pytest.raises(PeerLost, match=r"^lost parameter server 0, which holds .*store: Broken pipe$"):
+        paramserver.train_ps(Config(), World(1, 2), None)
+    assert stopped == [False]    # left without waiting for the dead peers

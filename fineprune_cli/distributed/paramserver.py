@@ -107,8 +107,19 @@ def wait(future: Any, k: int) -> Any:
 
 
 def _lost(k: int, exc: BaseException) -> PeerLost:
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    return PeerLost(f"lost parameter server {k}: {first}")
+    return PeerLost(f"lost parameter server {k}: {_first_line(exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _group_lost(exc: BaseException) -> PeerLost:
+    """The store lives on rank 0, the chief server: a store error means the chief is gone
+    (a worker still building its groups when the chief died ended in a traceback)."""
+    if isinstance(exc, dist.DistNetworkError):
+        return PeerLost(f"lost parameter server 0, which holds the process group's store: {_first_line(exc)}")
+    return PeerLost(f"lost a process of the group: {_first_line(exc)}")
 
 
 def start(world: World, cfg: Config) -> list[list[int]]:
@@ -172,9 +183,9 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
     servers serve their shard; the others work. Returns the summary on the chief."""
     from .chief import Peers, run_chief
 
-    groups = start(world, cfg)
     finished = False
     try:
+        groups = start(world, cfg)
         trainer, policy = build_on_own_device(cfg, world)
         shards = Shards(list(trainer.model.parameters()), cfg.run.num_ps)
         subgroups = [dist.new_group(g) for g in groups]  # collective: every rank creates every group
@@ -194,6 +205,8 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
     except (checkpoint.Interrupted, checkpoint.Diverged):
         finished = True  # an orderly stop: the chief released every process first
         raise
+    except dist.DistError as exc:   # outside an RPC: in setup (new_group) or a group's collective
+        raise _group_lost(exc) from None
     finally:
         stop(finished)
 
