@@ -244,6 +244,12 @@ def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path):
     lose their server: all end within the timeout, each with one line."""
     procs = _by_hand(tmp_path / "run", 4, "--num-ps", "2", epochs="20")
     try:
+        # once an epoch is recorded every process is past new_group, which needs the chief's
+        # store (a death before that is test_a_chief_that_dies_while_a_worker_builds_its_groups)
+        deadline = time.monotonic() + 120
+        while not _rows(tmp_path / "run"):
+            assert time.monotonic() < deadline and procs[0].poll() is None
+            time.sleep(0.1)
         server, *workers = _survivors_end(procs, victim=0)
         assert "parameter server 1: no call for 10 s" in server
         assert all("lost parameter server" in w for w in workers), workers
