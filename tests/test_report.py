@@ -237,6 +237,24 @@ def test_verdict_reads_the_random_frontier_between_its_budgets(tmp_path):
                          "every epoch at the same budget (-0.70 pt).")
 
 
+def test_verdict_uses_a_lone_frontier_arm_at_the_same_budget_and_says_where_there_is_none(tmp_path):
+    """One frontier arm (30%) judges UCB at 30% (a reading between two arms alone left it
+    unjudged); InfoBatch at 20% lies outside the frontier: the verdict says so, no guess."""
+    from fineprune_cli.analysis.tables import verdict
+
+    make_run(tmp_path, "lenet", "regular", 0, 100.0, [70.0, 74.0])
+    for arm, skipped, acc in (("random-every-30", 60, 73.5), ("ucb", 60, 73.0), ("infobatch", 40, 72.0)):
+        path = make_run(tmp_path, "lenet", arm, 0, 85.0, [70.0, acc], skipped_epochs=(1, 2))
+        s = json.loads((path / "summary.json").read_text())
+        s.update(policy=arm.split("-")[0], arm=arm, samples_skipped=skipped)
+        (path / "summary.json").write_text(json.dumps(s))
+    lines = verdict(load_runs([tmp_path])[0])
+    assert any(l.endswith("-1.00 pt at 30.0% skipped, no better than random pruning in every epoch at the "
+                          "same budget (-0.50 pt).") for l in lines), lines
+    assert any(l.endswith("-2.00 pt at 20.0% skipped; no random run at that budget to judge it against "
+                          "(compare --frontier).") for l in lines), lines
+
+
 def test_a_fifo_named_summary_is_left_out_not_waited_on(tmp_path):
     path = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
     (path / "summary.json").unlink()

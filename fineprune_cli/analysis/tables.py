@@ -205,6 +205,9 @@ def _frontier_at(by_policy: dict[str, dict[int, Run]], skipped: float) -> float 
     """The random frontier's accuracy change at a budget (linear between its arms)."""
     arms = [policy_stats(by_policy, p) for p in by_policy if frontier_fraction(p) is not None]
     points = sorted((st["skipped_pct"].mean, st["d_final"].mean) for st in arms if st["d_final"].values)
+    for x, y in points:   # a lone frontier arm at the policy's own budget judges it too
+        if abs(x - skipped) < 0.05:
+            return y
     for (x0, y0), (x1, y1) in zip(points, points[1:]):
         if x0 <= skipped <= x1:
             return y0 + (y1 - y0) * (skipped - x0) / (x1 - x0) if x1 > x0 else y0
@@ -243,8 +246,10 @@ def verdict(runs: list[Run]) -> list[str]:
                 at, what = control["d_final"].mean, "the random control at the same budget"
             else:
                 what = "random pruning in every epoch at the same budget"
+            said = f"  - {policy_label(p)}: {st['d_final'].fmt(2, ' pt')} at {st['skipped_pct'].fmt(1, '%')} skipped"
             if at is not None:
                 word = "better than" if st["d_final"].mean > at else "no better than"
-                lines.append(f"  - {policy_label(p)}: {st['d_final'].fmt(2, ' pt')} at {st['skipped_pct'].fmt(1, '%')} "
-                             f"skipped, {word} {what} ({at:+.2f} pt).")
+                lines.append(f"{said}, {word} {what} ({at:+.2f} pt).")
+            else:
+                lines.append(f"{said}; no random run at that budget to judge it against (compare --frontier).")
     return lines
