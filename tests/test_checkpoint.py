@@ -271,3 +271,31 @@ def test_a_nan_test_loss_in_the_last_epoch_marks_the_run_diverged(tmp_path, monk
     with pytest.raises(checkpoint.Diverged, match="diverged at epoch 3"):
         train(_cfg(tmp_path / "d", False, epochs=3), show_progress=False)
     assert summary_of(tmp_path / "d")["status"] == "diverged"
+
+
+def _tensors(tree, path=()):
+    """(path, tensor) for every tensor in a nested dict/list."""
+    if isinstance(tree, torch.Tensor):
+        yield path, tree
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            yield from _tensors(v, (*path, k))
+    elif isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            yield from _tensors(v, (*path, i))
+
+
+def test_a_checkpoint_loaded_for_another_device_keeps_generator_states_on_the_cpu(tmp_path):
+    """Generator.set_state takes a CPU ByteTensor only, also for a CUDA generator: loading the
+    whole checkpoint onto the GPU made every CUDA resume fail ('does not fit'). The meta
+    device stands in for the GPU: every other tensor goes there, the generator states do not."""
+    train(_cfg(tmp_path / "run", prune=True, epochs=2), show_progress=False)
+    state = checkpoint.load(tmp_path / "run", torch.device("meta"))
+    generators = [(p, t) for p, t in _tensors(state) if "generator" in p or p[0] == "rng"]
+    others = [(p, t) for p, t in _tensors(state) if not ("generator" in p or p[0] == "rng")]
+    assert {p[0] for p, _ in generators} == {"trainer", "policy", "rng"}
+    assert all(t.device.type == "cpu" and t.dtype == torch.uint8 for _, t in generators), \
+        [(p, t.device) for p, t in generators]
+    assert others and all(t.device.type == "meta" for _, t in others)
+    torch.Generator().set_state(state["trainer"]["generator"])  # what resume hands it
+    torch.Generator().set_state(state["policy"]["generator"])

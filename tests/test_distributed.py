@@ -167,3 +167,43 @@ def test_static_batches_pad_each_rank_to_its_own_share_of_the_batch(tmp_path):
         assert padded[1] == pytest.approx(plain[1], rel=1e-5)
         for a, b in zip(padded[2], plain[2]):
             assert torch.allclose(a, b, atol=1e-6)
+
+
+def _eval_rank_main(rank, size, init_file, out_dir):
+    """Two DDP ranks, a test set of one sample (rank 1's shard is empty), a model with
+    batch-norm buffers: evaluation must end on both; each rank's crops and flips of the same
+    samples, and rank 1's over two epochs, are recorded."""
+    from fineprune_cli import models
+    from fineprune_cli.engine.config import TrainConfig
+    from fineprune_cli.engine.data import make_synthetic
+    from fineprune_cli.engine.trainer import DeviceData, Trainer
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
+                            timeout=timedelta(seconds=20))
+    torch.set_num_threads(1)
+    cpu = torch.device("cpu")
+    data = DeviceData.build(make_synthetic(num_train=64, num_test=1), cpu, augment=True)
+    torch.manual_seed(0)
+    trainer = Trainer(models.create("resnet18", 3, 10), data, TrainConfig(batch_size=16, milestones=[]), cpu,
+                      seed=3, world=World(rank, size))
+    idx = torch.arange(8)
+    crops = [data.batch(idx, trainer.augment_generator(e)) for e in (1, 1, 2)]
+    trainer.train_epoch(1)
+    loss, acc = trainer.evaluate()
+    buffers = [b.clone() for b in trainer.model.buffers()]
+    torch.save({"crops": crops, "eval": (loss, acc), "buffers": buffers}, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def test_ddp_evaluation_ends_with_an_empty_shard_and_ranks_draw_their_own_augmentation(tmp_path):
+    """Evaluation went through the DDP wrapper, whose forward may broadcast buffers (a
+    collective that rank 1, with no test sample, would never join); under no_grad torch 2.14's
+    does not, so each rank evaluated with its own batch-norm statistics. Now every rank uses
+    rank 0's, the model the checkpoint keeps, broadcast once outside the batch loop. Every rank
+    drew the same crops and flips (one shared generator): N ranks augmented alike."""
+    zero, one = spawn_ranks(_eval_rank_main, 2, tmp_path, seconds=100)
+    assert zero["eval"] == one["eval"]                      # both ended, with one result
+    assert all(torch.equal(a, b) for a, b in zip(zero["buffers"], one["buffers"]))
+    assert torch.equal(zero["crops"][0], zero["crops"][1])  # a rank's draw is fixed by its epoch ...
+    assert not torch.equal(zero["crops"][0], one["crops"][0])   # ... and rank
+    assert not torch.equal(one["crops"][0], one["crops"][2])    # ... and epoch

@@ -65,3 +65,35 @@ def test_parallel_checks_use_the_groups_of_the_nodes():
     check_parallel(_cfg("mixed", batch=90, per_worker=10), 8, 4)  # weak scaling: any group size
     with pytest.raises(ConfigError, match="--num-ps 3 needs more than 3"):
         check_parallel(_cfg("async", num_ps=3), 3)
+
+
+def test_servers_on_the_cpu_leave_every_gpu_to_a_worker():
+    """--ps-device cpu (the default): 8 GPUs run 8 workers beside a server; each server took a
+    GPU before, so 8 workers and a server needed 9."""
+    from fineprune_cli.distributed.layout import gpu_placement
+    from fineprune_cli.engine.world import World
+
+    # one node, 1 server + 8 workers: the server holds none, worker rank r takes GPU r - 1
+    assert gpu_placement(World(0, 9, 0), 9, 1, "cpu") is None
+    assert [gpu_placement(World(r, 9, r), 9, 1, "cpu").local_rank for r in range(1, 9)] == list(range(8))
+    # two nodes of 5 processes, 2 servers on node 0: node 1's workers keep their local ranks
+    assert [gpu_placement(World(r, 10, r % 5), 5, 2, "cpu").local_rank for r in range(2, 10)] == \
+        [0, 1, 2, 0, 1, 2, 3, 4]
+    assert gpu_placement(World(0, 9, 0), 9, 1, "gpu") == World(0, 9, 0)   # a server takes GPU 0
+
+
+def test_a_gpu_job_puts_its_servers_on_the_cpu_and_its_workers_on_their_own_gpus(monkeypatch):
+    from fineprune_cli.distributed.paramserver import own_device
+    from fineprune_cli.engine.world import World
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cfg = _cfg("async")
+    cfg.run.device = "cuda"
+    assert [own_device(cfg, World(r, 3, r)) for r in range(3)] == ["cpu", "cuda:0", "cuda:1"]
+    cfg.run.ps_device = "gpu"   # as before: the server on GPU 0; a third GPU would be needed
+    assert own_device(cfg, World(0, 3, 0)) == "cuda:0"
+    with pytest.raises(ConfigError, match="local rank 2 needs GPU 2"):
+        own_device(cfg, World(2, 3, 2))

@@ -16,7 +16,7 @@ from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import make_synthetic
 from fineprune_cli.distributed.layout import Shards, flatten
-from fineprune_cli.distributed.paramserver import worker_step
+from fineprune_cli.distributed.worker import worker_step
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.engine.trainer import DeviceData, Trainer
@@ -391,7 +391,7 @@ def test_a_chief_that_dies_while_a_worker_builds_its_groups_is_named(monkeypatch
     from fineprune_cli.engine.config import Config
     from fineprune_cli.engine.world import World
 
-    def store_gone(ranks):
+    def store_gone(ranks, **kwargs):
         raise error("Broken pipe\ntraceback of the store")
     stopped = []
     trainer = types.SimpleNamespace(model=torch.nn.Linear(2, 2))
@@ -402,3 +402,149 @@ def test_a_chief_that_dies_while_a_worker_builds_its_groups_is_named(monkeypatch
     with pytest.raises(PeerLost, match=line):
         paramserver.train_ps(Config(), World(1, 2), None)
     assert stopped == [False]    # left without waiting for the dead peers
+
+
+class OnGpu(torch.Tensor):
+    """A CPU tensor that says it lives on a GPU until it is moved: stands in for CUDA state,
+    which RPC (no device maps set) refuses to carry."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 0)
+
+    def to(self, *args, **kwargs):
+        return self.as_subclass(torch.Tensor).to(*args, **kwargs)
+
+
+def _all_on_host(tree):
+    if isinstance(tree, torch.Tensor):
+        return type(tree) is torch.Tensor and tree.device.type == "cpu"
+    if isinstance(tree, dict):
+        return all(_all_on_host(v) for v in tree.values())
+    if isinstance(tree, (list, tuple)):
+        return all(_all_on_host(v) for v in tree)
+    return True
+
+
+def test_a_servers_state_is_handed_out_on_the_cpu_wherever_its_shard_lives():
+    """The chief fetches every server's state (momentum buffers on that server's GPU) over RPC
+    each epoch: with --num-ps 2 on CUDA the first epoch ended in a false 'lost parameter server 1'."""
+    chief, trainer, _ = _chief()
+    grads = chief.shards.flatten([torch.ones_like(p) for p in trainer.model.parameters()])
+    chief.push(grads, 0, 1)
+    for state in chief.optimizer.state.values():
+        state["momentum_buffer"] = state["momentum_buffer"].as_subclass(OnGpu)
+    state = chief.state_dict()
+    assert state["optimizer"]["state"] and _all_on_host(state)
+    chief.load_state_dict(state)                         # and it loads back onto the shard's device
+    assert all(type(s["momentum_buffer"]) is torch.Tensor for s in chief.optimizer.state.values())
+
+
+def test_what_is_sent_to_a_server_is_on_the_cpu(monkeypatch):
+    """A resumed chief sends each server its state from the checkpoint, which was loaded onto
+    the run's device: CUDA tensors over RPC."""
+    from fineprune_cli.distributed import paramserver
+
+    sent = []
+
+    def capture(to, fn, args):
+        sent.append(args)
+        done = torch.futures.Future()
+        done.set_result(None)
+        return done
+    monkeypatch.setattr(paramserver.rpc, "rpc_async", capture)
+    state = {"weights": torch.ones(3).as_subclass(OnGpu), "optimizer": {"state": {0: {"m": torch.ones(2).as_subclass(OnGpu)}}}}
+    paramserver.call(1, paramserver._load_shard, state)
+    assert _all_on_host(sent) and torch.equal(sent[0][0]["weights"], torch.ones(3))
+
+
+def test_a_worker_trains_through_the_compiled_forward():
+    """--compile: async/mixed workers called the eager model, so `scale` set compiled DDP
+    against eager workers."""
+    trainer = _trainer()
+    eager, calls = trainer.forward, []
+    trainer.forward = lambda x: calls.append(x.shape[0]) or eager(x)
+    worker_step(trainer, torch.arange(8))
+    assert calls == [8]
+
+
+def test_a_server_other_than_the_chief_loads_no_data(monkeypatch):
+    """Every server loaded the whole dataset (and took a GPU): now only the chief does; the
+    others build the model from the sizes the chief sends, initialised as the chief's."""
+    from fineprune_cli.distributed import paramserver
+    from fineprune_cli.engine import session
+    from fineprune_cli.engine.config import build_config
+    from fineprune_cli.engine.world import World
+
+    cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "run.dist_mode": "async",
+                              "run.num_ps": 2, "run.device": "cpu", "train.batch_size": 32})
+    served = []
+
+    class Serving:
+        def __init__(self, host, shards, k, timeout_s):
+            served.append((host, shards, k))
+
+        def wait_finished(self):
+            pass
+    monkeypatch.setattr(session, "load_data", lambda *a: pytest.fail("a server loaded the data"))
+    monkeypatch.setattr(paramserver, "start", lambda world, cfg: [[2]])
+    monkeypatch.setattr(paramserver.dist, "new_group", lambda ranks, **kw: None)
+    monkeypatch.setattr(paramserver, "share_sizes", lambda trainer: (3, 10, 1000))
+    monkeypatch.setattr(paramserver, "Server", Serving)
+    monkeypatch.setattr(paramserver, "publish", lambda server: server)
+    monkeypatch.setattr(paramserver, "stop", lambda finished: None)
+    assert paramserver.train_ps(cfg, World(1, 3), None) is None
+    (host, shards, k), = served
+    assert k == 1 and host.warmup_steps == 32                      # ceil(1000 / 32) steps, 1 epoch
+    reference = session.build_model(cfg, 3, 10)
+    assert all(torch.equal(a, b) for a, b in zip(host.model.parameters(), reference.parameters()))
+    assert len(shards.members) == 2
+
+
+def test_mixed_groups_average_on_the_device_and_copy_to_the_host_once():
+    """NCCL subgroups when the workers hold GPUs (gloo averaged through host memory, a copy each
+    step for every member); gloo on the CPU, where the tensor already is the host's."""
+    from fineprune_cli.distributed.paramserver import group_backend
+    from fineprune_cli.distributed.worker import HostBuffer
+    from fineprune_cli.engine.config import Config
+
+    cfg = Config()
+    cfg.run.dist_mode = "mixed"
+    assert group_backend(cfg, cuda=True) == "nccl" and group_backend(cfg, cuda=False) == "gloo"
+    cfg.run.device = "cpu"
+    assert group_backend(cfg, cuda=True) == "gloo"
+    cfg.run.device, cfg.run.dist_mode = "cuda", "async"   # async workers form no groups
+    assert group_backend(cfg, cuda=True) == "gloo"
+    t = torch.ones(4)
+    assert HostBuffer().copy(t) is t
+
+
+def _rpc_rank_main(rank, size, init_file, out_dir):
+    """Joins as a parameter-server run does, with Python's sockets unable to bind: RPC must
+    meet through the group's store, not through a port picked by binding and closing one
+    (another process can take it in between)."""
+    import socket
+
+    from fineprune_cli.distributed import paramserver
+    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.world import World
+
+    def refuse(self, address):
+        raise OSError("a port was picked by binding it")
+    socket.socket.bind = refuse
+    with open(os.path.join(out_dir, "port")) as f:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=f.read())
+    cfg = Config()
+    cfg.run.dist_mode, cfg.run.dist_timeout = "async", 30
+    paramserver.start(World(rank, size), cfg)
+    peer = paramserver.rpc.rpc_sync("ps0", os.getpid) if rank else os.getpid()
+    paramserver.stop()
+    torch.save({"peer": peer}, os.path.join(out_dir, f"rank{rank}.pt"))
+
+
+def test_rpc_meets_through_the_process_groups_store(tmp_path):
+    (tmp_path / "port").write_text(str(free_port()))
+    from conftest import spawn_ranks
+
+    zero, one = spawn_ranks(_rpc_rank_main, 2, tmp_path, seconds=90)
+    assert one["peer"] == zero["peer"]     # worker 1 reached server 0 over RPC

@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 import torch
 
+from ..engine.world import World
 from ..errors import ConfigError
 
 
@@ -43,6 +44,20 @@ def worker_groups(size: int, num_ps: int, per_node: int, group_size: int, mode: 
         step = group_size or len(members) or 1
         groups += [members[i:i + step] for i in range(0, len(members), step)]
     return groups
+
+
+def gpu_placement(world: World, per_node: int, num_ps: int, ps_device: str) -> World | None:
+    """How a process of a server run picks its GPU: None for a server kept on the CPU
+    (`--ps-device cpu`); else the world whose local rank numbers only the GPU-holding processes
+    of its node (with the servers on the CPU, node 0's first worker takes GPU 0, so N GPUs
+    run N workers)."""
+    if ps_device == "gpu":
+        return world
+    if world.rank < num_ps:
+        return None
+    first = world.rank // per_node * per_node   # the node's first rank
+    servers_here = max(0, min(num_ps, first + per_node) - first)
+    return World(world.rank, world.size, max(0, world.local_rank - servers_here))
 
 
 def assign_shards(sizes: Sequence[int], num_ps: int) -> list[int]:

@@ -11,31 +11,34 @@ Fine-pruning: workers count DroppingCount on their own samples against their (gr
 mean and send the counts at the end of each epoch; server 0 (the chief) sums them, chooses
 the next epoch's keep-list, evaluates, records and checkpoints (distributed/chief.py).
 Epochs are aligned: a worker starts epoch e once the chief has closed epoch e - 1.
-A message is one flat buffer per server (CPU memory), never one per tensor.
+A message is one flat buffer per server (CPU memory), never one per tensor; RPC meets through
+the process group's store. Workers: distributed/worker.py; servers: server.py; the chief: chief.py.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import socket
 import threading
 import warnings
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.distributed.rpc as rpc
-import torch.nn.functional as F
 
 from ..engine import checkpoint, world as worlds
+from ..engine.checkpoint import to_device
 from ..engine.config import Config
 from ..engine.record import RunSummary
-from ..engine.session import build
-from ..engine.world import World, step_slices
-from .layout import Shards, flatten, load_flat, local_size, worker_groups
-from .server import Chief, PeerLost, Server
+from ..engine.session import build, build_model
+from ..engine.trainer import warmup_length
+from ..engine.world import World
+from .layout import Shards, gpu_placement, local_size, worker_groups
+from .server import ModelHost, PeerLost, Server
+from .worker import work
 
 _SERVER: "Server | None" = None
 _READY = threading.Event()  # set once this server is built: workers may call earlier
@@ -93,8 +96,8 @@ def call(k: int, fn: Any, *args: Any) -> Any:
 def send(k: int, fn: Any, *args: Any) -> Any:
     """rpc_async to server k: sending to a dead server can fail at once (a broken pipe), not
     only in the future's wait."""
-    try:
-        return rpc.rpc_async(f"ps{k}", fn, args=args)
+    try:  # RPC carries CPU tensors only (no device maps are set): a CUDA state would fail it
+        return rpc.rpc_async(f"ps{k}", fn, args=to_device(args, "cpu"))
     except RuntimeError as exc:
         raise _lost(k, exc) from None
 
@@ -125,28 +128,39 @@ def _group_lost(exc: BaseException) -> PeerLost:
 def start(world: World, cfg: Config) -> list[list[int]]:
     """Join the gloo group and the RPC framework; returns the worker groups. Collectives and
     RPCs fail after --dist-timeout (RPC's own default, 60 s, is shorter than an evaluation on
-    the chief while the workers wait for the next epoch)."""
-    import os
-
+    the chief while the workers wait for the next epoch). RPC meets through the group's own
+    store, so no second port is picked (a port found free, closed and bound again later could
+    be taken in between)."""
     groups = worker_groups(world.size, cfg.run.num_ps, local_size(os.environ, world.size),
                            cfg.run.group_size, cfg.run.dist_mode)
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
-    worlds.join(world, "gloo", cfg.run.dist_timeout)
-    addr_port = [None]
-    if world.main:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            addr_port = [(socket.gethostname(), s.getsockname()[1])]
-    dist.broadcast_object_list(addr_port, src=0)
-    host, port = addr_port[0]
-    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{host}:{port}",
+    timeout = timedelta(seconds=cfg.run.dist_timeout)
+    os.environ.setdefault("MASTER_PORT", "29500")
+    _STORE[:] = [next(dist.rendezvous("env://", rank=world.rank, world_size=world.size, timeout=timeout))[0]]
+    dist.init_process_group("gloo", store=_STORE[0], rank=world.rank, world_size=world.size, timeout=timeout)
+    if STORE_SCHEME not in _registered:
+        dist.register_rendezvous_handler(STORE_SCHEME, _group_store)
+        _registered.add(STORE_SCHEME)
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"{STORE_SCHEME}://",
                                               num_worker_threads=max(16, 4 * world.size),
                                               rpc_timeout=cfg.run.dist_timeout)
     name = f"ps{world.rank}" if world.rank < cfg.run.num_ps else f"worker{world.rank}"
     rpc.init_rpc(name, rank=world.rank, world_size=world.size, rpc_backend_options=options)
     _WAIT_S[0] = cfg.run.dist_timeout
     return groups
+
+
+STORE_SCHEME = "fineprune-group-store"
+_STORE: list[Any] = []      # the process group's store, which RPC shares (kept alive here)
+_registered: set[str] = set()
+
+
+def _group_store(url: str, **kwargs: Any) -> Any:
+    """A rendezvous handler that hands RPC the store of the group already joined (RPC keys
+    it under a prefix of its own)."""
+    query = dict(pair.split("=") for pair in url.partition("?")[2].split("&") if "=" in pair)
+    yield _STORE[0], int(query["rank"]), int(query["world_size"])
 
 
 def stop(finished: bool = True) -> None:
@@ -170,36 +184,100 @@ def publish(server: Server) -> Server:
     return server
 
 
+class RpcServers:
+    """A worker's calls to the servers (worker.ServerCalls) over RPC."""
+
+    def first_epoch(self) -> int:
+        return call(0, _first_epoch)
+
+    def begin_epoch(self, epoch: int) -> tuple[Any, ...]:
+        return call(0, _begin_epoch, epoch)
+
+    def pull(self, k: int) -> tuple[torch.Tensor, int]:
+        return call(k, _pull)
+
+    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int) -> list[tuple[torch.Tensor, int]]:
+        futures = [send(k, _push, part, versions[k], epoch) for k, part in enumerate(parts)]
+        return [wait(f, k) for k, f in enumerate(futures)]
+
+    def end_epoch(self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int,
+                  buffers: torch.Tensor, stop: bool) -> None:
+        call(0, _end_epoch, epoch, counts, loss_sum, samples, buffers, stop)
+
+
+def own_device(cfg: Config, world: World) -> str:
+    """This process's device: a server's is the CPU under --ps-device cpu; a worker takes its
+    node's next GPU (its local rank among the GPU-holding processes), not GPU 0 for all."""
+    placed = gpu_placement(world, local_size(os.environ, world.size), cfg.run.num_ps, cfg.run.ps_device)
+    return "cpu" if placed is None else worlds.device_for(placed, cfg.run.device)
+
+
+def group_backend(cfg: Config, cuda: bool | None = None) -> str:
+    """The mixed groups' backend, the same on every rank: NCCL when the workers hold GPUs (the
+    average stays on the device), else gloo."""
+    cuda = torch.cuda.is_available() if cuda is None else cuda
+    on_gpu = cuda and (cfg.run.device in ("auto", "cuda") or cfg.run.device.startswith("cuda:"))
+    return "nccl" if on_gpu and cfg.run.dist_mode == "mixed" else "gloo"
+
+
 def build_on_own_device(cfg: Config, world: World) -> tuple[Any, Any]:
-    """Trainer and policy on this process's device: its local rank's GPU (or the one GPU a
-    process sees), not GPU 0 for all; no DDP (the servers average, not backward)."""
+    """Trainer and policy (the chief and the workers) on this process's device; no DDP (the
+    servers average, not backward)."""
     placed = copy.deepcopy(cfg)
-    placed.run.device = worlds.device_for(world, cfg.run.device)
+    placed.run.device = own_device(cfg, world)
+    if world.rank < cfg.run.num_ps:
+        placed.run.compile = False  # the chief only evaluates, once an epoch
     return build(placed)
+
+
+def share_sizes(trainer: Any | None) -> tuple[int, int, int]:
+    """(channels, classes, training samples) from the chief, which loaded the data, to the
+    servers that do not (a collective: every rank calls it)."""
+    sizes = [None]
+    if trainer is not None and dist.get_rank() == 0:
+        sizes = [(trainer.channels, trainer.classes, trainer.data.num_train)]
+    dist.broadcast_object_list(sizes, src=0)
+    return sizes[0]
+
+
+def model_host(cfg: Config, world: World, sizes: tuple[int, int, int]) -> ModelHost:
+    """A server other than the chief: the model (initialised as the chief's) on its device."""
+    channels, classes, num_train = sizes
+    device = torch.device(own_device(cfg, world))
+    worlds.place(device)
+    model = build_model(cfg, channels, classes).to(device)
+    return ModelHost(model, cfg.train, warmup_length(cfg.train, num_train))
 
 
 def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | None = None) -> RunSummary | None:
     """One process of an async/mixed run: the chief serves, records and checkpoints; other
-    servers serve their shard; the others work. Returns the summary on the chief."""
+    servers serve their shard (without loading the data); the others work. Returns the
+    summary on the chief."""
     from .chief import Peers, run_chief
 
     finished = False
     try:
         groups = start(world, cfg)
-        trainer, policy = build_on_own_device(cfg, world)
-        shards = Shards(list(trainer.model.parameters()), cfg.run.num_ps)
-        subgroups = [dist.new_group(g) for g in groups]  # collective: every rank creates every group
+        backend = group_backend(cfg)
+        serves_only = 0 < world.rank < cfg.run.num_ps
+        if backend == "nccl" and world.rank >= cfg.run.num_ps:
+            worlds.place(torch.device(own_device(cfg, world)))  # NCCL binds the current GPU
+        subgroups = [dist.new_group(g, backend=backend) for g in groups]  # every rank creates every group
+        trainer, policy = (None, None) if serves_only else build_on_own_device(cfg, world)
+        sizes = share_sizes(trainer)
+        host = model_host(cfg, world, sizes) if serves_only else trainer
+        shards = Shards(list(host.model.parameters()), cfg.run.num_ps)
         if world.main:
             peers = Peers(cfg.run.num_ps, lambda k, what, *args: call(k, _PEER_CALLS[what], *args))
             summary = run_chief(cfg, trainer, policy, world, len(groups), shards, command, resume_dir,
                                 publish, peers)
-        elif world.rank < cfg.run.num_ps:
+        elif serves_only:
             summary = None
             with checkpoint.StopRequest():  # the chief decides when to stop; signals reach it too
-                publish(Server(trainer, shards, world.rank, cfg.run.dist_timeout)).wait_finished()
+                publish(Server(host, shards, world.rank, cfg.run.dist_timeout)).wait_finished()
         else:
             summary = None
-            work(cfg, trainer, policy, world, groups, subgroups, shards)
+            work(cfg, trainer, policy, world, groups, subgroups, shards, RpcServers())
         finished = True
         return summary
     except (checkpoint.Interrupted, checkpoint.Diverged):
@@ -209,84 +287,3 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
         raise _group_lost(exc) from None
     finally:
         stop(finished)
-
-
-def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
-         subgroups: list[Any], shards: Shards) -> None:
-    """A worker's whole run: fetch keep-list and weights, train its share, push, report."""
-    index = next(i for i, g in enumerate(groups) if world.rank in g)
-    members, group = groups[index], subgroups[index]
-    me, leader = World(members.index(world.rank), len(members)), members[0]
-    batch = cfg.train.batch_per_worker * len(members) if cfg.train.batch_per_worker else cfg.train.batch_size
-    params, servers = list(trainer.model.parameters()), range(cfg.run.num_ps)
-    versions = [0] * cfg.run.num_ps
-    with checkpoint.StopRequest() as asked:
-        epoch = call(0, _first_epoch)
-        while epoch <= cfg.train.epochs:
-            keep, weights, _, buffers, halt = call(0, _begin_epoch, epoch)
-            if halt:
-                return
-            for k in servers:
-                flat, versions[k] = call(k, _pull)
-                shards.load(params, flat, k)
-            load_flat(list(trainer.model.buffers()), buffers)
-            gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
-            order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
-            loss_sum, seen = 0.0, 0
-            for idx in step_slices(order, batch, me):
-                total, fresh = _train_step(trainer, policy, idx, weights, shards, members, group,
-                                           world.rank == leader, versions, epoch)
-                shards.load(params, fresh[:-len(versions)])
-                versions[:] = [int(v) for v in fresh[-len(versions):]]
-                loss_sum, seen = loss_sum + float(total[0]), seen + int(total[1])
-            pending = policy.take_pending()
-            for t in pending if len(members) > 1 else []:
-                dist.all_reduce(t, group=group)
-            if world.rank == leader:
-                # RPC carries CPU tensors only (no TensorPipe device maps are set)
-                call(0, _end_epoch, epoch, [t.cpu() for t in pending], loss_sum, seen,
-                     flatten(list(trainer.model.buffers())).cpu(), asked.requested is not None)
-            epoch += 1
-
-
-def _train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tensor | None, shards: Shards,
-                members: list[int], group: Any, leads: bool, versions: list[int],
-                epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One step of a worker: gradients, the group's average, the leader's pushes; returns
-    (loss sum and samples of the group's batch, the fresh weights of every shard + versions)."""
-    dev_idx = idx.to(trainer.device)
-    losses = worker_step(trainer, dev_idx, weights)
-    params = list(trainer.model.parameters())
-    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-    total = torch.stack([losses.detach().sum().float(), torch.full((), float(idx.numel()), device=losses.device)])
-    flat = torch.cat([shards.flatten(grads), total.float()]).cpu()   # one copy off the device
-    if len(members) > 1:
-        dist.all_reduce(flat, group=group)
-        flat[:-2] /= len(members)
-    total = flat[-2:]
-    if policy.observes:
-        policy.observe(dev_idx, losses.detach(), (total[0] / total[1]).to(losses.device))
-    num_ps = len(versions)
-    if leads:
-        futures = [send(k, _push, shards.part(flat, k).clone(), versions[k], epoch) for k in range(num_ps)]
-        replies = [wait(f, k) for k, f in enumerate(futures)]
-        fresh = torch.cat([w for w, _ in replies] + [torch.tensor([float(v) for _, v in replies])])
-    else:
-        fresh = torch.empty(shards.bounds[-1][1] + num_ps)
-    if len(members) > 1:  # the leader hands the fresh weights to its group
-        dist.broadcast(fresh, src=members[0], group=group)
-    return total, fresh
-
-
-def worker_step(trainer: Any, idx: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Forward and backward of one batch, under the trainer's autocast (bf16 data on CUDA);
-    `weights`: the plan's per-sample loss weights (InfoBatch), as the synchronous loop uses."""
-    trainer.model.train()
-    x = next(iter(trainer.data.batches([idx], trainer.generator)))   # device-resident or streamed
-    x = x.contiguous(memory_format=trainer.memory_format)
-    with trainer.autocast():
-        losses = F.cross_entropy(trainer.model(x), trainer.data.train_y[idx], reduction="none")
-    scaled = losses if weights is None else losses * weights[idx.cpu()].to(losses.device, losses.dtype)
-    trainer.model.zero_grad(set_to_none=True)
-    (scaled.sum() / idx.numel()).backward()
-    return losses

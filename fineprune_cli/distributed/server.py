@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from ..engine.checkpoint import to_device
+from ..engine.config import TrainConfig
 from ..engine.trainer import lr_at
 from ..errors import FinepruneError
 from .layout import Shards, flatten, load_flat
@@ -22,9 +25,20 @@ class PeerLost(FinepruneError):
     exit_code = 1
 
 
+@dataclass
+class ModelHost:
+    """What a server other than the chief needs of a trainer: the model (for its shard), the
+    training settings and the warm-up length. It loads no data (the chief sends the sizes)."""
+    model: torch.nn.Module
+    cfg: TrainConfig
+    warmup_steps: int
+
+
 class Server:
     """Shard `k` of the model's parameters and an SGD optimizer over it alone (the same
-    hyperparameters as the single-process run: K servers make the same updates as one)."""
+    hyperparameters as the single-process run: K servers make the same updates as one).
+    `trainer`: a Trainer (the chief) or a ModelHost. What it hands out is on the CPU, wherever
+    its shard lives: RPC carries CPU tensors only (no TensorPipe device maps are set)."""
 
     def __init__(self, trainer: Any, shards: Shards, k: int = 0, timeout_s: float = 1800.0):
         self.trainer, self.shards, self.k, self.timeout_s = trainer, shards, k, timeout_s
@@ -69,7 +83,7 @@ class Server:
     def state_dict(self) -> dict[str, Any]:
         with self.cond:
             self.heard = time.monotonic()
-            return {"weights": self._weights(), "optimizer": self.optimizer.state_dict(),
+            return {"weights": self._weights(), "optimizer": to_device(self.optimizer.state_dict(), "cpu"),
                     "version": self.version, "steps": self.steps, "stale": dict(self.stale)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

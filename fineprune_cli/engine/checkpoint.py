@@ -19,6 +19,8 @@ from ..errors import ConfigError, FinepruneError
 from .files import atomic_torch_save
 from .record import CHECKPOINT
 FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr scheduler)
+# Generator.set_state takes a CPU ByteTensor only, for a CUDA generator too: these stay on the CPU
+HOST_KEYS = frozenset({"generator", "rng"})
 
 
 class Interrupted(FinepruneError):
@@ -53,14 +55,26 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
     try:
         with warnings.catch_warnings():  # torch warns before refusing foreign pickles: one line only
             warnings.simplefilter("ignore")
-            state = torch.load(file, map_location=device, weights_only=True)
+            state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:  # any failure here means a damaged file, not a bug to trace
         raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ConfigError(f"{file} was written by an older fineprune (checkpoint format "
                           f"{state.get('format', 1) if isinstance(state, dict) else '?'}); "
                           "train the run again")
-    return state
+    return to_device(state, device)
+
+
+def to_device(tree: Any, device: torch.device | str) -> Any:
+    """Every tensor of a nested dict/list on `device`, except those under a HOST_KEYS key
+    (generator states), which stay on the CPU."""
+    if isinstance(tree, torch.Tensor):
+        return tree.to(device)
+    if isinstance(tree, dict):
+        return {k: v if k in HOST_KEYS else to_device(v, device) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(to_device(v, device) for v in tree)
+    return tree
 
 
 def restore_rng(state: dict[str, Any]) -> None:

@@ -101,6 +101,7 @@ class RunConfig:
     dist_mode: str = option("sync", choices=("sync", "async", "mixed"), help="With several processes: sync (DDP), async or mixed (parameter servers on the first --num-ps ranks). (default sync)")
     group_size: int = option(0, check=between(0, 4096), help="Mixed mode: workers that average gradients before one push; 0: the workers of one node (LOCAL_WORLD_SIZE), as the paper's GPUs of a node. (default 0)")
     num_ps: int = option(1, check=between(1, 64), help="Async/mixed: parameter servers (ranks 0..K-1); the parameters are sharded over them. (default 1)")
+    ps_device: str = option("cpu", choices=("cpu", "gpu"), help="Async/mixed on GPUs: where the parameter servers keep and step their shards: cpu (so N GPUs run N workers) or gpu (each server takes a GPU as a worker does). (default cpu)")
     dist_timeout: int = option(1800, check=between(1, 7 * 86400), help="With several processes: seconds a process waits for the others (a collective, an RPC, an epoch's end) before the run fails. (default 1800)")
     arm: str = option("", flag="", help="This run's name in a comparison (compare sets it; default: its policy).")
 

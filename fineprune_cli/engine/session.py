@@ -82,16 +82,23 @@ def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
         world_size=world_size, schedule=schedule if cfg.policy != "regular" else {})
 
 
+def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
+    """The run's model, its initial weights drawn from the run's seed (the same in every
+    process that builds it)."""
+    torch.manual_seed(cfg.run.seed)
+    kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
+    return models.create(cfg.model.name, channels, classes, **kwargs)
+
+
 def build(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
     device = resolve_device(worlds.device_for(world, cfg.run.device))
     worlds.place(device)
     worlds.init(world, device, cfg.run.dist_timeout)
     data, channels, classes = load_data(cfg.data, cfg.run.seed, device)
-    torch.manual_seed(cfg.run.seed)
-    kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
-    model = models.create(cfg.model.name, channels, classes, **kwargs)
+    model = build_model(cfg, channels, classes)
     trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile,
                       cfg.run.compile_mode, world=world)
+    trainer.channels, trainer.classes = channels, classes
     policy = create_policy(cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1,
                            device=device, epochs=cfg.train.epochs)
     return trainer, policy

@@ -43,6 +43,11 @@ def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int) -> float:
     return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
 
 
+def warmup_length(cfg: TrainConfig, num_train: int) -> int:
+    """Optimizer steps of the linear warm-up: warmup_epochs of full batches."""
+    return round(cfg.warmup_epochs * -(-num_train // cfg.batch_size))
+
+
 def wants_augment(mode: str, channels: int, size: int, resized: bool = False) -> bool:
     """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does, and RGB images resized
     by --image-size (resize, then the usual crop + flip)."""
@@ -124,6 +129,9 @@ class DeviceData:
 
 
 class Trainer:
+    channels: int | None = None   # the data's (set by whoever built the data and the model)
+    classes: int | None = None
+
     def __init__(self, model: torch.nn.Module, data: "DeviceData | Any", cfg: TrainConfig,
                  device: torch.device, seed: int = 0, compile: bool = False,
                  compile_mode: str = "auto", static_batches: bool | None = None,
@@ -138,19 +146,22 @@ class Trainer:
         self.optimizer = torch.optim.SGD(
             self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
             weight_decay=cfg.weight_decay, fused=self.cuda or None)
+        mode = compile_mode if compile_mode != "auto" else ("reduce-overhead" if self.cuda else "default")
         net = self.model
         if world.active:  # gradients are averaged across ranks inside backward()
             net = DistributedDataParallel(self.model, device_ids=[device.index] if self.cuda else None)
-        if compile:
-            mode = compile_mode if compile_mode != "auto" else ("reduce-overhead" if self.cuda else "default")
-            net = torch.compile(net, mode=mode)
-        self.forward = net
+        self.forward = torch.compile(net, mode=mode) if compile else net
+        # evaluation bypasses DDP: its forward broadcasts buffers, a collective that a rank with
+        # no test samples in its shard never joins (the others would wait for it)
+        plain = torch.compile(self.model, mode=mode) if compile and world.active else self.forward
+        self.eval_forward = plain if world.active else self.forward
         # compiled steps see one batch shape: the partial last batch is padded and masked
         self.static_batches = compile if static_batches is None else static_batches
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
+        self.seed = seed
         self.all = torch.arange(data.num_train, device=device)
-        self.warmup_steps = round(cfg.warmup_epochs * -(-data.num_train // cfg.batch_size))
+        self.warmup_steps = warmup_length(cfg, data.num_train)
         self.steps = 0
 
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -172,7 +183,7 @@ class Trainer:
         self.model.train()
         loss_sum = torch.zeros((), device=self.device)
         batches = [(idx.numel(), self._pad(idx, order)) for idx in self._batches(order)]
-        inputs = self.data.batches([idx for _, idx in batches], self.generator)
+        inputs = self.data.batches([idx for _, idx in batches], self.augment_generator(epoch))
         for (real, idx), x in zip(batches, inputs):
             self.set_lr(lr_at(self.cfg, epoch, self.steps, self.warmup_steps))
             x = x.contiguous(memory_format=self.memory_format)
@@ -189,6 +200,16 @@ class Trainer:
             if observe is not None:
                 self._observe(observe, idx[:real], losses.detach(), total.detach(), real)
         return all_sum(loss_sum, self.world)
+
+    def augment_generator(self, epoch: int) -> torch.Generator:
+        """One process draws its crops and flips from the generator of its sample order. The
+        ranks of a data-parallel run share that order's generator (they must draw the same
+        order), so each draws its augmentation from its own, seeded by seed, rank and epoch: a
+        resumed run draws the same, and no rank's state needs a checkpoint."""
+        if not self.world.active:
+            return self.generator
+        gen = torch.Generator(device=self.device)
+        return gen.manual_seed(((self.seed * 1_000_003 + epoch) * 4_099 + self.world.rank + 1) % 2**63)
 
     def _observe(self, observe: Observe, idx: torch.Tensor, losses: torch.Tensor,
                  total: torch.Tensor, real: int) -> None:
@@ -227,6 +248,9 @@ class Trainer:
     def evaluate(self) -> tuple[float, float]:
         """Test loss (mean) and accuracy (percent), with one host read at the end."""
         self.model.eval()
+        if self.world.active:  # every rank evaluates with rank 0's batch-norm statistics, as DDP's forward did
+            for buffer in self.model.buffers():
+                torch.distributed.broadcast(buffer, 0)
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), dtype=torch.long, device=self.device)
         lo, hi = shard_range(self.data.test_y.numel(), self.world)  # each rank its part
@@ -234,7 +258,7 @@ class Trainer:
         x_all, y_all = self.data.test_batches(lo, hi, size), self.data.test_y[lo:hi].split(size)
         for x, y in zip(x_all, y_all):
             with self.autocast():
-                logits = self.forward(x.contiguous(memory_format=self.memory_format))
+                logits = self.eval_forward(x.contiguous(memory_format=self.memory_format))
             loss_sum += F.cross_entropy(logits.float(), y, reduction="sum")
             correct += (logits.argmax(1) == y).sum()
         n = self.data.test_y.numel()
