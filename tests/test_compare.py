@@ -164,3 +164,27 @@ def test_compare_refuses_to_resume_a_run_made_with_other_settings(tmp_path):
     cfg.train.lr = 0.05
     with pytest.raises(ConfigError, match=r"holds a run \(interrupted\) made with other settings .*train.lr"):
         run_matrix(cfg, c, show_progress=False)
+
+
+def test_compare_keeps_a_run_whose_checkpoint_fails_to_load_for_another_reason(tmp_path):
+    """Only a checkpoint that can never continue (older format, other settings) is trained
+    again; any other failure (every CUDA resume once failed so) stops with the folder kept:
+    compare deleted each such run and trained it from the start."""
+    import torch
+
+    cfg, c = _cfg(tmp_path, policies=["regular"])
+    cfg.train.epochs = 2
+    (run,) = run_matrix(cfg, c, show_progress=False)
+    s = summary_of(run)
+    s["status"] = "interrupted"
+    (run / "summary.json").write_text(json.dumps(s))
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    state["trainer"]["model"] = {}
+    torch.save(state, run / "checkpoint.pt")
+    with pytest.raises(ConfigError, match=r"does not fit this run .*compare keeps .* as it is"):
+        run_matrix(cfg, c, show_progress=False)
+    assert summary_of(run)["status"] == "interrupted" and (run / "checkpoint.pt").exists()
+    state["format"] = 1                                   # an older format: trained again
+    torch.save(state, run / "checkpoint.pt")
+    run_matrix(cfg, c, show_progress=False)
+    assert summary_of(run)["status"] == "complete"

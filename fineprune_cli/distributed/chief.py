@@ -56,8 +56,8 @@ def open_record(cfg: Config, trainer: Any, world: World, command: str | None,
     record = RunRecord(Path(resume_dir))
     state = checkpoint.load(record.path, trainer.device)
     if state.get("fingerprint") != fingerprint(cfg.to_dict()):
-        raise ConfigError(f"{record.path}: the checkpoint was made with other settings than its "
-                                     "config.yaml; resume refused")
+        raise checkpoint.StaleCheckpoint(f"{record.path}: the checkpoint was made with other settings than "
+                                         "its config.yaml; resume refused")
     summary.status = Status.INCOMPLETE
     summary.resumed_after_epochs.append(len(state["totals"]["rows"]))
     return record, summary, state

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
-from ..engine.checkpoint import CHECKPOINT, Diverged
+from ..engine.checkpoint import CHECKPOINT, Diverged, StaleCheckpoint
 from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
 from ..engine.fingerprint import drop_unused
 from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
@@ -214,8 +214,9 @@ def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
 
 
 def _resume_or_note(path: Path, bar: Any) -> bool:
-    """Resume; False when the checkpoint cannot be continued (an older format, or made with
-    other settings), so the run is trained again."""
+    """Resume; False when the checkpoint can never be continued (an older format, or made with
+    other settings), so the run is trained again. Any other failure stops the matrix and keeps
+    the folder: a CUDA resume once failed this way on every run, and each was deleted."""
     from ..engine.session import resume
 
     console.info(f"{bar.label}: resuming from its checkpoint")
@@ -223,9 +224,12 @@ def _resume_or_note(path: Path, bar: Any) -> bool:
         resume(path, show_progress=False, bar=bar)
     except Diverged as exc:
         console.info(f"{bar.label}: {exc}")
-    except ConfigError as exc:
+    except StaleCheckpoint as exc:
         console.info(f"{bar.label}: {exc}; training it again")
         return False
+    except ConfigError as exc:
+        raise ConfigError(f"{bar.label}: {exc}; compare keeps {path} as it is (delete it to train the run "
+                          "anew)") from None
     return True
 
 

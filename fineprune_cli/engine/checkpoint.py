@@ -23,6 +23,12 @@ FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr schedule
 HOST_KEYS = frozenset({"generator", "rng"})
 
 
+class StaleCheckpoint(ConfigError):
+    """A checkpoint that can never be continued: an older format, or other settings than the
+    run's config. `compare` trains such a run again; any other failure to resume stops it with
+    the run folder kept (a fault of the code or the machine must not cost the epochs done)."""
+
+
 class Interrupted(FinepruneError):
     """SIGINT/SIGTERM: the run stopped after a whole epoch and can be resumed."""
 
@@ -59,7 +65,7 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
     except Exception as exc:  # any failure here means a damaged file, not a bug to trace
         raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise ConfigError(f"{file} was written by an older fineprune (checkpoint format "
+        raise StaleCheckpoint(f"{file} was written by an older fineprune (checkpoint format "
                           f"{state.get('format', 1) if isinstance(state, dict) else '?'}); "
                           "train the run again")
     return to_device(state, device)

@@ -163,8 +163,8 @@ def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, s
     trainer, policy = build(cfg, world)
     state = checkpoint.load(record.path, trainer.device)
     if state.get("fingerprint") != fingerprint(cfg.to_dict()):
-        raise ConfigError(f"{record.path}: the checkpoint was made with other settings than its "
-                          "config.yaml (a run started over it, or the file was edited); resume refused")
+        raise checkpoint.StaleCheckpoint(f"{record.path}: the checkpoint was made with other settings than its "
+                                         "config.yaml (a run started over it, or the file was edited); resume refused")
     try:
         trainer.load_state_dict(state["trainer"])
         policy.load_state_dict(state["policy"])
