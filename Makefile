@@ -61,7 +61,9 @@ bench-stream: setup
 
 # `make gpu`: the CUDA path checked, benchmarked and the ResNet-18 row reproduced (issue 16), in steps
 # that each fit one 10-minute call on a lent GPU machine: STEP=check|bench|reproduce-regular|
-# reproduce-fine|reproduce-random|report|dist|all. It uses the machine's own python3 and torch (no venv;
+# reproduce-fine|reproduce-random|report|dist|all; a reproduce step trains as many epochs as fit and
+# the same step called again on that machine continues its run (GPU_ARGS='--epochs N': the recipe
+# scaled to N epochs; experiments/gpu/README.md). It uses the machine's own python3 and torch (no venv;
 # the project itself is installed with --no-deps, so nothing is downloaded). Where the copy has no .git, name the
 # commit, COMMIT=<sha>. Dry run on a CPU: make gpu DEVICE=cpu QUICK=1 (results in .gpu-quick/).
 GPU_PY  ?= python3

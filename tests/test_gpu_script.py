@@ -1,6 +1,7 @@
 """The CPU dry run of `make gpu` (experiments/gpu/gpu.py --device cpu --quick): every step on its
 own, as on a GPU machine (one call each), with the files each step promises and what it packs
-into $OUT to come back. Keeps the script from rotting between GPU sessions."""
+into $OUT to come back; a reproduce run split over two calls; how many epochs a call trains at
+a given epoch time. Keeps the script from rotting between GPU sessions."""
 
 import csv
 import importlib.util
@@ -13,10 +14,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from fineprune_cli.engine import record as records
 
 ROOT = Path(__file__).resolve().parents[1]
+GPU_DIR = ROOT / "experiments" / "gpu"
 STEPS = ("check", "bench", "reproduce-regular", "reproduce-fine", "reproduce-random", "report", "dist")
 POLICIES = ("regular", "fine", "random")
 
@@ -82,13 +85,16 @@ def test_reproduce_trains_one_policy_and_packs_it_without_the_checkpoint(dry_run
     results, out, _ = dry_run
     run = _one(f"dry-run-lenet-*/runs/lenet-folder/{policy}-seed0", results)
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["status"] == "complete" and summary["epochs_completed"] == 2
+    assert summary["status"] == "complete" and summary["epochs_completed"] == 4
     assert summary["policy"] == policy and summary["dataset_label"] == "tiny generated JPEGs (dry run)"
-    assert summary.get("pruning_epochs", []) == ([] if policy == "regular" else [2])
-    assert (run / "checkpoint.pt").exists()  # made by the run: the archive must leave it out
+    assert summary.get("pruning_epochs", []) == ([] if policy == "regular" else [2, 4])
+    # the run trains in the ignored work folder, where its checkpoint stays for the next call
+    worked = results.parent / "work" / "runs" / run.relative_to(results).parts[0] / "lenet-folder" / run.name
+    assert (worked / "checkpoint.pt").exists() and not (run / "checkpoint.pt").exists()
     names = _members(out / f"reproduce-{policy}.tar.gz")
     prefix = f"results/{run.relative_to(results)}"
     assert f"{prefix}/summary.json" in names and f"{prefix}/metrics.csv" in names
+    assert f"results/{run.relative_to(results).parts[0]}/logs/calls/reproduce-{policy}.json" in names
     assert not any(n.endswith("checkpoint.pt") for n in names)
 
 
@@ -100,23 +106,32 @@ def test_report_names_device_commands_and_commit(dry_run):
     assert "\n# lenet on tiny generated JPEGs (dry run): a dry run of `make gpu`\n" in index
     assert f"device: {run['device']}" in index and f"commit {run['git_commit']}" in index
     for policy in POLICIES:
-        step = next(line for line in index.splitlines() if line.startswith(f"  - reproduce-{policy}: "))
-        assert "`python experiments/gpu/gpu.py all --device cpu --quick" in step
-        assert "-m fineprune_cli compare --config" in step and f"--policies {policy}" in step
+        calls = [line for line in index.splitlines() if line.startswith(f"  - reproduce-{policy}, call ")]
+        assert len(calls) == 1 and f"call 1 on {run['device']}: " in calls[0]
+        assert "`python experiments/gpu/gpu.py all --device cpu --quick" in calls[0] and "epochs 1-4" in calls[0]
+        assert "-m fineprune_cli compare --config" in calls[0] and f"--policies {policy}" in calls[0]
     for table in ("table1_time.md", "table2_accuracy.md", "notes.md"):
         assert (exp / table).stat().st_size > 0
     names = _members(out / "report.tar.gz")
     assert f"results/{exp.name}/index.md" in names and f"results/{exp.name}/table1_time.csv" in names
 
 
-def test_dist_trains_every_mode_and_tables_it(dry_run):
+def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(dry_run):
     results, out, _ = dry_run
     folder = _one("gpu-*/dist", results)
     rows = json.loads((folder / "dist.json").read_text())["runs"]
-    # the dry run trains the async mode only (a server and 2 workers); on CUDA sync and mixed too
-    assert [(r["mode"], r["processes"], r["status"], r["epochs"]) for r in rows] == [("async", 3, "complete", 1)]
-    assert rows[0]["images_per_s"] > 0 and rows[0]["staleness_mean"] != ""
-    assert "| async | 3 | 0 | complete |" in (folder / "dist.md").read_text()
+    # the dry run: sync with 2 ranks (a process group) and async with 2 servers; on CUDA mixed too
+    assert [(r["mode"], r["processes"], r["servers"], r["status"], r["epochs"]) for r in rows] == \
+        [("sync", 2, 0, "complete", 4), ("async", 3, 2, "complete", 4)]
+    for row in rows:  # stopped by SIGTERM after epoch 1 or 2, then `train --resume` to epoch 4
+        assert 1 <= row["interrupted_after"] <= 3 and row["resumed_ok"] is True
+        assert row["exit"].endswith("/0") and row["images_per_s"] > 0
+        run = folder / "runs" / f"lenet-{row['mode']}-p{row['processes']}"
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["resumed_after_epochs"] == [row["interrupted_after"]] and summary["world_size"] == row["processes"]
+        assert "an interruption after epoch 1" in (folder / "logs" / f"{row['mode']}.json").read_text()
+    assert rows[1]["staleness_mean"] != ""
+    assert "| sync | 2 | 0 |" in (folder / "dist.md").read_text()
     assert f"results/{folder.parent.name}/dist/dist.md" in _members(out / "dist.tar.gz")
 
 
@@ -153,25 +168,136 @@ def test_git_commit_comes_from_the_launcher_where_the_copy_has_no_git(monkeypatc
     assert records.git_commit() == "unknown"
 
 
-def _gpu_script():
-    spec = importlib.util.spec_from_file_location("gpu_script", ROOT / "experiments" / "gpu" / "gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def _gpu_module(name: str):
+    """A module of experiments/gpu, imported as gpu.py imports it (its folder and bench's on the path)."""
+    gpu = importlib.util.spec_from_file_location("gpu_script", GPU_DIR / "gpu.py")
+    script = importlib.util.module_from_spec(gpu)
+    sys.modules[gpu.name] = script  # dataclasses look their module up there
+    gpu.loader.exec_module(script)
+    return script if name == "gpu" else importlib.import_module(name)
 
 
 def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
     """SIGTERM leaves a training run time to finish its epoch and record itself interrupted;
     the step then still packs what there is within its budget."""
-    gpu = _gpu_script()
-    ctx = gpu.Ctx("cpu", True, tmp_path, tmp_path, None, "t", budget=gpu.PACK_RESERVE_S + gpu.TERM_GRACE_S + 3)
+    runner = _gpu_module("runner")
+    ctx = runner.Ctx("cpu", True, tmp_path, tmp_path, None, "t", budget=runner.PACK_RESERVE_S + runner.TERM_GRACE_S + 3)
     ctx.start_step()
     code = ("import signal, sys, time\n"
             "signal.signal(signal.SIGTERM, lambda *a: (print('asked to stop', flush=True), sys.exit(130)))\n"
             "print('started', flush=True)\n"
             "time.sleep(60)\n")
-    rc = gpu.run_logged([sys.executable, "-c", code], tmp_path / "step.log", ctx)
+    rc = runner.run_logged([sys.executable, "-c", code], tmp_path / "step.log", ctx)
     record = json.loads((tmp_path / "step.json").read_text())
-    assert rc == 130 and record["stopped_at_deadline"] and record["seconds"] < 30
+    assert rc == 130 and record["stopped_at_deadline"] and record["stop_reason"] == "time limit"
+    assert record["seconds"] < 30
     assert (tmp_path / "step.log").read_text() == "started\nasked to stop\n"
+
+
+# --- a run longer than one call ------------------------------------------------------------
+
+def test_epochs_that_fit_keeps_the_margin_at_the_boundary():
+    sizing = _gpu_module("sizing")
+    assert sizing.epochs_that_fit(100, 2.7, margin_s=20) == 29      # 80 / 2.7 = 29.6
+    assert sizing.epochs_that_fit(26.0, 3.0, margin_s=20) == 2      # exactly two epochs and the margin
+    assert sizing.epochs_that_fit(25.99, 3.0, margin_s=20) == 1
+    assert sizing.epochs_that_fit(10, 3.0, margin_s=20) == 0        # not even the margin is left
+    assert sizing.calls_needed(140, 140) == 1 and sizing.calls_needed(141, 140) == 2
+    assert sizing.calls_needed(5, 0) is None
+
+
+def _simulate_call(sizing, budget_left: float, startup: float, epoch: float, max_epochs=None) -> tuple[int, float]:
+    """A run whose epoch k is recorded at startup + k x epoch seconds, watched every 0.05 s; it
+    stops after the epoch in progress when the watcher says so. Returns (epochs, end time)."""
+    now = 0.0
+    stop = sizing.ChunkStop(lambda: max(0, int((now - startup) // epoch)), 0.0, budget_left, max_epochs)
+    while now < 10 * budget_left:
+        if stop.due(now):
+            epochs = int((now - startup) // epoch) + 1  # the one in progress is finished
+            return epochs, startup + epochs * epoch
+        now += 0.05
+    raise AssertionError("never stopped")
+
+
+@pytest.mark.parametrize("startup, epoch", [(90.0, 2.5), (240.0, 2.5), (90.0, 40.0), (30.0, 7.3)])
+def test_a_call_trains_the_epochs_that_fit_its_budget_and_stops_inside_it(startup, epoch):
+    """2.5 s: ResNet-18 over CIFAR-10 at 20,000 images/s, the speed issue 24 takes as realistic
+    before tuning: 200 epochs (500 s) do not fit a 550 s call after a 90 s start, 176 do. The
+    watcher sees a row up to one look (0.05 s) late, which can cost an epoch at a boundary."""
+    sizing = _gpu_module("sizing")
+    budget_left = 570 - 20  # --budget less the packing reserve
+    epochs, end = _simulate_call(sizing, budget_left, startup, epoch)
+    fit = sizing.epochs_that_fit(budget_left - startup, epoch)
+    assert epochs in (fit, sizing.epochs_that_fit(budget_left - startup - 0.05, epoch))
+    assert end <= budget_left - sizing.STOP_MARGIN_S < end + 2 * epoch + sizing.STOP_MARGIN_S
+    if (startup, epoch) == (90.0, 2.5):
+        assert fit == 176 and epochs >= 175
+
+
+def test_chunk_epochs_caps_a_call():
+    sizing = _gpu_module("sizing")
+    assert _simulate_call(sizing, 550, 90.0, 2.5, max_epochs=5)[0] == 5
+
+
+@pytest.fixture(scope="module")
+def two_calls(tmp_path_factory):
+    """reproduce-random as on a GPU machine kept between two calls: the first stops after 2 of
+    its 4 epochs (--chunk-epochs 2), the second continues the run from its checkpoint."""
+    base = tmp_path_factory.mktemp("gpu-two-calls")
+    results, work = base / "results", base / "work"
+    procs = []
+    for i, extra in enumerate((["--chunk-epochs", "2"], [])):
+        out = base / f"out{i}"
+        cmd = [sys.executable, "experiments/gpu/gpu.py", "reproduce-random", "--device", "cpu", "--quick",
+               "--results-dir", str(results), "--work-dir", str(work), *extra]
+        procs.append(subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)),
+                                    capture_output=True, text=True, timeout=300))
+        run = _one("dry-run-lenet-*/runs/lenet-folder/random-seed0", results)
+        procs[-1].summary = json.loads((run / "summary.json").read_text())
+    return results, work, base, procs
+
+
+def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
+    results, work, base, (first, second) = two_calls
+    for proc in (first, second):
+        assert proc.returncode == 0 and "\nreproduce-random: ok\n" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stopped = first.summary["epochs_completed"]
+    assert first.summary["status"] == "interrupted" and 1 <= stopped <= 3
+    assert "stopping it after this epoch: --chunk-epochs 2" in first.stdout
+    assert f"more call(s) of reproduce-random on this machine" in first.stdout
+    assert f"reproduce-random: continuing from epoch {stopped} of 4" in second.stdout
+    assert "fineprune_cli train --resume" in second.stdout
+    assert second.summary["status"] == "complete" and second.summary["resumed_after_epochs"] == [stopped]
+    run = _one("dry-run-lenet-*/runs/lenet-folder/random-seed0", results)
+    with open(run / "metrics.csv", newline="") as f:
+        assert [int(r["epoch"]) for r in csv.DictReader(f)] == [1, 2, 3, 4]
+    calls = json.loads(_one("dry-run-lenet-*/logs/calls/reproduce-random.json", results).read_text())
+    assert [(c["epochs_before"], c["epochs_after"], c["status"]) for c in calls] == \
+        [(0, stopped, "interrupted"), (stopped, 4, "complete")]
+    assert calls[0]["checkpoint_mib"] > 0 and calls[0]["epoch_s"] > 0
+    for i in (0, 1):  # each call brings back the run as it stood, never its checkpoint
+        names = _members(base / f"out{i}" / "reproduce-random.tar.gz")
+        assert f"results/{run.relative_to(results)}/metrics.csv" in names
+        assert not any(n.endswith("checkpoint.pt") for n in names)
+
+
+def test_a_fresh_machine_says_the_run_starts_again(tmp_path, capsys):
+    """The checkpoint stayed on the machine that trained the first epochs: the next machine
+    cannot continue the run and must not pretend to."""
+    reproduce = _gpu_module("reproduce")
+    calls = [{"status": "interrupted", "epochs_after": 67, "machine": "NVIDIA H100 80GB HBM3"}]
+    reproduce.say_plan("fine", tmp_path / "absent", {}, calls)
+    said = capsys.readouterr().out
+    assert "holds no checkpoint" in said and "67 epochs were trained on NVIDIA H100 80GB HBM3" in said
+    assert "starts again from epoch 1" in said
+
+
+def test_the_scaled_recipe_keeps_its_fractions_and_says_so():
+    reproduce = _gpu_module("reproduce")
+    cfg = yaml.safe_load((GPU_DIR / "cifar10-resnet18.yaml").read_text())
+    scaled = reproduce.scaled_recipe(cfg, 60)
+    assert scaled["train"]["epochs"] == 60 and scaled["train"]["milestones"] == [18, 36, 48]
+    assert (scaled["prune"]["window"], scaled["prune"]["start"]) == (18, 9)
+    assert scaled["data"]["label"] == "CIFAR-10 (JPEG q75); the 200-epoch recipe scaled to 60 epochs"
+    with pytest.raises(SystemExit, match="too few"):
+        reproduce.scaled_recipe(yaml.safe_load((GPU_DIR / "cifar10-resnet18.yaml").read_text()), 3)
