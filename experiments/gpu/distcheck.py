@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from common import git_commit
-from runner import Ctx, environment, invocation, pack, rel, run_logged
+from runner import Ctx, environment, invocation, pack, rel, run_logged, run_summary
 from sizing import AfterEpochs, count_rows
 
 # (mode, processes, parameter servers): async's 2 servers and 2 workers, mixed's 1 server and a group of 2
@@ -45,7 +45,7 @@ def dist(ctx: Ctx) -> int:
         watch = AfterEpochs(lambda run=run: count_rows(run / "metrics.csv"), time.monotonic(), 1)
         codes = [run_logged(first, folder / "logs" / f"{mode}.log", ctx, watch=watch,
                             limit_s=ctx.left() / launches_left)]
-        interrupted = summary(run)
+        interrupted = run_summary(run)
         if interrupted.get("status") == "interrupted":
             again = [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run), "--json", *launch]
             codes.append(run_logged(again, folder / "logs" / f"{mode}-resume.log", ctx,
@@ -55,11 +55,6 @@ def dist(ctx: Ctx) -> int:
     print(json.dumps(rows), flush=True)
     failed = any(not r["resumed_ok"] for r in rows)
     return max(pack(ctx, "dist", [folder]), int(failed))
-
-
-def summary(run: Path) -> dict:
-    path = run / "summary.json"
-    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def metric_epochs(run: Path) -> list[int]:
@@ -72,7 +67,7 @@ def metric_epochs(run: Path) -> list[int]:
 def dist_row(mode: str, processes: int, servers: int, run: Path, codes: list[int], first: dict) -> dict:
     """One mode: how its first launch stopped, and whether the resumed run finished where the
     first left off (every epoch recorded once, in order, the resume noted after the right one)."""
-    s = summary(run)
+    s = run_summary(run)
     stopped = first.get("epochs_completed", 0) if first.get("status") == "interrupted" else None
     resumed_ok = (s.get("status") == "complete" and stopped is not None and 1 <= stopped < EPOCHS
                   and s.get("resumed_after_epochs") == [stopped]

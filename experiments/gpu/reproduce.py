@@ -27,7 +27,7 @@ import torch
 import yaml
 
 from common import describe_device
-from runner import PACK_RESERVE_S, ROOT, Ctx, child_env, pack, rel, run_logged, shown
+from runner import PACK_RESERVE_S, ROOT, Ctx, child_env, pack, rel, run_logged, run_summary, shown
 from sizing import ChunkStop, calls_needed, count_rows, epochs_that_fit
 
 CONFIG = Path("experiments/gpu/cifar10-resnet18.yaml")
@@ -81,11 +81,6 @@ def _run_dir(runs: Path, policy: str) -> Path:
     """<runs>/<model>-<dataset>/<policy>-seed0, as compare names it (one model per experiment)."""
     found = sorted(runs.glob(f"*/{policy}-seed0"))
     return found[0] if found else runs / "none" / f"{policy}-seed0"
-
-
-def run_summary(run: Path) -> dict:
-    path = run / "summary.json"
-    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def say_plan(policy: str, run: Path, before: dict, calls: list[dict]) -> None:

@@ -114,6 +114,12 @@ def _guard(proc: subprocess.Popen, watch: Watch | None, end: float, stopped: lis
         time.sleep(POLL_S)
 
 
+def run_summary(run: Path) -> dict:
+    """A run folder's summary.json; {} where there is none (not started, or killed first)."""
+    path = run / "summary.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def environment(ctx: Ctx) -> dict[str, str]:
     return {"device": describe_device(torch.device(ctx.device)),
             "torch": torch.__version__, "torch_cuda_build": str(torch.version.cuda),
