@@ -20,9 +20,10 @@ from common import git_commit
 from runner import Ctx, environment, invocation, pack, rel, run_logged, run_summary
 from sizing import AfterEpochs, count_rows
 
-# (mode, processes, parameter servers): async's 2 servers and 2 workers, mixed's 1 server and a group of 2
-DIST_RUNS = (("sync", 2, 0), ("async", 4, 2), ("mixed", 3, 1))
-QUICK_RUNS = DIST_RUNS[:1] + (("async", 3, 2),)  # the dry run: each launch costs CI seconds of start
+# (mode, processes, parameter servers, more flags): async's 2 servers and 2 workers, with the
+# servers on the CPU (the default) and on the GPU; mixed's 1 server and a group of 2
+DIST_RUNS = (("sync", 2, 0, ()), ("async", 4, 2, ()), ("async", 4, 2, ("--ps-device", "gpu")), ("mixed", 3, 1, ()))
+QUICK_RUNS = DIST_RUNS[:1] + (("async", 3, 2, ()),)  # the dry run: each launch costs CI seconds of start
 EPOCHS = 4  # interrupted after epoch 1 or 2 (the signal reaches every rank within an epoch), resumed to 4
 TIMEOUT_S = 120  # --dist-timeout: a lost process ends its run well inside the step's time
 
@@ -34,23 +35,24 @@ def dist(ctx: Ctx) -> int:
             ["--dataset", "fashion-mnist", *(["--data-dir", rel(fmnist)] if fmnist.is_dir() else [])])
     cases = QUICK_RUNS if ctx.quick else DIST_RUNS
     rows = []
-    for i, (mode, processes, servers) in enumerate(cases):
-        run = folder / "runs" / f"lenet-{mode}-p{processes}"
+    for i, (mode, processes, servers, flags) in enumerate(cases):
+        name = "-".join([mode, *(f.removeprefix("--") for f in flags)])
+        run = folder / "runs" / f"lenet-{name}-p{processes}"
         shutil.rmtree(run, ignore_errors=True)
         launch = ["--nproc-per-node", str(processes)]
         first = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", *data, "--epochs", str(EPOCHS),
                  "--lr", "0.01", "--device", ctx.device, "--dist-mode", mode, "--dist-timeout", str(TIMEOUT_S),
-                 *(["--num-ps", str(servers)] if servers else []), "--out", rel(run), "--json", *launch]
+                 *(["--num-ps", str(servers)] if servers else []), *flags, "--out", rel(run), "--json", *launch]
         launches_left = 2 * (len(cases) - i)
         watch = AfterEpochs(lambda run=run: count_rows(run / "metrics.csv"), time.monotonic(), 1)
-        codes = [run_logged(first, folder / "logs" / f"{mode}.log", ctx, watch=watch,
+        codes = [run_logged(first, folder / "logs" / f"{name}.log", ctx, watch=watch,
                             limit_s=ctx.left() / launches_left)]
         interrupted = run_summary(run)
         if interrupted.get("status") == "interrupted":
             again = [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run), "--json", *launch]
-            codes.append(run_logged(again, folder / "logs" / f"{mode}-resume.log", ctx,
+            codes.append(run_logged(again, folder / "logs" / f"{name}-resume.log", ctx,
                                     limit_s=ctx.left() / (launches_left - 1)))
-        rows.append(dist_row(mode, processes, servers, run, codes, interrupted))
+        rows.append(dist_row(" ".join([mode, *flags]), processes, servers, run, codes, interrupted))
     write_tables(ctx, folder, rows)
     print(json.dumps(rows), flush=True)
     failed = any(not r["resumed_ok"] for r in rows)
@@ -91,7 +93,7 @@ def write_tables(ctx: Ctx, folder: Path, rows: list[dict]) -> None:
         f"- code {git_commit()}; command: `{invocation()}`",
         f"- each run: LeNet, {EPOCHS} epochs, SIGTERM once epoch 1 is recorded (it stops after the "
         "epoch in progress), then `fineprune train --resume RUN --nproc-per-node N`; `exit` lists both",
-        "- sync: 2 ranks in one process group; async: 2 servers and the other processes workers; "
-        "mixed: 1 server, 1 group of workers; all processes share the device", "",
+        "- sync: 2 ranks in one process group; async: 2 servers (on the CPU unless `--ps-device gpu`) and "
+        "the other processes workers; mixed: 1 server, 1 group of workers; all processes share the device", "",
         "| " + " | ".join(header) + " |", "|" + " --- |" * len(header),
         *("| " + " | ".join(str(v) for v in r.values()) + " |" for r in rows)]) + "\n")
