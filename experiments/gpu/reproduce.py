@@ -139,7 +139,9 @@ def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
         lines.append(f"  the other {rest} epochs need {calls} more call(s) of {name} on this machine: its "
                      f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
                      "starts the run again")
-    if not ctx.epochs and per_call > 0:
+    if per_call >= rec["epochs"]:
+        lines.append(f"  the whole run, {rec['epochs']} epochs, fits one call at this pace")
+    elif not ctx.epochs and per_call > 0:
         lines.append(f"  the recipe scaled to one call here: GPU_ARGS='--epochs {per_call}' (its own "
                      "folder, labelled; not the paper's 200-epoch row)")
     return lines
