@@ -301,3 +301,19 @@ def test_the_scaled_recipe_keeps_its_fractions_and_says_so():
     assert scaled["data"]["label"] == "CIFAR-10 (JPEG q75); the 200-epoch recipe scaled to 60 epochs"
     with pytest.raises(SystemExit, match="too few"):
         reproduce.scaled_recipe(yaml.safe_load((GPU_DIR / "cifar10-resnet18.yaml").read_text()), 3)
+
+
+@pytest.mark.parametrize("epochs, resumed_after, first_status, ok", [
+    ([1, 2, 3, 4], [2], "interrupted", True),
+    ([1, 2, 2, 3, 4], [2], "interrupted", False),   # an epoch recorded twice: the resume went back
+    ([1, 2, 3, 4], [], "interrupted", False),       # trained again from the start, not resumed
+    ([1, 2, 3, 4], [], "complete", False),          # the interruption never came: nothing resumed
+])
+def test_a_dist_row_passes_only_a_resume_that_continues_where_the_run_stopped(tmp_path, epochs, resumed_after,
+                                                                                first_status, ok):
+    distcheck = _gpu_module("distcheck")
+    (tmp_path / "summary.json").write_text(json.dumps(
+        {"status": "complete", "epochs_completed": 4, "resumed_after_epochs": resumed_after}))
+    (tmp_path / "metrics.csv").write_text("epoch,lr\n" + "".join(f"{e},0.1\n" for e in epochs))
+    row = distcheck.dist_row("async", 3, 2, tmp_path, [1, 0], {"status": first_status, "epochs_completed": 2})
+    assert row["resumed_ok"] is ok and row["interrupted_after"] == (2 if first_status == "interrupted" else None)

@@ -4,8 +4,10 @@ has recorded its first epoch and then continued with `fineprune train --resume` 
 Sync runs 2 ranks in one process group, not 1 rank alone (which forms no group and so tests
 nothing of DDP). Both share the GPU; NCCL refuses two ranks on one GPU ("Duplicate GPU
 detected", NCCL 2.5 and later), while gloo all-reduces CUDA tensors (torch.distributed's
-backend table), so sync on one GPU needs gloo there. Async runs 2 parameter servers, so the
-chief fetches the other server's state over RPC, the path a GPU breaks first."""
+backend table), so sync on one GPU needs gloo, and so does a mixed group of 2 workers (NCCL
+subgroups on GPUs); until the engine picks gloo where ranks share a GPU, those rows record
+NCCL's refusal. Async runs 2 parameter servers, so the chief fetches the other server's state
+over RPC, the path a GPU breaks first."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ DIST_RUNS = (("sync", 2, 0, ()), ("async", 4, 2, ()), ("async", 4, 2, ("--ps-dev
 QUICK_RUNS = DIST_RUNS[:1] + (("async", 3, 2, ()),)  # the dry run: each launch costs CI seconds of start
 EPOCHS = 4  # interrupted after epoch 1 or 2 (the signal reaches every rank within an epoch), resumed to 4
 TIMEOUT_S = 120  # --dist-timeout: a lost process ends its run well inside the step's time
+LAUNCH_S = 45    # kept for each launch still to come, so one that hangs cannot take their time
 
 
 def dist(ctx: Ctx) -> int:
@@ -43,15 +46,15 @@ def dist(ctx: Ctx) -> int:
         first = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", *data, "--epochs", str(EPOCHS),
                  "--lr", "0.01", "--device", ctx.device, "--dist-mode", mode, "--dist-timeout", str(TIMEOUT_S),
                  *(["--num-ps", str(servers)] if servers else []), *flags, "--out", rel(run), "--json", *launch]
-        launches_left = 2 * (len(cases) - i)
+        after = 2 * (len(cases) - i) - 1  # launches after this one
         watch = AfterEpochs(lambda run=run: count_rows(run / "metrics.csv"), time.monotonic(), 1)
         codes = [run_logged(first, folder / "logs" / f"{name}.log", ctx, watch=watch,
-                            limit_s=ctx.left() / launches_left)]
+                            limit_s=max(LAUNCH_S, ctx.left() - after * LAUNCH_S))]
         interrupted = run_summary(run)
         if interrupted.get("status") == "interrupted":
             again = [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run), "--json", *launch]
             codes.append(run_logged(again, folder / "logs" / f"{name}-resume.log", ctx,
-                                    limit_s=ctx.left() / (launches_left - 1)))
+                                    limit_s=max(LAUNCH_S, ctx.left() - (after - 1) * LAUNCH_S)))
         rows.append(dist_row(" ".join([mode, *flags]), processes, servers, run, codes, interrupted))
     write_tables(ctx, folder, rows)
     print(json.dumps(rows), flush=True)
