@@ -241,12 +241,13 @@ def test_chunk_epochs_caps_a_call():
 
 @pytest.fixture(scope="module")
 def two_calls(tmp_path_factory):
-    """reproduce-random as on a GPU machine kept between two calls: the first stops after 2 of
-    its 4 epochs (--chunk-epochs 2), the second continues the run from its checkpoint."""
+    """reproduce-random as on a GPU machine kept between calls: the first stops after 2 of its
+    4 epochs (--chunk-epochs 2), the second continues the run from its checkpoint, a third finds
+    it complete (as a fresh machine would, from the archive unpacked into results/)."""
     base = tmp_path_factory.mktemp("gpu-two-calls")
     results, work = base / "results", base / "work"
     procs = []
-    for i, extra in enumerate((["--chunk-epochs", "2"], [])):
+    for i, extra in enumerate((["--chunk-epochs", "2"], [], [])):
         out = base / f"out{i}"
         cmd = [sys.executable, "experiments/gpu/gpu.py", "reproduce-random", "--device", "cpu", "--quick",
                "--results-dir", str(results), "--work-dir", str(work), *extra]
@@ -258,13 +259,13 @@ def two_calls(tmp_path_factory):
 
 
 def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
-    results, work, base, (first, second) = two_calls
-    for proc in (first, second):
+    results, work, base, (first, second, third) = two_calls
+    for proc in (first, second, third):
         assert proc.returncode == 0 and "\nreproduce-random: ok\n" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
     stopped = first.summary["epochs_completed"]
     assert first.summary["status"] == "interrupted" and 1 <= stopped <= 3
     assert "stopping it after this epoch: --chunk-epochs 2" in first.stdout
-    assert f"more call(s) of reproduce-random on this machine" in first.stdout
+    assert "more call(s) of reproduce-random on this machine" in first.stdout
     assert f"reproduce-random: continuing from epoch {stopped} of 4" in second.stdout
     assert "fineprune_cli train --resume" in second.stdout
     assert second.summary["status"] == "complete" and second.summary["resumed_after_epochs"] == [stopped]
@@ -275,6 +276,8 @@ def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
     assert [(c["epochs_before"], c["epochs_after"], c["status"]) for c in calls] == \
         [(0, stopped, "interrupted"), (stopped, 4, "complete")]
     assert calls[0]["checkpoint_mib"] > 0 and calls[0]["epoch_s"] > 0
+    assert "reproduce-random: complete in " in third.stdout and "nothing to train" in third.stdout
+    assert "$ python" not in third.stdout  # no command ran, no call recorded
     for i in (0, 1):  # each call brings back the run as it stood, never its checkpoint
         names = _members(base / f"out{i}" / "reproduce-random.tar.gz")
         assert f"results/{run.relative_to(results)}/metrics.csv" in names

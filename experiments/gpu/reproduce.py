@@ -42,39 +42,41 @@ def reproduce(ctx: Ctx, policy: str) -> int:
     """One chunk of one policy's run: as many epochs as fit the call, then a clean stop."""
     started = time.monotonic()
     data_dir = tiny_images(ctx.work / "quick-images") if ctx.quick else cifar10_jpeg(ctx.work)
-    work_runs = ctx.work / "runs" / ctx.experiment.name
-    kept = ctx.experiment / "runs"
-    calls_log = ctx.experiment / "logs" / "calls" / f"reproduce-{policy}.json"
-    calls = json.loads(calls_log.read_text()) if calls_log.exists() else []
-    done = run_summary(_run_dir(kept, policy))
-    if done.get("status") == "complete":
+    work_runs, kept = ctx.work / "runs" / ctx.experiment.name, ctx.experiment / "runs"
+    if run_summary(_run_dir(kept, policy)).get("status") == "complete":
         print(f"reproduce-{policy}: complete in {rel(_run_dir(kept, policy))}: nothing to train", flush=True)
         return 0
+    calls_log = ctx.experiment / "logs" / "calls" / f"reproduce-{policy}.json"
+    calls = json.loads(calls_log.read_text()) if calls_log.exists() else []
     run = _run_dir(work_runs, policy)
     before = run_summary(run)
     say_plan(policy, run, before, calls)
-    if before.get("status") in RESUMABLE and (run / "checkpoint.pt").exists():
-        cmd = [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run)]
-    else:  # compare writes the run folder as the matrix names it
-        cmd = [sys.executable, "-m", "fineprune_cli", "compare", "--config", rel(config_file(ctx)),
-               "--policies", policy, "--seeds", "0", "--device", ctx.device, "--data-dir", rel(data_dir),
-               "--out", rel(work_runs)]
     log = ctx.experiment / "logs" / f"reproduce-{policy}.log"
+    cmd = train_command(ctx, policy, run, before, data_dir, work_runs)
     watch = ChunkStop(lambda: count_rows(_run_dir(work_runs, policy) / "metrics.csv"), started,
                       ctx.deadline, ctx.chunk_epochs)
     # the decoded images and compiled kernels stay on the machine for the next call too
     env = child_env(FINEPRUNE_CACHE=str(ctx.work / "cache"), TORCHINDUCTOR_CACHE_DIR=str(ctx.work / "inductor-cache"))
     rc = run_logged(cmd, log, ctx, env, watch=watch)
     run = _run_dir(work_runs, policy)
-    after = run_summary(run)
-    record = call_record(ctx, cmd, rc, log, watch, before, after, run)
-    calls.append(record)
+    record = call_record(ctx, cmd, rc, log, watch, before, run_summary(run), run)
     calls_log.parent.mkdir(parents=True, exist_ok=True)
-    calls_log.write_text(json.dumps(calls, indent=2) + "\n")
+    calls_log.write_text(json.dumps([*calls, record], indent=2) + "\n")
     print("\n".join(projection(ctx, policy, record, run)), flush=True)
     copies = [keep_copy(run, kept)] if run.is_dir() else []
     packed = pack(ctx, f"reproduce-{policy}", [*copies, log, log.with_suffix(".json"), calls_log])
     return max(packed, 0 if chunk_ok(record) else 1)
+
+
+def train_command(ctx: Ctx, policy: str, run: Path, before: dict, data_dir: Path, work_runs: Path) -> list[str]:
+    """`train --resume` where this machine holds the run's checkpoint (a resume that fails is an
+    error, never a silent retrain), else `compare`, which writes the run folder as the matrix
+    names it (and trains again a run left without a checkpoint)."""
+    if before.get("status") in RESUMABLE and (run / "checkpoint.pt").exists():
+        return [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run)]
+    return [sys.executable, "-m", "fineprune_cli", "compare", "--config", rel(config_file(ctx)),
+            "--policies", policy, "--seeds", "0", "--device", ctx.device, "--data-dir", rel(data_dir),
+            "--out", rel(work_runs)]
 
 
 def _run_dir(runs: Path, policy: str) -> Path:
@@ -126,6 +128,8 @@ def chunk_ok(record: dict) -> bool:
 def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
     """The call in numbers, and what the rest of the run needs at the measured pace."""
     name = f"reproduce-{policy}"
+    if rec["epochs"] is None:
+        return [f"{name}: no run folder was written: see {rel(run.parents[2] / 'logs')}"]
     lines = [f"{name}: {rec['status']}, epochs {rec['epochs_before'] + 1}-{rec['epochs_after']} of "
              f"{rec['epochs']} in this call ({rec['seconds']} s)"]
     if rec["status"] == "complete" or rec["epoch_s"] is None:
@@ -135,7 +139,9 @@ def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
     calls = calls_needed(rest, per_call)
     lines.append(f"  {rec['epoch_s']:.1f} s an epoch after {rec['startup_s']:.0f} s of start (data, "
                  f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs")
-    if rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None:
+    if calls is None:
+        lines.append("  not one epoch fits a call after such a start")
+    elif rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None:
         lines.append(f"  the other {rest} epochs need {calls} more call(s) of {name} on this machine: its "
                      f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
                      "starts the run again")
