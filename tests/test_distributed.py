@@ -103,10 +103,25 @@ def test_world_from_env():
     assert from_env({}).size == 1 and from_env({}).main
     w = from_env({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
     assert (w.rank, w.size, w.local_rank, w.main) == (1, 2, 1, False)
-    w = from_env({"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "MASTER_ADDR": "n1"})
+    step = {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "4", "SLURM_NTASKS": "4"}
+    w = from_env({**step, "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "MASTER_ADDR": "n1"})
     assert (w.rank, w.size, w.local_rank) == (3, 4, 1)
     with pytest.raises(ConfigError, match="MASTER_ADDR"):
-        from_env({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"})
+        from_env({**step, "SLURM_PROCID": "0"})
+
+
+@pytest.mark.parametrize("env", [
+    # the batch script of `sbatch --ntasks 8` (or an salloc shell): the allocation's variables, no step
+    {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "8", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
+     "SLURM_TASKS_PER_NODE": "4(x2)", "MASTER_ADDR": "n1"},
+    # `srun --ntasks 1 fineprune ...` inside that allocation: a step of one task
+    {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "8", "SLURM_STEP_ID": "3", "SLURM_STEP_NUM_TASKS": "1",
+     "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "MASTER_ADDR": "n1"},
+])
+def test_a_lone_process_in_a_multi_task_slurm_allocation_is_no_rank(env):
+    """Only srun's tasks of a multi-task step are ranks; anything else inside the allocation
+    would wait --dist-timeout for peers that never come."""
+    assert from_env(env) == World()
 
 
 def test_launch_flags_are_not_passed_on():

@@ -11,8 +11,10 @@ from fineprune_cli.errors import ConfigError
 
 def test_local_size_reads_torchrun_then_slurm():
     assert local_size({"LOCAL_WORLD_SIZE": "4"}, 8) == 4
-    assert local_size({"SLURM_NTASKS_PER_NODE": "2"}, 8) == 2
-    assert local_size({"SLURM_TASKS_PER_NODE": "3(x2)"}, 6) == 3
+    assert local_size({"SLURM_STEP_TASKS_PER_NODE": "3(x2)"}, 6) == 3
+    # the allocation's tasks per node are not the step's: srun -n 4 in a 2 x 8-task allocation
+    assert local_size({"SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NTASKS_PER_NODE": "8",
+                       "SLURM_TASKS_PER_NODE": "8(x2)"}, 4) == 2
     assert local_size({}, 5) == 5                      # no variable: one node
     assert local_size({"LOCAL_WORLD_SIZE": "16"}, 4) == 4
 

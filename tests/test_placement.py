@@ -83,7 +83,8 @@ def _slurm_rank_main(rank, size, init_file, out_dir):
         os.environ.pop(key, None)
     with open(os.path.join(out_dir, "ports")) as f:
         port, sync_port = f.read().split()
-    os.environ.update(SLURM_PROCID=str(rank), SLURM_NTASKS=str(size), SLURM_LOCALID=str(rank),
+    os.environ.update(SLURM_PROCID=str(rank), SLURM_STEP_ID="0", SLURM_STEP_NUM_TASKS=str(size),
+                      SLURM_NTASKS=str(size), SLURM_LOCALID=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     world = from_env()
     cfg = Config()

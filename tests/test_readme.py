@@ -1,6 +1,7 @@
 """The README's library examples run as written (on toy data)."""
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -77,18 +78,20 @@ def test_pipeline_lightning_example_trains():
     assert sampler.epoch == scope["epochs"] - 1 and int(sampler.policy.scores.sum()) > 0
 
 
-def _readme_commands() -> list[list[str]]:
-    """Every `fineprune ...` line of the README's shell blocks, continuation lines joined."""
-    import shlex
-
-    text = README.read_text()
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+def _shell_lines() -> list[list[str]]:
+    """Every command of the README's shell blocks, split into words, continuation lines joined."""
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("#", 1)[0].strip()
-            if line.startswith("fineprune "):
-                commands.append(shlex.split(line)[1:])
-    return commands
+            if line:
+                lines.append(shlex.split(line))
+    return lines
+
+
+def _readme_commands() -> list[list[str]]:
+    """Every `fineprune ...` line of the README's shell blocks."""
+    return [words[1:] for words in _shell_lines() if words[0] == "fineprune"]
 
 
 def test_every_readme_command_parses():
@@ -107,3 +110,84 @@ def test_every_readme_command_parses():
             command.make_context(argv[0], args)
         except typer.TyperException as exc:
             pytest.fail(f"README: fineprune {' '.join(argv)}: {exc.format_message()}")
+
+
+def _flag(words: list[str], name: str) -> str:
+    """The value of `name` among launcher words ('--name V' or '--name=V')."""
+    for i, word in enumerate(words):
+        if word == name:
+            return words[i + 1]
+        if word.startswith(name + "="):
+            return word.split("=", 1)[1]
+    raise AssertionError(f"README: {shlex.join(words)} gives no {name}")
+
+
+def _server_mode_examples() -> list[list[str]]:
+    """The README's async and mixed runs of several processes, as `fineprune` argv that the
+    tool checks the same way: srun's tasks (--nodes x --ntasks-per-node, as each task would see
+    them) become --nproc-per-node and --nnodes."""
+    examples = []
+    for words in _shell_lines():
+        modes = [w for i, w in enumerate(words) if i and words[i - 1] == "--dist-mode"]
+        if not any("async" in m or "mixed" in m for m in modes):
+            continue
+        if words[0] == "srun":
+            at = words.index("fineprune")
+            argv = words[at + 1:] + ["--nproc-per-node", _flag(words[:at], "--ntasks-per-node"),
+                                     "--nnodes", _flag(words[:at], "--nodes"), "--node-rank", "0",
+                                     "--rdzv-endpoint", "node0:29400"]
+        else:
+            assert words[0] == "fineprune", f"README: {shlex.join(words)}: a launcher this test does not know"
+            argv = words[1:]
+        assert argv[0] == "scale" or "--nproc-per-node" in argv, f"README: {shlex.join(words)}: one process"
+        examples.append(argv)
+    return examples
+
+
+def test_readme_async_and_mixed_examples_pass_the_tools_checks(tmp_path, monkeypatch):
+    """Each example's batch divides over its (mixed groups of) workers as the tool demands
+    before it loads anything: `train` as given, `scale` for each run it would start."""
+    from fineprune_cli.cli import views
+    from fineprune_cli.distributed import launch
+    from fineprune_cli.drivers import scale
+    from fineprune_cli.errors import ConfigError
+
+    from conftest import invoke
+
+    def check_run(cfg, job, out, where):
+        """Instead of training: the `fineprune train` command scale would run, checked."""
+        if job.processes > 1:
+            config = tmp_path / "job.yaml"
+            config.write_text(scale.job_config(cfg, job))
+            argv = scale.train_command(job, config, tmp_path / "run", where)[3:]
+            result = invoke(argv)
+            if result.exit_code:
+                raise ConfigError(f"{job}: {result.output.strip()}")
+        return out
+
+    monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
+    monkeypatch.setattr(scale, "run_one", check_run)
+    monkeypatch.setattr(scale, "table", lambda *args: [])
+    monkeypatch.setattr(scale, "write_tables", lambda *args: tmp_path / "scale.md")
+    monkeypatch.setattr(views, "show_scale", lambda *args: None)
+    examples = _server_mode_examples()
+    assert sum(a[0] == "train" for a in examples) >= 2 and sum(a[0] == "scale" for a in examples) >= 3
+    for argv in examples:
+        extra = ["--out", str(tmp_path / "scale")] if argv[0] == "scale" else []
+        result = invoke([*argv, *extra])
+        assert result.exit_code == 0, f"README: {shlex.join(argv)}: {result.output.strip()}"
+
+
+def _srun_commands() -> list[str]:
+    """Every srun command in the README, in shell blocks and in the text."""
+    text = README.read_text().replace("\\\n", " ")
+    return [m.group(0) for m in re.finditer(r"\bsrun(\s+-[^\s`]+(\s+[^-\s`][^\s`]*)?)+", text)]
+
+
+def test_every_readme_srun_ends_its_step_when_a_task_dies():
+    """Without --kill-on-bad-exit a step goes on when one task dies (the others wait for it
+    until --dist-timeout); with it, Slurm ends the step at once."""
+    commands = _srun_commands()
+    assert len(commands) >= 2
+    for command in commands:
+        assert "--kill-on-bad-exit=1" in command.split(), f"README: {command}"

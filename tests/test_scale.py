@@ -73,6 +73,23 @@ def test_commands_for_one_and_several_nodes(tmp_path):
     assert flags == {"--nproc-per-node": "4", "--nnodes": "2", "--node-rank": "1", "--rdzv-endpoint": "node0:29400"}
 
 
+def test_the_baseline_under_srun_is_one_process_not_a_rank_of_the_step(tmp_path, monkeypatch):
+    """`srun --ntasks-per-node 1 fineprune scale --nnodes 2 ...`: scale is task 0 of a 2-task
+    step; its 1-process baseline inherits the step's variables and must still run alone."""
+    import subprocess
+
+    from fineprune_cli.engine.world import World, from_env
+
+    monkeypatch.setattr("os.environ", {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "0",
+                                       "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "MASTER_ADDR": "n1"})
+    seen = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, env, **kw: seen.append(env) or
+                        subprocess.CompletedProcess(cmd, 0, "", ""))
+    cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic"})
+    run_one(cfg, BASELINE, tmp_path)
+    assert from_env(seen[0]) == World() and seen[0]["OMP_NUM_THREADS"] == "1"
+
+
 def test_launch_settings_are_checked():
     for launch, message in [(Launch(0), "--nnodes must be a positive"),
                             (Launch(2, 0, None), "needs --rdzv-endpoint"),

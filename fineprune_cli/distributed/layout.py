@@ -20,9 +20,10 @@ from ..errors import ConfigError
 
 
 def local_size(env: Mapping[str, str], size: int) -> int:
-    """Processes per node: LOCAL_WORLD_SIZE (torchrun), else Slurm's tasks per node (e.g.
-    '4(x2)' = 4 on each of 2 nodes), else all on one node."""
-    for key in ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"):
+    """Processes per node: LOCAL_WORLD_SIZE (torchrun), else the srun step's tasks per node
+    (e.g. '4(x2)' = 4 on each of 2 nodes; not the allocation's SLURM_TASKS_PER_NODE, which a
+    step may use part of), else all on one node."""
+    for key in ("LOCAL_WORLD_SIZE", "SLURM_STEP_TASKS_PER_NODE"):
         match = re.match(r"\s*(\d+)", env.get(key, ""))
         if match and int(match.group(1)) > 0:
             return min(int(match.group(1)), size)

@@ -29,6 +29,7 @@ from ..engine.config import Config, validate
 from ..engine.files import atomic_write_text
 from ..engine.fingerprint import drop_unused
 from ..engine.record import Status, read_summary
+from ..engine.world import alone
 from ..errors import ConfigError
 from .scale_table import Targets, table, write_tables
 
@@ -174,7 +175,7 @@ def run_one(cfg: Config, job: Job, out: Path, launch: Launch = Launch()) -> Path
             return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "scale-config.yaml", text)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = dict(alone(os.environ), OMP_NUM_THREADS="1")  # under srun: the baseline is no rank of scale's step
     cmd = train_command(job, run_dir / "scale-config.yaml", run_dir, launch)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:

@@ -38,12 +38,25 @@ class World:
 
 
 SINGLE = World()
+STEP_SIZE = "SLURM_STEP_NUM_TASKS"
 
 
-def from_env(env: dict[str, str] | None = None) -> World:
-    """torchrun's RANK/WORLD_SIZE/LOCAL_RANK, else Slurm's SLURM_PROCID/NTASKS/LOCALID."""
+def alone(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` for a child process that is to run on its own, not as a task of this process's
+    srun step (its other variables, the job's and MASTER_*, stay)."""
+    return {k: v for k, v in env.items() if k != STEP_SIZE}
+
+
+def from_env(env: Mapping[str, str] | None = None) -> World:
+    """torchrun's RANK/WORLD_SIZE/LOCAL_RANK, else those of a task of a multi-task srun step.
+
+    The step's size is SLURM_STEP_NUM_TASKS, which srun alone sets, for each task of a step
+    ("Number of processes in the step"), not SLURM_NTASKS: sbatch and salloc set that one, with
+    SLURM_PROCID 0, for the allocation's shell too (srun(1) and sbatch(1), OUTPUT ENVIRONMENT
+    VARIABLES, SchedMD/slurm doc/man/man1), so a process started there without srun, or by a
+    step's task (the `scale` baseline), would take itself for rank 0 and wait for peers."""
     env = dict(os.environ if env is None else env)
-    keys = [("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")]
+    keys = [("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", STEP_SIZE, "SLURM_LOCALID")]
     for rank, size, local in keys:
         if size in env and int(env[size]) > 1:
             if rank == "SLURM_PROCID" and "MASTER_ADDR" not in env:
