@@ -124,6 +124,27 @@ def test_a_lone_process_in_a_multi_task_slurm_allocation_is_no_rank(env):
     assert from_env(env) == World()
 
 
+def test_a_rank_restarted_by_torchrun_joins_under_its_attempt_not_the_dead_ones_keys():
+    """torchrun's agent serves one store to every attempt; a restarted rank that read the
+    group's keys unprefixed could get a dead rank's address (seen: 'Connection refused', or a
+    hang). Each restart joins under a prefix of its own; a first start and a store of our own
+    are left as they are."""
+    from fineprune_cli.engine.world import restart_store
+
+    timeout = timedelta(seconds=10)
+    agent = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=timeout)
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(agent.port), "TORCHELASTIC_USE_AGENT_STORE": "True"}
+    assert restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "0"}, timeout) is None
+    assert restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_USE_AGENT_STORE": "False"},
+                         timeout) is None                       # rank 0's own store died with it
+    agent.set("rank_0", "dead rank's address")
+    agent.set("rank_1", "the other dead rank's address")
+    store = restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "2"}, timeout)
+    store.set("rank_0", "new address")
+    assert agent.get("rank_0") == b"dead rank's address" and store.get("rank_0") == b"new address"
+    assert not store.check(["rank_1"])                         # nothing of the attempt before shows through
+
+
 def test_launch_flags_are_not_passed_on():
     argv = ["train", "--nproc-per-node", "2", "--model", "lenet", "--nnodes=1", "--start", "1"]
     assert without_launch_flags(argv) == ["train", "--model", "lenet", "--start", "1"]

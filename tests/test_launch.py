@@ -2,10 +2,12 @@
 to the launcher, a rank's real error in torchrun's report."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,7 @@ from fineprune_cli import cli
 from fineprune_cli.distributed import launch
 from fineprune_cli.engine.config import Config
 from fineprune_cli.errors import ConfigError
-from conftest import invoke
+from conftest import free_port, invoke
 
 
 def _cfg(mode="sync", batch=128, group=2):
@@ -90,3 +92,127 @@ def test_a_ranks_uncaught_error_goes_to_torchruns_error_file(tmp_path, monkeypat
         cli.main()
     report = json.loads((tmp_path / "error.json").read_text())
     assert report["message"]["message"] == "RuntimeError: NCCL went away"
+
+
+def test_max_restarts_goes_to_torchrun_and_every_attempt_writes_one_named_folder(monkeypatch):
+    """--max-restarts is torchrun's, not the ranks'; without --out the launcher names the run
+    folder once, so a restarted rank finds the folder its first attempt wrote."""
+    launched = []
+    monkeypatch.setattr(launch, "call_forwarding_signals", lambda cmd: launched.append(cmd) or 0)
+    args = ["train", "--model", "lenet", "--dataset", "synthetic", "--nproc-per-node", "2", "--max-restarts", "3"]
+    monkeypatch.setattr(sys, "argv", ["fineprune", *args])
+    assert invoke(args).exit_code == 0
+    cmd = launched[0]
+    launcher, ranks = cmd[:cmd.index("-m", 3)], cmd[cmd.index("--") + 1:]
+    assert launcher[launcher.index("--max-restarts") + 1] == "3"
+    assert "--max-restarts" not in ranks and "--nproc-per-node" not in ranks
+    out = ranks[ranks.index("--out") + 1]
+    assert out.startswith("results/runs/") and out.endswith("-lenet-synthetic")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nproc-per-node", "2", "--max-restarts", "-1"], "--max-restarts must be"),
+    (["--max-restarts", "1"], "--max-restarts needs --nproc-per-node"),
+])
+def test_bad_max_restarts_is_one_line(args, message, monkeypatch):
+    monkeypatch.setattr(launch, "call_forwarding_signals", lambda cmd: pytest.fail("launched anyway"))
+    result = invoke(["train", "--model", "lenet", "--dataset", "synthetic", *args])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def _folder(tmp_path, cfg, *files):
+    """A run folder as a first attempt leaves it: config.yaml of `cfg` and `files`."""
+    import yaml
+
+    from fineprune_cli.engine.config import validate
+
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(validate(cfg).to_dict(), sort_keys=False))
+    for name in files:
+        (tmp_path / name).write_text("{}")
+    return tmp_path
+
+
+def _run_cfg(out, **train):
+    cfg = Config()
+    cfg.model.name, cfg.data.dataset, cfg.run.out = "lenet", "synthetic", str(out)
+    for key, value in train.items():
+        setattr(cfg.train, key, value)
+    return cfg
+
+
+def test_a_restarted_rank_continues_its_own_checkpointed_folder_only(tmp_path):
+    run = tmp_path / "run"
+    first, restart = {}, {"TORCHELASTIC_RESTART_COUNT": "1"}
+    cfg = _run_cfg(run)
+    _folder(run, cfg, "summary.json", "checkpoint.pt")
+    assert launch.restarted(cfg, restart, main=True) == run
+    assert launch.restarted(cfg, first, main=True) is None              # a first start never resumes
+    assert launch.restarted(_run_cfg(run, lr=0.05), restart, main=True) is None   # another run's folder
+    assert (run / "summary.json").exists()                               # left to the fresh start to refuse
+    assert launch.restarted(_run_cfg(tmp_path / "none"), restart, main=True) is None  # died before any record
+
+
+def test_a_restarted_rank_without_a_checkpoint_starts_afresh_in_its_folder(tmp_path):
+    cfg = _run_cfg(tmp_path / "run")
+    run = _folder(tmp_path / "run", cfg, "summary.json", "metrics.csv")
+    restart = {"TORCHELASTIC_RESTART_COUNT": "2"}
+    assert launch.restarted(cfg, restart, main=False) is None
+    assert (run / "summary.json").exists()                               # only the main rank clears
+    assert launch.restarted(cfg, restart, main=True) is None
+    assert not (run / "summary.json").exists() and not (run / "metrics.csv").exists()
+    assert (run / "config.yaml").exists()
+
+
+def _descendants(pid):
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out, todo = out + kids, todo + kids
+    return out
+
+
+def _rank_pid(launcher_pid, rank):
+    """The process of torchrun's first attempt that is `rank`."""
+    want = {f"RANK={rank}".encode(), b"TORCHELASTIC_RESTART_COUNT=0"}
+    for pid in _descendants(launcher_pid):
+        try:
+            env = set(Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+        except OSError:
+            continue
+        if want <= env:
+            return pid
+    return None
+
+
+@pytest.mark.slow
+def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_completes(tmp_path):
+    out, epochs = tmp_path / "run", 3
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", "2", "--max-restarts", "1",
+           "--model", "lenet", "--dataset", "synthetic", "--subset", "4096", "--test-subset", "200",
+           "--epochs", str(epochs), "--batch-size", "64", "--device", "cpu", "--out", str(out), "--json"]
+    env = dict(os.environ, MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 180
+        while not (out / "checkpoint.pt").exists():                    # epoch 1 is checkpointed
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-3000:]
+            time.sleep(0.05)
+        victim = _rank_pid(proc.pid, 1)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["epochs_completed"] == epochs
+    assert len(summary["resumed_after_epochs"]) == 1 and 1 <= summary["resumed_after_epochs"][0] < epochs
+    assert stdout.count('"status": "complete"') == 1

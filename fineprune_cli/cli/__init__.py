@@ -83,21 +83,26 @@ def train(
     nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
     node_rank: Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank.")] = None,
     rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node 0).")] = None,
+    max_restarts: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: when a process fails, torchrun restarts them all, up to N times; they continue from the run's last checkpoint. (default 0)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
-    from ..distributed.launch import check_parallel, relaunch, resume as resume_training, train as run_training
-    from ..distributed.launch import weak_scaling
+    from ..distributed.launch import check_parallel, naming_the_run, relaunch, resume as resume_training
+    from ..distributed.launch import train as run_training, weak_scaling
     from ..engine.config import validate
     from ..engine.world import from_env
 
     settings.update(parse_set(set_))
+    if max_restarts is not None and nproc_per_node is None:
+        raise ConfigError("--max-restarts needs --nproc-per-node: it restarts the processes torchrun started")
     if nproc_per_node is not None:
+        argv = sys.argv[1:]
         if resume is None:  # refuse bad settings here, not in every rank after loading the data
             size = nproc_per_node * (nnodes or 1)
-            check_parallel(weak_scaling(validate(build_config(config, settings)), size, nproc_per_node),
-                           size, nproc_per_node)
-        raise typer.Exit(relaunch(sys.argv[1:], nproc_per_node, nnodes, node_rank, rdzv_endpoint))
+            cfg = validate(build_config(config, settings))
+            check_parallel(weak_scaling(cfg, size, nproc_per_node), size, nproc_per_node)
+            argv = naming_the_run(argv, cfg)
+        raise typer.Exit(relaunch(argv, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))
     if resume is not None:
         if config is not None or any(v is not None for v in settings.values()):
             raise ConfigError("--resume takes no other options: the run continues with its saved config")

@@ -6,24 +6,32 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Mapping
 
 from ..engine.config import Config
+from ..engine.fingerprint import fingerprint
+from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, default_run_dir, load_run_config, read_summary
 from ..errors import ConfigError
 
-LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint")
+LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint", "--max-restarts")
+MAX_RESTARTS = 100
 
 
 def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | None,
-             endpoint: str | None) -> int:
-    """Run `fineprune <argv>` in nproc processes through torch.distributed.run (torchrun)."""
+             endpoint: str | None, max_restarts: int = 0) -> int:
+    """Run `fineprune <argv>` in nproc processes through torch.distributed.run (torchrun); when
+    one fails, torchrun restarts them all up to `max_restarts` times (see `restarted`)."""
     if "RANK" in os.environ:
         raise ConfigError("--nproc-per-node given inside a torchrun process: leave it out there")
     if nproc < 1 or (nnodes is not None and nnodes < 1):
         raise ConfigError("--nproc-per-node and --nnodes must be positive")
+    if not 0 <= max_restarts <= MAX_RESTARTS:
+        raise ConfigError(f"--max-restarts must be between 0 and {MAX_RESTARTS}, got {max_restarts}")
     nnodes = nnodes or 1
     if nnodes > 1 and (endpoint is None or node_rank is None):
         raise ConfigError("--nnodes > 1 needs --node-rank and --rdzv-endpoint host:port")
-    launcher = ["--nproc-per-node", str(nproc), "--nnodes", str(nnodes)]
+    launcher = ["--nproc-per-node", str(nproc), "--nnodes", str(nnodes), "--max-restarts", str(max_restarts)]
     launcher += (["--standalone"] if nnodes == 1 else
                  ["--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint])
     # "--": the launcher would otherwise take our flags (e.g. --start) for abbreviations of its own
@@ -86,6 +94,36 @@ def weak_scaling(cfg: Config, size: int, per_node: int | None = None) -> Config:
     return cfg
 
 
+def naming_the_run(argv: list[str], cfg: Config) -> list[str]:
+    """`argv` with the run folder named once, here: every rank, and every restart of one, then
+    writes the same folder, not one named by the time it started."""
+    if cfg.run.out:
+        return argv
+    return [*argv, "--out", str(default_run_dir(cfg.model.name, cfg.data.dataset))]
+
+
+def restarted(cfg: Config, env: Mapping[str, str], main: bool) -> Path | None:
+    """The run folder a process that torchrun restarted continues: its --out, when that holds
+    this run's config and a checkpoint. (torchrun stops every process when one fails and starts
+    them all again with TORCHELASTIC_RESTART_COUNT > 0: torch.distributed.run's "Failure
+    Modes", torch/distributed/elastic/agent/server/local_elastic_agent.py.) Without a checkpoint
+    the main rank clears the dead attempt's records and the run starts afresh in its folder; a
+    folder of other settings is left to the fresh start to refuse, as on a first start."""
+    if not cfg.run.out or int(env.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) < 1:
+        return None
+    path = Path(cfg.run.out)
+    try:
+        ours = fingerprint(load_run_config(path)) == fingerprint(cfg.to_dict())
+    except ConfigError:  # no config.yaml: the first attempt died before it wrote anything
+        return None
+    if ours and (path / CHECKPOINT).exists():
+        return path
+    if ours and main:
+        for name in (SUMMARY, METRICS):
+            (path / name).unlink(missing_ok=True)
+    return None
+
+
 def without_launch_flags(argv: list[str]) -> list[str]:
     out, skip = [], False
     for arg in argv:
@@ -112,6 +150,10 @@ def train(cfg, show_progress: bool = True, command: str | None = None):
     per_node = local_size(os.environ, world.size)
     cfg = weak_scaling(session.validate(cfg), world.size, per_node)
     check_parallel(cfg, world.size, per_node)
+    again = restarted(cfg, os.environ, world.main)
+    if again is not None:  # a restart after the last epoch's checkpoint finds the run complete
+        done = read_summary(again)
+        return done if done.status == Status.COMPLETE else resume(again, show_progress)
     if world.active and cfg.run.dist_mode != "sync":
         return train_ps(cfg, world, command)
     return session.train(cfg, show_progress=show_progress, command=command)

@@ -77,8 +77,23 @@ def join(world: World, backend: str, timeout_s: float, init_method: str | None =
     """init_process_group with this rank's place given explicitly: under Slurm there is no
     RANK/WORLD_SIZE in the environment for env:// to read."""
     os.environ.setdefault("MASTER_PORT", "29500")
-    dist.init_process_group(backend, init_method=init_method or "env://", rank=world.rank,
-                            world_size=world.size, timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    store = None if init_method else restart_store(os.environ, timeout)
+    dist.init_process_group(backend, init_method=None if store else init_method or "env://", store=store,
+                            rank=world.rank, world_size=world.size, timeout=timeout)
+
+
+def restart_store(env: Mapping[str, str], timeout: timedelta) -> dist.Store | None:
+    """The store a rank that torchrun restarted joins through: the agent's (MASTER_ADDR:PORT,
+    which it serves to every attempt of a run) under a prefix of this attempt. The group's keys
+    carry no attempt, so a restarted rank could read an address a dead rank left there, and
+    fail to connect or wait on it (seen with torch 2.14 and gloo). None on a first start, or
+    where rank 0 hosts the store (it died with that rank)."""
+    attempt = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+    if attempt in ("", "0") or env.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    agent = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), is_master=False, timeout=timeout)
+    return dist.PrefixStore(f"fineprune/attempt-{attempt}", agent)
 
 
 def device_for(world: World, name: str) -> str:
