@@ -136,8 +136,7 @@ def start(world: World, cfg: Config) -> list[list[int]]:
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
     timeout = timedelta(seconds=cfg.run.dist_timeout)
-    os.environ.setdefault("MASTER_PORT", "29500")
-    _STORE[:] = [next(dist.rendezvous("env://", rank=world.rank, world_size=world.size, timeout=timeout))[0]]
+    _STORE[:] = [worlds.group_store(world, timeout)]  # a restarted rank's: none of a dead attempt's keys
     dist.init_process_group("gloo", store=_STORE[0], rank=world.rank, world_size=world.size, timeout=timeout)
     if STORE_SCHEME not in _registered:
         dist.register_rendezvous_handler(STORE_SCHEME, _group_store)

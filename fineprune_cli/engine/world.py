@@ -76,11 +76,18 @@ def init(world: World, device: torch.device, timeout_s: float, init_method: str 
 def join(world: World, backend: str, timeout_s: float, init_method: str | None = None) -> None:
     """init_process_group with this rank's place given explicitly: under Slurm there is no
     RANK/WORLD_SIZE in the environment for env:// to read."""
-    os.environ.setdefault("MASTER_PORT", "29500")
     timeout = timedelta(seconds=timeout_s)
-    store = None if init_method else restart_store(os.environ, timeout)
-    dist.init_process_group(backend, init_method=None if store else init_method or "env://", store=store,
-                            rank=world.rank, world_size=world.size, timeout=timeout)
+    store = None if init_method else group_store(world, timeout)
+    dist.init_process_group(backend, init_method=init_method, store=store, rank=world.rank,
+                            world_size=world.size, timeout=timeout)
+
+
+def group_store(world: World, timeout: timedelta) -> dist.Store:
+    """The store a group meets through: env:// (MASTER_ADDR:MASTER_PORT), or `restart_store`'s
+    in a rank that torchrun restarted."""
+    os.environ.setdefault("MASTER_PORT", "29500")
+    return (restart_store(os.environ, timeout)
+            or next(dist.rendezvous("env://", rank=world.rank, world_size=world.size, timeout=timeout))[0])
 
 
 def restart_store(env: Mapping[str, str], timeout: timedelta) -> dist.Store | None:
