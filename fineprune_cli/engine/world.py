@@ -53,8 +53,9 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
     The step's size is SLURM_STEP_NUM_TASKS, which srun alone sets, for each task of a step
     ("Number of processes in the step"), not SLURM_NTASKS: sbatch and salloc set that one, with
     SLURM_PROCID 0, for the allocation's shell too (srun(1) and sbatch(1), OUTPUT ENVIRONMENT
-    VARIABLES, SchedMD/slurm doc/man/man1), so a process started there without srun, or by a
-    step's task (the `scale` baseline), would take itself for rank 0 and wait for peers."""
+    VARIABLES, SchedMD/slurm doc/man/man1), so a process started there without srun would take
+    itself for rank 0 and wait for peers. (A task's children inherit the step's variables:
+    `alone` drops them for one that is to run on its own.)"""
     env = dict(os.environ if env is None else env)
     keys = [("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", STEP_SIZE, "SLURM_LOCALID")]
     for rank, size, local in keys:
