@@ -243,3 +243,18 @@ def test_ddp_evaluation_ends_with_an_empty_shard_and_ranks_draw_their_own_augmen
     assert torch.equal(zero["crops"][0], zero["crops"][1])  # a rank's draw is fixed by its epoch ...
     assert not torch.equal(zero["crops"][0], one["crops"][0])   # ... and rank
     assert not torch.equal(one["crops"][0], one["crops"][2])    # ... and epoch
+
+
+def test_ranks_that_share_a_gpu_are_told_so_through_the_store():
+    """NCCL refuses two ranks on one GPU ('Duplicate GPU detected'): a one-GPU machine running
+    2 ranks (make gpu's dist step) needs gloo. Each rank posts its GPU's UUID; the CPU posts ''."""
+    from fineprune_cli.engine.world import shared_gpu
+
+    store = dist.HashStore()
+    store.set("fineprune/gpu/1", "GPU-aaaa")
+    assert shared_gpu(store, World(0, 2), "GPU-aaaa") is True       # both on one GPU
+    store.set("fineprune/gpu/1", "GPU-bbbb")
+    assert shared_gpu(store, World(0, 2), "GPU-aaaa") is False      # a GPU each
+    store.set("fineprune/gpu/1", "")
+    store.set("fineprune/gpu/2", "")
+    assert shared_gpu(store, World(0, 3), "") is False              # CPU ranks share no GPU

@@ -216,3 +216,31 @@ def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_comple
     assert summary["status"] == "complete" and summary["epochs_completed"] == epochs
     assert len(summary["resumed_after_epochs"]) == 1 and 1 <= summary["resumed_after_epochs"][0] < epochs
     assert stdout.count('"status": "complete"') == 1
+
+
+def test_a_signal_to_the_launcher_ends_it_in_one_line(tmp_path):
+    """torchrun turned SIGTERM into a SignalException traceback and exit 1, though its ranks
+    stopped cleanly (`make gpu`'s time limit and every scheduler stop SIGTERM it)."""
+    ready = tmp_path / "ready"
+    rank = f"import pathlib, time; pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-m", "fineprune_cli.distributed.torchrun", "--standalone",
+                             "--nproc-per-node", "1", "--no-python", sys.executable, "-c", rank],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the rank never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert "torchrun: stopped by SIGTERM" in err
+
+
+def test_the_launcher_is_torchrun_behind_that_one_line(monkeypatch):
+    launched = []
+    monkeypatch.setattr(launch, "call_forwarding_signals", lambda cmd: launched.append(cmd) or 0)
+    launch.relaunch(["train", "--model", "lenet"], 2, None, None, None)
+    assert launched[0][1:3] == ["-m", "fineprune_cli.distributed.torchrun"]

@@ -35,7 +35,7 @@ def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | N
     launcher += (["--standalone"] if nnodes == 1 else
                  ["--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint])
     # "--": the launcher would otherwise take our flags (e.g. --start) for abbreviations of its own
-    cmd = [sys.executable, "-m", "torch.distributed.run", *launcher, "-m", "fineprune_cli", "--",
+    cmd = [sys.executable, "-m", "fineprune_cli.distributed.torchrun", *launcher, "-m", "fineprune_cli", "--",
            *without_launch_flags(argv)]
     return call_forwarding_signals(cmd)
 

@@ -211,12 +211,21 @@ def own_device(cfg: Config, world: World) -> str:
     return "cpu" if placed is None else worlds.device_for(placed, cfg.run.device)
 
 
-def group_backend(cfg: Config, cuda: bool | None = None) -> str:
-    """The mixed groups' backend, the same on every rank: NCCL when the workers hold GPUs (the
-    average stays on the device), else gloo."""
+def group_backend(cfg: Config, cuda: bool | None = None, shared: bool = False) -> str:
+    """The mixed groups' backend, the same on every rank: NCCL when the workers hold GPUs of
+    their own (the average stays on the device), else gloo (on the CPU, or where workers share
+    a GPU, which NCCL refuses; gloo reduces CUDA tensors through the host)."""
     cuda = torch.cuda.is_available() if cuda is None else cuda
     on_gpu = cuda and (cfg.run.device in ("auto", "cuda") or cfg.run.device.startswith("cuda:"))
-    return "nccl" if on_gpu and cfg.run.dist_mode == "mixed" else "gloo"
+    return "nccl" if on_gpu and not shared and cfg.run.dist_mode == "mixed" else "gloo"
+
+
+def shares_a_gpu(cfg: Config, world: World) -> bool:
+    """Whether two processes of this run hold one GPU (after `start`: through its store; every
+    process of a GPU job posts, servers on the CPU too, so none waits for a missing answer)."""
+    if not torch.cuda.is_available():
+        return False
+    return worlds.shared_gpu(_STORE[0], world, worlds.gpu_id(own_device(cfg, world)))
 
 
 def build_on_own_device(cfg: Config, world: World) -> tuple[Any, Any]:
@@ -257,7 +266,7 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
     finished = False
     try:
         groups = start(world, cfg)
-        backend = group_backend(cfg)
+        backend = group_backend(cfg, shared=shares_a_gpu(cfg, world))
         serves_only = 0 < world.rank < cfg.run.num_ps
         if backend == "nccl" and world.rank >= cfg.run.num_ps:
             worlds.place(torch.device(own_device(cfg, world)))  # NCCL binds the current GPU

@@ -67,20 +67,38 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
 
 
 def init(world: World, device: torch.device, timeout_s: float, init_method: str | None = None) -> None:
-    """Join the process group (nccl on CUDA, gloo on CPU). A collective that waits longer than
-    `timeout_s` for another rank fails the run instead of hanging it."""
+    """Join the process group (nccl on CUDA, gloo on CPU, and gloo where ranks share a GPU, which
+    NCCL refuses: 'Duplicate GPU detected'). A collective that waits longer than `timeout_s` for
+    another rank fails the run instead of hanging it. Under Slurm there is no RANK/WORLD_SIZE in
+    the environment for env:// to read: this rank's place is given explicitly."""
     if not world.active or dist.is_initialized():
         return
-    join(world, "nccl" if device.type == "cuda" else "gloo", timeout_s, init_method)
-
-
-def join(world: World, backend: str, timeout_s: float, init_method: str | None = None) -> None:
-    """init_process_group with this rank's place given explicitly: under Slurm there is no
-    RANK/WORLD_SIZE in the environment for env:// to read."""
     timeout = timedelta(seconds=timeout_s)
     store = None if init_method else group_store(world, timeout)
+    shared = store is not None and shared_gpu(store, world, gpu_id(device))
+    backend = "nccl" if device.type == "cuda" and not shared else "gloo"
     dist.init_process_group(backend, init_method=init_method, store=store, rank=world.rank,
                             world_size=world.size, timeout=timeout)
+
+
+def gpu_id(device: torch.device | str) -> str:
+    """The physical GPU behind a device ('' for none): its UUID, the same whatever
+    CUDA_VISIBLE_DEVICES numbers it in each process."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return ""
+    return str(torch.cuda.get_device_properties(device.index if device.index is not None
+                                                  else torch.cuda.current_device()).uuid)
+
+
+def shared_gpu(store: dist.Store, world: World, gpu: str) -> bool:
+    """Whether any two ranks hold one GPU (each posts its `gpu_id` to the group's store and
+    reads the others'): then collectives on the device go through gloo, as on a one-GPU machine
+    running several ranks."""
+    store.set(f"fineprune/gpu/{world.rank}", gpu)
+    ids = [store.get(f"fineprune/gpu/{r}").decode() for r in range(world.size)]
+    held = [i for i in ids if i]
+    return len(set(held)) < len(held)
 
 
 def group_store(world: World, timeout: timedelta) -> dist.Store:
