@@ -154,13 +154,19 @@ def test_a_run_folder_of_the_first_release_is_reused(tmp_path):
     assert [(d / "metrics.csv").stat().st_mtime_ns for d in first] == stamps
 
 
-def test_compare_refuses_to_resume_a_run_made_with_other_settings(tmp_path):
+def _interrupted_run(tmp_path):
+    """A 2-epoch regular run whose summary says it was interrupted (its checkpoint is whole)."""
     cfg, c = _cfg(tmp_path, policies=["regular"])
     cfg.train.epochs = 2
     (run,) = run_matrix(cfg, c, show_progress=False)
     s = summary_of(run)
     s["status"] = "interrupted"
     (run / "summary.json").write_text(json.dumps(s))
+    return cfg, c, run
+
+
+def test_compare_refuses_to_resume_a_run_made_with_other_settings(tmp_path):
+    cfg, c, run = _interrupted_run(tmp_path)
     cfg.train.lr = 0.05
     with pytest.raises(ConfigError, match=r"holds a run \(interrupted\) made with other settings .*train.lr"):
         run_matrix(cfg, c, show_progress=False)
@@ -172,12 +178,7 @@ def test_compare_keeps_a_run_whose_checkpoint_fails_to_load_for_another_reason(t
     compare deleted each such run and trained it from the start."""
     import torch
 
-    cfg, c = _cfg(tmp_path, policies=["regular"])
-    cfg.train.epochs = 2
-    (run,) = run_matrix(cfg, c, show_progress=False)
-    s = summary_of(run)
-    s["status"] = "interrupted"
-    (run / "summary.json").write_text(json.dumps(s))
+    cfg, c, run = _interrupted_run(tmp_path)
     state = torch.load(run / "checkpoint.pt", weights_only=True)
     state["trainer"]["model"] = {}
     torch.save(state, run / "checkpoint.pt")
