@@ -1,6 +1,8 @@
 """The streaming data path (engine/stream.py): decoding in DataLoader workers, only the kept samples."""
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,9 +37,9 @@ def same_size_folder(root, n=20, size=8):
     return mixed_folder(root, per_class=(n, 6), sizes=((size, size),), classes=2)
 
 
-def _data(root, device=torch.device("cpu"), **kw):
+def _data(root, device=torch.device("cpu"), batch=128, **kw):
     cfg = DataConfig(dataset="folder", data_dir=str(root), **{"loader": "stream", "workers": 0, **kw})
-    return stream.load_data(cfg, 0, device)
+    return stream.load_data(cfg, 0, device, batch)
 
 
 def _trainer(data, channels, classes, batch=16):
@@ -120,8 +122,8 @@ def test_mixed_sizes_without_image_size_are_one_clear_error(tmp_path, loader):
 def test_auto_holds_small_data_on_the_device_and_streams_what_does_not_fit(tmp_path, monkeypatch):
     same_size_folder(tmp_path)
     assert type(_data(tmp_path, loader="auto")[0]).__name__ == "DeviceData"
-    monkeypatch.setattr(stream, "_free_memory", lambda device: 10_000)  # 40 images of 8x8 RGB need more
-    assert isinstance(_data(tmp_path, loader="auto")[0], stream.StreamData)
+    monkeypatch.setattr(stream, "_free_memory", lambda device: 100_000)  # 52 images of 8x8 RGB need more
+    assert isinstance(_data(tmp_path, loader="auto", batch=1)[0], stream.StreamData)
 
 
 def test_image_size_resizes_on_the_device_path_too(tmp_path):
@@ -141,7 +143,9 @@ def test_loader_options_are_refused_off_folders_and_keep_old_fingerprints():
 def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
     """In a large folder the normalisation sample misses most files: the error comes from a worker."""
     mixed_folder(tmp_path / "imgs")
-    (tmp_path / "imgs" / "train" / "c1" / "zz-broken.jpg").write_bytes(b"not a jpeg")   # file 48 of 73
+    broken = tmp_path / "imgs" / "train" / "c1" / "zz-broken.jpg"     # file 48 of 73
+    write_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8), str(broken))
+    broken.write_bytes(broken.read_bytes()[:-40])    # its header is whole (the folder's scan passes), its data cut
     monkeypatch.setattr(stream, "STATS_SAMPLES", 2)           # samples files 0 and 72: both good
     r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
                 "--image-size", 16, "--loader", "stream", "--workers", 1, "--epochs", 1,
@@ -171,3 +175,87 @@ def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
     resume(tmp_path / "cut", show_progress=False)
     whole, cut = (metrics_rows(tmp_path / name, drop_timing=True) for name in ("whole", "cut"))
     assert cut == whole and [int(r["pruned"]) for r in whole] == [1, 1, 1, 1]   # counts carried over
+
+
+# -- the folder's mode, one rule on both paths (issue 25) -------------------------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
+from crafted import FOLDERS, bigger_test_images_folder, make_fifo, palette_folder, png_header_bomb  # noqa: E402
+
+
+def _stream_images(data):
+    """Every image the stream path decodes, in the folder's order (train, then test)."""
+    return [data.images[i][1] for i in range(len(data.images))]
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_device_and_stream_give_identical_tensors_image_by_image(tmp_path, name):
+    from fineprune_cli.engine.imagefolder import load_image_folder
+
+    FOLDERS[name](tmp_path)
+    train_x, _, test_x, _, _ = load_image_folder(tmp_path)
+    streamed = _stream_images(_data(tmp_path)[0])
+    device = list(train_x) + list(test_x)
+    assert len(streamed) == len(device)
+    for i, (a, b) in enumerate(zip(device, streamed)):
+        assert a.shape == b.shape and torch.equal(a, b), f"{name}: image {i}"
+    assert train_x.shape[1] == (1 if name == "grey" else 3)    # RGB as soon as one image is colour
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_a_one_epoch_run_gives_identical_metrics_on_both_paths(tmp_path, name):
+    FOLDERS[name](tmp_path / "imgs")
+    for loader in ("device", "stream"):
+        r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
+                    "--loader", loader, "--workers", 0, "--epochs", 1, "--batch-size", 4, "--out",
+                    tmp_path / loader])
+        assert r.exit_code == 0, r.output
+    assert metrics_rows(tmp_path / "device", drop_timing=True) == metrics_rows(tmp_path / "stream", drop_timing=True)
+
+
+def test_palette_pngs_train_on_their_colours_not_their_indices(tmp_path):
+    data, channels, _ = _data(palette_folder(tmp_path), loader="device")
+    assert channels == 3
+    red, green = data.test_x[data.test_y == 0][0], data.test_x[data.test_y == 1][0]
+    assert red[0, 0, 0] > red[1, 0, 0] and green[1, 0, 0] > green[0, 0, 0]   # normalised, still apart
+
+
+def test_a_grey_first_training_file_does_not_stream_a_colour_folder_in_grey(tmp_path):
+    FOLDERS["grey-first"](tmp_path)
+    data, channels, _ = _data(tmp_path)
+    assert channels == 3 and all(im.shape[0] == 3 for im in _stream_images(data))
+
+
+@pytest.mark.parametrize("loader", ["device", "stream"])
+def test_test_images_of_another_size_are_refused_on_both_paths(tmp_path, loader):
+    bigger_test_images_folder(tmp_path)
+    with pytest.raises(DataError, match=r"test/a/0.png is \(12, 12\), .*train/a/0.png is \(8, 8\).*--image-size"):
+        _data(tmp_path, loader=loader)
+
+
+@pytest.mark.parametrize("loader", ["device", "stream", "auto"])
+def test_a_header_bomb_is_refused_before_any_decoding(tmp_path, loader, monkeypatch):
+    from fineprune_cli.engine import imagefolder
+
+    same_size_folder(tmp_path)
+    (tmp_path / "test" / "c1" / "bomb.png").write_bytes(png_header_bomb())
+    monkeypatch.setattr(imagefolder, "_decode", lambda *a: pytest.fail("decoded"))
+    with pytest.raises(DataError, match="bomb.png declares 60000 x 60000 pixels"):
+        _data(tmp_path, loader=loader)
+
+
+def test_a_fifo_in_an_image_folder_is_refused_not_read(tmp_path):
+    same_size_folder(tmp_path)
+    make_fifo(tmp_path / "train" / "c0" / "pipe.png")
+    with pytest.raises(DataError, match="pipe.png is not a regular file"):
+        _data(tmp_path)
+
+
+@pytest.mark.parametrize("loader", ["device", "stream"])
+def test_a_loader_that_does_not_fit_in_memory_is_refused_saying_which_fits(tmp_path, loader, monkeypatch):
+    same_size_folder(tmp_path)
+    monkeypatch.setattr(stream, "_free_memory", lambda device: 100_000)
+    monkeypatch.setattr(stream, "load_dataset", lambda *a, **k: pytest.fail("decoded"))
+    with pytest.raises(DataError, match="52 images of 8 x 8 held on cpu need about .* free: --loader stream fits"
+                       if loader == "device" else "a batch of 40 images of 8 x 8 .* lower --image-size or --batch-size"):
+        _data(tmp_path, loader=loader, batch=1 if loader == "device" else 128)

@@ -7,12 +7,17 @@ file's relative path, label, size and modification time.
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
 from ..errors import DataError
 from .files import cache_home
+from .imageheader import read_header
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 Folder = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[str]]
@@ -32,6 +37,9 @@ def list_folder(root: Path) -> dict[str, list[tuple[Path, int]]]:
             raise DataError(f"{d} needs at least two class folders, found {len(classes)}")
         splits[split] = [(f, i) for i, c in enumerate(classes) for f in sorted((d / c).iterdir())
                          if f.suffix.lower() in IMAGE_SUFFIXES]
+        odd = [f for f, _ in splits[split] if not f.is_file()]
+        if odd:  # a FIFO would block the reader, a device never end
+            raise DataError(f"{odd[0]} is not a regular file")
         empty = sorted(set(classes) - {classes[i] for _, i in splits[split]})
         if empty:  # a class with no images would be reported as learned when it was never seen
             raise DataError(f"{d / empty[0]} holds no .jpg/.png images")
@@ -41,15 +49,26 @@ def list_folder(root: Path) -> dict[str, list[tuple[Path, int]]]:
     return splits
 
 
-def _fingerprint(root: Path, listing: dict) -> str:
+def listing_hash(root: Path, items: list[tuple[Path, int]]) -> str:
     """Every file's path (relative), label, size and mtime, hashed: renaming a class folder or
     moving a file between classes changes it, as editing a file does."""
     digest = hashlib.sha256()
-    for split in ("train", "test"):
-        for f, label in listing[split]:
-            st = f.stat()
-            digest.update(f"{split}\0{f.relative_to(root)}\0{label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for f, label in items:
+        st = f.stat()
+        digest.update(f"{f.relative_to(root)}\0{label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
+
+
+def _fingerprint(root: Path, listing: dict) -> str:
+    # v2: images converted to the folder's mode (palette PNGs were cached as their indices)
+    return "v2-" + "-".join(listing_hash(root, listing[split]) for split in ("train", "test"))
+
+
+def identity(root: Path, listing: dict) -> dict[str, str]:
+    """What a checkpoint records of its data: each split's listing hash (with the file count,
+    so a refusal can say what changed)."""
+    return {split: f"{len(listing[split])} files, {listing_hash(root, listing[split])[:16]}"
+            for split in ("train", "test")}
 
 
 def _cached(saved: dict, fingerprint: str) -> Folder | None:
@@ -71,35 +90,81 @@ def as_uint8(image: torch.Tensor) -> torch.Tensor:
     return (image.double() * (255.0 / top)).round().clamp(0, 255).to(torch.uint8)
 
 
-def read_image(path: Path, mode: str = "UNCHANGED", size: int | None = None) -> torch.Tensor:
-    """One image file as uint8 C x H x W (mode: torchvision's ImageReadMode name), resized to
-    size x size when given; any failure is a DataError naming the file."""
-    from torchvision.io import ImageReadMode, decode_image
+def folder_mode(listing: dict, size: int | None) -> tuple[str, tuple[int, int]]:
+    """('RGB' when any image of the folder (both splits) is colour, else 'GRAY'; the images'
+    (height, width)), from the files' headers: every image is converted to that mode on both
+    data paths. Each header is checked first (pixel limit, format); without a resize target
+    all images must have one size."""
+    colour, first = False, None
+    for path, _ in listing["train"] + listing["test"]:
+        header = read_header(path)
+        colour = colour or header.colour
+        shape = (header.height, header.width)
+        first = first or (path, shape)
+        if size is None and shape != first[1]:
+            raise DataError(f"{path} is {shape}, {first[0]} is {first[1]}: "
+                            "pass --image-size N to resize them all")
+    return ("RGB" if colour else "GRAY"), (first[1] if first else (0, 0))
+
+
+def read_image(path: Path, mode: str, size: int | None = None) -> torch.Tensor:
+    """One image file as uint8 C x H x W in `mode` ('RGB' or 'GRAY'), resized to size x size
+    when given; any failure is a DataError naming the file. The decoder's own messages (libpng
+    prints to the process's stderr) are kept off the terminal: the error says it in one line."""
+    from torchvision.io import ImageReadMode
     from torchvision.transforms.v2.functional import resize
 
     try:
-        data = torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8)
-        image = as_uint8(decode_image(data, mode=getattr(ImageReadMode, mode)))
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read image {path}: {exc.strerror or exc}") from None
+    read_header(path, raw)   # these very bytes: a file swapped since the folder's scan is caught too
+    data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    try:
+        with quiet_stderr():
+            image = as_uint8(_decode(data, getattr(ImageReadMode, mode)))
         if size is not None and tuple(image.shape[1:]) != (size, size):
             image = resize(image, [size, size], antialias=True)
-    except Exception:
-        raise DataError(f"cannot decode image {path}") from None
+    except Exception as exc:
+        reason = str(exc).strip().rsplit(", ", 1)[-1][:200] or type(exc).__name__
+        raise DataError(f"cannot decode image {path}: {reason}") from None
     return image
 
 
-def _decode_all(items: list[tuple[Path, int]], size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    images = [read_image(path, size=size) for path, _ in items]
-    if not images:
+def _decode(data: torch.Tensor, mode) -> torch.Tensor:
+    from torchvision.io import decode_image
+
+    return decode_image(data, mode=mode)
+
+
+@contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 points to /dev/null inside the block (C libraries write there)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _decode_all(items: list[tuple[Path, int]], mode: str, size: int | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    if not items:
         raise DataError("image folder split has no .jpg/.jpeg/.png files")
-    channels = 3 if any(im.shape[0] >= 3 for im in images) else 1
-    shape = images[0].shape[1:]
-    out = torch.empty(len(images), channels, *shape, dtype=torch.uint8)
-    for i, (im, (path, _)) in enumerate(zip(images, items)):
-        if im.shape[1:] != shape:
-            raise DataError(f"{path} is {tuple(im.shape[1:])}, other images are {tuple(shape)}: "
-                            "pass --image-size N to resize them all")
-        im = im[:3] if im.shape[0] >= 3 else im[:1]
-        out[i] = im.expand(channels, *shape) if im.shape[0] == 1 else im[:channels]
+    first = read_image(items[0][0], mode, size)
+    out = torch.empty(len(items), *first.shape, dtype=torch.uint8)
+    out[0] = first
+    for i, (path, _) in enumerate(items[1:], 1):
+        image = read_image(path, mode, size)
+        if image.shape != first.shape:   # the header said otherwise: a crafted or odd file
+            raise DataError(f"{path} decodes to {tuple(image.shape[1:])}, other images to "
+                            f"{tuple(first.shape[1:])}: pass --image-size N to resize them all")
+        out[i] = image
     return out, torch.tensor([label for _, label in items], dtype=torch.long)
 
 
@@ -121,10 +186,9 @@ def load_image_folder(data_dir: Path | None, image_size: int | None = None) -> F
                 return found
         except Exception:
             pass  # a stale or broken cache is simply rebuilt
-    train_x, train_y = _decode_all(listing["train"], image_size)
-    test_x, test_y = _decode_all(listing["test"], image_size)
-    if train_x.shape[1:] != test_x.shape[1:]:
-        raise DataError(f"{data_dir}: train images are {tuple(train_x.shape[1:])}, test {tuple(test_x.shape[1:])}")
+    mode, _ = folder_mode(listing, image_size)
+    train_x, train_y = _decode_all(listing["train"], mode, image_size)
+    test_x, test_y = _decode_all(listing["test"], mode, image_size)
     classes = listing["train_classes"]
     _save_cache(cache, {"fingerprint": fingerprint, "train_x": train_x, "train_y": train_y,
                         "test_x": test_x, "test_y": test_y, "classes": classes})

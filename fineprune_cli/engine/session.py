@@ -94,7 +94,8 @@ def build(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
     device = resolve_device(worlds.device_for(world, cfg.run.device))
     worlds.place(device)
     worlds.init(world, device, cfg.run.dist_timeout)
-    data, channels, classes = load_data(cfg.data, cfg.run.seed, device)
+    data, channels, classes = load_data(cfg.data, cfg.run.seed, device,
+                                        max(cfg.train.batch_size, cfg.train.eval_batch_size))
     model = build_model(cfg, channels, classes)
     trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile,
                       cfg.run.compile_mode, world=world)

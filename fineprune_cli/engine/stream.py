@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 from ..errors import DataError
 from .config import DataConfig
 from .data import balanced_subset, load_dataset
-from .imagefolder import list_folder, read_image
+from .imagefolder import folder_mode, list_folder, read_image
 from .trainer import CROP_PAD, CropFlip, DeviceData, pad_images, wants_augment
 
 STATS_SAMPLES = 2048   # images whose pixels give the normalisation (all of them when fewer)
@@ -77,11 +77,11 @@ class StreamData:
     """The trainer's data (as DeviceData): labels on the device, images decoded per batch."""
 
     def __init__(self, train: list[tuple[Path, int]], test: list[tuple[Path, int]], size: int | None,
-                 channels: int, device: torch.device, crop_size: int | None, workers: int):
-        """size: the resize target (None: as decoded); crop_size: augment with crop + flip."""
+                 mode: str, device: torch.device, crop_size: int | None, workers: int):
+        """size: the resize target (None: as decoded); mode: the folder's ('RGB' or 'GRAY');
+        crop_size: augment with crop + flip."""
         self.device, self.num_test = device, len(test)
         self.dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-        mode = "RGB" if channels == 3 else "GRAY"
         self.images = FolderImages(train + test, mode, size)   # one pool of workers for both splits
         self.train_y = torch.tensor([y for _, y in train], dtype=torch.long).to(device)
         self.test_y = torch.tensor([y for _, y in test], dtype=torch.long).to(device)
@@ -140,11 +140,30 @@ class StreamData:
 def _free_memory(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
+    return min(_available_ram(), _address_space_left())
+
+
+def _available_ram() -> int:
     try:  # MemAvailable counts the page cache the kernel would give up; MemFree does not
         with open("/proc/meminfo") as f:
             return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
     except (OSError, StopIteration, ValueError):
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _address_space_left() -> int:
+    """What `ulimit -v` (RLIMIT_AS) still allows this process; unbounded when unset."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return 1 << 62
+    try:
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        used = 0
+    return max(limit - used, 0)
 
 
 def device_bytes(n: int, channels: int, size: int, device: torch.device) -> int:
@@ -154,26 +173,50 @@ def device_bytes(n: int, channels: int, size: int, device: torch.device) -> int:
     return n * channels * (size * size * 9 + (size + 2 * CROP_PAD) ** 2 * element)
 
 
-def choose_loader(d: DataConfig, n: int, probe: torch.Tensor, device: torch.device) -> str:
-    """`auto`: the device path when the decoded data fits in MEMORY_SHARE of free memory."""
-    if d.loader != "auto":
-        return d.loader
-    size = d.image_size or max(probe.shape[1:])
-    need = device_bytes(n, 3 if probe.shape[0] >= 3 else 1, size, device)
-    return "device" if need <= MEMORY_SHARE * _free_memory(device) else "stream"
+def batch_bytes(batch: int, channels: int, size: int) -> int:
+    """A rough floor for one training step's memory on either path: the batch as float32 in
+    its normalised, padded and cropped copies and the first layers' activations (16 floats a
+    pixel and channel); a model's deeper layers come on top."""
+    return batch * channels * (size + 2 * CROP_PAD) ** 2 * 16 * 4
 
 
-def load_data(d: DataConfig, seed: int, device: torch.device) -> tuple[DeviceData | StreamData, int, int]:
-    """The trainer's data for these settings, with the model's input channels and classes."""
-    if d.dataset == "folder" and d.loader != "device":
+def choose_loader(loader: str, n: int, batch: int, channels: int, size: int, device: torch.device) -> str:
+    """`auto`: the device path when the decoded data fits in MEMORY_SHARE of free memory, else
+    streaming. Either is checked against free memory before anything is decoded: a loader that
+    cannot fit is refused in one line that says which one would."""
+    free, step = _free_memory(device), batch_bytes(batch, channels, size)
+    data = device_bytes(n, channels, size, device)
+    if loader == "auto":
+        loader = "device" if data <= MEMORY_SHARE * free else "stream"
+    need = data + step if loader == "device" else step
+    if need > free:
+        instead = ("--loader stream fits" if loader == "device" and step <= free else
+                   "lower --image-size or --batch-size")
+        what = (f"{n} images of {size} x {size} held on {device.type}" if loader == "device" else
+                f"a batch of {batch} images of {size} x {size}")
+        raise DataError(f"{what} need about {_gb(need)}, {_gb(free)} is free: {instead}")
+    return loader
+
+
+def _gb(n: int) -> str:
+    return f"{n / 2**30:.1f} GB"
+
+
+def load_data(d: DataConfig, seed: int, device: torch.device, batch: int = 128
+              ) -> tuple[DeviceData | StreamData, int, int]:
+    """The trainer's data for these settings, with the model's input channels and classes
+    (`batch`: the largest batch a step takes, for the memory check)."""
+    if d.dataset == "folder":
         listing = _folder_listing(d)
+        mode, shape = folder_mode(listing, d.image_size)
+        channels, size = (3 if mode == "RGB" else 1), d.image_size or max(shape)
         train, test = _subsets(listing, d, seed)
-        probe = read_image(train[0][0])
-        if choose_loader(d, len(train) + len(test), probe, device) == "stream":
-            channels, size = (3 if probe.shape[0] >= 3 else 1), d.image_size or probe.shape[-1]
+        n = len(listing["train"]) + len(listing["test"])   # the device path decodes all, then picks
+        batch = min(batch, max(len(train), len(test)))
+        if choose_loader(d.loader, n, batch, channels, size, device) == "stream":
             crop = size if wants_augment(d.augment, channels, size, d.image_size is not None) else None
             classes = len(listing["train_classes"])
-            return StreamData(train, test, d.image_size, channels, device, crop, d.workers), channels, classes
+            return StreamData(train, test, d.image_size, mode, device, crop, d.workers), channels, classes
     ds = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=seed, test_subset=d.test_subset,
                       image_size=d.image_size)
     augment = wants_augment(d.augment, ds.in_channels, ds.image_size, d.image_size is not None)
