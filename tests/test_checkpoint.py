@@ -176,6 +176,23 @@ def test_one_writer_per_run_folder(tmp_path):
     RunRecord(tmp_path / "r").close()
 
 
+def test_two_runs_started_together_on_one_folder_do_not_both_write(tmp_path):
+    """Both pass the 'already holds a run' check before either takes the lock; the second to
+    take it must look again and refuse, not overwrite the first's records."""
+    from fineprune_cli.engine.record import RunRecord
+
+    first = RunRecord(tmp_path / "r", fresh=True, open_now=False)
+    second = RunRecord(tmp_path / "r", fresh=True, open_now=False)
+    first.open()
+    first.write_config({"model": "first"})
+    (tmp_path / "r" / "summary.json").write_text("{}")
+    first.close()
+    with pytest.raises(ConfigError, match="already holds a run"):
+        second.open()
+    assert (tmp_path / "r" / "config.yaml").read_text() == "model: first\n"
+    RunRecord(tmp_path / "r").close()                   # the refusal released the lock
+
+
 def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
     cfg = _cfg(tmp_path / "never", False)
     cfg.data.dataset, cfg.data.data_dir = "folder", str(tmp_path / "no-such-images")

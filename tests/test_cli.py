@@ -213,3 +213,22 @@ def test_the_resume_hint_is_shell_quoted(tmp_path):
     assert result.exit_code == 0
     again = invoke(["train", *TINY, "--epochs", "1", "--out", out])
     assert again.exit_code == 2 and f"--resume '{out}'`" in again.output
+
+
+def test_a_ctrl_c_while_the_error_line_is_printed_is_no_traceback(tmp_path):
+    """A second Ctrl-C 0.1 s after the first lands while the process prints its resume hint
+    and exits; made certain here: the signal comes from inside the printing."""
+    script = ("import os, signal, sys\n"
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "from fineprune_cli import console\n"
+              "real = console.error\n"
+              "def error(text):\n"
+              "    real(text)\n"
+              "    os.kill(os.getpid(), signal.SIGINT)\n"
+              "console.error = error\n"
+              "sys.argv = ['fineprune', 'train', '--model', 'lenet', '--dataset', 'synthetic', '--epochs', '0']\n"
+              "from fineprune_cli.cli import main\n"
+              "main()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

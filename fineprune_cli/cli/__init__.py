@@ -7,7 +7,9 @@ only parse and delegate, and print through the console helper.
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -32,23 +34,39 @@ class OneLineErrors(TyperGroup):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except typer.TyperException as exc:
+            _ending()
             if type(exc).__name__ == "NoArgsIsHelpError":  # bare `fineprune`: show the help
                 console.result(exc.format_message())
                 sys.exit(0)
             console.error(" ".join(exc.format_message().split()))
             sys.exit(2)
         except FinepruneError as exc:
+            _ending()
             console.error(str(exc))
             sys.exit(exc.exit_code)
         except OSError as exc:  # disk full, permissions, a folder removed meanwhile: not a bug to trace
+            _ending()
             console.error(f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc))
             sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
+            _ending()
             console.error("interrupted")
             sys.exit(130)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
+
+
+_OWN_PROCESS = {"main": False}   # set by main(): the process ends with this command
+
+
+def _ending() -> None:
+    """The process is about to print its one line and exit: a late Ctrl-C (a second press
+    just after the first stopped a run) must not break into that with a traceback. Only where
+    the command owns the process: a library caller keeps its handlers."""
+    if _OWN_PROCESS["main"] and threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 app = typer.Typer(
@@ -225,4 +243,5 @@ def _invocation() -> str:
 
 @record  # under torchrun: a rank's uncaught error goes into torchrun's failure report
 def main() -> None:
+    _OWN_PROCESS["main"] = True
     app()

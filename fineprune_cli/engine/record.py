@@ -191,11 +191,10 @@ class RunRecord:
 
     def __init__(self, path: Path, write: bool = True, fresh: bool = False, open_now: bool = True):
         self.path, self.write, self._lock, self.created = Path(path), write, None, False
+        self.fresh = fresh
         if write:
             _check_writable(self.path)
-        if fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
-            raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
-                              f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)")
+        self._refuse_a_run()
         if open_now:
             self.open()
 
@@ -206,8 +205,18 @@ class RunRecord:
             self.created = not self.path.exists()
             self._prepare()
             self._take_lock()
+            try:  # again under the lock: another process may have started a run here meanwhile
+                self._refuse_a_run()
+            except ConfigError:
+                self.close()
+                raise
             for orphan in self.path.glob(".*.tmp"):  # left by a writer killed mid-write; ours now
                 orphan.unlink(missing_ok=True)
+
+    def _refuse_a_run(self) -> None:
+        if self.fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
+            raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
+                              f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)")
 
     def _take_lock(self) -> None:
         fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o666 & ~UMASK)
