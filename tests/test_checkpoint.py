@@ -316,3 +316,26 @@ def test_a_checkpoint_loaded_for_another_device_keeps_generator_states_on_the_cp
     assert others and all(t.device.type == "meta" for _, t in others)
     torch.Generator().set_state(state["trainer"]["generator"])  # what resume hands it
     torch.Generator().set_state(state["policy"]["generator"])
+
+
+def test_resume_refuses_a_run_whose_class_folders_were_swapped(tmp_path):
+    """The same files, every label flipped: the checkpoint's weights and counts belong to other labels."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
+    from crafted import grey_folder, swap_class_folders
+
+    grey_folder(tmp_path / "imgs")
+    cfg = _cfg(tmp_path / "r", True, epochs=3)
+    cfg.data.dataset, cfg.data.data_dir, cfg.data.subset, cfg.data.test_subset = "folder", str(tmp_path / "imgs"), None, None
+    cfg.train.batch_size = 4
+    with pytest.raises(Interrupted):
+        train(cfg, show_progress=False, bar=SignalAt(1))
+    assert summary_of(tmp_path / "r")["data"]["train"].startswith("12 files, ")
+    swap_class_folders(tmp_path / "imgs" / "train")
+    with pytest.raises(ConfigError, match=r"r: the train images in .*imgs changed since the run started "
+                                          r"\(12 files, \w+ then, 12 files, \w+ now.*resume refused"):
+        resume(tmp_path / "r", show_progress=False)
+    swap_class_folders(tmp_path / "imgs" / "train")                 # put back: the same data again
+    resume(tmp_path / "r", show_progress=False)
+    assert summary_of(tmp_path / "r")["status"] == "complete"

@@ -39,6 +39,10 @@ def test_plan_runs_whole_seeds_first(tmp_path):
     ({"policies": ["fine", "lucky"]}, "--policies takes policies from: regular, fine, random.*not 'lucky'"),
     ({"seeds": []}, "at least one seed"),
     ({"models": ["nope"]}, "--model must be one of: lenet"),
+    ({"seeds": [0, 1, 0]}, "regular, seed 0 .* is listed twice"),
+    ({"policies": ["fine", "regular", "fine"]}, "fine, seed 0 .* is listed twice"),
+    ({"models": ["lenet", "lenet"]}, "is listed twice"),
+    ({"frontier": [0.2, 0.201]}, "random-every-20, seed 0 .* and random-every-20 share it"),
 ])
 def test_plan_rejects_bad_matrices(tmp_path, compare, words):
     with pytest.raises(ConfigError, match=words):
@@ -189,3 +193,29 @@ def test_compare_keeps_a_run_whose_checkpoint_fails_to_load_for_another_reason(t
     torch.save(state, run / "checkpoint.pt")
     run_matrix(cfg, c, show_progress=False)
     assert summary_of(run)["status"] == "complete"
+
+
+def test_duplicate_arms_are_refused_before_anything_trains(tmp_path, monkeypatch):
+    from fineprune_cli.engine import session
+
+    monkeypatch.setattr(session, "train", lambda *a, **k: pytest.fail("trained"))
+    result = runner.invoke(app, ["compare", *TINY, "--policies", "regular,fine,regular", "--out", str(tmp_path / "c")])
+    assert result.exit_code == 2 and "regular, seed 0 (lenet on synthetic) is listed twice" in result.output
+    assert not (tmp_path / "c").exists()
+
+
+def test_compare_refuses_a_run_made_on_other_data(tmp_path):
+    """Class folders swapped after the run: same files, every label flipped."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
+    from crafted import grey_folder, swap_class_folders
+
+    grey_folder(tmp_path / "imgs")
+    args = ["compare", "--model", "lenet", "--dataset", "folder", "--data-dir", str(tmp_path / "imgs"),
+            "--epochs", "1", "--policies", "regular", "--device", "cpu", "--out", str(tmp_path / "c")]
+    assert runner.invoke(app, args).exit_code == 0
+    assert runner.invoke(app, args).exit_code == 0                     # unchanged: reused
+    swap_class_folders(tmp_path / "imgs" / "train")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "made on other data: the train images in" in result.output, result.output

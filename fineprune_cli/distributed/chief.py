@@ -55,7 +55,7 @@ def open_record(cfg: Config, trainer: Any, world: World, command: str | None,
     summary, _ = resumable(resume_dir)
     record = RunRecord(Path(resume_dir))
     state = checkpoint.load(record.path, trainer.device)
-    if state.get("fingerprint") != fingerprint(cfg.to_dict()):
+    if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):
         raise checkpoint.StaleCheckpoint(f"{record.path}: the checkpoint was made with other settings than "
                                          "its config.yaml; resume refused")
     summary.status = Status.INCOMPLETE
@@ -133,7 +133,7 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
     if stopping or epoch == n or (cfg.run.checkpoint_every and epoch % cfg.run.checkpoint_every == 0):
         checkpoint.save(record.path, {"model": trainer.model.state_dict(), "servers": states,
                                       "policy": policy.state_dict(), "totals": totals.state_dict(),
-                                      "fingerprint": fingerprint(cfg.to_dict())})
+                                      "fingerprint": fingerprint(cfg.to_dict(), summary.data)})
     record.write_summary(summary)
     if stopping and epoch < n:
         summary.status = Status.INTERRUPTED

@@ -17,7 +17,7 @@ from typing import Any
 from .. import console
 from ..engine.checkpoint import CHECKPOINT, Diverged, StaleCheckpoint
 from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
-from ..engine.fingerprint import drop_unused
+from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
@@ -107,9 +107,22 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     arms = [(p, None) for p in c.policies] + [("random", f) for f in c.frontier]
     jobs = [Job(m, d, p, s, f) for s in c.seeds for m in model_names for d in dataset_names
             for p, f in arms]
+    _refuse_duplicates(jobs, c.out)
     for job in jobs:  # fail on a bad model or dataset before any training starts
         validate(job_config(cfg, job, c.out))
     return jobs
+
+
+def _refuse_duplicates(jobs: list[Job], out: str) -> None:
+    """Two jobs with one run folder (a seed, model or policy listed twice, or frontier fractions
+    that round to the same percent) would train the first and then find it, or overwrite it."""
+    seen: dict[Path, Job] = {}
+    for job in jobs:
+        other = seen.setdefault(job.run_dir(out), job)
+        if other is not job:
+            what = "is listed twice" if other == job else f"and {other.arm} share it"
+            raise ConfigError(f"{job.arm}, seed {job.seed} ({job.model} on {job.dataset}) {what}: each arm "
+                              f"of a comparison needs its own run folder ({job.run_dir(out)}); list it once")
 
 
 def job_config(cfg: Config, job: Job, out: str) -> Config:
@@ -154,15 +167,17 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
     return diffs
 
 
-def existing_state(job_cfg: Config) -> str:
+def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
     """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a run made with other
-    settings, finished or not, is an error."""
+    settings or on other data (`data`: the data's identity now), finished or not, is an error."""
+    from ..engine.stream import data_identity
+
     path = Path(job_cfg.run.out)
     if not (path / SUMMARY).exists():
         return "new"
     try:
-        status = read_summary(path).status
-        saved = load_run_config(path)
+        summary = read_summary(path)
+        status, saved = summary.status, load_run_config(path)
     except ConfigError:
         return "incomplete"
     try:  # fields added since the run was made read as their defaults
@@ -174,6 +189,11 @@ def existing_state(job_cfg: Config) -> str:
     if diffs:  # whatever its status: resuming it would mix settings under one label too
         raise ConfigError(f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
                           "use another --out or delete that folder")
+    changed = data_changes(summary.data, data_identity(job_cfg.data) if data is None else data,
+                           str(job_cfg.data.data_dir))
+    if changed:
+        raise ConfigError(f"{path} holds a run ({status.value}) made on other data: {changed}; "
+                          "use another --out or delete that folder")
     if status == Status.DIVERGED:
         return "diverged"  # deterministic: training it again would diverge again
     return "incomplete" if status.resumable else "complete"
@@ -182,8 +202,16 @@ def existing_state(job_cfg: Config) -> str:
 def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
                command: str | None = None) -> list[Path]:
     """Train every job not yet finished; returns the run folders in plan order."""
+    from ..engine.stream import data_identity
+
     jobs = plan(cfg, c)
-    states = {job: existing_state(job_config(cfg, job, c.out)) for job in jobs}
+    identities: dict[str, dict[str, str]] = {}   # listing a large folder once, not once a job
+    states = {}
+    for job in jobs:
+        job_cfg = job_config(cfg, job, c.out)
+        if job.dataset not in identities:
+            identities[job.dataset] = data_identity(job_cfg.data)
+        states[job] = existing_state(job_cfg, identities[job.dataset])
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     if len(todo) < len(jobs):
         console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already finished in "

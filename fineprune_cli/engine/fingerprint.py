@@ -33,10 +33,13 @@ def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict
     return settings
 
 
-def fingerprint(config: dict[str, Any]) -> str:
+def fingerprint(config: dict[str, Any], data: dict[str, str] | None = None) -> str:
     """What a checkpoint must match to be continued: the resolved settings, less where the run
-    is written, how often it checkpoints and how long ranks wait for each other."""
+    is written, how often it checkpoints and how long ranks wait for each other, and the data's
+    identity (an image folder's listings, `data_changes`) where the run recorded one."""
     settings = copy.deepcopy(config)
+    if data:
+        settings["data_identity"] = data
     for key in ("out", "checkpoint_every", "dist_timeout"):
         settings.get("run", {}).pop(key, None)
     data = settings.get("data", {})
@@ -46,3 +49,13 @@ def fingerprint(config: dict[str, Any]) -> str:
             del data[key]
     drop_unused(settings, group_size=2)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def data_changes(then: dict[str, str], now: dict[str, str], where: str) -> str | None:
+    """What changed between a run's recorded data identity and the data now, in words; None
+    when nothing did (or the run recorded none: made before data identity was recorded)."""
+    for split in sorted(then):
+        if then[split] != now.get(split):
+            return (f"the {split} images in {where} changed since the run started ({then[split]} then, "
+                    f"{now.get(split, 'none')} now: files added, removed, moved between classes or edited)")
+    return None

@@ -110,6 +110,7 @@ class RunSummary:
     samples_skipped: int = 0
     pruning_epochs: list[int] = field(default_factory=list)
     schedule: dict[str, Any] = field(default_factory=dict)   # the prune settings of a pruned run
+    data: dict[str, Any] = field(default_factory=dict)       # an image folder's listings (data_identity)
     resumed_after_epochs: list[int] = field(default_factory=list)
     diverged_epoch: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)       # mode-specific (staleness...), kept as is

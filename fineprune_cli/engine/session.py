@@ -22,10 +22,10 @@ from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
 from .device import Stopwatch, describe_device, resolve_device, synchronize
-from .fingerprint import fingerprint
+from .fingerprint import data_changes, fingerprint
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
                      finite, git_commit, load_run_config, read_summary)
-from .stream import load_data
+from .stream import data_identity, load_data
 from .trainer import Trainer, scheduled_lr
 from .world import World
 
@@ -79,7 +79,8 @@ def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
         num_train=num_train,
         device=describe_device(device), run_dir=str(path), torch=torch.__version__,
         git_commit=git_commit(), started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=command,
-        world_size=world_size, schedule=schedule if cfg.policy != "regular" else {})
+        world_size=world_size, schedule=schedule if cfg.policy != "regular" else {},
+        data=data_identity(cfg.data))
 
 
 def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
@@ -156,6 +157,9 @@ def resumable(run_dir: Path) -> tuple[RunSummary, Config]:
                           "diverge again; train it anew with a lower --lr or a longer warm-up")
     cfg = validate(config_from_dict(load_run_config(run_dir), f"{run_dir}/config.yaml"))
     cfg.run.out = str(run_dir)
+    changed = data_changes(summary.data, data_identity(cfg.data), str(cfg.data.data_dir))
+    if changed:  # the checkpoint's counts and weights belong to other samples or labels
+        raise ConfigError(f"{run_dir}: {changed}; resume refused")
     return summary, cfg
 
 
@@ -163,7 +167,7 @@ def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, s
             bar: Any) -> RunSummary:
     trainer, policy = build(cfg, world)
     state = checkpoint.load(record.path, trainer.device)
-    if state.get("fingerprint") != fingerprint(cfg.to_dict()):
+    if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):
         raise checkpoint.StaleCheckpoint(f"{record.path}: the checkpoint was made with other settings than its "
                                          "config.yaml (a run started over it, or the file was edited); resume refused")
     try:
@@ -271,7 +275,7 @@ def _any_rank(flag: bool, world: World, device: torch.device) -> bool:
 
 def _checkpoint(s: Session) -> None:
     state = {"trainer": s.trainer.state_dict(), "policy": s.policy.state_dict(),
-             "totals": s.totals.state_dict(), "fingerprint": fingerprint(s.cfg.to_dict())}
+             "totals": s.totals.state_dict(), "fingerprint": fingerprint(s.cfg.to_dict(), s.summary.data)}
     if s.world.main:
         checkpoint.save(s.record.path, state)
 

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 from ..errors import DataError
 from .config import DataConfig
 from .data import balanced_subset, load_dataset
-from .imagefolder import folder_mode, list_folder, read_image
+from .imagefolder import folder_mode, identity, list_folder, read_image
 from .trainer import CROP_PAD, CropFlip, DeviceData, pad_images, wants_augment
 
 STATS_SAMPLES = 2048   # images whose pixels give the normalisation (all of them when fewer)
@@ -221,6 +221,14 @@ def load_data(d: DataConfig, seed: int, device: torch.device, batch: int = 128
                       image_size=d.image_size)
     augment = wants_augment(d.augment, ds.in_channels, ds.image_size, d.image_size is not None)
     return DeviceData.build(ds, device, augment), ds.in_channels, ds.num_classes
+
+
+def data_identity(d: DataConfig) -> dict[str, str]:
+    """An image folder's listings (per split: file count and a hash of paths, labels, sizes,
+    mtimes), which a run records and a resume or a comparison must find again; {} otherwise."""
+    if d.dataset != "folder":
+        return {}
+    return identity(Path(d.data_dir), _folder_listing(d))
 
 
 def _folder_listing(d: DataConfig) -> dict:
