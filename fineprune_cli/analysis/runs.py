@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import torch
 
 from ..drivers.compare import frontier_fraction
+from ..engine.files import read_regular
 from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, finite,
                              load_run_config, read_metrics, read_summary)
 from ..errors import ConfigError
@@ -127,7 +129,7 @@ def _load_counts(path: Path) -> dict[int, torch.Tensor]:
     for file in sorted(path.glob("dropping_counts_window*.pt")):
         try:
             window = int(file.stem.removeprefix("dropping_counts_window"))
-            counts[window] = torch.load(file, map_location="cpu", weights_only=True)
+            counts[window] = torch.load(io.BytesIO(read_regular(file)), map_location="cpu", weights_only=True)
         except Exception:  # a damaged snapshot only costs its histogram
             continue
     return counts

@@ -77,6 +77,7 @@ app = typer.Typer(
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
+NOTES_LIMIT = 2**20   # --notes: a page of Markdown, not a stream
 SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
 TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainConfig, ()),
          ("prune", PruneConfig, ()), ("run", RunConfig, ()))
@@ -160,11 +161,12 @@ def report(
 ) -> None:
     """Write the paper's Tables 1 and 2 (CSV + Markdown), plots and an index.md from run folders."""
     from ..analysis.report import write_report
+    from ..engine.files import read_regular_text
 
     text = ""
     if notes is not None:
         try:
-            text = notes.read_text()
+            text = read_regular_text(notes, NOTES_LIMIT)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
     views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text), as_json)

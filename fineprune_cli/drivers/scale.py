@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from ..engine.config import Config, validate
-from ..engine.files import atomic_write_text
+from ..engine.files import atomic_write_text, read_regular_text
 from ..engine.fingerprint import drop_unused
 from ..engine.record import Status, read_summary
 from ..engine.world import alone
@@ -189,7 +189,7 @@ def _check_same_settings(run_dir: Path, text: str) -> None:
     this command's settings. Settings a run does not use (a sync run's group size, an unset
     --batch-per-worker) do not count, so folders made before those settings existed are reused."""
     try:
-        theirs = yaml.safe_load((run_dir / "scale-config.yaml").read_text())
+        theirs = yaml.safe_load(read_regular_text(run_dir / "scale-config.yaml"))
         same = _used(theirs) == _used(yaml.safe_load(text))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError):
         same = False

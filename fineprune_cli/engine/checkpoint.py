@@ -58,6 +58,8 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
     file = Path(path) / CHECKPOINT
     if not file.exists():
         raise ConfigError(f"{path} has no {CHECKPOINT}: no epoch was checkpointed; start the run again")
+    if not file.is_file():  # a FIFO would block torch.load
+        raise ConfigError(f"{file} is unreadable: not a regular file")
     try:
         with warnings.catch_warnings():  # torch warns before refusing foreign pickles: one line only
             warnings.simplefilter("ignore")

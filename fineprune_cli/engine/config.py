@@ -18,6 +18,7 @@ from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from .data import DATASETS
+from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
 
@@ -150,7 +151,7 @@ class _StrictLoader(yaml.SafeLoader):
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:

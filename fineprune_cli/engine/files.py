@@ -4,8 +4,10 @@ the CSV / Markdown text of tables."""
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,35 @@ def cache_home() -> Path:
     folder ($XDG_CACHE_HOME or ~/.cache) / fineprune."""
     explicit = os.environ.get("FINEPRUNE_CACHE")
     return Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
+
+
+READ_LIMIT = 64 * 2**20   # a record, config or notes file larger than this is none of ours
+
+
+def read_regular(path: Path, limit: int = READ_LIMIT) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. A FIFO would block the reader and
+    /dev/zero never end: those, and anything larger, are an OSError naming the file (opened
+    without blocking, then checked, so a file swapped for a FIFO meanwhile is caught too)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        data = b""
+        while len(data) <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - len(data)))
+            if not chunk:
+                return data
+            data += chunk
+        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MB", str(path))
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path: Path, limit: int = READ_LIMIT) -> str:
+    """read_regular as UTF-8 text (UnicodeDecodeError when it is not)."""
+    return read_regular(path, limit).decode("utf-8")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

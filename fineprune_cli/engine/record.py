@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import fcntl
+import io
 import json
 import math
 import os
@@ -26,7 +27,7 @@ import torch
 import yaml
 
 from ..errors import ConfigError
-from .files import UMASK, atomic_torch_save, atomic_write_text, to_csv
+from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
 
 CONFIG, METRICS, SUMMARY, CHECKPOINT = "config.yaml", "metrics.csv", "summary.json", "checkpoint.pt"
 SCHEMA = 2  # 1: written before the typed record (no "schema" key)
@@ -290,10 +291,8 @@ def read_summary(run_dir: Path) -> RunSummary:
 
 
 def _read_json(path: Path, run_dir: Path) -> Any:
-    if path.exists() and not path.is_file():  # a FIFO or device would block or never end
-        raise ConfigError(f"{path} is not a regular file")
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_regular_text(path))
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {SUMMARY} is missing") from None
     except (OSError, ValueError, RecursionError):
@@ -303,20 +302,24 @@ def _read_json(path: Path, run_dir: Path) -> Any:
 def read_metrics(run_dir: Path) -> list[EpochRow]:
     path = Path(run_dir) / METRICS
     try:
-        with open(path, newline="") as f:
-            return [EpochRow.from_csv(row) for row in csv.DictReader(f)]
+        text = read_regular_text(path)
+        return [EpochRow.from_csv(row) for row in csv.DictReader(io.StringIO(text, newline=""))]
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {METRICS} is missing") from None
-    except (OSError, csv.Error, UnicodeDecodeError, KeyError, TypeError, ValueError):
+    except OSError as exc:
+        raise ConfigError(f"{path} is unreadable: {exc.strerror or exc}") from None
+    except (csv.Error, UnicodeDecodeError, KeyError, TypeError, ValueError, OverflowError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
 
 
 def load_run_config(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / CONFIG
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(read_regular_text(path))
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {CONFIG} is missing") from None
+    except OSError as exc:
+        raise ConfigError(f"{path} is unreadable: {exc.strerror or exc}") from None
     except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
     if not isinstance(data, dict):
