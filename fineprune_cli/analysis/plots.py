@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -26,8 +27,18 @@ def _plt():
     return plt
 
 
+SLUG_PART = 60   # characters of each name in a file name: a few in a row stay under 255 bytes
+
+
 def slug(*parts: str) -> str:
-    return "-".join(re.sub(r"[^a-z0-9]+", "-", p.lower()).strip("-") for p in parts)
+    """A file-name-safe stem; a long name is cut and tagged with a hash of it, so two long
+    names that share a beginning still get two files."""
+    def one(part: str) -> str:
+        text = re.sub(r"[^a-z0-9]+", "-", part.lower()).strip("-")
+        if len(text) <= SLUG_PART:
+            return text
+        return text[:SLUG_PART - 9].rstrip("-") + "-" + hashlib.sha256(part.encode()).hexdigest()[:8]
+    return "-".join(one(p) for p in parts)
 
 
 def _save(fig, path: Path) -> Path:
@@ -77,7 +88,7 @@ def timeline(run: Run, title: str, path: Path) -> Path:
     colors = [policy_color(run.policy) if r.pruned else "#bbbbbb" for r in run.metrics]
     ax.bar(epochs, samples, width=1.0, color=colors, lw=0)
     window = run.summary.schedule.get("window") if run.policy in ("fine", "random") else None
-    if window:
+    if isinstance(window, int) and not isinstance(window, bool) and 1 <= window <= len(epochs):
         for start in range(window, len(epochs) + 1, window):  # counts reset as epoch k*w starts
             ax.axvline(start - 0.5, color="black", lw=0.8, ls="--")
     n_pruned = sum(1 for r in run.metrics if r.pruned)

@@ -112,8 +112,7 @@ def load_run(path: Path, summary: RunSummary) -> Run:
     for name in ("train_seconds", "final_accuracy", "best3_accuracy"):
         if not finite(getattr(summary, name)):  # null too
             raise ConfigError(f"{path / SUMMARY}: {name} is not a finite number")
-    if summary.num_train < 1 or summary.epochs < 1:
-        raise ConfigError(f"{path / SUMMARY}: num_train and epochs must be positive")
+    check_counts(summary, path / SUMMARY)
     if summary.train_seconds <= 0:
         raise ConfigError(f"{path / SUMMARY}: train_seconds must be positive")
     metrics = read_metrics(path)
@@ -124,14 +123,31 @@ def load_run(path: Path, summary: RunSummary) -> Run:
     return Run(path, summary, load_run_config(path), metrics, _load_counts(path))
 
 
+MAX_EPOCHS, MAX_SAMPLES = 10**6, 2**40   # beyond these a record is damaged, not large
+
+
+def check_counts(summary: RunSummary, where: Path) -> None:
+    """The sample counts a table or an estimate divides by, within what a run can hold."""
+    if not (1 <= summary.num_train <= MAX_SAMPLES and 1 <= summary.epochs <= MAX_EPOCHS):
+        raise ConfigError(f"{where}: num_train and epochs must be positive (at most {MAX_SAMPLES} "
+                          f"and {MAX_EPOCHS})")
+    if not 0 <= summary.samples_skipped <= summary.epochs * summary.num_train:
+        raise ConfigError(f"{where}: samples_skipped must be between 0 and epochs x num_train")
+
+
 def _load_counts(path: Path) -> dict[int, torch.Tensor]:
+    """The DroppingCount snapshots that are what they say: one finite count per sample."""
     counts = {}
     for file in sorted(path.glob("dropping_counts_window*.pt")):
         try:
             window = int(file.stem.removeprefix("dropping_counts_window"))
-            counts[window] = torch.load(io.BytesIO(read_regular(file)), map_location="cpu", weights_only=True)
+            snapshot = torch.load(io.BytesIO(read_regular(file)), map_location="cpu", weights_only=True)
         except Exception:  # a damaged snapshot only costs its histogram
             continue
+        if (isinstance(snapshot, torch.Tensor) and snapshot.dim() == 1 and snapshot.numel() > 0
+                and not snapshot.dtype.is_complex and snapshot.dtype != torch.bool
+                and bool(((snapshot >= 0) & (snapshot <= MAX_EPOCHS)).all())):   # NaN fails both
+            counts[window] = snapshot
     return counts
 
 
@@ -193,6 +209,7 @@ def _measured(run: Path) -> Any:
     from ..pruning.estimate import from_epochs
 
     summary, rows = read_summary(run), read_metrics(run)
+    check_counts(summary, run / SUMMARY)
     pruned = [r.epoch for r in rows if r.pruned]
     share = summary.samples_skipped / (len(pruned) * summary.num_train) if pruned else 0.0
     try:

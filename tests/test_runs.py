@@ -1,0 +1,69 @@
+"""Reading run folders back (analysis/runs.py) and drawing them (analysis/plots.py): hostile
+records are left out with a reason or lose only their own plot, never fail the report."""
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from fineprune_cli.analysis.plots import slug
+from fineprune_cli.analysis.report import write_report
+from fineprune_cli.cli import app
+from test_report import make_run
+
+runner = CliRunner()
+
+
+def _pruned(tmp_path, **summary):
+    path = make_run(tmp_path / "runs", "lenet", "fine", 0, 10.0, [50.0, 60.0], skipped_epochs=(2,))
+    data = json.loads((path / "summary.json").read_text())
+    data.update(summary)
+    (path / "summary.json").write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("snapshot", [torch.tensor([]), torch.full((5,), float("nan")), torch.full((5,), float("inf")),
+                                      {"a": torch.tensor([1])}, "text", torch.zeros(2, 3), torch.tensor([-1, 2]),
+                                      torch.tensor([1e300], dtype=torch.float64), torch.zeros(3, dtype=torch.bool)])
+def test_a_hostile_score_snapshot_costs_only_its_histogram(tmp_path, snapshot):
+    path = _pruned(tmp_path)
+    torch.save(snapshot, path / "dropping_counts_window0.pt")
+    report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=True)
+    assert len(report.runs) == 1 and report.runs[0].counts == {}
+    assert not (tmp_path / "rep" / "plots" / "counts-lenet-cifar-10-jpeg-q75.png").exists()
+
+
+@pytest.mark.parametrize("schedule", [{"window": "x"}, {"window": -3}, {"window": True}, {"window": 10**30}, {}])
+def test_a_schedule_of_wrong_types_draws_the_timeline_without_resets(tmp_path, schedule):
+    _pruned(tmp_path, schedule=schedule)
+    report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=True)
+    assert (tmp_path / "rep" / "plots" / "timeline-lenet-cifar-10-jpeg-q75.png").is_file() and report.runs
+
+
+@pytest.mark.parametrize("field, value, words", [("num_train", 10**400, "num_train and epochs must be positive"),
+                                                 ("num_train", 0, "num_train and epochs must be positive"),
+                                                 ("epochs", 10**30, "num_train and epochs"),
+                                                 ("samples_skipped", 10**30, "samples_skipped must be between"),
+                                                 ("samples_skipped", -1, "samples_skipped must be between")])
+def test_impossible_counts_are_left_out_of_the_report_and_refused_by_estimate(tmp_path, field, value, words):
+    path = _pruned(tmp_path, policy="ucb")
+    text = (path / "summary.json").read_text()
+    data = json.loads(text)
+    data[field] = 1234567
+    (path / "summary.json").write_text(json.dumps(data).replace("1234567", str(value)))
+    report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=False)
+    assert not report.runs and words in report.problems[0].reason
+    (path / "config.yaml").write_text("prune: {enabled: true, policy: ucb}\n")
+    result = runner.invoke(app, ["estimate", "--run", str(path)])
+    assert result.exit_code == 2 and words in result.output, result.output
+
+
+def test_very_long_model_and_label_names_get_short_distinct_file_names(tmp_path):
+    long_a, long_b = "m" * 200 + "a", "m" * 200 + "b"   # a folder name holds 255 bytes; a plot name holds both
+    assert len(slug(long_a, "L" * 400)) < 130 and slug(long_a) != slug(long_b)
+    assert slug("ResNet-18", "CIFAR-10 (JPEG q75)") == "resnet-18-cifar-10-jpeg-q75"     # short names unchanged
+    make_run(tmp_path / "runs", long_a, "regular", 0, 10.0, [50.0, 60.0], label="L" * 400)
+    make_run(tmp_path / "runs", long_a, "fine", 0, 9.0, [50.0, 61.0], skipped_epochs=(2,), label="L" * 400)
+    report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=True)
+    assert len(report.runs) == 2 and all(len(f.name) < 255 for f in report.files)
