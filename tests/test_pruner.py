@@ -81,3 +81,41 @@ def test_selection_is_seeded():
     a, b, c = (Pruner(100, schedule, 0.2, seed=s) for s in (7, 7, 8))
     ka, kb, kc = a.begin_epoch(1), b.begin_epoch(1), c.begin_epoch(1)
     assert torch.equal(ka, kb) and not torch.equal(ka, kc)
+
+
+import pytest  # noqa: E402
+
+from fineprune_cli import (DistributedPruningSampler, PruneConfig, PruningSampler,  # noqa: E402
+                           create_policy)
+
+GOOD = create_policy("fine", 10, PruneConfig(window=4, start=1))
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: create_policy("fine", "100"), TypeError, "num_samples must be an integer, got str '100'"),
+    (lambda: create_policy("fine", 0), ValueError, "num_samples must be at least 1, got 0"),
+    (lambda: create_policy("fine", True), TypeError, "num_samples must be an integer"),
+    (lambda: create_policy("fine", 10, seed=-1), ValueError, "seed must be between 0 and"),
+    (lambda: create_policy("fine", 10, seed=1.5), TypeError, "seed must be an integer, got float"),
+    (lambda: create_policy("fine", 10, epochs=0), ValueError, "epochs must be at least 1"),
+    (lambda: create_policy("fine", 10, {"window": 4}), TypeError, "cfg must be a PruneConfig"),
+    (lambda: create_policy("fine", 10, PruneConfig(window=0)), ValueError, "--window must be >= 1, got 0"),
+    (lambda: create_policy("fine", 10, device="gpu0"), ValueError, "device must name a torch device"),
+    (lambda: create_policy("fine", 10, device=3), TypeError, "device must be a string or torch.device"),
+    (lambda: create_policy(3, 10), TypeError, "the policy name must be a string"),
+    (lambda: create_policy("oracle", 10), ValueError, "unknown pruning policy 'oracle'"),
+    (lambda: PruningSampler("fine"), TypeError, "policy must be a Policy"),
+    (lambda: PruningSampler(GOOD, seed="0"), TypeError, "seed must be an integer"),
+    (lambda: DistributedPruningSampler(GOOD, num_replicas=0), ValueError, "num_replicas must be at least 1"),
+    (lambda: DistributedPruningSampler(GOOD, num_replicas=2, rank=2), ValueError, "rank must be between 0 and 1"),
+    (lambda: DistributedPruningSampler(GOOD, num_replicas=2, rank="1"), TypeError, "rank must be an integer"),
+    (lambda: DistributedPruningSampler(GOOD, global_mean="yes"), TypeError, "global_mean must be True or False"),
+    (lambda: Pruner(10, {"window": 4}), TypeError, "schedule must be a PruneSchedule"),
+    (lambda: Pruner(10, PruneSchedule(window=4, start=1), prune_fraction="0.3"), TypeError, "prune_fraction must be a number"),
+    (lambda: Pruner(10, PruneSchedule(window=4, start=1), reduce=3), TypeError, "reduce must be a function"),
+    (lambda: Pruner(-3, PruneSchedule(window=4, start=1)), ValueError, "num_samples must be at least 1"),
+])
+def test_the_library_api_checks_its_arguments_at_the_call_in_one_line(call, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(")) as caught:
+        call()
+    assert "\n" not in str(caught.value)

@@ -11,7 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -24,6 +24,11 @@ class Case:
     argv: Sequence[str] = ()
     words: Sequence[str] = ()          # the message must contain these
     setup: Setup | None = None
+    env: dict[str, str] = field(default_factory=dict)   # set in the case's process
+    # "refused": exit 2, one line, nothing written; "done": exit 0 and `check` finds nothing wrong
+    expect: str = "refused"
+    check: Callable[[Path], str | None] | None = None   # given the case's work folder: what is wrong
+    memory_mb: int | None = None       # RLIMIT_AS headroom over what the process maps (a smaller machine)
 
 
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32",
@@ -146,7 +151,8 @@ def _nothing(run: Path, outside: Path) -> None:
     pass
 
 
-PICKLE_CODE = b"\x80\x04cos\nsystem\n\x8c\x04true\x85R."
+# a pickle that runs `touch PWNED` when loaded unsafely: the harness looks for the file
+PICKLE_CODE = b"\x80\x04cos\nsystem\n\x8c\x0btouch PWNED\x85R."
 DEEP = "a: " + "[" * 3000 + "]" * 3000 + "\n"
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
@@ -241,7 +247,7 @@ CASES: list[Case] = [
     train("set-checkpoint-negative", "--set", "run.checkpoint_every=-1"),
     train("set-dist-mode-unknown", "--set", "run.dist_mode=telepathy"),
     train("set-eval-batch-zero", "--set", "train.eval_batch_size=0"),
-    train("set-python-tag", "--set", "train.epochs=!!python/object/apply:os.system [true]"),
+    train("set-python-tag", "--set", "train.epochs=!!python/object/apply:os.system ['touch PWNED']"),
     # -- train: launcher
     train("nproc-zero", "--nproc-per-node", "0"),
     train("nproc-negative", "--nproc-per-node", "-1"),
@@ -261,7 +267,7 @@ CASES: list[Case] = [
     config("config-unknown-section", "training: {epochs: 1}\n", words=["training"]),
     config("config-a-list", "- 1\n- 2\n"),
     config("config-a-scalar", "42\n"),
-    config("config-python-tag", "model: !!python/object/apply:os.system [true]\n"),
+    config("config-python-tag", "model: !!python/object/apply:os.system ['touch PWNED']\n"),
     config("config-invalid-yaml", "train: {epochs: [\n", words=["not valid YAML"]),
     config("config-tab-indent", "train:\n\tepochs: 1\n"),
     config("config-infinite-epochs", "train: {epochs: .inf}\n", *TINY[:8]),

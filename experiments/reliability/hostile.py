@@ -1,6 +1,13 @@
 """Hostile input through the real CLI: every case must end with exit 2, one line on stderr
 starting with 'error:', no traceback, and nothing written anywhere (the case's folder, a sibling
-folder that symlinks point to, and the working folder are compared before and after).
+folder that symlinks point to, and the working folder are compared before and after). A few
+cases (crafted image folders a careless tool gets silently wrong, report on damaged records)
+must instead succeed, and their check finds nothing wrong with what they made.
+
+Every failure falls in one of the classes counted at the end: traceback (or death by a
+signal), hang (over TIME_LIMIT_S), silent wrong result (accepted what it should refuse, or a
+check failed), code executed (a planted payload ran: it creates a file named PWNED), torn
+record (a record left half-written or unparseable), or other (a second line, a file written).
 
 Each case runs in its own process. Starting Python and torch takes ~3 s, which for 100+ cases
 would dominate the test suite, so the parent imports the CLI once and forks a child per case; the
@@ -23,15 +30,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, Case, make_templates  # noqa: E402
+from cases_round3 import HELD, ROUND3, make_round3_templates  # noqa: E402
+
+ALL_CASES = CASES + ROUND3
 
 TIME_LIMIT_S = 30
 MEMORY_LIMIT_MB = 3000   # peak RSS of one case; a 921 GB allocation attempt must never start
+
+
+CLASSES = ("traceback", "hang", "silent wrong result", "code executed", "torn record")
 
 
 @dataclass
@@ -43,22 +56,42 @@ class Outcome:
     seconds: float
     peak_mb: float
     changed: list[str]
+    pwned: bool = False                 # a payload ran
+    torn: list[str] = field(default_factory=list)   # records that do not parse
+    wrong: str | None = None            # a "done" case's check
+
+    def classes(self) -> set[str]:
+        found = set()
+        if "Traceback" in self.stderr + self.stdout or (self.code is not None and not 0 <= self.code < 128):
+            found.add("traceback")
+        if self.code is None:
+            found.add("hang")
+        if self.wrong or (self.case.expect == "refused" and self.code == 0):
+            found.add("silent wrong result")
+        if self.pwned:
+            found.add("code executed")
+        if self.torn:
+            found.add("torn record")
+        return found
 
     def problems(self) -> list[str]:
-        found = []
+        found = sorted(self.classes())
+        if self.case.expect == "done":
+            return found + ([f"exit {self.code}: {self.stderr.strip()[-300:]!r}"] if self.code != 0 else []) + \
+                ([self.wrong] if self.wrong else [])
         if self.code != 2:
             found.append(f"exit {self.code}")
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
         if len(lines) != 1 or not lines[0].startswith("error: "):
             found.append(f"stderr is {len(lines)} lines: {self.stderr[-300:]!r}")
-        if "Traceback" in self.stderr + self.stdout:
-            found.append("traceback")
         if self.case.words and not all(w in self.stderr for w in self.case.words):
             found.append(f"message lacks {self.case.words}: {self.stderr.strip()[:200]!r}")
         if self.changed:
             found.append(f"files changed: {self.changed[:4]}")
         if self.peak_mb > MEMORY_LIMIT_MB:
             found.append(f"peak memory {self.peak_mb:.0f} MB")
+        if self.torn:
+            found.append(f"torn: {self.torn[:3]}")
         return found
 
 
@@ -82,10 +115,51 @@ def _diff(before: dict, after: dict) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
-def _in_child(argv: list[str], work: Path, out_file: Path, err_file: Path) -> None:
+def torn_records(paths: list[str]) -> list[str]:
+    """Of these changed paths, the records that a reader could not parse, and orphaned
+    temporary files of an atomic write."""
+    import csv
+    import json
+
+    import yaml
+
+    torn = []
+    for p in map(Path, paths):
+        if not p.is_file() or p.is_symlink():
+            continue
+        try:
+            if p.name.endswith(".tmp"):
+                torn.append(str(p))
+            elif p.name == "summary.json":
+                json.loads(p.read_text())
+            elif p.suffix == ".yaml":
+                yaml.safe_load(p.read_text())
+            elif p.suffix == ".csv":
+                list(csv.reader(p.read_text().splitlines()))
+        except (ValueError, yaml.YAMLError, csv.Error):
+            torn.append(str(p))
+    return torn
+
+
+def _limits(case: Case) -> None:
+    """The case's environment and memory limit, in the process that runs it."""
+    for key, value in case.env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    if case.memory_mb:
+        with open("/proc/self/status") as f:
+            mapped = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        limit = mapped + case.memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _in_child(case: Case, argv: list[str], work: Path, out_file: Path, err_file: Path) -> None:
     """The forked child: the installed entry point with the case's argv; never returns."""
     code = 1
     try:
+        _limits(case)
         os.chdir(work)
         for fd, path in ((1, out_file), (2, err_file)):
             os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
@@ -119,11 +193,11 @@ def _wait(pid: int) -> tuple[int | None, float]:
         time.sleep(0.005)
 
 
-def _exec(argv: list[str], work: Path, out_file: Path, err_file: Path) -> tuple[int | None, float]:
+def _exec(case: Case, argv: list[str], work: Path, out_file: Path, err_file: Path) -> tuple[int | None, float]:
     with open(out_file, "w") as out, open(err_file, "w") as err:
         try:
             proc = subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, stdout=out,
-                                  stderr=err, timeout=TIME_LIMIT_S)
+                                  stderr=err, timeout=TIME_LIMIT_S, preexec_fn=lambda: _limits(case))
         except subprocess.TimeoutExpired:
             return None, 0.0
     return proc.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -139,15 +213,25 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
     out_file, err_file = logs / "stdout", logs / "stderr"
     start = time.monotonic()
     if use_exec:
-        code, peak = _exec(argv, work, out_file, err_file)
+        code, peak = _exec(case, argv, work, out_file, err_file)
     else:
         pid = os.fork()
         if pid == 0:
-            _in_child(argv, work, out_file, err_file)
+            _in_child(case, argv, work, out_file, err_file)
         code, peak = _wait(pid)
     seconds = time.monotonic() - start
+    while HELD:  # locks a case's setup took, as another writer would
+        os.close(HELD.pop())
+    changed = _diff(before, snapshot(root))
+    wrong = None
+    if case.check is not None and code == 0:
+        try:
+            wrong = case.check(work)
+        except Exception as exc:  # noqa: BLE001 - a check that cannot read the result: wrong
+            wrong = f"check failed: {type(exc).__name__}: {exc}"[:300]
     return Outcome(case, code, err_file.read_text(errors="replace"), out_file.read_text(errors="replace"),
-                   seconds, peak, _diff(before, snapshot(root)))
+                   seconds, peak, [] if case.expect == "done" else changed,
+                   any(Path(p).name == "PWNED" for p in changed), torn_records(changed), wrong)
 
 
 def run_all(base: Path, use_exec: bool = False, only: Callable[[Case], bool] = lambda c: True,
@@ -164,7 +248,8 @@ def run_all(base: Path, use_exec: bool = False, only: Callable[[Case], bool] = l
     torch.set_num_threads(1)  # no OpenMP pool exists in the parent when it forks
     make_synthetic()  # cached per process: the children inherit the 60,000 images
     templates = make_templates(base / "templates")
-    return [run_case(c, base, templates, use_exec) for c in CASES if only(c)]
+    templates.update(make_round3_templates(base / "templates"))
+    return [run_case(c, base, templates, use_exec) for c in ALL_CASES if only(c)]
 
 
 def main() -> int:
@@ -182,8 +267,12 @@ def main() -> int:
         for o in sorted(outcomes, key=lambda o: -o.seconds)[:15]:
             print(f"{o.seconds:6.2f} s  {o.case.name}")
     slowest = max(outcomes, key=lambda o: o.seconds)
+    counts = {c: sum(c in o.classes() for o in outcomes) for c in CLASSES}
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} hostile inputs handled "
-          f"(exit 2, one line, nothing written); slowest {slowest.case.name} {slowest.seconds:.1f} s, "
+          f"({sum(o.case.expect == 'refused' for o in outcomes)} refused in one line with nothing written, "
+          f"{sum(o.case.expect == 'done' for o in outcomes)} done and checked): "
+          + ", ".join(f"{n} {c}{'s' if n != 1 and c != 'code executed' else ''}" for c, n in counts.items())
+          + f"; slowest {slowest.case.name} {slowest.seconds:.1f} s, "
           f"peak memory {max(o.peak_mb for o in outcomes):.0f} MB")
     return 1 if failed else 0
 

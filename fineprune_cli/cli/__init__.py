@@ -106,8 +106,8 @@ def train(
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
-    from ..distributed.launch import check_parallel, naming_the_run, relaunch, resume as resume_training
-    from ..distributed.launch import train as run_training, weak_scaling
+    from ..distributed.launch import check_launch, check_parallel, naming_the_run, relaunch
+    from ..distributed.launch import resume as resume_training, train as run_training, weak_scaling
     from ..engine.config import validate
     from ..engine.world import from_env
 
@@ -115,6 +115,7 @@ def train(
     if max_restarts is not None and nproc_per_node is None:
         raise ConfigError("--max-restarts needs --nproc-per-node: it restarts the processes torchrun started")
     if nproc_per_node is not None:
+        check_launch(nproc_per_node, nnodes, node_rank, rdzv_endpoint)
         argv = sys.argv[1:]
         if resume is None:  # refuse bad settings here, not in every rank after loading the data
             size = nproc_per_node * (nnodes or 1)

@@ -24,13 +24,10 @@ def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | N
     one fails, torchrun restarts them all up to `max_restarts` times (see `restarted`)."""
     if "RANK" in os.environ:
         raise ConfigError("--nproc-per-node given inside a torchrun process: leave it out there")
-    if nproc < 1 or (nnodes is not None and nnodes < 1):
-        raise ConfigError("--nproc-per-node and --nnodes must be positive")
+    check_launch(nproc, nnodes, node_rank, endpoint)
     if not 0 <= max_restarts <= MAX_RESTARTS:
         raise ConfigError(f"--max-restarts must be between 0 and {MAX_RESTARTS}, got {max_restarts}")
     nnodes = nnodes or 1
-    if nnodes > 1 and (endpoint is None or node_rank is None):
-        raise ConfigError("--nnodes > 1 needs --node-rank and --rdzv-endpoint host:port")
     launcher = ["--nproc-per-node", str(nproc), "--nnodes", str(nnodes), "--max-restarts", str(max_restarts)]
     launcher += (["--standalone"] if nnodes == 1 else
                  ["--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint])
@@ -38,6 +35,33 @@ def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | N
     cmd = [sys.executable, "-m", "fineprune_cli.distributed.torchrun", *launcher, "-m", "fineprune_cli", "--",
            *without_launch_flags(argv)]
     return call_forwarding_signals(cmd)
+
+
+MAX_NPROC, MAX_NODES = 256, 4096   # processes per node, machines: more is a typo
+
+
+def check_launch(nproc: int, nnodes: int | None, node_rank: int | None, endpoint: str | None) -> None:
+    """The launch flags, before anything starts: a node rank past the last node or an
+    endpoint without a port made torchrun wait for peers that never come."""
+    if not 1 <= nproc <= MAX_NPROC:
+        raise ConfigError(f"--nproc-per-node must be between 1 and {MAX_NPROC}, got {nproc}")
+    if nnodes is not None and not 1 <= nnodes <= MAX_NODES:
+        raise ConfigError(f"--nnodes must be between 1 and {MAX_NODES}, got {nnodes}")
+    nnodes = nnodes or 1
+    if nnodes > 1 and (endpoint is None or node_rank is None):
+        raise ConfigError("--nnodes > 1 needs --node-rank and --rdzv-endpoint host:port")
+    if node_rank is not None and not 0 <= node_rank < nnodes:
+        raise ConfigError(f"--node-rank must be between 0 and {nnodes - 1} (--nnodes {nnodes}), got {node_rank}")
+    if endpoint is not None:
+        parse_endpoint(endpoint)
+
+
+def parse_endpoint(text: str, flag: str = "--rdzv-endpoint") -> tuple[str, int]:
+    """host:port (IPv6 as [addr]:port), the port from 1 to 65535."""
+    host, sep, port = text.strip().rpartition(":")
+    if not (sep and host.strip("[]") and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ConfigError(f"{flag} must be host:port with a port from 1 to 65535, got '{text}'")
+    return host, int(port)
 
 
 def call_forwarding_signals(cmd: list[str]) -> int:

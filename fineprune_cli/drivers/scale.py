@@ -25,12 +25,14 @@ from typing import Any
 
 import yaml
 
-from ..engine.config import Config, validate
+from ..distributed.launch import MAX_NPROC, parse_endpoint
+from ..engine.config import Config, RunConfig, validate
 from ..engine.files import atomic_write_text, read_regular_text
 from ..engine.fingerprint import drop_unused
 from ..engine.record import Status, read_summary
 from ..engine.world import alone
 from ..errors import ConfigError
+from ..settings import check_section
 from .scale_table import Targets, table, write_tables
 
 MODES = ("sync", "async", "mixed")  # async/mixed: workers plus --num-ps parameter-server processes
@@ -89,6 +91,7 @@ class Launch:
             raise ConfigError("--nnodes > 1 needs --rdzv-endpoint host:port (node rank 0's address)")
         if not 0 <= self.node_rank < self.nnodes:
             raise ConfigError(f"--node-rank must be between 0 and {self.nnodes - 1}, got {self.node_rank}")
+        parse_endpoint(self.endpoint)
 
 
 def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None,
@@ -96,8 +99,8 @@ def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None,
     """The configurations to run, baseline (1-process sync) last, each once."""
     num_ps = [1] if num_ps is None else num_ps
     launch.check()
-    if not nprocs or any(n < 1 for n in nprocs):
-        raise ConfigError("--nproc takes positive integers, e.g. 1,2,4")
+    if not nprocs or any(not 1 <= n <= MAX_NPROC for n in nprocs):
+        raise ConfigError(f"--nproc takes positive integers up to {MAX_NPROC}, e.g. 1,2,4")
     if not num_ps or any(k < 1 for k in num_ps):
         raise ConfigError("--num-ps takes positive integers, e.g. 1,2")
     if not modes:
@@ -116,6 +119,8 @@ def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None,
 
 
 def _checked(job: Job) -> Job:
+    # the launched run would check its --num-ps only after starting: refuse it here, as it would
+    check_section(RunConfig(dist_mode=job.mode, num_ps=job.num_ps), "")
     if job.workers < 1:  # only with several nodes, where the servers are among the processes
         raise ConfigError(f"--nproc {job.nproc} x --nnodes {job.nnodes} processes leave no worker "
                           f"beside {job.num_ps} parameter servers")

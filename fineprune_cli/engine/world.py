@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import ConfigError
+from .files import quiet_stderr
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,31 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
     env = dict(os.environ if env is None else env)
     keys = [("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", STEP_SIZE, "SLURM_LOCALID")]
     for rank, size, local in keys:
-        if size in env and int(env[size]) > 1:
+        if size in env and env_int(env, size, 1) > 1:
             if rank == "SLURM_PROCID" and "MASTER_ADDR" not in env:
                 raise ConfigError("under Slurm, set MASTER_ADDR and MASTER_PORT (see README: several GPUs and nodes)")
-            return World(int(env[rank]), int(env[size]), int(env.get(local, 0)))
+            if "MASTER_PORT" in env:
+                env_int(env, "MASTER_PORT", 1, 65535)
+            return World(env_int(env, rank, 0, int(env[size]) - 1), int(env[size]), env_int(env, local, 0, default=0))
+        for key in (rank, local):  # a lone RANK=-1 or LOCAL_RANK=x is a mistake too
+            if key in env:
+                env_int(env, key, 0)
     return SINGLE
+
+
+def env_int(env: dict[str, str], key: str, low: int, high: int | None = None, default: int | None = None) -> int:
+    """An environment variable as an integer in [low, high]; one clear line otherwise."""
+    text = env.get(key)
+    if text is None and default is not None:
+        return default
+    try:
+        value = int(text) if text is not None and text.isascii() else int("?")
+    except ValueError:
+        raise ConfigError(f"{key}={text!r}: must be an integer" if text is not None else f"{key} is unset") from None
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ConfigError(f"{key}={value}: must be {bounds}")
+    return value
 
 
 def init(world: World, device: torch.device, timeout_s: float, init_method: str | None = None) -> None:
@@ -74,11 +95,21 @@ def init(world: World, device: torch.device, timeout_s: float, init_method: str 
     if not world.active or dist.is_initialized():
         return
     timeout = timedelta(seconds=timeout_s)
-    store = None if init_method else group_store(world, timeout)
-    shared = store is not None and shared_gpu(store, world, gpu_id(device))
-    backend = "nccl" if device.type == "cuda" and not shared else "gloo"
-    dist.init_process_group(backend, init_method=init_method, store=store, rank=world.rank,
-                            world_size=world.size, timeout=timeout)
+    if init_method is None and "MASTER_ADDR" not in os.environ:
+        raise ConfigError(f"{world.size} processes need MASTER_ADDR and MASTER_PORT to meet (torchrun sets them; "
+                          "see README: several GPUs and nodes)")
+    try:
+        with quiet_stderr():   # c10d logs each failed try with a 30-line C++ stack
+            store = None if init_method else group_store(world, timeout)
+            shared = store is not None and shared_gpu(store, world, gpu_id(device))
+            backend = "nccl" if device.type == "cuda" and not shared else "gloo"
+            dist.init_process_group(backend, init_method=init_method, store=store, rank=world.rank,
+                                    world_size=world.size, timeout=timeout)
+    except (dist.DistError, TimeoutError, ValueError) as exc:  # the rendezvous or a peer unreachable
+        where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT')}"
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ConfigError(f"rank {world.rank} of {world.size} could not join the process group at {where} "
+                          f"within {timeout_s:g} s: {reason}") from None
 
 
 def gpu_id(device: torch.device | str) -> str:

@@ -26,6 +26,7 @@ from typing import Callable, ClassVar
 import torch
 
 from ..errors import ConfigError
+from ..settings import check_section
 from .config import PruneConfig
 from .registry import get
 from .schedule import last_pruning_epoch
@@ -135,5 +136,42 @@ def pruned_count(cfg: PruneConfig, num_samples: int) -> int:
 
 def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: int = 0,
            device: torch.device | str = "cpu", epochs: int | None = None) -> Policy:
-    return get(name)(num_samples, cfg if cfg is not None else PruneConfig(), seed, device, epochs)
+    """The policy `name`; every argument checked here, in one line (TypeError for a wrong
+    type, ValueError for a wrong value), before any of it reaches torch."""
+    if not isinstance(name, str):
+        raise TypeError(f"the policy name must be a string, got {_shown(name)}")
+    kind = get(name)
+    require_int(num_samples, "num_samples", 1)
+    require_int(seed, "seed", 0, 2**63 - 1)
+    require_int(epochs, "epochs", 1, optional=True)
+    if cfg is not None and not isinstance(cfg, PruneConfig):
+        raise TypeError(f"cfg must be a PruneConfig, got {_shown(cfg)}")
+    cfg = cfg if cfg is not None else PruneConfig()
+    check_section(cfg, "prune.")
+    return kind(num_samples, cfg, seed, as_device(device), epochs)
+
+
+def require_int(value: object, name: str, low: int, high: int | None = None, optional: bool = False) -> None:
+    """An argument that must be an integer in [low, high] (None allowed when optional)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {_shown(value)}")
+    if value < low or (high is not None and value > high):
+        raise ConfigError(f"{name} must be {f'between {low} and {high}' if high is not None else f'at least {low}'}, "
+                          f"got {value}")
+
+
+def as_device(device: object) -> torch.device:
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a string or torch.device, got {_shown(device)}")
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"device must name a torch device (cpu, cuda, cuda:1 ...), got {device!r}") from None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 

@@ -32,6 +32,13 @@ class Pruner:
                  tolerance: float = 0.0, policy: str = "fine", seed: int = 0,
                  device: torch.device | str = "cpu", reduce: Reduce | None = None,
                  epochs: int | None = None):
+        if not isinstance(schedule, PruneSchedule):
+            raise TypeError(f"schedule must be a PruneSchedule, got {type(schedule).__name__}")
+        for name, value in (("prune_fraction", prune_fraction), ("tolerance", tolerance)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        if reduce is not None and not callable(reduce):
+            raise TypeError(f"reduce must be a function (a sum over ranks) or None, got {type(reduce).__name__}")
         cfg = PruneConfig(enabled=True, policy=policy, window=schedule.window, start=schedule.start,
                           attenuation=schedule.attenuation, block=schedule.block, count=schedule.count,
                           prune_fraction=prune_fraction, tolerance=tolerance)

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
-from .policy import EpochPlan, Policy
+from .policy import EpochPlan, Policy, require_int
 
 
 class IndexedDataset(Dataset):
@@ -52,6 +52,9 @@ class PruningSampler(Sampler[int]):
     def __init__(self, policy: Policy, seed: int = 0):
         # Sampler.__init__ is skipped on purpose: under multiple inheritance (the distributed
         # variant) the next __init__ in line is DistributedSampler's, which needs a dataset
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy must be a Policy (fineprune_cli.create_policy(...)), got {type(policy).__name__}")
+        require_int(seed, "seed", 0, 2**63 - 1)
         self.policy, self.seed = policy, seed
         self.epoch: int | None = None        # 0-based; None before the first plan
         self.plan: EpochPlan | None = None   # the current epoch's plan
@@ -180,6 +183,10 @@ class DistributedPruningSampler(PruningSampler, DistributedSampler):
     def __init__(self, policy: Policy, num_replicas: int | None = None, rank: int | None = None,
                  seed: int = 0, global_mean: bool = True):
         PruningSampler.__init__(self, policy, seed)
+        require_int(num_replicas, "num_replicas", 1, optional=True)
+        require_int(rank, "rank", 0, None if num_replicas is None else num_replicas - 1, optional=True)
+        if not isinstance(global_mean, bool):
+            raise TypeError(f"global_mean must be True or False, got {type(global_mean).__name__}")
         self.replicas, self.rank_given, self.global_mean = num_replicas, rank, global_mean
         self.shuffle, self.drop_last, self.dataset = True, False, None  # DistributedSampler's fields
 
