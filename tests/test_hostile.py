@@ -1,5 +1,7 @@
-"""The reliability script (experiments/reliability/hostile.py): 160-odd hostile inputs through the
-CLI, each in its own process, each refused with exit 2 and one line before anything is written."""
+"""The reliability script (experiments/reliability/hostile.py): 330-odd hostile inputs through the
+CLI, each in its own process, each refused with exit 2 and one line before anything is written,
+or (crafted image folders, report over damaged records) done and checked; none may end in a
+traceback, a hang, a silent wrong result, code executed or a torn record."""
 
 import subprocess
 import sys
@@ -17,8 +19,10 @@ def _hostile(*args):
 def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing():
     done = _hostile()
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    handled, total = done.stdout.strip().splitlines()[-1].split(" hostile inputs")[0].split(" of ")
-    assert handled == total and int(total) >= 100, done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    handled, total = last.split(" hostile inputs")[0].split(" of ")
+    assert handled == total and int(total) >= 300, done.stdout
+    assert ("0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last), last
 
 
 def test_exec_gives_what_the_fork_shortcut_gives():
@@ -45,3 +49,28 @@ def test_the_harness_catches_what_it_is_for(tmp_path):
               Outcome(case, 2, "error: bad\n", "", 0.1, 100.0, ["work/run/config.yaml"]),
               Outcome(case, 2, "error: bad\n", "", 0.1, 5000.0, [])]
     assert all(o.problems() for o in broken)
+    classes = [(Outcome(case, 1, "Traceback (most recent call last):\n", "", 0.1, 1.0, []), "traceback"),
+               (Outcome(case, -11, "", "", 0.1, 1.0, []), "traceback"),
+               (Outcome(case, None, "", "", 30.0, 1.0, []), "hang"),
+               (Outcome(case, 0, "", "", 0.1, 1.0, []), "silent wrong result"),
+               (Outcome(Case("d", ["x"], expect="done"), 0, "", "", 0.1, 1.0, [], wrong="pixels differ"),
+                "silent wrong result"),
+               (Outcome(case, 2, "error: bad\n", "", 0.1, 1.0, ["w/PWNED"], pwned=True), "code executed"),
+               (Outcome(case, 2, "error: bad\n", "", 0.1, 1.0, ["w/run/summary.json"],
+                        torn=["w/run/summary.json"]), "torn record")]
+    for outcome, kind in classes:
+        assert kind in outcome.classes() and outcome.problems(), kind
+    assert Outcome(Case("d", ["x"], expect="done"), 0, "", "", 0.1, 1.0, []).problems() == []
+
+
+def test_torn_records_are_found(tmp_path):
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from hostile import torn_records
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "summary.json").write_text('{"status": "compl')
+    (tmp_path / "config.yaml").write_text("model: {name: lenet}\n")
+    (tmp_path / ".metrics.csv.abc.tmp").write_text("epoch\n")
+    found = torn_records([str(p) for p in tmp_path.iterdir()])
+    assert sorted(map(lambda p: p.split("/")[-1], found)) == [".metrics.csv.abc.tmp", "summary.json"]

@@ -84,3 +84,30 @@ def test_read_image_converts_to_the_mode_asked(tmp_path):
     assert imagefolder.read_image(tmp_path / "p.png", "GRAY").shape == (1, 4, 4)
     assert torch.equal(imagefolder.read_image(tmp_path / "p.png", "RGB", 2), torch.tensor([250, 5, 5],
                        dtype=torch.uint8).view(3, 1, 1).expand(3, 2, 2))
+
+
+def test_a_png_with_broken_image_data_is_one_error_not_a_crash(tmp_path):
+    """torchvision's PNG decoder dies by SIGSEGV on an error in the data (here a zlib stream
+    that is not one, under a valid header): PNGs are decoded by Pillow, which raises."""
+    import struct
+    import zlib
+
+    data = b"not zlib data at all"
+    idat = struct.pack(">I", len(data)) + b"IDAT" + data + struct.pack(">I", zlib.crc32(b"IDAT" + data))
+    path = tmp_path / "broken.png"
+    path.write_bytes(png_header_bomb(8, 8)[:33] + idat + png_header_bomb(8, 8)[-12:])
+    with pytest.raises(DataError, match="cannot decode image .*broken.png"):
+        imagefolder.read_image(path, "RGB")
+
+
+@pytest.mark.parametrize("damage, words", [(lambda raw: raw[:-20], "truncated PNG"),
+                                           (lambda raw: raw[:45] + bytes([raw[45] ^ 1]) + raw[46:], "bad CRC")])
+def test_a_cut_or_flipped_png_is_refused_not_decoded_to_other_pixels(tmp_path, damage, words):
+    from io import BytesIO
+
+    buf = BytesIO()
+    Image.new("RGB", (8, 8), (10, 200, 30)).save(buf, "PNG")
+    path = tmp_path / "x.png"
+    path.write_bytes(damage(buf.getvalue()))
+    with pytest.raises(DataError, match=f"cannot decode image .*x.png: .*{words}"):
+        imagefolder.read_image(path, "RGB")

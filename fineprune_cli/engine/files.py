@@ -8,9 +8,11 @@ import errno
 import io
 import os
 import stat
+import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -52,6 +54,22 @@ def read_regular(path: Path, limit: int = READ_LIMIT) -> bytes:
 def read_regular_text(path: Path, limit: int = READ_LIMIT) -> str:
     """read_regular as UTF-8 text (UnicodeDecodeError when it is not)."""
     return read_regular(path, limit).decode("utf-8")
+
+
+@contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 points to /dev/null inside the block: C libraries (libpng, c10d) write
+    there directly, and the error we raise says it in one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -7,17 +7,14 @@ file's relative path, label, size and modification time.
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
-from contextlib import contextmanager
+import io
 from pathlib import Path
-from typing import Iterator
 
 import torch
 
 from ..errors import DataError
-from .files import cache_home
-from .imageheader import read_header
+from .files import cache_home, quiet_stderr
+from .imageheader import PNG_SIGNATURE, check_png_chunks, read_header
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 Folder = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[str]]
@@ -111,7 +108,6 @@ def read_image(path: Path, mode: str, size: int | None = None) -> torch.Tensor:
     """One image file as uint8 C x H x W in `mode` ('RGB' or 'GRAY'), resized to size x size
     when given; any failure is a DataError naming the file. The decoder's own messages (libpng
     prints to the process's stderr) are kept off the terminal: the error says it in one line."""
-    from torchvision.io import ImageReadMode
     from torchvision.transforms.v2.functional import resize
 
     try:
@@ -119,10 +115,9 @@ def read_image(path: Path, mode: str, size: int | None = None) -> torch.Tensor:
     except OSError as exc:
         raise DataError(f"cannot read image {path}: {exc.strerror or exc}") from None
     read_header(path, raw)   # these very bytes: a file swapped since the folder's scan is caught too
-    data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
     try:
         with quiet_stderr():
-            image = as_uint8(_decode(data, getattr(ImageReadMode, mode)))
+            image = as_uint8(_decode(raw, mode))
         if size is not None and tuple(image.shape[1:]) != (size, size):
             image = resize(image, [size, size], antialias=True)
     except Exception as exc:
@@ -131,25 +126,25 @@ def read_image(path: Path, mode: str, size: int | None = None) -> torch.Tensor:
     return image
 
 
-def _decode(data: torch.Tensor, mode) -> torch.Tensor:
-    from torchvision.io import decode_image
+def _decode(raw: bytes, mode: str) -> torch.Tensor:
+    """JPEGs through torchvision (libjpeg-turbo); PNGs through Pillow: torchvision's PNG decoder
+    kills the process (SIGSEGV) on any error in the image data (a bad zlib stream or filter
+    byte, too little data), where Pillow raises."""
+    if raw[:8] != PNG_SIGNATURE:
+        from torchvision.io import ImageReadMode, decode_image
 
-    return decode_image(data, mode=mode)
+        return decode_image(torch.frombuffer(bytearray(raw), dtype=torch.uint8), mode=getattr(ImageReadMode, mode))
+    import numpy as np
+    from PIL import Image
 
-
-@contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """File descriptor 2 points to /dev/null inside the block (C libraries write there)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
+    check_png_chunks(raw)
+    with Image.open(io.BytesIO(raw), formats=["PNG"]) as image:
+        image.load()
+        if image.mode.startswith("I"):   # 16-bit grey: scaled to 8 bits by as_uint8, not clipped
+            grey = torch.from_numpy(np.asarray(image, dtype=np.uint16).copy())[None]
+            return grey.expand(3, -1, -1).contiguous() if mode == "RGB" else grey
+        pixels = np.asarray(image.convert("RGB" if mode == "RGB" else "L"))
+    return torch.from_numpy(pixels.copy()).reshape(*pixels.shape[:2], -1).permute(2, 0, 1).contiguous()
 
 
 def _decode_all(items: list[tuple[Path, int]], mode: str, size: int | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -93,3 +94,21 @@ def _jpeg(f: BinaryIO) -> Header:
             break
         f.seek(length - 2, 1)
     raise DataError("no JPEG frame header (truncated or not a JPEG)")
+
+
+def check_png_chunks(raw: bytes) -> None:
+    """Every chunk whole and its CRC right, up to IEND: what libpng checks and Pillow, which
+    decodes our PNGs, does not for image data (a flipped byte could decode to other pixels)."""
+    at = len(PNG_SIGNATURE)
+    while at + 12 <= len(raw):
+        length = struct.unpack(">I", raw[at:at + 4])[0]
+        end = at + 12 + length
+        if end > len(raw):
+            break
+        kind = raw[at + 4:at + 8]
+        if zlib.crc32(raw[at + 4:end - 4]) != struct.unpack(">I", raw[end - 4:end])[0]:
+            raise DataError(f"{kind.decode('latin-1')!r} chunk has a bad CRC (damaged file)")
+        if kind == b"IEND":
+            return
+        at = end
+    raise DataError("truncated PNG (it ends before its IEND chunk)")

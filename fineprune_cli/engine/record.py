@@ -295,7 +295,9 @@ def _read_json(path: Path, run_dir: Path) -> Any:
         return json.loads(read_regular_text(path))
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {SUMMARY} is missing") from None
-    except (OSError, ValueError, RecursionError):
+    except OSError as exc:
+        raise ConfigError(f"{path} is unreadable: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
 
 
