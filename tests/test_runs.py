@@ -67,3 +67,38 @@ def test_very_long_model_and_label_names_get_short_distinct_file_names(tmp_path)
     make_run(tmp_path / "runs", long_a, "fine", 0, 9.0, [50.0, 61.0], skipped_epochs=(2,), label="L" * 400)
     report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=True)
     assert len(report.runs) == 2 and all(len(f.name) < 255 for f in report.files)
+
+
+def test_a_disk_that_fills_up_midway_leaves_the_previous_report_whole(tmp_path, monkeypatch):
+    from fineprune_cli.engine import files
+
+    make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=False)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()}
+    make_run(tmp_path / "runs", "lenet", "fine", 0, 9.0, [50.0, 61.0], skipped_epochs=(2,))
+    real, writes = files.atomic_write_bytes, []
+
+    def full_at_third(path, data):
+        writes.append(path.name)
+        if len(writes) == 4:          # the write check, two tables, then the disk is full
+            raise OSError(28, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(files, "atomic_write_bytes", full_at_third)
+    result = runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots"])
+    assert result.exit_code == 2 and "No space left on device" in result.output
+    assert {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()} == before   # nothing half-new
+
+
+def test_a_full_disk_at_start_leaves_no_empty_run_folder(tmp_path, monkeypatch):
+    from fineprune_cli.engine import files, record
+
+    def full(path, data):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(files, "atomic_write_bytes", full)
+    monkeypatch.setattr(record, "atomic_write_text", lambda path, text: full(path, text))
+    result = runner.invoke(app, ["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "64",
+                                 "--test-subset", "32", "--epochs", "1", "--device", "cpu", "--out", str(tmp_path / "a" / "run")])
+    assert result.exit_code == 2 and "No space left on device" in result.output, result.output
+    assert not (tmp_path / "a").exists()

@@ -72,3 +72,34 @@ def test_summary_round_trip_and_schema_1(tmp_path):
         RunSummary.from_dict({**old, "train_seconds": "4.2"})
     with pytest.raises(ConfigError, match="lacks seed"):
         RunSummary.from_dict({k: v for k, v in old.items() if k != "seed"})
+
+
+@pytest.mark.parametrize("error", [RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                                                "can't allocate memory: you tried to allocate 8589934592 bytes."),
+                                   MemoryError()])
+def test_running_out_of_memory_mid_run_is_one_line(tmp_path, monkeypatch, error):
+    """The up-front memory check is a floor (a model's layers come on top): an allocation that
+    fails later ended in the allocator's traceback."""
+    from typer.testing import CliRunner
+
+    from fineprune_cli.cli import app
+    from fineprune_cli.engine.trainer import Trainer
+
+    def fail(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(Trainer, "train_epoch", fail)
+    result = CliRunner().invoke(app, ["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "64",
+                                      "--test-subset", "32", "--epochs", "1", "--device", "cpu", "--out",
+                                      str(tmp_path / "run")])
+    assert result.exit_code == 1 and "out of memory while training" in result.output, result.output
+    assert "lower --batch-size or --image-size" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch):
+    from fineprune_cli.engine.trainer import Trainer
+
+    monkeypatch.setattr(Trainer, "train_epoch", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(RuntimeError, match="a bug"):
+        train(build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "data.subset": 64,
+                                  "data.test_subset": 32, "train.epochs": 1, "run.device": "cpu",
+                                  "run.out": str(tmp_path / "r")}), show_progress=False)

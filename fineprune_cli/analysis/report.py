@@ -6,6 +6,9 @@ files; nothing is stamped with the time the report was made.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,28 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
         (out / ".write-check").unlink()
     except OSError as exc:
         raise ConfigError(f"cannot write the report into {out}: {exc.strerror or exc}") from None
+    # written whole into a hidden folder beside, then moved in file by file (a rename needs no
+    # room): a disk that fills up midway leaves the previous report as it was, not half of a new one
+    stage = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    try:
+        report.out = stage
+        _write_all(report, with_plots)
+        report.files = [_publish(f, stage, out) for f in report.files]
+    finally:
+        report.out = out
+        shutil.rmtree(stage, ignore_errors=True)
+    return report
+
+
+def _publish(path: Path, stage: Path, out: Path) -> Path:
+    target = out / path.relative_to(stage)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    return target
+
+
+def _write_all(report: Report, with_plots: bool) -> None:
+    out, runs = report.out, report.runs
     tables = {"table1_time": table1(runs), "table2_accuracy": table2(runs)} if runs else {}
     for name, (header, rows) in tables.items():
         report.files.append(_write(out / f"{name}.csv", to_csv(header, rows)))
@@ -51,7 +76,6 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
     figures = _plots(runs, out / "plots") if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", _index(report, tables, figures)))
-    return report
 
 
 def _write(path: Path, text: str) -> Path:

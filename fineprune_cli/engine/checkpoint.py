@@ -41,6 +41,12 @@ class StorageFull(FinepruneError):
     exit_code = 1
 
 
+class OutOfMemory(FinepruneError):
+    """An allocation failed mid-run (the up-front check is a floor: a model's layers come on top)."""
+
+    exit_code = 1
+
+
 class Diverged(FinepruneError):
     """The training loss became NaN or infinite; the record is kept with status 'diverged'."""
 

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -243,11 +244,14 @@ class RunRecord:
 
     def _prepare(self) -> None:
         """Create the folder and prove it writable before any training time is spent."""
+        made = next((p for p in reversed([self.path, *self.path.parents]) if not p.exists()), None)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path / ".write-check", "ok")
             (self.path / ".write-check").unlink()
         except OSError as exc:
+            if made is not None:  # a full disk at start leaves no empty run folder behind
+                shutil.rmtree(made, ignore_errors=True)
             raise ConfigError(f"cannot write run folder {self.path}: {exc.strerror or exc}") from None
 
     def write_config(self, config: dict[str, Any]) -> None:

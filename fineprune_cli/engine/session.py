@@ -201,6 +201,13 @@ def run(s: Session, show_progress: bool, bar: Any) -> RunSummary:
         raise checkpoint.StorageFull(
             f"cannot write {exc.filename or s.record.path}: {exc.strerror or exc}; the records already "
             f"written are whole; make room, then {_resume_hint(s)}") from None
+    except (MemoryError, RuntimeError) as exc:  # CUDA: torch.OutOfMemoryError; CPU: the allocator's RuntimeError
+        if not isinstance(exc, (MemoryError, torch.OutOfMemoryError)) and "can't allocate memory" not in str(exc):
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise checkpoint.OutOfMemory(
+            f"out of memory while training ({reason.split('. ')[-1][:160]}): lower --batch-size or "
+            f"--image-size; the records written so far in {s.record.path} are whole") from None
     except KeyboardInterrupt:  # a second Ctrl-C: the epochs since the last checkpoint are lost
         if s.world.main and (s.record.path / CHECKPOINT).exists():
             hint = f"{_resume_hint(s)} (from its last checkpoint)"
