@@ -62,9 +62,10 @@ def test_the_launchers_environment_is_checked_in_one_line(env, words):
         worlds.from_env({**BASE, **env})
 
 
-def test_a_missing_master_addr_is_named_for_torchrun_variables_too():
-    with pytest.raises(ConfigError, match="with WORLD_SIZE=2, set MASTER_ADDR and MASTER_PORT"):
-        worlds.from_env({"RANK": "0", "WORLD_SIZE": "2"})
+def test_a_missing_master_addr_is_named_for_torchrun_variables_too(monkeypatch):
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    with pytest.raises(ConfigError, match="2 processes need MASTER_ADDR and MASTER_PORT to meet"):
+        worlds.join(worlds.World(0, 2), "gloo", 5)
     assert worlds.from_env({**BASE, "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == worlds.World(1, 2, 1)
     assert worlds.from_env({"RANK": "0", "WORLD_SIZE": "1"}) == worlds.SINGLE
 
