@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from cases import TINY, Case, flags, train, with_run
+from cases import TINY, Case, flags, with_run
 from crafted import FOLDERS, bigger_test_images_folder, jpeg_header_bomb, make_fifo, png_header_bomb
 
 def make_round3_templates(base: Path) -> dict[str, Path]:
