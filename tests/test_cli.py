@@ -232,3 +232,26 @@ def test_a_ctrl_c_while_the_error_line_is_printed_is_no_traceback(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_main_called_in_process_leaves_later_commands_their_signal_handlers(monkeypatch):
+    """main() marks the command as owning the process (a late Ctrl-C is then ignored while it
+    prints its last line); called in-process it left the mark, so every later failing command
+    in that process set SIGTERM and SIGINT to 'ignore' (a test run then ignored its own stops)."""
+    import signal
+    import sys
+
+    from fineprune_cli import cli
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    monkeypatch.setattr(sys, "argv", ["fineprune", "train", "--model", "nope", "--dataset", "synthetic"])
+    try:
+        with pytest.raises(SystemExit):
+            cli.main()                 # owns the process: it ignores signals while it ends
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        assert invoke(["train", "--model", "nope", "--dataset", "synthetic"]).exit_code == 2
+        assert {sig: signal.getsignal(sig) for sig in saved} == saved
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)

@@ -247,4 +247,7 @@ def _invocation() -> str:
 @record  # under torchrun: a rank's uncaught error goes into torchrun's failure report
 def main() -> None:
     _OWN_PROCESS["main"] = True
-    app()
+    try:
+        app()
+    finally:  # called in-process (tests, a wrapper that catches SystemExit): later commands own nothing
+        _OWN_PROCESS["main"] = False
