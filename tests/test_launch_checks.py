@@ -55,7 +55,7 @@ BASE = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
     ({"RANK": "-1"}, "RANK=-1: must be at least 0"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, "MASTER_PORT=70000: must be between 1 and 65535"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "p"}, "MASTER_PORT='p'"),
-    ({"SLURM_PROCID": "5", "SLURM_NTASKS": "2"}, "SLURM_PROCID=5"),
+    ({"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "2"}, "SLURM_PROCID=5"),
 ])
 def test_the_launchers_environment_is_checked_in_one_line(env, words):
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -65,7 +65,7 @@ def test_the_launchers_environment_is_checked_in_one_line(env, words):
 def test_a_missing_master_addr_is_named_for_torchrun_variables_too(monkeypatch):
     monkeypatch.delenv("MASTER_ADDR", raising=False)
     with pytest.raises(ConfigError, match="2 processes need MASTER_ADDR and MASTER_PORT to meet"):
-        worlds.join(worlds.World(0, 2), "gloo", 5)
+        worlds.init(worlds.World(0, 2), torch.device("cpu"), 5)
     assert worlds.from_env({**BASE, "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == worlds.World(1, 2, 1)
     assert worlds.from_env({"RANK": "0", "WORLD_SIZE": "1"}) == worlds.SINGLE
 
