@@ -55,7 +55,7 @@ BASE = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
     ({"RANK": "-1"}, "RANK=-1: must be at least 0"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, "MASTER_PORT=70000: must be between 1 and 65535"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "p"}, "MASTER_PORT='p'"),
-    ({"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "2", "MASTER_ADDR": "h"}, "SLURM_PROCID=5"),
+    ({"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "2"}, "SLURM_PROCID=5"),
 ])
 def test_the_launchers_environment_is_checked_in_one_line(env, words):
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):

@@ -42,8 +42,8 @@ ENVS = {"rank-negative": ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK=-1"),
         "lone-rank-negative": ({"RANK": "-1"}, "RANK=-1"),
         "master-port-huge": ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, "MASTER_PORT=70000"),
         "master-port-word": ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "p"}, "MASTER_PORT='p'"),
-        "slurm-procid-past": ({"SLURM_PROCID": "5", "SLURM_NTASKS": "2"}, "SLURM_PROCID=5"),
-        "slurm-ntasks-word": ({"SLURM_PROCID": "0", "SLURM_NTASKS": "x"}, "SLURM_NTASKS='x'")}
+        "slurm-procid-past": ({"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "2"}, "SLURM_PROCID=5"),
+        "slurm-step-tasks-word": ({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "x"}, "SLURM_STEP_NUM_TASKS='x'")}
 
 
 def _launch_cases() -> list[Case]:
