@@ -43,7 +43,7 @@ def slug(*parts: str) -> str:
 
 def _save(fig, path: Path) -> Path:
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
-    fig.clf()
+    _plt().close(fig)   # pyplot keeps every figure until closed: a long report (or test run) piled them up
     return path
 
 
