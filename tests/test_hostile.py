@@ -31,14 +31,20 @@ def test_exec_gives_what_the_fork_shortcut_gives():
     assert done.returncode == 0 and "1 of 1 hostile inputs handled" in done.stdout, done.stdout + done.stderr
 
 
-def test_the_harness_catches_what_it_is_for(tmp_path):
-    """A traceback, a second line, a written file, a wrong exit: each is reported as a failure."""
+def _harness():
+    """The script's module (and its cases module), imported from its folder."""
     sys.path.insert(0, str(SCRIPT.parent))
     try:
-        from hostile import Outcome
-        from cases import Case
+        import cases
+        import hostile
     finally:
         sys.path.pop(0)
+    return hostile, cases
+
+
+def test_the_harness_catches_what_it_is_for(tmp_path):
+    """A traceback, a second line, a written file, a wrong exit: each is reported as a failure."""
+    Outcome, Case = _harness()[0].Outcome, _harness()[1].Case
     case = Case("x", ["train"], words=["bad"])
     good = Outcome(case, 2, "error: bad input\n", "", 0.1, 100.0, [])
     assert good.problems() == []
@@ -64,11 +70,7 @@ def test_the_harness_catches_what_it_is_for(tmp_path):
 
 
 def test_torn_records_are_found(tmp_path):
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        from hostile import torn_records
-    finally:
-        sys.path.pop(0)
+    torn_records = _harness()[0].torn_records
     (tmp_path / "summary.json").write_text('{"status": "compl')
     (tmp_path / "config.yaml").write_text("model: {name: lenet}\n")
     (tmp_path / ".metrics.csv.abc.tmp").write_text("epoch\n")
