@@ -33,6 +33,18 @@ def test_plan_runs_whole_seeds_first(tmp_path):
     assert [j.seed for j in jobs] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert jobs[0] == Job("lenet", "synthetic", "regular", 0)
     assert jobs[0].run_dir("o").as_posix() == "o/lenet-synthetic/regular-seed0"
+    assert [(j.arm, j.seed) for j in jobs[:4]] == [("regular", 0), ("fine", 0), ("regular", 0), ("fine", 0)]
+
+
+def test_plan_order_arm_keeps_each_arms_seeds_together(tmp_path):
+    jobs = plan(*_cfg(tmp_path, seeds=[2, 0, 1], policies=["regular", "fine"], frontier=[0.2]))
+    assert [(j.arm, j.seed) for j in jobs][:4] == [("regular", 2), ("fine", 2), ("random-every-20", 2), ("regular", 0)]
+    by_arm = plan(*_cfg(tmp_path, seeds=[2, 0, 1], policies=["regular", "fine"], frontier=[0.2], order="arm"))
+    assert [(j.arm, j.seed) for j in by_arm] == [
+        ("regular", 2), ("regular", 0), ("regular", 1), ("fine", 2), ("fine", 0), ("fine", 1),
+        ("random-every-20", 2), ("random-every-20", 0), ("random-every-20", 1)]
+    with pytest.raises(ConfigError, match="order must be one of: seed, arm"):
+        plan(*_cfg(tmp_path, order="policy"))
 
 
 @pytest.mark.parametrize("compare, words", [

@@ -61,7 +61,7 @@ def test_summary_round_trip_and_schema_1(tmp_path):
     s = RunSummary(model="lenet", dataset="synthetic", epochs=3, seed=1, policy="random",
                    final_accuracy=70.5, best3_accuracy=70.0, extra={"staleness_max": 4})
     data = s.to_dict()
-    assert data["schema"] == 2 and data["pruning"] is True and data["staleness_max"] == 4
+    assert data["schema"] == 3 and data["pruning"] is True and data["staleness_max"] == 4
     assert RunSummary.from_dict(json.loads(json.dumps(data))) == s
     # schema 1 (first release): no policy key, pruning on meant fine-pruning
     old = {"model": "lenet", "dataset": "fashion-mnist", "epochs": 3, "seed": 0, "pruning": True,
@@ -103,3 +103,39 @@ def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch
         train(build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "data.subset": 64,
                                   "data.test_subset": 32, "train.epochs": 1, "run.device": "cpu",
                                   "run.out": str(tmp_path / "r")}), show_progress=False)
+
+
+def test_the_summary_records_the_machine_and_its_load(tmp_path, monkeypatch):
+    import os
+    import torch
+    from fineprune_cli.engine import device
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.504, 0.25, 3.0))
+    monkeypatch.setattr(device, "_cpu_model", lambda: "Test CPU 9000")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
+    train(_cfg(tmp_path / "r", **{"train.epochs": 1}), show_progress=False)
+    s = read_summary(tmp_path / "r")
+    assert s.machine == {"processor": "Test CPU 9000", "threads": 3, "torch": torch.__version__, "device": "cpu"}
+    assert s.load_average == [1.5, 0.25, 3.0] and s.schema == 3
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["machine"]["threads"] == 3
+
+
+class _StopAfterFirstEpoch:
+    def advance(self, status=""):
+        import os
+        import signal
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_run_resumed_on_another_machine_has_a_mixed_signature(tmp_path, monkeypatch):
+    from fineprune_cli.engine import session
+    from fineprune_cli.engine.checkpoint import Interrupted
+
+    cfg = _cfg(tmp_path / "r", **{"run.checkpoint_every": 1})
+    with pytest.raises(Interrupted):
+        train(cfg, show_progress=False, bar=_StopAfterFirstEpoch())
+    first = read_summary(tmp_path / "r").machine
+    other = {**first, "processor": "another CPU"}
+    monkeypatch.setattr(session, "machine_signature", lambda device: other)
+    session.resume(tmp_path / "r", show_progress=False)
+    assert read_summary(tmp_path / "r").machine == {"mixed": [first, other]}

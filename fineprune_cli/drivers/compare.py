@@ -43,6 +43,9 @@ class CompareConfig:
     frontier: list[float] = option(factory=list, check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
                                    help="The random frontier: `random` pruning in every epoch at these prune fractions, "
                                         "e.g. 0.1,0.2,0.3,0.4,0.5, so each policy meets random at its own budget.")
+    order: str = option("seed", choices=("seed", "arm"),
+                        help="Run order: 'seed' trains every arm of seed 0, then of seed 1, ..., so slow drift of "
+                             "the machine spreads over the arms; 'arm' trains all seeds of one arm before the next. (default seed)")
     out: str = option("results/runs/compare", help="Folder for the run folders. (default results/runs/compare)")
 
 
@@ -97,7 +100,8 @@ class Job:
 
 
 def plan(cfg: Config, c: CompareConfig) -> list[Job]:
-    """The matrix in run order: seeds outermost, so a cut-short matrix has whole seeds."""
+    """The matrix in run order: seeds outermost (a cut-short matrix has whole seeds, and drift
+    lands on every arm alike), or with `order: arm` each arm's seeds together."""
     model_names = c.models or ([cfg.model.name] if cfg.model.name else [])
     dataset_names = c.datasets or ([cfg.data.dataset] if cfg.data.dataset else [])
     if not model_names:
@@ -108,6 +112,9 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     jobs = [Job(m, d, p, s, f) for s in c.seeds for m in model_names for d in dataset_names
             for p, f in arms]
     _refuse_duplicates(jobs, c.out)
+    if c.order == "arm":  # stable: within an arm, seeds keep their order
+        rank = {(j.model, j.dataset, j.arm): i for i, j in reversed(list(enumerate(jobs)))}
+        jobs.sort(key=lambda j: rank[(j.model, j.dataset, j.arm)])
     for job in jobs:  # fail on a bad model or dataset before any training starts
         validate(job_config(cfg, job, c.out))
     return jobs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from contextlib import contextmanager
@@ -22,18 +23,38 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def describe_device(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
+def _cpu_model() -> str:
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"cpu: {cpu}, {torch.get_num_threads()} threads"
+    return cpu
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu: {_cpu_model()}, {torch.get_num_threads()} threads"
+
+
+def machine_signature(device: torch.device) -> dict[str, object]:
+    """What decides how fast a run trains, beyond its settings: wall times are compared only
+    between runs whose signatures are equal."""
+    processor = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_model()
+    return {"processor": processor, "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "device": device.type}
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15-minute load of the machine (empty where the OS has none): a run started
+    under load is slower for reasons its settings do not show."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return []
 
 
 def synchronize(device: torch.device) -> None:

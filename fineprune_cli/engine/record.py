@@ -31,7 +31,7 @@ from ..errors import ConfigError
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
 
 CONFIG, METRICS, SUMMARY, CHECKPOINT = "config.yaml", "metrics.csv", "summary.json", "checkpoint.pt"
-SCHEMA = 2  # 1: written before the typed record (no "schema" key)
+SCHEMA = 3  # 1: written before the typed record (no "schema" key); 2: before the machine signature
 
 
 class Status(str, Enum):
@@ -102,6 +102,8 @@ class RunSummary:
     finished: str | None = None
     command: str | None = None
     world_size: int = 1
+    machine: dict[str, Any] = field(default_factory=dict)  # engine.device.machine_signature; {} before schema 3
+    load_average: list[float] = field(default_factory=list)  # 1/5/15-minute load when the run started
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
     overhead_seconds: float = 0.0
@@ -158,7 +160,7 @@ class RunSummary:
             value = getattr(self, f.name)
             if value is None or f.name in ("status", "extra"):
                 continue
-            want = {"str": str, "int": int, "float": (int, float), "list[int]": list,
+            want = {"str": str, "int": int, "float": (int, float), "list[int]": list, "list[float]": list,
                     "dict[str, Any]": dict}.get(str(f.type).replace("None", "").strip(" |"))
             bad = want is not None and (not isinstance(value, want) or isinstance(value, bool))
             if bad:

@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
 from .config import Config, config_from_dict, validate
-from .device import Stopwatch, describe_device, resolve_device, synchronize
+from .device import Stopwatch, describe_device, load_average, machine_signature, resolve_device, synchronize
 from .fingerprint import data_changes, fingerprint
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
                      finite, git_commit, load_run_config, read_summary)
@@ -80,7 +80,7 @@ def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
         device=describe_device(device), run_dir=str(path), torch=torch.__version__,
         git_commit=git_commit(), started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=command,
         world_size=world_size, schedule=schedule if cfg.policy != "regular" else {},
-        data=data_identity(cfg.data))
+        data=data_identity(cfg.data), machine=machine_signature(device), load_average=load_average())
 
 
 def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
@@ -180,6 +180,9 @@ def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, s
                           f"({type(exc).__name__}); train it again") from None
     summary.status = Status.INCOMPLETE
     summary.resumed_after_epochs.append(len(totals.rows))
+    here = machine_signature(trainer.device)
+    if summary.machine and summary.machine != here:  # its time is a sum over two machines
+        summary.machine = {"mixed": [summary.machine, here]}
     record.write_metrics(totals.rows)  # epochs after the checkpoint are trained again
     return run(Session(cfg, record, trainer, policy, summary, totals, world), show_progress, bar)
 
