@@ -15,11 +15,13 @@ from fineprune_cli.analysis.runs import load_runs
 from fineprune_cli.analysis.tables import epoch_ratio, pace_saving, paper_results, summary_rows, table1, table2
 
 runner = CliRunner()
+MACHINE = {"processor": "Test CPU", "threads": 2, "torch": "2.14.1", "device": "cpu"}
 
 
 def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epochs=(), status="complete",
-             num_train=100, label="CIFAR-10 (JPEG q75)"):
-    """A run folder as `fineprune train` writes it, with chosen numbers."""
+             num_train=100, label="CIFAR-10 (JPEG q75)", machine=MACHINE):
+    """A run folder as `fineprune train` writes it, with chosen numbers (machine None: written
+    before machine signatures were recorded)."""
     path = root / f"{model}-folder" / f"{policy}-seed{seed}"
     path.mkdir(parents=True)
     n = len(accs)
@@ -42,6 +44,8 @@ def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epo
                "best3_accuracy": sum(top3) / len(top3), "samples_skipped": 30 * len(skipped_epochs),
                "device": "cpu: test machine, 2 threads", "torch": "2.14.1", "git_commit": "abc1234",
                "command": "fineprune compare --config x.yaml"}
+    if machine is not None:
+        summary.update(machine=machine, load_average=[0.5, 0.4, 0.3], schema=3)
     if enabled:
         summary.update(overhead_seconds=overhead, pruning_epochs=list(skipped_epochs),
                        schedule={"window": 2})
@@ -123,8 +127,11 @@ def test_table1_has_the_papers_rows_and_column(runs_root):
     assert table["Regular"] == "105.0 ± 7.1 s"
     assert table["fine-pruning"] == "91.8 ± 3.3 s"          # time minus the tracking overhead
     assert table["fine-pruning: overhead"] == "0.50 ± 0.00 s"
-    assert table["fine-pruning: saved"] == "12.00 ± 2.83%"
-    assert table["random control: saved"] == "9.00 ± 1.41%"
+    assert table["fine-pruning: saved (same machine)"] == "12.00 ± 2.83%"
+    assert table["random control: saved (same machine)"] == "9.00 ± 1.41%"
+    assert table["Regular: sample-epochs trained"] == "4.00 ± 0.00"
+    assert table["fine-pruning: sample-epochs trained"] == "3.40 ± 0.00"   # 4 - 2 epochs x 30 of 100
+    assert table["fine-pruning: optimizer steps"] == "4 ± 0"   # 70 and 100 samples: one batch of 128 each
     assert table["fine-pruning: saved at own pace"] == "0.00 ± 0.00%"  # every epoch takes as long
     assert table["fine-pruning: pruned epoch / full epoch"] == "1.000 ± 0.000×"
     assert table["Paper saved (CIFAR-10)"] == "11.80%" and table["Paper regular (CIFAR-10)"] == "1220 s"
@@ -137,8 +144,10 @@ def test_table2_best3_final_and_paper(runs_root):
     header, rows = table2(load_runs([runs_root])[0])
     table = {r[0]: r[1] for r in rows}
     assert table["Regular (final)"] == "74.50 ± 0.71%"
-    assert table["fine-pruning − regular (final)"] == "-0.50 ± 0.00 pt"
-    assert table["random control − regular (best-3)"] == "-1.67 ± 0.00 pt"  # (72+68+59)/3 - (74+70+60)/3
+    assert table["fine-pruning − regular (final)"] == "-0.50 [-0.50, -0.50] pt"   # no spread
+    assert table["random control − regular (best-3)"] == "-1.67 [-1.67, -1.67] pt"  # (72+68+59)/3 - (74+70+60)/3
+    assert table["fine-pruning − random control (final)"] == "1.50 [+1.50, +1.50] pt"
+    assert table["fine-pruning against regular (±0.3 pt)"] == "worse"
     assert table["Paper regular (CIFAR-10)"] == "75.15%" and table["Paper pruned − regular (CIFAR-10)"] == "-0.43 pt"
     assert table["Regular (best-3)"] == "68.17 ± 0.24%"   # (74+70+60)/3 and (75+70+60)/3
 
@@ -158,19 +167,19 @@ def test_report_is_deterministic_and_complete(runs_root, tmp_path):
     names = sorted(p.name for p in a.files)
     assert names == sorted(p.name for p in b.files)
     for name in ("table1_time.csv", "table1_time.md", "table2_accuracy.csv", "table2_accuracy.md",
-                 "summary.csv", "runs.csv", "index.md"):
+                 "table3_time_to_accuracy.csv", "table3_time_to_accuracy.md", "summary.csv", "runs.csv", "index.md"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     index = (tmp_path / "a" / "index.md").read_text()
     assert "## Runs left out" in index and "vgg13-folder" in index and "incomplete" in index
-    assert "fineprune compare --config x.yaml" in index and "cpu: test machine" in index
-    assert "| fine-pruning: saved | 12.00 ± 2.83% |" in index
+    assert "fineprune compare --config x.yaml" in index and "- Test CPU, 2 threads, torch 2.14.1, cpu: 6 runs" in index
+    assert "| fine-pruning: saved (same machine) | 12.00 ± 2.83% |" in index
 
 
 def test_report_plots(runs_root, tmp_path):
     rep = write_report([runs_root], tmp_path / "r")
     pngs = sorted(p.name for p in (tmp_path / "r" / "plots").glob("*.png"))
-    assert pngs == ["counts-lenet-cifar-10-jpeg-q75.png", "curves-lenet-cifar-10-jpeg-q75.png",
-                    "timeline-lenet-cifar-10-jpeg-q75.png", "tradeoff.png"]
+    assert pngs == ["cost-lenet-cifar-10-jpeg-q75.png", "counts-lenet-cifar-10-jpeg-q75.png",
+                    "curves-lenet-cifar-10-jpeg-q75.png", "timeline-lenet-cifar-10-jpeg-q75.png", "tradeoff.png"]
     assert all((tmp_path / "r" / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
     index = (tmp_path / "r" / "index.md").read_text()
     assert all(f"(plots/{p})" in index for p in pngs)
@@ -208,51 +217,6 @@ def test_every_committed_run_folder_is_still_read():
     assert len(runs) >= 20
     assert {r.policy for r in runs} >= {"regular", "fine", "random"}
     assert all(r.summary.train_seconds > 0 and len(r.metrics) == r.summary.epochs for r in runs)
-
-
-def test_verdict_names_the_best_policy_within_regulars_spread_and_judges_at_equal_budget(runs_root):
-    from fineprune_cli.analysis.tables import verdict
-
-    lines = verdict(load_runs([runs_root])[0])
-    # regular final 74 and 75 (std 0.71 pt): fine (-0.5 pt) stays within it, random (-2 pt) does not
-    assert lines[0].startswith("- **LeNet on CIFAR-10 (JPEG q75)** (2 seeds")
-    assert "fine-pruning saves the most time: 12.00 ± 2.83%" in lines[0]
-    assert lines[1] == ("  - fine-pruning: -0.50 ± 0.00 pt at 15.0 ± 0.0% skipped, better than the random "
-                        "control at the same budget (-2.00 pt).")
-
-
-def test_verdict_reads_the_random_frontier_between_its_budgets(tmp_path):
-    from fineprune_cli.analysis.tables import verdict
-
-    make_run(tmp_path, "lenet", "regular", 0, 100.0, [70.0, 74.0])
-    make_run(tmp_path, "lenet", "fine", 0, 90.0, [70.0, 73.0], skipped_epochs=(1,))          # 15% skipped
-    for arm, skipped, acc in (("random-every-10", (1, 2), 73.8), ("random-every-20", (1, 2), 72.8)):
-        path = make_run(tmp_path, "lenet", arm, 0, 85.0, [70.0, acc], skipped_epochs=skipped)
-        s = json.loads((path / "summary.json").read_text())
-        s.update(policy="random", arm=arm, samples_skipped=int(100 * float(arm[-2:]) / 100) * 2)
-        (path / "summary.json").write_text(json.dumps(s))
-    lines = verdict(load_runs([tmp_path])[0])
-    # frontier: 10% -> -0.2 pt, 20% -> -1.2 pt; at fine's 15% it reads -0.7 pt, fine has -1.0 pt
-    assert lines[-1] == ("  - fine-pruning: -1.00 pt at 15.0% skipped, no better than random pruning in "
-                         "every epoch at the same budget (-0.70 pt).")
-
-
-def test_verdict_uses_a_lone_frontier_arm_at_the_same_budget_and_says_where_there_is_none(tmp_path):
-    """One frontier arm (30%) judges UCB at 30% (a reading between two arms alone left it
-    unjudged); InfoBatch at 20% lies outside the frontier: the verdict says so, no guess."""
-    from fineprune_cli.analysis.tables import verdict
-
-    make_run(tmp_path, "lenet", "regular", 0, 100.0, [70.0, 74.0])
-    for arm, skipped, acc in (("random-every-30", 60, 73.5), ("ucb", 60, 73.0), ("infobatch", 40, 72.0)):
-        path = make_run(tmp_path, "lenet", arm, 0, 85.0, [70.0, acc], skipped_epochs=(1, 2))
-        s = json.loads((path / "summary.json").read_text())
-        s.update(policy=arm.split("-")[0], arm=arm, samples_skipped=skipped)
-        (path / "summary.json").write_text(json.dumps(s))
-    lines = verdict(load_runs([tmp_path])[0])
-    assert any(l.endswith("-1.00 pt at 30.0% skipped, no better than random pruning in every epoch at the "
-                          "same budget (-0.50 pt).") for l in lines), lines
-    assert any(l.endswith("-2.00 pt at 20.0% skipped; no random run at that budget to judge it against "
-                          "(compare --frontier).") for l in lines), lines
 
 
 def test_a_fifo_named_summary_is_left_out_not_waited_on(tmp_path):
@@ -296,3 +260,19 @@ def test_a_full_disk_under_report_is_one_line(runs_root, tmp_path, monkeypatch):
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1 and "No space left on device" in lines[0], result.output
     assert "table1_time" in lines[0]                 # names the file it could not write
+
+
+def test_cli_report_margin_and_target(runs_root, tmp_path):
+    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots",
+                                 "--margin", "0.75", "--target", "73.5"])
+    assert result.exit_code == 0, result.output
+    index = (tmp_path / "o" / "index.md").read_text()
+    assert "margin ±0.75 pt" in index and "| Target (test accuracy) | 73.50% |" in index
+    assert ("fine-pruning (15.0 ± 0.0% of sample-epochs skipped): -0.50 [-0.50, -0.50] pt, worse than regular, "
+            "by less than the ±0.75 pt margin." in index)
+    assert "worse than" in " ".join(result.output.split())   # the verdict is printed too
+    for flag, value, words in (("--margin", "0", "--margin must be a positive number"),
+                               ("--margin", "nan", "--margin must be a positive number"),
+                               ("--target", "120", "--target must be a test accuracy in (0, 100]")):
+        result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), flag, value])
+        assert result.exit_code == 2 and result.output.startswith(f"error: {words}"), result.output

@@ -10,6 +10,7 @@ import torch
 
 from ..errors import ConfigError
 from ..drivers.compare import frontier_fraction
+from . import timing
 from .runs import Run, policy_color, policy_label
 from .tables import display_name, group, policy_stats, pruned_policies
 
@@ -76,6 +77,39 @@ def curves(by_policy: dict[str, dict[int, Run]], title: str, path: Path) -> Path
     ax_loss.legend()
     ax_loss.grid(alpha=0.3)
     ax_acc.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: float | None,
+                     path: Path) -> Path:
+    """Test accuracy against cumulative sample-epochs trained (the machine-independent cost), one
+    line per policy (mean over seeds), its seeds' range shaded; the random frontier left out."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    low, high = [], []
+    for policy, seeds in by_policy.items():
+        if frontier_fraction(policy) is not None:
+            continue
+        runs = list(seeds.values())
+        n = min(len(r.metrics) for r in runs)
+        x = [sum(timing.sample_epochs(r, i + 1) for r in runs) / len(runs) for i in range(n)]
+        accs = [[r.metrics[i].test_accuracy for r in runs] for i in range(n)]
+        ax.plot(x, [sum(a) / len(a) for a in accs], color=policy_color(policy), lw=1.3,
+                label=f"{policy_label(policy)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        if len(runs) > 1:
+            ax.fill_between(x, [min(a) for a in accs], [max(a) for a in accs], color=policy_color(policy),
+                            alpha=0.15, lw=0)
+        low.append(accs[-1][0])
+        high.append(max(max(a) for a in accs))
+    if target is not None:
+        ax.axhline(target, color="black", lw=0.8, ls="--", label=f"target {target:.2f}%")
+    if low:  # the early epochs would squeeze the part where policies differ into a few pixels
+        ax.set_ylim(min(min(low), target if target is not None else min(low)) - 3, max(high) + 0.5)
+    ax.set_xlabel("sample-epochs trained (1 = one full pass over the training set)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"{title}: accuracy against cost (mean over seeds; shaded: their range)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     return _save(fig, path)
 
 

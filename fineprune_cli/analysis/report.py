@@ -15,13 +15,16 @@ from typing import Any
 
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
-from . import plots
+from . import plots, timing
 from .runs import Problem, Run, load_runs
-from .tables import display_name, group, paper_results, pruned_policies, summary_rows, table1, table2, verdict
+from .tables import (Judging, display_name, group, paper_results, pruned_policies, summary_rows, table1, table2,
+                     table3, target_for)
+from .verdict import verdict
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "seed", "epochs", "train_seconds",
-               "overhead_seconds", "samples_skipped", "final_accuracy", "best3_accuracy",
-               "device", "git_commit")
+               "overhead_seconds", "samples_skipped", "sample_epochs", "optimizer_steps", "final_accuracy",
+               "best3_accuracy", "target_accuracy", "target_epoch", "target_sample_epochs", "target_seconds",
+               "device", "machine", "load_average", "git_commit")
 
 
 @dataclass
@@ -31,12 +34,16 @@ class Report:
     problems: list[Problem]
     files: list[Path] = field(default_factory=list)
     notes: str = ""
+    judging: Judging = Judging()
+    verdict: list[str] = field(default_factory=list)
 
 
-def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "") -> Report:
-    """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md."""
+def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "",
+                 judging: Judging = Judging()) -> Report:
+    """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md;
+    `judging`: the equivalence margin and the time-to-accuracy target."""
     runs, problems = load_runs(paths)
-    report = Report(out, runs, problems, notes=notes)
+    report = Report(out, runs, problems, notes=notes, judging=judging, verdict=verdict(runs, judging))
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / ".write-check", "ok")
@@ -64,16 +71,19 @@ def _publish(path: Path, stage: Path, out: Path) -> Path:
 
 
 def _write_all(report: Report, with_plots: bool) -> None:
-    out, runs = report.out, report.runs
-    tables = {"table1_time": table1(runs), "table2_accuracy": table2(runs)} if runs else {}
+    out, runs, judging = report.out, report.runs, report.judging
+    tables = {"table1_time": table1(runs), "table2_accuracy": table2(runs, judging),
+              "table3_time_to_accuracy": table3(runs, judging)} if runs else {}
     for name, (header, rows) in tables.items():
         report.files.append(_write(out / f"{name}.csv", to_csv(header, rows)))
         report.files.append(_write(out / f"{name}.md", to_markdown(header, rows)))
-    srows = summary_rows(runs)
+    srows = summary_rows(runs, judging)
     if srows:
         report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [list(r.values()) for r in srows])))
-    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), [_run_row(r) for r in runs])))
-    figures = _plots(runs, out / "plots") if with_plots and runs else []
+    targets = {key: target_for(by, judging) for key, by in group(runs).items()}
+    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS),
+                                                        [_run_row(r, targets[r.key]) for r in runs])))
+    figures = _plots(runs, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", _index(report, tables, figures)))
 
@@ -83,14 +93,18 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _run_row(run: Run) -> list[Any]:
+def _run_row(run: Run, target: float | None) -> list[Any]:
     s = run.summary
+    reached = timing.time_to_accuracy(run, target) if target is not None else None
+    at = [reached.epoch, round(reached.sample_epochs, 4), round(reached.seconds, 3)] if reached else ["not reached"] * 3
     return [str(run.path), s.model, run.label, s.policy, s.seed, s.epochs, s.train_seconds,
-            s.overhead_seconds, s.samples_skipped, s.final_accuracy, round(s.best3_accuracy, 4),
-            s.device, s.git_commit]
+            s.overhead_seconds, s.samples_skipped, round(timing.sample_epochs(run), 4),
+            timing.optimizer_steps(run), s.final_accuracy, round(s.best3_accuracy, 4),
+            "" if target is None else round(target, 4), *at, s.device, timing.signature(run),
+            " ".join(f"{x:g}" for x in s.load_average), s.git_commit]
 
 
-def _plots(runs: list[Run], folder: Path) -> list[tuple[str, Path]]:
+def _plots(runs: list[Run], folder: Path, targets: dict[tuple[str, str], float | None]) -> list[tuple[str, Path]]:
     folder.mkdir(parents=True, exist_ok=True)
     figures = []
     for (model, label), by_policy in group(runs).items():
@@ -98,6 +112,9 @@ def _plots(runs: list[Run], folder: Path) -> list[tuple[str, Path]]:
         stem = plots.slug(model, label)
         figures.append((f"{title}: test loss and accuracy",
                         plots.curves(by_policy, title, folder / f"curves-{stem}.png")))
+        figures.append((f"{title}: test accuracy against sample-epochs trained",
+                        plots.accuracy_by_cost(by_policy, title, targets[(model, label)],
+                                               folder / f"cost-{stem}.png")))
         for policy in pruned_policies(by_policy)[:1]:
             first = by_policy[policy][min(by_policy[policy])]
             figures.append((f"{title}: pruning timeline",
@@ -116,27 +133,24 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
     parts = ["# Data fine-pruning: results\n"] + ([report.notes.strip() + "\n"] if report.notes else [])
     runs = report.runs
     if runs:
-        devices = sorted({r.summary.device or "unknown" for r in runs})
         commits = sorted({r.summary.git_commit or "unknown" for r in runs})
         commands = sorted({r.summary.command for r in runs if r.summary.command})
-        parts.append(f"{len(runs)} complete runs. Machine: {'; '.join(devices)}. "
-                     f"torch {runs[0].summary.torch or '?'}. Code: {', '.join(commits)}.\n")
+        parts.append(f"{len(runs)} complete runs. Code: {', '.join(commits)}.\n")
         if commands:
             parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
+    if report.verdict:
+        parts.append("## Verdict\n\n" + "\n".join(report.verdict) + "\n\n" + VERDICT_NOTE.format(
+            margin=report.judging.margin))
     titles = {"table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
-              "table2_accuracy": "Table 2: test accuracy"}
+              "table2_accuracy": "Table 2: test accuracy",
+              "table3_time_to_accuracy": "Table 3: time to accuracy"}
+    notes = {"table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + _machines(runs),
+             "table2_accuracy": ACCURACY_NOTE,
+             "table3_time_to_accuracy": REACH_NOTE.format(
+                 target=f"{report.judging.target:g}%" if report.judging.target is not None
+                 else "regular's mean final accuracy − 0.5 pt")}
     for name, (header, rows) in tables.items():
-        parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}")
-    parts.append(f"Paper rows: {paper_results()['source']}. Saved is the training time saved "
-                 "against the regular run of the same seed; the random control leaves out as many "
-                 "samples, chosen at random, in the same epochs as fine-pruning. "
-                 "Saved at own pace compares a run with itself: 1 − its training time / (epochs × "
-                 "the median of its unpruned epochs, epoch 1 excluded); on a shared machine separate "
-                 "runs drift apart by more than the saving, times measured in one run do not.\n")
-    sentences = verdict(runs)
-    if sentences:
-        parts.append("## Verdict\n\n" + "\n".join(sentences) + "\n\nAccuracy changes are final "
-                     "accuracy minus regular's, paired by seed; time saved is between runs, paired by seed.\n")
+        parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}\n{notes[name]}")
     if figures:
         parts.append("## Plots\n\n" + "\n".join(
             f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures))
@@ -146,3 +160,49 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
     if not runs:
         parts.append("No complete runs were found.\n")
     return "\n".join(parts)
+
+
+VERDICT_NOTE = (
+    "Accuracy changes are final test accuracy minus regular's (or random's) in the same seed, as "
+    "mean [95% interval] over seeds: Student t, and a percentile bootstrap from 5 seeds. *Better* or "
+    "*worse* only when the interval excludes 0; *equivalent* only when it lies inside ±{margin:g} pt "
+    "(`report --margin`); otherwise *unresolved*, with the seeds the observed paired spread would need.\n")
+TIME_NOTE = (
+    "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
+    "of the same seed, only where both ran on one machine signature (processor, torch threads, torch "
+    "version, device); the other pairs are counted and left out. The random control leaves out as "
+    "many samples, chosen at random, in the same epochs as fine-pruning. *Saved at own pace* compares "
+    "a run with itself: 1 − its training time / (epochs × the median of its unpruned epochs, epoch 1 "
+    "excluded). Sample-epochs trained (1.0 = one full pass) and optimizer steps do not depend on the "
+    "machine and compare across all runs.\n")
+ACCURACY_NOTE = ("Changes: mean [95% t interval] over seeds, paired by seed. *Against regular*: the word "
+                 "the interval earns (see the verdict).\n")
+REACH_NOTE = ("The first epoch whose test accuracy reaches the target ({target}), the sample-epochs and "
+              "training seconds up to its end (as DAWNBench and MLPerf time training); means over the seeds "
+              "that reach it. Seconds only from runs on the machine named, so they compare.\n")
+
+
+def _machines(runs: list[Run]) -> str:
+    """Which machines the runs ran on, and which time pairs were left out and why."""
+    by_sig: dict[str, list[Run]] = {}
+    for run in runs:
+        by_sig.setdefault(timing.signature(run), []).append(run)
+    lines = ["\nMachines:\n"]
+    for sig, members in sorted(by_sig.items()):
+        loads = [r.summary.load_average[0] for r in members if r.summary.load_average]
+        load = f"; 1-minute load at start {min(loads):g}–{max(loads):g}" if loads else ""
+        why = {timing.UNKNOWN: ": recorded no machine signature (made before schema 3); their times are "
+                               "shown, never compared",
+               timing.MIXED: ": resumed on another machine; their times are shown, never compared"}.get(sig, "")
+        lines.append(f"- {sig}: {len(members)} runs{load}{why}\n")
+    left: dict[str, list[str]] = {}
+    groups = group(runs)
+    for (model, label), by in groups.items():
+        where = f"{display_name(model)} on {label}, " if len(groups) > 1 else ""
+        for p in pruned_policies(by):
+            for x in timing.savings(by, p)[1]:
+                left.setdefault(x.reason, []).append(f"{where}{p} seed {x.seed}")
+    if left:
+        lines.append("\nPairs left out of *saved*: " + "; ".join(
+            f"{reason} ({len(pairs)}: {', '.join(pairs)})" for reason, pairs in sorted(left.items())) + ".\n")
+    return "".join(lines)

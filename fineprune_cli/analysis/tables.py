@@ -1,8 +1,10 @@
-"""From runs to numbers: per-policy statistics and the paper's Tables 1 and 2.
+"""From runs to numbers: per-policy statistics, the paper's Tables 1 and 2, and Table 3
+(time-to-accuracy).
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular
-run of the same model, dataset and seed, then averaged over seeds (mean ± sample std).
-Every policy present gets its rows, named by the policy registry's label.
+run of the same model, dataset and seed. Accuracy changes carry a 95% interval over seeds
+(`analysis.stats`); time saved is averaged only over pairs whose wall times compare
+(`analysis.timing`). Every policy present gets its rows, named by the policy registry's label.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..drivers.compare import frontier_fraction
+from . import paired, timing
 from .runs import Run, policy_label, policy_order
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
@@ -44,6 +46,29 @@ class Stat:
         return text + unit
 
 
+@dataclass(frozen=True)
+class Judging:
+    """How the report judges: the equivalence margin (points) and the time-to-accuracy target
+    (percent; None: regular's mean final accuracy minus TARGET_BELOW, per model and dataset)."""
+    margin: float = 0.3
+    target: float | None = None
+
+
+TARGET_BELOW = 0.5
+
+
+def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging) -> float | None:
+    return judging.target if judging.target is not None else timing.default_target(by_policy, TARGET_BELOW)
+
+
+def interval_text(p: paired.Paired, unit: str = " pt") -> str:
+    """'-0.31 [-1.22, +0.60] pt' over seeds; one seed has a value and no interval."""
+    iv = p.interval
+    if iv is not None:
+        return iv.fmt() + unit
+    return f"{p.mean:.2f}{unit} (1 seed, no interval)" if p.diffs else NA
+
+
 @lru_cache(maxsize=1)
 def paper_results() -> dict[str, Any]:
     return yaml.safe_load(PAPER_FILE.read_text())
@@ -63,16 +88,6 @@ def group(runs: list[Run]) -> dict[tuple[str, str], dict[str, dict[int, Run]]]:
 
 def pruned_policies(by_policy: dict[str, dict[int, Run]]) -> list[str]:
     return [p for p in by_policy if p != "regular"]
-
-
-def _paired(by_policy: dict[str, dict[int, Run]], policy: str, fn) -> Stat:
-    regular = by_policy.get("regular", {})
-    mine = by_policy.get(policy, {})
-    return Stat([fn(mine[s], regular[s]) for s in sorted(mine) if s in regular])
-
-
-def _saving(run: Run, base: Run) -> float:
-    return 100.0 * (1.0 - run.summary.train_seconds / base.summary.train_seconds)
 
 
 def _median_epoch(run: Run, pruned: bool) -> float:
@@ -105,30 +120,60 @@ def policy_stats(by_policy: dict[str, dict[int, Run]], policy: str) -> dict[str,
         "train_s": Stat([x.train_seconds for x in s]),
         "pruned_s": Stat([x.train_seconds - x.overhead_seconds for x in s]),
         "overhead_s": Stat([x.overhead_seconds for x in s]),
-        "skipped_pct": Stat([100.0 * x.samples_skipped / (x.epochs * x.num_train) for x in s]),
+        "skipped_pct": Stat([paired.skipped_pct(r) for r in runs]),
         "final_acc": Stat([x.final_accuracy for x in s]),
         "best3_acc": Stat([x.best3_accuracy for x in s]),
-        "saved_pct": _paired(by_policy, policy, _saving),
+        "saved_pct": Stat(list(timing.savings(by_policy, policy)[0].values())),
         "pace_saved_pct": _finite([pace_saving(r) for r in runs]),
         "epoch_ratio": _finite([epoch_ratio(r) for r in runs]),
-        "d_final": _paired(by_policy, policy, lambda r, b: r.summary.final_accuracy - b.summary.final_accuracy),
-        "d_best3": _paired(by_policy, policy, lambda r, b: r.summary.best3_accuracy - b.summary.best3_accuracy),
+        "sample_epochs": Stat([timing.sample_epochs(r) for r in runs]),
+        "steps": Stat([float(timing.optimizer_steps(r)) for r in runs]),
+        "d_final": Stat(list(paired.vs_regular(by_policy, policy).diffs.values())),
+        "d_best3": Stat(list(paired.vs_regular(by_policy, policy, paired.best3).diffs.values())),
     }
 
 
-def summary_rows(runs: list[Run]) -> list[dict[str, Any]]:
-    """One row per (model, dataset, policy), numeric, for summary.csv and the console."""
+def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str, Any]]:
+    """One row per (model, dataset, policy), numeric, for summary.csv and the console: means
+    and stds, the paired intervals (t and, with >= 5 seeds, bootstrap) and time-to-accuracy."""
     rows = []
     for (model, label), by_policy in group(runs).items():
+        target = target_for(by_policy, judging)
         for policy in by_policy:
             stats = policy_stats(by_policy, policy)
             row: dict[str, Any] = {"model": model, "dataset": label, "policy": policy,
                                    "seeds": len(by_policy[policy])}
             for name, stat in stats.items():
-                row[f"{name}_mean"] = round(stat.mean, 4) if stat.values else ""
-                row[f"{name}_std"] = round(stat.std, 4) if stat.values else ""
+                row[f"{name}_mean"] = _round(stat.mean) if stat.values else ""
+                row[f"{name}_std"] = _round(stat.std) if stat.values else ""
+            row["saved_pairs"] = len(stats["saved_pct"].values)
+            row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy)))
+            controls = paired.vs_random(by_policy, policy)
+            row["vs_random"] = controls[0].against if controls else ""
+            row.update(_interval_columns("d_random", controls[0] if controls else paired.Paired("", {})))
+            row.update(_reach_columns(by_policy.get(policy, {}), target))
             rows.append(row)
     return rows
+
+
+def _round(x: float | None) -> Any:
+    return "" if x is None or not math.isfinite(x) else round(x, 4)
+
+
+def _interval_columns(name: str, p: paired.Paired) -> dict[str, Any]:
+    iv = p.interval
+    boot = iv.boot if iv and iv.boot else (None, None)
+    return {f"{name}_ci_low": _round(iv and iv.low), f"{name}_ci_high": _round(iv and iv.high),
+            f"{name}_boot_low": _round(boot[0]), f"{name}_boot_high": _round(boot[1])}
+
+
+def _reach_columns(seeds: dict[int, Run], target: float | None) -> dict[str, Any]:
+    reached = [r for r in (timing.time_to_accuracy(run, target) for run in seeds.values())
+               if r is not None] if target is not None else []
+    mean = (lambda xs: _round(statistics.fmean(xs)) if xs else "")
+    return {"tta_target": _round(target), "tta_reached": len(reached),
+            "tta_epoch_mean": mean([r.epoch for r in reached]),
+            "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached])}
 
 
 def _columns(groups) -> list[tuple[tuple[str, str], str]]:
@@ -159,14 +204,18 @@ def _seeds(by_policy: dict[str, dict[int, Run]]) -> str:
 
 
 def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
-    cells = [("Dataset", label), ("Seeds", _seeds(by)),
-             ("Regular", policy_stats(by, "regular")["train_s"].fmt(1, " s"))]
+    reg = policy_stats(by, "regular")
+    cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Regular", reg["train_s"].fmt(1, " s")),
+             ("Regular: sample-epochs trained", reg["sample_epochs"].fmt(2)),
+             ("Regular: optimizer steps", reg["steps"].fmt(0))]
     for p in pruned_policies(by):
         st, name = policy_stats(by, p), policy_label(p)
         cells += [(name, st["pruned_s"].fmt(1, " s")), (f"{name}: overhead", st["overhead_s"].fmt(2, " s")),
-                  (f"{name}: saved", st["saved_pct"].fmt(2, "%")),
+                  (f"{name}: saved (same machine)", _saved_text(by, p, st["saved_pct"])),
                   (f"{name}: saved at own pace", st["pace_saved_pct"].fmt(2, "%")),
                   (f"{name}: samples skipped", st["skipped_pct"].fmt(2, "%")),
+                  (f"{name}: sample-epochs trained", st["sample_epochs"].fmt(2)),
+                  (f"{name}: optimizer steps", st["steps"].fmt(0)),
                   (f"{name}: pruned epoch / full epoch", st["epoch_ratio"].fmt(3, "×"))]
     return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_s", "{:g} s")),
                     ("Paper pruned (CIFAR-10)", _paper(model, "pruned_s", "{:g} s")),
@@ -174,16 +223,29 @@ def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[t
                     ("Paper saved (CIFAR-10)", _paper(model, "speedup_pct", "{:.2f}%"))]
 
 
-def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+def _saved_text(by: dict[str, dict[int, Run]], policy: str, saved: Stat) -> str:
+    """Time saved over the seeds whose pair ran on one machine; the others are counted, not used."""
+    left = timing.savings(by, policy)[1]
+    if not saved.values:
+        return f"not compared ({', '.join(sorted({x.reason for x in left}))})" if left else NA
+    pairs = len(saved.values)
+    return saved.fmt(2, "%") + (f" ({pairs} of {pairs + len(left)} pairs)" if left else "")
+
+
+def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]],
+                    judging: Judging) -> list[tuple[str, str]]:
     reg = policy_stats(by, "regular")
     cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Regular (best-3)", reg["best3_acc"].fmt(2, "%")),
              ("Regular (final)", reg["final_acc"].fmt(2, "%"))]
     for p in pruned_policies(by):
         st, name = policy_stats(by, p), policy_label(p)
+        final = paired.vs_regular(by, p)
         cells += [(f"{name} (best-3)", st["best3_acc"].fmt(2, "%")),
-                  (f"{name} − regular (best-3)", st["d_best3"].fmt(2, " pt")),
+                  (f"{name} − regular (best-3)", interval_text(paired.vs_regular(by, p, paired.best3))),
                   (f"{name} (final)", st["final_acc"].fmt(2, "%")),
-                  (f"{name} − regular (final)", st["d_final"].fmt(2, " pt"))]
+                  (f"{name} − regular (final)", interval_text(final)),
+                  (f"{name} against regular (±{judging.margin:g} pt)", paired.word_for(final, judging.margin))]
+        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c)) for c in paired.vs_random(by, p)]
     entry = paper_results()["models"].get(model)
     return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
                     ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
@@ -191,65 +253,41 @@ def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> li
                      f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt" if entry else NA)]
 
 
+def _short(against: str) -> str:
+    return "random control" if "control" in against else "random frontier at its budget"
+
+
+def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]],
+                 judging: Judging) -> list[tuple[str, str]]:
+    target = target_for(by, judging)
+    if target is None:
+        return [("Dataset", label), ("Target (test accuracy)", NA)]
+    machine = timing.reference_signature([r for seeds in by.values() for r in seeds.values()])
+    cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Target (test accuracy)", f"{target:.2f}%"),
+             ("Seconds measured on", machine or f"{NA} ({timing.UNKNOWN})")]
+    for p in by:
+        runs = [by[p][s] for s in sorted(by[p])]
+        reached = [(r, x) for r in runs if (x := timing.time_to_accuracy(r, target)) is not None]
+        name = "Regular" if p == "regular" else policy_label(p)
+        timed = [x.seconds for r, x in reached if timing.signature(r) == machine]
+        cells += [(f"{name}: reached", f"{len(reached)} of {len(runs)} seeds"),
+                  (f"{name}: epoch", Stat([float(x.epoch) for _, x in reached]).fmt(1)),
+                  (f"{name}: sample-epochs", Stat([x.sample_epochs for _, x in reached]).fmt(2)),
+                  (f"{name}: seconds", Stat(timed).fmt(1, " s") + (f" ({len(timed)} runs)" if timed else ""))]
+    return cells
+
+
 def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
-    """Time: the paper's rows (regular, pruned, overhead, saved) for every policy present."""
+    """Time: the paper's rows (regular, pruned, overhead, saved) for every policy present, and
+    the machine-independent costs (sample-epochs, optimizer steps)."""
     return _table(runs, _time_cells)
 
 
-def table2(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
-    """Accuracy: best-3 mean as in the paper, and final accuracy with its spread over seeds."""
-    return _table(runs, _accuracy_cells)
+def table2(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
+    """Accuracy: best-3 and final with their spread over seeds; changes with 95% paired intervals."""
+    return _table(runs, lambda m, d, by: _accuracy_cells(m, d, by, judging))
 
 
-def _frontier_at(by_policy: dict[str, dict[int, Run]], skipped: float) -> float | None:
-    """The random frontier's accuracy change at a budget (linear between its arms)."""
-    arms = [policy_stats(by_policy, p) for p in by_policy if frontier_fraction(p) is not None]
-    points = sorted((st["skipped_pct"].mean, st["d_final"].mean) for st in arms if st["d_final"].values)
-    for x, y in points:   # a lone frontier arm at the policy's own budget judges it too
-        if abs(x - skipped) < 0.05:
-            return y
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x0 <= skipped <= x1:
-            return y0 + (y1 - y0) * (skipped - x0) / (x1 - x0) if x1 > x0 else y0
-    return None
-
-
-def verdict(runs: list[Run]) -> list[str]:
-    """Plain sentences per (model, dataset): the policy that saves the most time at an accuracy
-    change within one standard deviation of regular, and each policy against random at its
-    own budget (the frontier where there is one, else the equal-budget `random` control)."""
-    lines = []
-    for (model, label), by in group(runs).items():
-        reg = policy_stats(by, "regular")
-        if not reg["final_acc"].values:
-            continue
-        spread = reg["final_acc"].std
-        n = _seeds(by)
-        head = f"**{display_name(model)} on {label}** ({n} seed{'s' if n != '1' else ''}; regular final accuracy {reg['final_acc'].fmt(2, '%')})"
-        stats = {p: policy_stats(by, p) for p in pruned_policies(by)}
-        ok = [(st["saved_pct"].mean, p) for p, st in stats.items()
-              if st["d_final"].values and st["d_final"].mean >= -spread]
-        if ok:
-            saved, best = max(ok)
-            st = stats[best]
-            lines.append(f"- {head}: within one std of regular ({spread:.2f} pt), {policy_label(best)} saves the "
-                         f"most time: {st['saved_pct'].fmt(2, '%')} (skipping {st['skipped_pct'].fmt(1, '%')} of "
-                         f"sample-epochs) at {st['d_final'].fmt(2, ' pt')}.")
-        else:
-            lines.append(f"- {head}: no policy stays within one std of regular ({spread:.2f} pt).")
-        for p, st in stats.items():
-            if not st["d_final"].values or p == "random" or frontier_fraction(p) is not None:
-                continue
-            at = _frontier_at(by, st["skipped_pct"].mean)
-            control = policy_stats(by, "random")
-            if at is None and control["d_final"].values and p == "fine":
-                at, what = control["d_final"].mean, "the random control at the same budget"
-            else:
-                what = "random pruning in every epoch at the same budget"
-            said = f"  - {policy_label(p)}: {st['d_final'].fmt(2, ' pt')} at {st['skipped_pct'].fmt(1, '%')} skipped"
-            if at is not None:
-                word = "better than" if st["d_final"].mean > at else "no better than"
-                lines.append(f"{said}, {word} {what} ({at:+.2f} pt).")
-            else:
-                lines.append(f"{said}; no random run at that budget to judge it against (compare --frontier).")
-    return lines
+def table3(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
+    """Time-to-accuracy: the first epoch at the target, its sample-epochs and seconds."""
+    return _table(runs, lambda m, d, by: _reach_cells(m, d, by, judging))

@@ -158,11 +158,22 @@ def report(
     out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots (needs matplotlib).")] = True,
     notes: Annotated[Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")] = None,
+    margin: Annotated[float, typer.Option(help="Equivalence margin in accuracy points: a policy is 'equivalent to regular' only when its whole 95% paired interval lies inside ±margin.")] = 0.3,
+    target: Annotated[Optional[float], typer.Option(help="Test accuracy (%) for time-to-accuracy. (default: regular's mean final accuracy − 0.5 pt, per model and dataset)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write the paper's Tables 1 and 2 (CSV + Markdown), plots and an index.md from run folders."""
+    """Write the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots, and an index.md
+    whose verdict rests on paired 95% intervals over seeds, from run folders."""
+    import math
+
     from ..analysis.report import write_report
     from ..engine.files import read_regular_text
+    from ..analysis.tables import Judging
+
+    if not (math.isfinite(margin) and margin > 0):
+        raise ConfigError(f"--margin must be a positive number of accuracy points, got {margin:g}")
+    if target is not None and not (math.isfinite(target) and 0 < target <= 100):
+        raise ConfigError(f"--target must be a test accuracy in (0, 100] percent, got {target:g}")
 
     text = ""
     if notes is not None:
@@ -170,7 +181,8 @@ def report(
             text = read_regular_text(notes, NOTES_LIMIT)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
-    views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text), as_json)
+    views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
+                                   judging=Judging(margin, target)), as_json)
 
 
 @app.command()

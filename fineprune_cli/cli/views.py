@@ -64,6 +64,13 @@ def _pm(row: dict, name: str, digits: int, unit: str = "") -> str:
     return text + (f" ± {std:.{digits}f}" if row["seeds"] > 1 else "") + unit
 
 
+def _interval(row: dict, name: str) -> str:
+    low, high = row.get(f"{name}_ci_low", ""), row.get(f"{name}_ci_high", "")
+    if low == "" or high == "":
+        return _pm(row, name, 2, " pt")
+    return f"{row[f'{name}_mean']:.2f} [{low:+.2f}, {high:+.2f}] pt"
+
+
 def show_trained(summary: Any, as_json: bool) -> None:
     if as_json:
         console.print_json(summary.to_dict())
@@ -86,8 +93,8 @@ def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None
 
 
 def _compare_table(rows: list[dict]) -> None:
-    table = Table(title="Policies against regular (saved, Δ acc: paired by seed; "
-                        "own pace: against the run's own full epochs)")
+    table = Table(title="Policies against regular (Δ acc: mean [95% interval], paired by seed; saved: "
+                        "paired, same machine only; own pace: against the run's own full epochs)")
     for name in ("model", "data", "policy", "seeds", "train", "saved", "own pace", "skipped",
                  "final acc", "Δ acc", "best-3"):
         table.add_column(name, justify="left" if name in ("model", "data", "policy") else "right")
@@ -96,7 +103,7 @@ def _compare_table(rows: list[dict]) -> None:
                       _pm(r, "train_s", 1, " s"), _pm(r, "saved_pct", 2, "%"),
                       _pm(r, "pace_saved_pct", 2, "%"), _pm(r, "skipped_pct", 1, "%"),
                       _pm(r, "final_acc", 2, "%"),
-                      _pm(r, "d_final", 2, " pt"), _pm(r, "best3_acc", 2, "%"))
+                      _interval(r, "d_final"), _pm(r, "best3_acc", 2, "%"))
     console.result(table)
 
 
@@ -110,7 +117,9 @@ def show_report(rep: Any, as_json: bool) -> None:
             "files": [str(f) for f in rep.files]})
         return
     if rep.runs:
-        _compare_table(summary_rows(rep.runs))
+        _compare_table(summary_rows(rep.runs, rep.judging))
+    for line in rep.verdict:
+        console.result(line)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
     console.result(f"{len(rep.runs)} runs, {len(rep.problems)} left out; "

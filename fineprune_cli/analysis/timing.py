@@ -1,0 +1,110 @@
+"""Costs and times: what may be compared, and time-to-accuracy.
+
+Wall times are compared only between runs with one machine signature (processor, torch
+threads, torch version, device; recorded since schema 3). Runs without one are "unknown
+machine" and a run resumed on another machine is "mixed machines": their times are shown,
+never compared. The machine-independent costs (sample-epochs trained, optimizer steps)
+are always comparable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..engine.config import TrainConfig
+from .runs import Run
+
+UNKNOWN = "unknown machine"
+MIXED = "mixed machines"
+
+
+def signature(run: Run) -> str:
+    """The run's machine signature as text; UNKNOWN or MIXED when its time cannot be compared."""
+    m = run.summary.machine
+    if not m:
+        return UNKNOWN
+    if "mixed" in m:
+        return MIXED
+    threads = m.get("threads")
+    return (f"{m.get('processor', '?')}, {threads} thread{'s' if threads != 1 else ''}, "
+            f"torch {m.get('torch', '?')}, {m.get('device', '?')}")
+
+
+def comparable(a: Run, b: Run) -> str | None:
+    """None when the two runs' wall times may be compared, else why not."""
+    sa, sb = signature(a), signature(b)
+    for s in (sa, sb):
+        if s in (UNKNOWN, MIXED):
+            return s
+    return None if sa == sb else "different machines"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    policy: str
+    seed: int
+    reason: str
+
+
+def savings(by_policy: dict[str, dict[int, Run]], policy: str) -> tuple[dict[int, float], list[LeftOut]]:
+    """Time saved (%) against regular of the same seed, for the pairs whose times compare."""
+    regular, mine = by_policy.get("regular", {}), by_policy.get(policy, {})
+    saved, left = {}, []
+    for seed in sorted(s for s in mine if s in regular):
+        why = comparable(mine[seed], regular[seed])
+        if why:
+            left.append(LeftOut(policy, seed, why))
+        else:
+            saved[seed] = 100.0 * (1.0 - mine[seed].summary.train_seconds / regular[seed].summary.train_seconds)
+    return saved, left
+
+
+def sample_epochs(run: Run, upto: int | None = None) -> float:
+    """Samples trained, in units of the training set (an unpruned epoch is 1.0)."""
+    rows = run.metrics if upto is None else run.metrics[:upto]
+    return sum(r.samples for r in rows) / run.summary.num_train
+
+
+def batch_size(run: Run) -> int:
+    train = run.config.get("train") if isinstance(run.config.get("train"), dict) else {}
+    size = train.get("batch_size") or TrainConfig().batch_size
+    return size if isinstance(size, int) and size > 0 else TrainConfig().batch_size
+
+
+def optimizer_steps(run: Run) -> int:
+    """Steps taken: each epoch's samples in batches of the run's batch size, the last partial."""
+    size = batch_size(run)
+    return sum(math.ceil(r.samples / size) for r in run.metrics)
+
+
+@dataclass(frozen=True)
+class Reached:
+    epoch: int
+    sample_epochs: float
+    seconds: float
+
+
+def time_to_accuracy(run: Run, target: float) -> Reached | None:
+    """The first epoch whose test accuracy reaches `target` (%), with the sample-epochs and
+    training seconds spent up to its end; None when no epoch does."""
+    seconds = 0.0
+    for i, row in enumerate(run.metrics):
+        seconds += row.train_seconds
+        if row.test_accuracy >= target:
+            return Reached(row.epoch, sample_epochs(run, i + 1), seconds)
+    return None
+
+
+def default_target(by_policy: dict[str, dict[int, Run]], below: float = 0.5) -> float | None:
+    """Regular's mean final accuracy minus `below` points (None without regular runs)."""
+    regular = list(by_policy.get("regular", {}).values())
+    if not regular:
+        return None
+    return sum(r.summary.final_accuracy for r in regular) / len(regular) - below
+
+
+def reference_signature(runs: list[Run]) -> str | None:
+    """The known machine most of these runs ran on (ties: the first by name); None if none."""
+    known = [signature(r) for r in runs if signature(r) not in (UNKNOWN, MIXED)]
+    return max(sorted(set(known)), key=known.count) if known else None

@@ -1,0 +1,141 @@
+"""The verdict's sentences: words from paired intervals, the margin, the one-seed case, the
+time ranking among equivalent arms only, and random at a policy's own budget."""
+
+import json
+
+import pytest
+
+from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.tables import Judging
+from fineprune_cli.analysis.verdict import verdict
+from test_report import make_run
+
+
+def arm(root, policy, seed, final, train_s=100.0, skipped=0, machine="default", arm_name=None):
+    """A 2-epoch run with final accuracy `final` and `skipped` of its 200 sample-epochs left out."""
+    extra = {} if machine == "default" else {"machine": machine}
+    path = make_run(root, "lenet", arm_name or policy, seed, train_s, [60.0, final],
+                    skipped_epochs=(1, 2) if skipped else (), **extra)
+    s = json.loads((path / "summary.json").read_text())
+    s.update(policy=policy, arm=arm_name or "", samples_skipped=skipped)
+    (path / "summary.json").write_text(json.dumps(s))
+    return path
+
+
+def lines_for(root, **judging):
+    return verdict(load_runs([root])[0], Judging(**judging))
+
+
+def test_a_gap_wider_than_regulars_std_with_an_interval_over_zero_is_unresolved(tmp_path):
+    """Today's verdict called this 'no policy stays within one std' and judged by means: regular's
+    std is 0.10 pt, fine's mean change -0.30 pt, but its paired interval [-1.85, +1.25] holds 0."""
+    for seed, (reg, fine, rand) in enumerate([(74.0, 73.2, 74.3), (74.2, 74.6, 73.9), (74.1, 73.6, 74.6)]):
+        arm(tmp_path, "regular", seed, reg)
+        arm(tmp_path, "fine", seed, fine, train_s=90.0, skipped=20)
+        arm(tmp_path, "random", seed, rand, train_s=90.0, skipped=20)
+    write_report([tmp_path], tmp_path / "out", with_plots=False)
+    index = (tmp_path / "out" / "index.md").read_text()
+    fine = next(l for l in index.splitlines() if l.startswith("  - fine-pruning"))
+    assert "-0.30 [-1.85, +1.25] pt, unresolved against regular" in fine
+    assert "better" not in fine and "worse" not in fine and "equivalent" not in fine
+    control = index.splitlines()[index.splitlines().index(fine) + 1]
+    assert control.startswith("    Against the random control at the same budget: -0.47 [")
+    assert "unresolved against random" in control
+    assert "No arm is shown equivalent to regular within ±0.3 pt" in index
+
+
+@pytest.mark.parametrize("diffs, phrase, others", [
+    ((1.0, 1.2, 0.9), "better than regular", ("worse", "equivalent", "unresolved")),
+    ((-1.0, -1.2, -0.9), "worse than regular", ("better", "equivalent", "unresolved", "margin")),
+    ((0.05, -0.05, 0.0), "equivalent to regular within ±0.3 pt", ("better", "worse", "unresolved")),
+    ((0.5, -0.5, 0.1), "unresolved against regular", ("better", "worse", "equivalent")),
+    ((-0.1, -0.15, -0.12), "worse than regular, by less than the ±0.3 pt margin", ("better", "unresolved")),
+])
+def test_each_verdict_word_from_a_constructed_case(tmp_path, diffs, phrase, others):
+    for seed, d in enumerate(diffs):
+        arm(tmp_path, "regular", seed, 80.0 + seed)
+        arm(tmp_path, "ucb", seed, 80.0 + seed + d, skipped=60)
+    line = next(l for l in lines_for(tmp_path) if l.startswith("  - UCB"))
+    assert phrase in line and not any(w in line for w in others), line
+
+
+def test_unresolved_says_how_many_seeds_would_resolve_it_and_the_noise_floor(tmp_path):
+    # diffs 0.3, -0.3, 0: mean 0, paired std 0.3 -> 7 seeds resolve ±0.3 (see test_stats)
+    for seed, d in enumerate((0.3, -0.3, 0.0)):
+        arm(tmp_path, "regular", seed, 80.0 + 0.2 * seed)
+        arm(tmp_path, "ucb", seed, 80.0 + 0.2 * seed + d, skipped=60)
+    lines = lines_for(tmp_path)
+    assert "regular's seed-to-seed std 0.20 pt" in lines[0] and "margin ±0.3 pt" in lines[0]
+    ucb = next(l for l in lines if l.startswith("  - UCB"))
+    assert "(paired std 0.30 pt; about 7 seeds would resolve it at this spread)" in ucb
+    # a wider margin makes the same interval an equivalence: 4.303 * 0.3 / sqrt(3) = 0.745
+    wide = next(l for l in lines_for(tmp_path, margin=0.8) if l.startswith("  - UCB"))
+    assert "equivalent to regular within ±0.8 pt" in wide
+
+
+def test_one_seed_claims_nothing_about_accuracy(tmp_path):
+    """`make demo`'s case: one seed read 'no policy stays within one std of regular (0.00 pt)'
+    and called a 0.02 pt gap 'better'."""
+    arm(tmp_path, "regular", 0, 91.10)
+    arm(tmp_path, "fine", 0, 91.12, skipped=20)
+    arm(tmp_path, "random", 0, 91.00, skipped=20)
+    lines = lines_for(tmp_path)
+    assert "(1 seed;" in lines[0]
+    assert lines[1] == ("  - One seed: there is no interval, so nothing is claimed about accuracy; "
+                        "run more seeds (`fineprune compare --seeds 0,1,2`).")
+    text = "\n".join(lines[2:])
+    assert "+0.02 pt in one seed; no interval, no verdict" in text
+    for claim in ("better", "worse", "equivalent", "unresolved", "within one std", "saves the most"):
+        assert claim not in text
+
+
+def test_only_arms_equivalent_within_the_margin_are_ranked_by_time(tmp_path):
+    """UCB saves 40% but its interval is unresolved; fine saves 10% and is equivalent: fine is named."""
+    for seed, (ucb, fine) in enumerate([(0.6, 0.05), (-0.6, -0.05), (0.1, 0.0)]):
+        arm(tmp_path, "regular", seed, 80.0)
+        arm(tmp_path, "ucb", seed, 80.0 + ucb, train_s=60.0, skipped=60)
+        arm(tmp_path, "fine", seed, 80.0 + fine, train_s=90.0, skipped=20)
+    best = lines_for(tmp_path)[1]
+    assert best == ("  - Equivalent to regular within ±0.3 pt: fine-pruning. Of these, fine-pruning saves the most "
+                    "time: 10.00 ± 0.00% against regular between runs of one machine (3 seeds), skipping "
+                    "10.0 ± 0.0% of sample-epochs.")
+
+
+def test_without_comparable_times_the_ranking_uses_the_machine_independent_cost(tmp_path):
+    for seed in range(3):
+        arm(tmp_path, "regular", seed, 80.0, machine=None)
+        arm(tmp_path, "ucb", seed, 80.0 + 0.01 * seed, train_s=60.0, skipped=60, machine=None)
+        arm(tmp_path, "fine", seed, 80.0 - 0.01 * seed, train_s=50.0, skipped=20, machine=None)
+    best = lines_for(tmp_path)[1]
+    assert "Their wall times were not all measured on one machine" in best
+    assert "UCB trains the fewest sample-epochs (1.40 ± 0.00, 30.0 ± 0.0% skipped)" in best
+    assert "saves the most time" not in best
+
+
+def test_random_at_its_own_budget_reads_each_seeds_frontier(tmp_path):
+    """Frontier arms at 10% and 20% per seed; fine at 15% is judged against the line between
+    them in the same seed: seed 0 reads 79.5, seed 1 79.0, seed 2 80.0."""
+    frontier = [((79.8, 79.2), 79.0), ((79.5, 78.5), 78.5), ((80.2, 79.8), 80.5)]
+    for seed, ((at10, at20), fine) in enumerate(frontier):
+        arm(tmp_path, "regular", seed, 80.0)
+        arm(tmp_path, "random", seed, at10, skipped=20, arm_name="random-every-10")
+        arm(tmp_path, "random", seed, at20, skipped=40, arm_name="random-every-20")
+        arm(tmp_path, "fine", seed, fine, skipped=30)
+    lines = lines_for(tmp_path)
+    i = next(i for i, l in enumerate(lines) if l.startswith("  - fine-pruning"))
+    # fine - frontier: -0.5, -0.5, +0.5 -> mean -0.17
+    assert lines[i + 1].startswith("    Against random pruning in every epoch at the same budget: -0.17 [")
+
+
+def test_a_policy_outside_the_frontier_gets_no_random_comparison(tmp_path):
+    for seed in range(2):
+        arm(tmp_path, "regular", seed, 80.0)
+        arm(tmp_path, "random", seed, 79.5, skipped=60, arm_name="random-every-30")
+        arm(tmp_path, "ucb", seed, 79.0 + seed * 0.1, skipped=60)
+        arm(tmp_path, "infobatch", seed, 78.0, skipped=40)
+    lines = lines_for(tmp_path)
+    ucb = lines.index(next(l for l in lines if l.startswith("  - UCB")))
+    assert lines[ucb + 1].startswith("    Against random pruning in every epoch at the same budget: -0.45 [")
+    info = lines.index(next(l for l in lines if l.startswith("  - InfoBatch")))
+    assert info + 1 == len(lines) or not lines[info + 1].startswith("    Against")
