@@ -194,6 +194,7 @@ def test_cli_report(runs_root, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert len(data["runs"]) == 6 and len(data["problems"]) == 2
+    assert data["verdict"][0].startswith("- **LeNet on CIFAR-10 (JPEG q75)** (2 seeds")
     assert "Launched by hand." in (tmp_path / "o" / "index.md").read_text()
     result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])
     assert result.exit_code == 0 and "left out" in result.output

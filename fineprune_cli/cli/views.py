@@ -114,7 +114,7 @@ def show_report(rep: Any, as_json: bool) -> None:
         console.print_json({
             "out": str(rep.out), "runs": [str(r.path) for r in rep.runs],
             "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
-            "files": [str(f) for f in rep.files]})
+            "files": [str(f) for f in rep.files], "verdict": rep.verdict})
         return
     if rep.runs:
         _compare_table(summary_rows(rep.runs, rep.judging))
