@@ -270,7 +270,7 @@ def test_cli_report_margin_and_target(runs_root, tmp_path):
     index = (tmp_path / "o" / "index.md").read_text()
     assert "margin ±0.75 pt" in index and "| Target (test accuracy) | 73.50% |" in index
     assert ("fine-pruning (15.0 ± 0.0% of sample-epochs skipped): -0.50 [-0.50, -0.50] pt, worse than regular, "
-            "by less than the ±0.75 pt margin." in index)
+            "by less than the ±0.75 pt margin (paired std 0.00 pt)." in index)
     assert "worse than" in " ".join(result.output.split())   # the verdict is printed too
     for flag, value, words in (("--margin", "0", "--margin must be a positive number"),
                                ("--margin", "nan", "--margin must be a positive number"),

@@ -69,13 +69,13 @@ def _claim(p: paired.Paired, baseline: str, margin: float) -> str:
         return (f"{p.mean:+.2f} pt in one seed; no interval, no verdict" if p.diffs
                 else f"no seed has both runs; no verdict")
     numbers = f"{iv.fmt()} pt" + (f" (bootstrap [{iv.boot[0]:+.2f}, {iv.boot[1]:+.2f}])" if iv.boot else "")
-    word = stats.word(iv, margin)
+    word, floor = stats.word(iv, margin), f"paired std {iv.std:.2f} pt"
     if word in (stats.BETTER, stats.WORSE):
         inside = f", by less than the ±{margin:g} pt margin" if stats.within(iv, margin) else ""
-        return f"{numbers}, {word} than {baseline}{inside}"
+        return f"{numbers}, {word} than {baseline}{inside} ({floor})"
     if word == stats.EQUIVALENT:
-        return f"{numbers}, equivalent to {baseline} within ±{margin:g} pt (paired std {iv.std:.2f} pt)"
+        return f"{numbers}, equivalent to {baseline} within ±{margin:g} pt ({floor})"
     need = stats.seeds_needed(iv.mean, iv.std, margin)
     more = (f"about {need} seeds would resolve it at this spread" if need
             else f"more than {stats.MAX_SEEDS_ESTIMATE} seeds would be needed at this spread")
-    return f"{numbers}, unresolved against {baseline} (paired std {iv.std:.2f} pt; {more})"
+    return f"{numbers}, unresolved against {baseline} ({floor}; {more})"
