@@ -81,7 +81,7 @@ def test_one_seed_claims_nothing_about_accuracy(tmp_path):
     arm(tmp_path, "fine", 0, 91.12, skipped=20)
     arm(tmp_path, "random", 0, 91.00, skipped=20)
     lines = lines_for(tmp_path)
-    assert "(1 seed;" in lines[0]
+    assert "(1 seed;" in lines[0] and "noise floor: unknown with one seed" in lines[0]
     assert lines[1] == ("  - One seed: there is no interval, so nothing is claimed about accuracy; "
                         "run more seeds (`fineprune compare --seeds 0,1,2`).")
     text = "\n".join(lines[2:])

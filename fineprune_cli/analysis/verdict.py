@@ -20,9 +20,9 @@ def verdict(runs: list[Run], judging: Judging = Judging()) -> list[str]:
         if not reg["final_acc"].values:
             continue
         n = len(by["regular"])
+        floor = f"regular's seed-to-seed std {reg['final_acc'].std:.2f} pt" if n > 1 else "unknown with one seed"
         lines.append(f"- **{display_name(model)} on {label}** ({n} seed{'s' if n != 1 else ''}; regular final "
-                     f"accuracy {reg['final_acc'].fmt(2, '%')}; margin ±{judging.margin:g} pt; noise floor: "
-                     f"regular's seed-to-seed std {reg['final_acc'].std:.2f} pt).")
+                     f"accuracy {reg['final_acc'].fmt(2, '%')}; margin ±{judging.margin:g} pt; noise floor: {floor}).")
         if n < 2:
             lines.append("  - One seed: there is no interval, so nothing is claimed about accuracy; "
                          "run more seeds (`fineprune compare --seeds 0,1,2`).")
