@@ -179,7 +179,8 @@ ACCURACY_NOTE = ("Changes: mean [95% t interval] over seeds, paired by seed. *Ag
                  "the interval earns (see the verdict).\n")
 REACH_NOTE = ("The first epoch whose test accuracy reaches the target ({target}), the sample-epochs and "
               "training seconds up to its end (as DAWNBench and MLPerf time training); means over the seeds "
-              "that reach it. Seconds only from runs on the machine named, so they compare.\n")
+              "that reach it. Seconds only from runs with the machine signature named; other work on that machine "
+              "still moves them (`runs.csv` gives each run's load at its start).\n")
 
 
 def _machines(runs: list[Run]) -> str:

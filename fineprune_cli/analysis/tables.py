@@ -273,7 +273,7 @@ def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]],
         cells += [(f"{name}: reached", f"{len(reached)} of {len(runs)} seeds"),
                   (f"{name}: epoch", Stat([float(x.epoch) for _, x in reached]).fmt(1)),
                   (f"{name}: sample-epochs", Stat([x.sample_epochs for _, x in reached]).fmt(2)),
-                  (f"{name}: seconds", Stat(timed).fmt(1, " s") + (f" ({len(timed)} runs)" if timed else ""))]
+                  (f"{name}: seconds", Stat(timed).fmt(1, " s") + (f" ({len(timed)} run{'s' if len(timed) > 1 else ''})" if timed else ""))]
     return cells
 
 
