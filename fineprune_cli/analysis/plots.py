@@ -184,6 +184,7 @@ def tradeoff(runs: list[Run], path: Path) -> Path:
     ax.set_xlabel("sample-epochs skipped (%): the budget")
     ax.set_ylabel("final test accuracy − regular (points)")
     ax.set_title("Accuracy change against budget (paired by seed, mean ± std)")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # a report of damaged records may have nothing to show
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, path)
