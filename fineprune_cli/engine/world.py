@@ -101,7 +101,8 @@ def init(world: World, device: torch.device, timeout_s: float, init_method: str 
     try:
         with quiet_stderr():   # c10d logs each failed try with a 30-line C++ stack
             store = None if init_method else group_store(world, timeout)
-            shared = store is not None and shared_gpu(store, world, gpu_id(device))
+            # every rank of a run has one device type, so all of them post or none does
+            shared = store is not None and device.type == "cuda" and shared_gpu(store, world, gpu_id(device))
             backend = "nccl" if device.type == "cuda" and not shared else "gloo"
             dist.init_process_group(backend, init_method=init_method, store=store, rank=world.rank,
                                     world_size=world.size, timeout=timeout)
