@@ -73,7 +73,7 @@ def _claim(p: paired.Paired, baseline: str, margin: float) -> str:
     iv = p.interval
     if iv is None:
         return (f"{p.mean:+.2f} pt in one seed; no interval, no verdict" if p.diffs
-                else f"no seed has both runs; no verdict")
+                else "no seed has both runs; no verdict")
     numbers = f"{iv.fmt()} pt" + (f" (bootstrap [{iv.boot[0]:+.2f}, {iv.boot[1]:+.2f}])" if iv.boot else "")
     word, floor = stats.word(iv, margin), f"paired std {iv.std:.2f} pt"
     if word in (stats.BETTER, stats.WORSE):
