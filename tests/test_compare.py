@@ -5,7 +5,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan, run_matrix
+from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan, run_matrix, shorter_schedule
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from conftest import summary_of
@@ -138,6 +138,41 @@ def test_frontier_arms_prune_every_epoch_at_their_budget(tmp_path):
     assert job_config(cfg, jobs[1], c.out).run.arm == ""           # a plain policy is its own arm
     with pytest.raises(ConfigError, match="--frontier takes fractions in"):
         load_compare(None, {"compare.frontier": [0.5, 1.0]})
+
+
+@pytest.mark.parametrize("epochs, milestones, warmup, budget, expected", [
+    (200, [60, 120, 160], 1.0, 0.3, (140, [42, 84, 112], 0.7)),    # the paper's recipe at 30%
+    (200, [60, 120, 160], 1.0, 0.1, (180, [54, 108, 144], 0.9)),
+    (23, [7, 14, 19], 1.0, 0.5, (12, [4, 7, 10], 0.5)),             # 11.5 -> 12, 3.5 -> 4: half up
+    (23, [7, 14, 19], 2.0, 0.1, (21, [6, 13, 17], 1.8)),            # 20.7, 6.3, 12.6, 17.1
+])
+def test_a_shorter_arm_compresses_epochs_milestones_and_warm_up(epochs, milestones, warmup, budget, expected):
+    # Catches: banker's rounding (12.5 -> 12, 3.5 -> 4 but 4.5 -> 4), truncation, epochs scaled
+    # by b instead of 1 - b, milestones left at their full-schedule epochs.
+    short, scaled, ramp = shorter_schedule(epochs, milestones, warmup, budget)
+    assert (short, scaled) == expected[:2] and ramp == pytest.approx(expected[2])
+
+
+def test_shorter_arms_train_regular_with_the_compressed_schedule(tmp_path):
+    cfg, c = _cfg(tmp_path, policies=["regular"], shorter=[0.5])
+    cfg.train.milestones = [2, 3]
+    jobs = plan(cfg, c)
+    assert [j.arm for j in jobs] == ["regular", "shorter-50"]
+    arm = job_config(cfg, jobs[1], c.out)
+    assert (arm.train.epochs, arm.train.milestones, arm.prune.enabled, arm.run.arm) == (2, [1, 2], False, "shorter-50")
+    cfg.train.milestones = [1, 2]                                    # 0.5 -> 1 and 1 -> 1 collide
+    with pytest.raises(ConfigError, match="shorter-50: milestones 1,2 scaled by 0.5 give 1,1"):
+        plan(cfg, c)
+    with pytest.raises(ConfigError, match="--shorter takes fractions in"):
+        load_compare(None, {"compare.shorter": [0.0]})
+
+
+def test_a_shorter_run_trains_fewer_epochs_and_every_sample(tmp_path):
+    cfg, c = _cfg(tmp_path, policies=["regular"], shorter=[0.25])
+    regular, arm = run_matrix(cfg, c, show_progress=False)
+    s = summary_of(arm)
+    assert s["arm"] == "shorter-25" and s["policy"] == "regular"
+    assert s["epochs_completed"] == 3 and s["samples_skipped"] == 0
 
 
 def test_frontier_run_skips_its_share_in_every_epoch(tmp_path):

@@ -78,6 +78,21 @@ def test_infobatch_prunes_only_below_mean_and_weights_the_rest_by_one_over_one_m
     assert outs == below                                     # a random one, not always the same
 
 
+def test_infobatch_without_rescaling_leaves_out_the_same_samples_with_weight_one():
+    # The ablation changes the weights only: same generator, same scores, so the same sample
+    # sits out as with rescaling; catches a rescale flag that also changes who is pruned, or
+    # that still weights the kept below-mean samples by 1/(1-r).
+    losses = [1, 1, 1, 1, 3, 3, 3, 3, 2, 2, 1.75, 2.25]
+    on = create("infobatch", 14, PruneConfig(infobatch_ratio=0.25), seed=3, epochs=40)
+    off = create("infobatch", 14, PruneConfig(infobatch_ratio=0.25, infobatch_rescale=False), seed=3, epochs=40)
+    observe_all(on, losses)
+    observe_all(off, losses)
+    for epoch in range(2, 6):
+        with_weights, plain = on.plan(epoch), off.plan(epoch)
+        assert torch.equal(with_weights.indices, plain.indices) and plain.pruned
+        assert with_weights.weights is not None and plain.weights is None
+
+
 def test_infobatch_first_epoch_trains_everything_and_sat_out_samples_keep_their_score():
     # Catches: pruning before anything is seen; scores of samples that sat out overwritten
     # (e.g. by 0) or averaged instead of the latest loss.

@@ -9,6 +9,7 @@ it stopped; an incomplete one is trained again from epoch 1.
 from __future__ import annotations
 
 import copy
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,10 @@ class CompareConfig:
     frontier: list[float] = option(factory=list, check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
                                    help="The random frontier: `random` pruning in every epoch at these prune fractions, "
                                         "e.g. 0.1,0.2,0.3,0.4,0.5, so each policy meets random at its own budget.")
+    shorter: list[float] = option(factory=list, check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
+                                  help="The shorter-schedule frontier: regular training for round((1 - b) x epochs) "
+                                       "epochs, milestones and warm-up scaled alike, at these budgets b, e.g. 0.1,0.3, "
+                                       "so each policy meets simply training less at its own budget.")
     order: str = option("seed", choices=("seed", "arm"),
                         help="Run order: 'seed' trains every arm of seed 0, then of seed 1, ..., so slow drift of "
                              "the machine spreads over the arms; 'arm' trains all seeds of one arm before the next. (default seed)")
@@ -80,6 +85,40 @@ def frontier_fraction(arm: str) -> float | None:
         return None
 
 
+SHORTER = "shorter-"  # arm names of the shorter-schedule frontier: shorter-30 = 30% fewer epochs
+
+
+def shorter_arm(budget: float) -> str:
+    return f"{SHORTER}{round(100 * budget):g}"
+
+
+def shorter_budget(arm: str) -> float | None:
+    """The budget b of a shorter-schedule arm's name, None for any other arm."""
+    try:
+        return float(arm[len(SHORTER):]) / 100 if arm.startswith(SHORTER) else None
+    except ValueError:
+        return None
+
+
+def _half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def shorter_schedule(epochs: int, milestones: list[int], warmup: float, budget: float,
+                     ) -> tuple[int, list[int], float]:
+    """Epochs, milestones and warm-up of regular training compressed by (1 - budget): each epoch
+    count rounded half up (200 epochs at 0.3: 140, milestones 60/120/160 -> 42/84/112), the
+    warm-up (fractional epochs, counted in steps) scaled exactly."""
+    factor = 1 - budget
+    short = max(1, _half_up(epochs * factor))
+    scaled = [_half_up(m * factor) for m in milestones]
+    if any(m < 1 for m in scaled) or any(a >= b for a, b in zip(scaled, scaled[1:])):
+        raise ConfigError(f"{shorter_arm(budget)}: milestones {','.join(map(str, milestones))} scaled by "
+                          f"{factor:g} give {','.join(map(str, scaled))}, which is not strictly increasing "
+                          "from epoch 1; use a smaller budget or fewer milestones")
+    return short, scaled, warmup * factor
+
+
 @dataclass(frozen=True)
 class Job:
     model: str
@@ -87,9 +126,12 @@ class Job:
     policy: str
     seed: int
     fraction: float | None = None   # a frontier arm: this prune fraction in every epoch
+    shorter: float | None = None    # a shorter-schedule arm: this budget of fewer epochs
 
     @property
     def arm(self) -> str:
+        if self.shorter is not None:
+            return shorter_arm(self.shorter)
         return self.policy if self.fraction is None else frontier_arm(self.fraction)
 
     def run_dir(self, out: str | Path) -> Path:
@@ -108,9 +150,10 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
         raise ConfigError("no model given: pass --model or list compare.models in --config")
     if not dataset_names:
         raise ConfigError("no dataset given: pass --dataset or list compare.datasets in --config")
-    arms = [(p, None) for p in c.policies] + [("random", f) for f in c.frontier]
-    jobs = [Job(m, d, p, s, f) for s in c.seeds for m in model_names for d in dataset_names
-            for p, f in arms]
+    arms = ([(p, None, None) for p in c.policies] + [("random", f, None) for f in c.frontier]
+            + [("regular", None, b) for b in c.shorter])
+    jobs = [Job(m, d, p, s, f, b) for s in c.seeds for m in model_names for d in dataset_names
+            for p, f, b in arms]
     _refuse_duplicates(jobs, c.out)
     if c.order == "arm":  # stable: within an arm, seeds keep their order
         rank = {(j.model, j.dataset, j.arm): i for i, j in reversed(list(enumerate(jobs)))}
@@ -144,6 +187,10 @@ def job_config(cfg: Config, job: Job, out: str) -> Config:
         p = job_cfg.prune
         p.window, p.start, p.attenuation, p.block, p.count = 1, 0, 1.0, 1, 1
         p.prune_fraction, p.anneal = job.fraction, None
+    if job.shorter is not None:
+        t = job_cfg.train
+        t.epochs, t.milestones, t.warmup_epochs = shorter_schedule(t.epochs, t.milestones, t.warmup_epochs,
+                                                                   job.shorter)
     job_cfg.run.arm = job.arm if job.arm != job.policy else ""
     job_cfg.run.out = str(job.run_dir(out))
     return job_cfg
@@ -223,7 +270,8 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
     if len(todo) < len(jobs):
         console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already finished in "
                      f"{c.out}; skipping them")
-    with console.progress(len(todo) * cfg.train.epochs, f"compare ({len(todo)} runs)",
+    total = sum(job_config(cfg, job, c.out).train.epochs for job in todo)
+    with console.progress(total, f"compare ({len(todo)} runs)",
                           show_progress) as bar:
         for job in todo:
             job_cfg = job_config(cfg, job, c.out)

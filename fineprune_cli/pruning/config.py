@@ -47,6 +47,9 @@ class PruneConfig:
     infobatch_ratio: float = option(0.5, check=in_range(0, 0.9, closed_high=True),
                                     help="infobatch r: share of the below-mean-loss samples that sit "
                                          "out an epoch; the others get loss weight 1/(1-r). (default 0.5)")
+    infobatch_rescale: bool = option(True, flag="--infobatch-rescale/--no-infobatch-rescale",
+                                     help="infobatch: weight the kept below-mean samples 1/(1-r) (the paper's "
+                                          "expectation rescaling); off: weight 1, an ablation. (default on)")
     ucb_c: float = option(1.0, check=at_least(0),
                           help="ucb: keep the highest mean + c x std of the loss. (default 1)")
     epsilon: float = option(0.1, check=in_range(0, 1, closed_high=True),

@@ -25,6 +25,10 @@ infobatch/infobatch.py), and where we differ:
   fractional δ·n its full-data epochs keep the last weights; we use weight 1 there, the
   paper's intent.) We apply the weight whenever W is not empty, also when floor(r·|W|) = 0.
 
+`--no-infobatch-rescale` (an ablation, not the paper) trains the kept below-mean samples with
+weight 1, so the plan carries no weights: it tells the loss of the kept samples' rescaling
+apart from the pruning itself.
+
 `--infobatch-ratio` is a setting of its own rather than `--prune-fraction` because it means a
 share of W, not of all N samples, and so that fine/random's fraction (0.3 in the experiment
 files) and InfoBatch's r (0.5) can be set independently.
@@ -82,5 +86,7 @@ class InfoBatch(LossScored):
                                         device=self.device)[:n_out]]
         keep = torch.ones(self.num_samples, dtype=torch.bool, device=self.device)
         keep[out] = False
+        if not self.cfg.infobatch_rescale:  # the ablation: no expectation rescaling
+            return self.keep_mask_plan(keep, None)
         weights = torch.where(below & keep, 1.0 / (1.0 - r), 1.0).to(torch.float32)
         return self.keep_mask_plan(keep, weights)
