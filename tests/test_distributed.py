@@ -185,7 +185,7 @@ def _padded_rank_main(rank, size, init_file, out_dir):
         torch.manual_seed(0)
         model = models.create("lenet", 3, 10)
         sizes = []
-        model.register_forward_hook(lambda m, i, o: sizes.append(o.shape[0]))
+        model.register_forward_hook(lambda m, i, o: sizes.append(o.shape[0]))  # noqa: B023 (used only within this iteration)
         cfg = TrainConfig(batch_size=16, lr=0.05, milestones=[], warmup_epochs=0)
         trainer = Trainer(model, data, cfg, cpu, seed=3, static_batches=static, world=World(rank, size))
         out[static] = (sizes, trainer.train_epoch(1).item(), [p.detach().clone() for p in model.parameters()])

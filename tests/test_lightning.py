@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import warnings
-from datetime import timedelta
 
 import pytest
 import torch

@@ -85,7 +85,7 @@ def test_streaming_equals_the_device_path_draw_for_draw(tmp_path):
     for loader in ("device", "stream"):
         data, c, k = _data(tmp_path, loader=loader, augment="crop-flip")
         trainer, seen = _trainer(data, c, k), []
-        losses = [trainer.train_epoch(e, None, lambda idx, loss: seen.append((idx, loss))).item()
+        losses = [trainer.train_epoch(e, None, lambda idx, loss: seen.append((idx, loss))).item()  # noqa: B023 (used only within this iteration)
                   for e in (1, 2)]
         results.append((losses, seen, trainer.evaluate()))
     (dev_loss, dev_seen, dev_eval), (st_loss, st_seen, st_eval) = results
