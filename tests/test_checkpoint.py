@@ -68,6 +68,19 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, prune, every):
         assert s["pruning_epochs"] == summary_of(whole)["pruning_epochs"] == [1, 2, 3, 5, 6]
 
 
+def test_restore_rng_puts_back_the_cpu_generator_the_checkpoint_saved(tmp_path):
+    """A model's dropout draws from torch's global CPU generator, which our LeNet runs above never
+    use: a resumed run must go on drawing where the checkpoint left off, whatever the process drew
+    since. Catches: restore_rng not setting the CPU state."""
+    with torch.random.fork_rng():
+        torch.manual_seed(5)
+        checkpoint.save(tmp_path, {})
+        expected = torch.rand(4)
+        torch.rand(100)                    # the interrupted (or a new) process draws on
+        checkpoint.restore_rng(checkpoint.load(tmp_path, torch.device("cpu")))
+        assert torch.equal(torch.rand(4), expected)
+
+
 def test_resume_refuses_complete_runs_and_missing_checkpoints(tmp_path):
     train(_cfg(tmp_path / "r", False, epochs=1), show_progress=False)
     with pytest.raises(ConfigError, match="already complete"):
