@@ -48,6 +48,7 @@ class SignalAt:
             os.kill(os.getpid(), self.sig)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prune, every", [(False, 1), (True, 1), (True, 0)])
 def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, prune, every):
     whole, cut = tmp_path / "whole", tmp_path / "cut"
@@ -118,6 +119,7 @@ def test_diverged_run_keeps_its_record(tmp_path):
     assert result.exit_code != 0 and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
@@ -144,6 +146,7 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     assert [int(r["epoch"]) for r in metrics_rows(drop_timing=True, run_dir=out)] == list(range(1, 41))
 
 
+@pytest.mark.slow
 def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",

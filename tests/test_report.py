@@ -176,6 +176,7 @@ def test_report_is_deterministic_and_complete(runs_root, tmp_path):
     assert "| fine-pruning: saved (same machine) | 12.00 ± 2.83% |" in index
 
 
+@pytest.mark.slow
 def test_report_plots(runs_root, tmp_path):
     rep = write_report([runs_root], tmp_path / "r")
     pngs = sorted(p.name for p in (tmp_path / "r" / "plots").glob("*.png"))

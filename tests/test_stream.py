@@ -155,6 +155,7 @@ def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
     assert (tmp_path / "run" / "summary.json").is_file()     # it did fail inside the run
 
 
+@pytest.mark.slow
 def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
     from test_checkpoint import SignalAt
     from fineprune_cli.engine.checkpoint import Interrupted
