@@ -224,6 +224,7 @@ def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
     assert not orphan.exists() and summary_of(tmp_path / "r")["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path, monkeypatch):
     from fineprune_cli.engine import files
 
@@ -261,6 +262,7 @@ def terminal_sigint():
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path, terminal_sigint):
     class TwoSignals(SignalAt):
         def advance(self, status=""):

@@ -65,6 +65,7 @@ def test_same_seed_gives_identicalmetrics_rows(tmp_path):
     assert runs[0] == runs[1]
 
 
+@pytest.mark.slow
 def test_yaml_config_then_flags(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\n"
@@ -214,6 +215,7 @@ def test_user_text_is_never_read_as_markup(tmp_path):
     assert report.exit_code == 0 and "[red]x" in (tmp_path / "rep" / "table1_time.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_resume_hint_is_shell_quoted(tmp_path):
     out = tmp_path / "a b; rm x"
     result = invoke(["train", *TINY, "--epochs", "1", "--out", out])

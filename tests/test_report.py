@@ -211,6 +211,7 @@ def test_cli_report_bad_input(tmp_path):
     assert result.exit_code == 0 and "No complete runs" in (tmp_path / "o" / "index.md").read_text()
 
 
+@pytest.mark.slow
 def test_every_committed_run_folder_is_still_read():
     """Run folders written by earlier versions (schema 1, with and without a policy key, and
     parameter-server runs) stay readable: long experiments are never lost to a new release."""
