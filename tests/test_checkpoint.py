@@ -48,6 +48,7 @@ class SignalAt:
             os.kill(os.getpid(), self.sig)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prune, every", [(False, 1), (True, 1), (True, 0)])
 def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, prune, every):
     whole, cut = tmp_path / "whole", tmp_path / "cut"
@@ -66,6 +67,19 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, prune, every):
     assert s["status"] == "complete" and s["resumed_after_epochs"] == [2]
     if prune:
         assert s["pruning_epochs"] == summary_of(whole)["pruning_epochs"] == [1, 2, 3, 5, 6]
+
+
+def test_restore_rng_puts_back_the_cpu_generator_the_checkpoint_saved(tmp_path):
+    """A model's dropout draws from torch's global CPU generator, which our LeNet runs above never
+    use: a resumed run must go on drawing where the checkpoint left off, whatever the process drew
+    since. Catches: restore_rng not setting the CPU state."""
+    with torch.random.fork_rng():
+        torch.manual_seed(5)
+        checkpoint.save(tmp_path, {})
+        expected = torch.rand(4)
+        torch.rand(100)                    # the interrupted (or a new) process draws on
+        checkpoint.restore_rng(checkpoint.load(tmp_path, torch.device("cpu")))
+        assert torch.equal(torch.rand(4), expected)
 
 
 def test_resume_refuses_complete_runs_and_missing_checkpoints(tmp_path):
@@ -105,6 +119,7 @@ def test_diverged_run_keeps_its_record(tmp_path):
     assert result.exit_code != 0 and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
@@ -131,6 +146,7 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     assert [int(r["epoch"]) for r in metrics_rows(drop_timing=True, run_dir=out)] == list(range(1, 41))
 
 
+@pytest.mark.slow
 def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
@@ -208,6 +224,7 @@ def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
     assert not orphan.exists() and summary_of(tmp_path / "r")["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path, monkeypatch):
     from fineprune_cli.engine import files
 
@@ -245,6 +262,7 @@ def terminal_sigint():
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path, terminal_sigint):
     class TwoSignals(SignalAt):
         def advance(self, status=""):

@@ -17,6 +17,7 @@ TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--epoc
 
 
 
+@pytest.mark.slow
 def test_train_writes_a_complete_run_folder(tmp_path):
     out = tmp_path / "run"
     result = invoke(["train", *TINY, "--out", str(out)])
@@ -38,6 +39,7 @@ def test_train_writes_a_complete_run_folder(tmp_path):
     assert not list(out.glob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_prune_run_records_schedule_and_skips(tmp_path):
     out = tmp_path / "run"
     args = ["train", *TINY, "--epochs", "4", "--prune", "--window", "2", "--start", "1", "--block", "1",
@@ -54,6 +56,7 @@ def test_prune_run_records_schedule_and_skips(tmp_path):
         "dropping_counts_window0.pt", "dropping_counts_window1.pt", "dropping_counts_window2.pt"]
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identicalmetrics_rows(tmp_path):
     runs = []
     for name in ("a", "b"):
@@ -62,6 +65,7 @@ def test_same_seed_gives_identicalmetrics_rows(tmp_path):
     assert runs[0] == runs[1]
 
 
+@pytest.mark.slow
 def test_yaml_config_then_flags(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\n"
@@ -93,6 +97,7 @@ def test_estimate_table_and_timeline():
     assert len(timeline) == 4 and timeline[3].split() == ["w3", "a=0", "30-30", "|#|"]
 
 
+@pytest.mark.slow
 def test_estimate_from_run_folder(tmp_path):
     out = tmp_path / "run"
     assert invoke(["train", *TINY, "--epochs", "3", "--out", str(out)]).exit_code == 0
@@ -155,6 +160,7 @@ def test_unwritable_out_is_caught_before_training(tmp_path):
     assert result.exit_code == 2 and "cannot write run folder" in result.output
 
 
+@pytest.mark.slow
 def test_real_subprocess(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -173,6 +179,7 @@ def test_an_empty_out_is_refused_not_read_as_the_default(tmp_path):
     assert result.exit_code == 2 and "--out must not be empty" in result.output
 
 
+@pytest.mark.slow
 def test_estimate_of_a_dynamic_policy_reads_its_budget_from_a_run(tmp_path):
     result = invoke(["estimate", "--policy", "infobatch", "--epochs", "10"])
     assert result.exit_code == 2 and "infobatch chooses its samples from the losses" in result.output
@@ -197,6 +204,7 @@ def test_json_output_is_strict_even_for_non_finite_numbers(capsys):
     assert strict == {"loss": None, "rows": [None, 1.5], "n": 2}
 
 
+@pytest.mark.slow
 def test_user_text_is_never_read_as_markup(tmp_path):
     """'[/oops]' crashed rich after a complete run; '[red]x' lost its brackets."""
     for name in ("[/oops]", "[red]x"):
@@ -207,6 +215,7 @@ def test_user_text_is_never_read_as_markup(tmp_path):
     assert report.exit_code == 0 and "[red]x" in (tmp_path / "rep" / "table1_time.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_resume_hint_is_shell_quoted(tmp_path):
     out = tmp_path / "a b; rm x"
     result = invoke(["train", *TINY, "--epochs", "1", "--out", out])
@@ -215,6 +224,7 @@ def test_the_resume_hint_is_shell_quoted(tmp_path):
     assert again.exit_code == 2 and f"--resume '{out}'`" in again.output
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_while_the_error_line_is_printed_is_no_traceback(tmp_path):
     """A second Ctrl-C 0.1 s after the first lands while the process prints its resume hint
     and exits; made certain here: the signal comes from inside the printing."""

@@ -70,6 +70,7 @@ def test_job_config_sets_policy_and_folder(tmp_path):
     assert rand.run.out.endswith("lenet-synthetic/random-seed3")
 
 
+@pytest.mark.slow
 def test_random_control_has_the_same_budget(tmp_path):
     dirs = run_matrix(*_cfg(tmp_path), show_progress=False)
     regular, fine, rand = (summary_of(d) for d in dirs)
@@ -79,6 +80,7 @@ def test_random_control_has_the_same_budget(tmp_path):
     assert fine["samples_skipped"] == rand["samples_skipped"] == 2 * 60
 
 
+@pytest.mark.slow
 def test_compare_resumes_and_extends_the_matrix(tmp_path):
     cfg, c = _cfg(tmp_path, policies=["regular", "fine", "random"])
     cfg.train.epochs = 2
@@ -105,6 +107,7 @@ def test_compare_refuses_a_folder_made_with_other_settings(tmp_path):
         run_matrix(cfg, c, show_progress=False)
 
 
+@pytest.mark.slow
 def test_cli_compare_table_json_and_yaml_matrix(tmp_path):
     out = tmp_path / "cmp"
     result = runner.invoke(app, ["compare", *TINY, "--seeds", "0", "--policies", "regular,fine",
@@ -167,6 +170,7 @@ def test_shorter_arms_train_regular_with_the_compressed_schedule(tmp_path):
         load_compare(None, {"compare.shorter": [0.0]})
 
 
+@pytest.mark.slow
 def test_a_shorter_run_trains_fewer_epochs_and_every_sample(tmp_path):
     cfg, c = _cfg(tmp_path, policies=["regular"], shorter=[0.25])
     regular, arm = run_matrix(cfg, c, show_progress=False)
@@ -175,6 +179,7 @@ def test_a_shorter_run_trains_fewer_epochs_and_every_sample(tmp_path):
     assert s["epochs_completed"] == 3 and s["samples_skipped"] == 0
 
 
+@pytest.mark.slow
 def test_frontier_run_skips_its_share_in_every_epoch(tmp_path):
     cfg, c = _cfg(tmp_path, policies=["regular"], frontier=[0.2])
     cfg.train.epochs = 2
@@ -184,6 +189,7 @@ def test_frontier_run_skips_its_share_in_every_epoch(tmp_path):
     assert s["pruning_epochs"] == [1, 2] and s["samples_skipped"] == 2 * 40
 
 
+@pytest.mark.slow
 def test_a_run_folder_of_the_first_release_is_reused(tmp_path):
     """Schema-1 folders (no schema key, the compare matrix inside config.yaml, no run.arm) count
     as finished runs of the same settings: long experiments survive an upgrade."""
@@ -223,6 +229,7 @@ def test_compare_refuses_to_resume_a_run_made_with_other_settings(tmp_path):
         run_matrix(cfg, c, show_progress=False)
 
 
+@pytest.mark.slow
 def test_compare_keeps_a_run_whose_checkpoint_fails_to_load_for_another_reason(tmp_path):
     """Only a checkpoint that can never continue (older format, other settings) is trained
     again; any other failure (every CUDA resume once failed so) stops with the folder kept:

@@ -63,6 +63,7 @@ def _rank_main(rank, size, init_file, out_dir):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [2, 3])
 def test_ranks_agree_and_counts_equal_a_single_process(tmp_path, size):
     results = spawn_ranks(_rank_main, size, tmp_path)
@@ -151,6 +152,7 @@ def test_launch_flags_are_not_passed_on():
 
 
 
+@pytest.mark.slow
 def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", "2", "--model", "lenet",
@@ -185,7 +187,7 @@ def _padded_rank_main(rank, size, init_file, out_dir):
         torch.manual_seed(0)
         model = models.create("lenet", 3, 10)
         sizes = []
-        model.register_forward_hook(lambda m, i, o: sizes.append(o.shape[0]))
+        model.register_forward_hook(lambda m, i, o: sizes.append(o.shape[0]))  # noqa: B023 (used only within this iteration)
         cfg = TrainConfig(batch_size=16, lr=0.05, milestones=[], warmup_epochs=0)
         trainer = Trainer(model, data, cfg, cpu, seed=3, static_batches=static, world=World(rank, size))
         out[static] = (sizes, trainer.train_epoch(1).item(), [p.detach().clone() for p in model.parameters()])
@@ -193,6 +195,7 @@ def _padded_rank_main(rank, size, init_file, out_dir):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_static_batches_pad_each_rank_to_its_own_share_of_the_batch(tmp_path):
     """--compile with DDP: every step runs batch / ranks samples on each rank (the padded last
     one too), and the padding trains nothing: the same losses and weights as unpadded."""
@@ -231,6 +234,7 @@ def _eval_rank_main(rank, size, init_file, out_dir):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_evaluation_ends_with_an_empty_shard_and_ranks_draw_their_own_augmentation(tmp_path):
     """Evaluation went through the DDP wrapper, whose forward may broadcast buffers (a
     collective that rank 1, with no test sample, would never join); under no_grad torch 2.14's

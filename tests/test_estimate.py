@@ -23,6 +23,15 @@ def test_without_time_the_unit_is_epochs():
     assert est.saving_percent == pytest.approx(100 * 0.5 * est.n_prune / 30)
 
 
+def test_anneal_keeps_a_pruning_epoch_that_falls_on_floor_delta_n():
+    # pruning epochs 3, 6, 7, 9, 10, 12 (test_schedule's small case); δ = 0.85, n = 12:
+    # floor(10.2) = 10 is itself a pruning epoch and stays. Catches: e < last (drops epoch 10).
+    s = PruneSchedule(window=4, start=2, attenuation=2, block=3, count=2)
+    est = estimate(s, epochs=12, prune_fraction=0.5, anneal=0.85)
+    assert est.pruning_epochs == [3, 6, 7, 9, 10] and est.n_prune == 5
+    assert est.saving_percent == pytest.approx(100 * 0.5 * 5 / 12)
+
+
 def test_timeline_rows_follow_windows():
     rows = timeline(PruneSchedule(window=4, start=2, attenuation=2, block=3, count=2), 12)
     assert [(a, b) for a, b, _ in rows] == [(1, 3), (4, 7), (8, 11), (12, 12)]

@@ -48,6 +48,7 @@ def _members(archive: Path) -> list[str]:
         return tar.getnames()
 
 
+@pytest.mark.slow
 def test_every_step_succeeds(dry_run):
     _, _, proc = dry_run
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -55,6 +56,7 @@ def test_every_step_succeeds(dry_run):
         assert f"== {step} (cpu, quick) ==" in proc.stdout and f"\n{step}: ok\n" in proc.stdout
 
 
+@pytest.mark.slow
 def test_check_runs_the_gpu_tests_and_records_them(dry_run):
     results, out, _ = dry_run
     check = _one("gpu-*/check", results)
@@ -67,6 +69,7 @@ def test_check_runs_the_gpu_tests_and_records_them(dry_run):
     assert f"results/{check.parent.name}/check/check.json" in _members(out / "check.tar.gz")
 
 
+@pytest.mark.slow
 def test_bench_writes_the_device_table(dry_run):
     results, out, _ = dry_run
     table = _one("bench/*.csv", results)
@@ -80,6 +83,7 @@ def test_bench_writes_the_device_table(dry_run):
     assert {f"results/bench/{table.name}", f"results/bench/{table.stem}.md"} <= set(names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 def test_reproduce_trains_one_policy_and_packs_it_without_the_checkpoint(dry_run, policy):
     results, out, _ = dry_run
@@ -98,6 +102,7 @@ def test_reproduce_trains_one_policy_and_packs_it_without_the_checkpoint(dry_run
     assert not any(n.endswith("checkpoint.pt") for n in names)
 
 
+@pytest.mark.slow
 def test_report_names_device_commands_and_commit(dry_run):
     results, out, _ = dry_run
     exp = _one("dry-run-lenet-*", results)
@@ -116,6 +121,7 @@ def test_report_names_device_commands_and_commit(dry_run):
     assert f"results/{exp.name}/index.md" in names and f"results/{exp.name}/table1_time.csv" in names
 
 
+@pytest.mark.slow
 def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(dry_run):
     results, out, _ = dry_run
     folder = _one("gpu-*/dist", results)
@@ -135,6 +141,7 @@ def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(
     assert f"results/{folder.parent.name}/dist/dist.md" in _members(out / "dist.tar.gz")
 
 
+@pytest.mark.slow
 def test_archives_come_back_whole_and_small(dry_run):
     """The device tool brings back at most 8 files of up to 16 MiB; unpacked at the repository
     root they land in results/; no checkpoint, no half-written temporaries."""
@@ -148,6 +155,7 @@ def test_archives_come_back_whole_and_small(dry_run):
             assert Path(name).name != "checkpoint.pt" and not Path(name).name.startswith("."), name
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given where CUDA is missing")
 def test_cuda_steps_refuse_to_start_without_cuda(tmp_path):
     proc = subprocess.run([sys.executable, "experiments/gpu/gpu.py", "check", "--results-dir", str(tmp_path)],
@@ -177,6 +185,7 @@ def _gpu_module(name: str):
     return script if name == "gpu" else importlib.import_module(name)
 
 
+@pytest.mark.slow
 def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
     """SIGTERM leaves a training run time to finish its epoch and record itself interrupted;
     the step then still packs what there is within its budget."""
@@ -258,6 +267,7 @@ def two_calls(tmp_path_factory):
     return results, work, base, procs
 
 
+@pytest.mark.slow
 def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
     results, work, base, (first, second, third) = two_calls
     for proc in (first, second, third):

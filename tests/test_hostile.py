@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "reliability" / "hostile.py"
 
@@ -16,6 +18,7 @@ def _hostile(*args):
                           cwd=ROOT, timeout=900)
 
 
+@pytest.mark.slow  # the script's inputs, each in a subprocess: minutes
 def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing():
     done = _hostile()
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
@@ -25,6 +28,7 @@ def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing():
     assert ("0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last), last
 
 
+@pytest.mark.slow  # the script's inputs, each in a subprocess: minutes
 def test_exec_gives_what_the_fork_shortcut_gives():
     """The suite forks the CLI for speed; the same cases through `python -m fineprune_cli`."""
     done = _hostile("--exec", "-k", "resume-edited-subset")

@@ -64,6 +64,7 @@ time.sleep(20)
 """
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_outer_process_reaches_the_launcher(tmp_path):
     mark = tmp_path / "child"
     outer = ("import sys; from fineprune_cli.distributed.launch import call_forwarding_signals as call; "
@@ -218,6 +219,7 @@ def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_comple
     assert stdout.count('"status": "complete"') == 1
 
 
+@pytest.mark.slow
 def test_a_signal_to_the_launcher_ends_it_in_one_line(tmp_path):
     """torchrun turned SIGTERM into a SignalException traceback and exit 1, though its ranks
     stopped cleanly (`make gpu`'s time limit and every scheduler stop SIGTERM it)."""

@@ -70,6 +70,7 @@ def test_a_missing_master_addr_is_named_for_torchrun_variables_too(monkeypatch):
     assert worlds.from_env({"RANK": "0", "WORLD_SIZE": "1"}) == worlds.SINGLE
 
 
+@pytest.mark.slow
 def test_an_unreachable_rendezvous_is_one_line_after_the_timeout(monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))      # nobody listens there

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import warnings
-from datetime import timedelta
 
 import pytest
 import torch
@@ -164,6 +163,7 @@ def _rank_main(rank, size, init_file, out_dir):
                 "weight": module.net.weight.detach()}, os.path.join(out_dir, f"rank{rank}.pt"))
 
 
+@pytest.mark.slow
 def test_ddp_strategy_keeps_our_sampler_and_ranks_agree(tmp_path, monkeypatch):
     """Lightning's DDP strategy (default use_distributed_sampler=True) on 2 CPU processes: the
     loader keeps our sampler (a replaced one would hand each rank a shard of all N samples),
@@ -182,6 +182,7 @@ def test_ddp_strategy_keeps_our_sampler_and_ranks_agree(tmp_path, monkeypatch):
     torch.testing.assert_close(ranks[0]["weight"], ranks[1]["weight"])
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_import_lightning():
     """The extra stays optional: the public API, engine and CLI load without it."""
     code = "import sys, fineprune_cli, fineprune_cli.cli; print('lightning' in sys.modules)"

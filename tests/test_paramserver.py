@@ -38,6 +38,7 @@ def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", na
     return json.loads((out / "summary.json").read_text()), rows
 
 
+@pytest.mark.slow
 def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
     # stale, momentum-carrying updates need a smaller lr than the synchronous recipe
     s, rows = _run(tmp_path, "mixed", 3, "--prune", "--window", "2", "--start", "1", "--block", "1",
@@ -94,6 +95,7 @@ def _chief(timeout_s=1800.0):
     return Chief(trainer, shards, policy, pushers=2, timeout_s=timeout_s), trainer, policy
 
 
+@pytest.mark.slow
 def test_server_waits_are_bounded_by_silence_not_by_the_epochs_length():
     chief, trainer, _ = _chief(timeout_s=0.6)
     grads = chief.shards.flatten([torch.zeros_like(p) for p in trainer.model.parameters()])
@@ -542,6 +544,7 @@ def _rpc_rank_main(rank, size, init_file, out_dir):
     torch.save({"peer": peer}, os.path.join(out_dir, f"rank{rank}.pt"))
 
 
+@pytest.mark.slow
 def test_rpc_meets_through_the_process_groups_store(tmp_path):
     (tmp_path / "port").write_text(str(free_port()))
     from conftest import spawn_ranks

@@ -100,6 +100,7 @@ def _slurm_rank_main(rank, size, init_file, out_dir):
                os.path.join(out_dir, f"rank{rank}.pt"))
 
 
+@pytest.mark.slow
 def test_a_slurm_launch_starts_in_every_mode(tmp_path):
     (tmp_path / "ports").write_text(f"{free_port()} {free_port()}")
     results = spawn_ranks(_slurm_rank_main, 3, tmp_path, seconds=90)

@@ -5,6 +5,7 @@ one process that observed the whole batches."""
 import os
 from datetime import timedelta
 
+import pytest
 import torch
 import torch.distributed as dist
 
@@ -58,6 +59,7 @@ def _same(a, b):
     return a.dtype == b.dtype and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)
 
 
+@pytest.mark.slow
 def test_two_ranks_end_with_one_process_scores_and_plans(tmp_path):
     ranks = spawn_ranks(_rank_main, SIZE, tmp_path)
     for name in POLICIES:

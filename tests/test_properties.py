@@ -50,6 +50,7 @@ def _one_clean_line(result):
         assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.dictionaries(st.sampled_from(SCHEDULE), numbers, min_size=1, max_size=5))
 def test_estimate_options(options):
@@ -59,6 +60,7 @@ def test_estimate_options(options):
     _one_clean_line(cli.invoke(app, args))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(options=st.dictionaries(st.sampled_from(TRAIN), numbers, min_size=1, max_size=5))
 def test_train_options(no_training, options):
@@ -81,6 +83,7 @@ sections = st.dictionaries(st.sampled_from(["model", "data", "train", "prune", "
                                max_size=4)), max_size=4)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(doc=st.one_of(sections, values))
 def test_structured_yaml_configs(no_training, tmp_path, doc):
@@ -90,6 +93,7 @@ def test_structured_yaml_configs(no_training, tmp_path, doc):
         _one_clean_line(cli.invoke(app, [*command, "--config", str(path)]))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(text=st.text(alphabet=string.printable + "äß€", max_size=80))
 def test_arbitrary_yaml_text(no_training, tmp_path, text):

@@ -144,6 +144,7 @@ def _server_mode_examples() -> list[list[str]]:
     return examples
 
 
+@pytest.mark.slow
 def test_readme_async_and_mixed_examples_pass_the_tools_checks(tmp_path, monkeypatch):
     """Each example's batch divides over its (mixed groups of) workers as the tool demands
     before it loads anything: `train` as given, `scale` for each run it would start."""

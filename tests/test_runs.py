@@ -23,6 +23,7 @@ def _pruned(tmp_path, **summary):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("snapshot", [torch.tensor([]), torch.full((5,), float("nan")), torch.full((5,), float("inf")),
                                       {"a": torch.tensor([1])}, "text", torch.zeros(2, 3), torch.tensor([-1, 2]),
                                       torch.tensor([1e300], dtype=torch.float64), torch.zeros(3, dtype=torch.bool)])
@@ -34,6 +35,7 @@ def test_a_hostile_score_snapshot_costs_only_its_histogram(tmp_path, snapshot):
     assert not (tmp_path / "rep" / "plots" / "counts-lenet-cifar-10-jpeg-q75.png").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule", [{"window": "x"}, {"window": -3}, {"window": True}, {"window": 10**30}, {}])
 def test_a_schedule_of_wrong_types_draws_the_timeline_without_resets(tmp_path, schedule):
     _pruned(tmp_path, schedule=schedule)
@@ -59,6 +61,7 @@ def test_impossible_counts_are_left_out_of_the_report_and_refused_by_estimate(tm
     assert result.exit_code == 2 and words in result.output, result.output
 
 
+@pytest.mark.slow
 def test_very_long_model_and_label_names_get_short_distinct_file_names(tmp_path):
     long_a, long_b = "m" * 200 + "a", "m" * 200 + "b"   # a folder name holds 255 bytes; a plot name holds both
     assert len(slug(long_a, "L" * 400)) < 130 and slug(long_a) != slug(long_b)

@@ -219,6 +219,7 @@ def _rank_main(rank, size, init_file, out_dir):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world", [2, 3])
 def test_ranks_take_disjoint_equal_shards_and_score_as_one_process(world, tmp_path):
     """gloo ranks over the same plan: equal shards whose union is the plan, overlapping only in

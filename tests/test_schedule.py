@@ -1,7 +1,7 @@
 import pytest
 
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.pruning.schedule import PruneSchedule, formula_n_prune
+from fineprune_cli.pruning.schedule import PruneSchedule, formula_n_prune, last_pruning_epoch
 
 
 def test_default_schedule_prunes_about_a_third_of_200_epochs():
@@ -82,3 +82,13 @@ def test_long_runs_cost_linear_time_even_with_attenuation_near_one():
     counted = PruneSchedule(window=1000, start=999, attenuation=Counting(1.0000001))
     counted.pruning_epochs(100_000)
     assert len(calls) <= 999                     # each a_k once, not once per epoch
+
+
+def test_the_last_annealing_epoch_is_floor_delta_n_also_where_delta_n_is_not_exact():
+    # 0.29 x 100 is 28.999... in floating point, yet δ·n = 29: epoch 29 still prunes;
+    # 0.875 x 10 = 8.75 and 0.35 x 10 = 3.5 round down. Catches: floor without the tolerance
+    # (28), round (9; 4) and ceil (9; 4).
+    assert last_pruning_epoch(0.29, 100) == 29
+    assert last_pruning_epoch(0.875, 10) == 8
+    assert last_pruning_epoch(0.35, 10) == 3
+    assert last_pruning_epoch(1.0, 10) is None and last_pruning_epoch(None, 10) is None

@@ -23,6 +23,8 @@ def _cfg(out, **extra):
 def test_best3_is_the_mean_of_the_three_best():
     assert best3([50.0, 80.0, 70.0, 75.0]) == pytest.approx(75.0)
     assert best3([60.0, 62.0]) == pytest.approx(61.0)
+    # the best three are not the last three (70) nor the first three (73.3): catches accuracies[-3:]
+    assert best3([90.0, 50.0, 80.0, 70.0, 60.0]) == pytest.approx(80.0)
 
 
 def test_overhead_is_the_time_spent_inside_the_policy(tmp_path, monkeypatch):

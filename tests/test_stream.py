@@ -85,7 +85,7 @@ def test_streaming_equals_the_device_path_draw_for_draw(tmp_path):
     for loader in ("device", "stream"):
         data, c, k = _data(tmp_path, loader=loader, augment="crop-flip")
         trainer, seen = _trainer(data, c, k), []
-        losses = [trainer.train_epoch(e, None, lambda idx, loss: seen.append((idx, loss))).item()
+        losses = [trainer.train_epoch(e, None, lambda idx, loss: seen.append((idx, loss))).item()  # noqa: B023 (used only within this iteration)
                   for e in (1, 2)]
         results.append((losses, seen, trainer.evaluate()))
     (dev_loss, dev_seen, dev_eval), (st_loss, st_seen, st_eval) = results
@@ -155,6 +155,7 @@ def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
     assert (tmp_path / "run" / "summary.json").is_file()     # it did fail inside the run
 
 
+@pytest.mark.slow
 def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
     from test_checkpoint import SignalAt
     from fineprune_cli.engine.checkpoint import Interrupted

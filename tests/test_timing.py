@@ -107,6 +107,7 @@ def test_time_to_accuracy_seconds_come_from_one_machine_only(two_machines):
     assert table["Regular: seconds"] == "100.0 ± 0.0 s (3 runs)"
 
 
+@pytest.mark.slow
 def test_every_committed_run_folder_is_grouped_by_machine():
     """Committed folders from before schema 3 are 'unknown machine'; none is mixed."""
     from pathlib import Path

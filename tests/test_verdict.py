@@ -7,7 +7,8 @@ import pytest
 
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.tables import Judging
+from fineprune_cli.analysis import paired
+from fineprune_cli.analysis.tables import Judging, group
 from fineprune_cli.analysis.verdict import verdict
 from test_report import make_run
 
@@ -146,6 +147,31 @@ def test_random_at_its_own_budget_reads_each_seeds_frontier(tmp_path):
     i = next(i for i, l in enumerate(lines) if l.startswith("  - fine-pruning"))
     # fine - frontier: -0.5, -0.5, +0.5 -> mean -0.17
     assert lines[i + 1].startswith("    Against random pruning in every epoch at the same budget: -0.17 [")
+
+
+def test_the_frontier_line_starts_at_the_lower_budget_arm(tmp_path):
+    """Arms at 10% (80.0) and 30% (76.0) of sample-epochs skipped: the line reads 79.0 at 15% and
+    77.0 at 25%. Catches: interpolating from the wrong end (77.0 at 15%, 79.0 at 25%), which the
+    midpoint of the test above cannot tell apart."""
+    arm(tmp_path, "random", 0, 80.0, skipped=20, arm_name="random-every-10")
+    arm(tmp_path, "random", 0, 76.0, skipped=60, arm_name="random-every-30")
+    [by_policy] = group(load_runs([tmp_path])[0]).values()
+    assert paired.frontier_at(by_policy, 0, 15.0) == pytest.approx(79.0)
+    assert paired.frontier_at(by_policy, 0, 25.0) == pytest.approx(77.0)
+    assert paired.frontier_at(by_policy, 0, 30.0) == pytest.approx(76.0)
+    assert paired.frontier_at(by_policy, 0, 35.0) is None and paired.frontier_at(by_policy, 1, 15.0) is None
+
+
+def test_two_seeds_already_give_an_interval_and_a_noise_floor(tmp_path):
+    """The one-seed case is n = 1 only. Catches: n <= 2 taken for one seed (no interval claimed)
+    and the noise floor 'unknown' at two seeds."""
+    for seed, (reg, fine) in enumerate([(80.0, 80.1), (80.2, 80.2)]):
+        arm(tmp_path, "regular", seed, reg)
+        arm(tmp_path, "fine", seed, fine, skipped=20)
+    lines = lines_for(tmp_path, margin=5.0)
+    assert "(2 seeds;" in lines[0] and "noise floor: regular's seed-to-seed std 0.14 pt" in lines[0]
+    assert not any("One seed" in line for line in lines)
+    assert lines[1].startswith("  - Equivalent to regular within ±5 pt: fine-pruning.")
 
 
 def test_a_policy_outside_the_frontier_gets_no_random_comparison(tmp_path):

@@ -160,7 +160,7 @@ def tradeoff(runs: list[Run], path: Path) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
     shown: list[str] = []
-    for (model, label), by_policy in group(runs).items():
+    for (model, _label), by_policy in group(runs).items():
         frontier = []
         for policy in pruned_policies(by_policy):
             st = policy_stats(by_policy, policy)

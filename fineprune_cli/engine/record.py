@@ -328,7 +328,7 @@ def load_run_config(run_dir: Path) -> dict[str, Any]:
         raise ConfigError(f"{run_dir} is not a run folder: {CONFIG} is missing") from None
     except OSError as exc:
         raise ConfigError(f"{path} is unreadable: {exc.strerror or exc}") from None
-    except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError):
         raise ConfigError(f"{path} is unreadable or corrupt") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is unreadable or corrupt")
