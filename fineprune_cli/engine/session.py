@@ -230,14 +230,16 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
     watch = Stopwatch(trainer.device, totals.overhead_s)
     observe = _timed(policy.observe, watch) if policy.observes else None
     reduce = (lambda t: worlds.all_sum(t, s.world)) if s.world.active else None
-    for _ in totals.rows:
-        bar.advance()
+    console.resumed(bar, len(totals.rows))
     for epoch in range(len(totals.rows) + 1, n + 1):
         synchronize(trainer.device)
         t0 = time.perf_counter()
         with watch.section():
             plan = policy.plan(epoch)
-        loss_sum = trainer.train_epoch(epoch, plan, observe)
+        first = trainer.steps
+        with console.step_view(bar, trainer.steps_in(plan.samples), lambda: trainer.steps - first,
+                               f"epoch {epoch}"):
+            loss_sum = trainer.train_epoch(epoch, plan, observe)
         with watch.section():
             policy.sync(reduce)
         synchronize(trainer.device)
