@@ -28,10 +28,18 @@ def result(message: Any) -> None:
 
 
 def error(message: str) -> None:
+    sys.stderr.write(f"error: {_one_line(message)}\n")
+
+
+def stopped(message: str) -> None:
+    """A stop the user asked for (SIGINT/SIGTERM; the run can continue): one plain line, not an error."""
+    sys.stderr.write(f"{_one_line(message)}\n")
+
+
+def _one_line(message: str) -> str:
     # plain write, no markup; control characters from user input are escaped so the
     # message stays one line whatever a config file or flag contained
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split("\n")))
-    sys.stderr.write(f"error: {text}\n")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split("\n")))
 
 
 def print_json(data: Any) -> None:

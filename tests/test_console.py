@@ -4,13 +4,16 @@ epoch elsewhere, a stop as a plain line (fineprune_cli/console.py, the engine's 
 import io
 import json
 import re
+import signal
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 
 import pytest
 from rich.console import Console
 
-from conftest import invoke
+from conftest import invoke, summary_of
 from fineprune_cli import console
 
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "100",
@@ -109,6 +112,22 @@ def test_a_callers_bar_without_steps_or_resumed_still_works():
     with console.step_view(bar, 10, lambda: 0, "epoch 4"):
         pass
     assert bar.advances == 3
+
+
+@pytest.mark.slow
+def test_a_sigterm_stop_is_a_plain_line_not_an_error(tmp_path):
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "fineprune_cli", "train", *TINY, "--epochs", "40", "--out", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()                   # the first epoch's progress line: training
+    assert first.startswith("lenet on synthetic: epoch 1/40"), first + proc.stderr.read()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode == 130, err
+    assert last.startswith("SIGTERM: stopped after epoch ") and not last.startswith("error:"), last
+    assert "continue with: fineprune train --resume" in last
+    assert summary_of(out)["status"] == "interrupted"
 
 
 # --- the engine's hooks: what fit hands the bar --------------------------------------------

@@ -42,7 +42,7 @@ class OneLineErrors(TyperGroup):
             sys.exit(2)
         except FinepruneError as exc:
             _ending()
-            console.error(str(exc))
+            (console.stopped if exc.stop else console.error)(str(exc))
             sys.exit(exc.exit_code)
         except OSError as exc:  # disk full, permissions, a folder removed meanwhile: not a bug to trace
             _ending()
@@ -50,7 +50,7 @@ class OneLineErrors(TyperGroup):
             sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
             _ending()
-            console.error("interrupted")
+            console.stopped("interrupted")
             sys.exit(130)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)

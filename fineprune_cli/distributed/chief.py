@@ -140,8 +140,8 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
         record.write_summary(summary)
         _end_all(chief, peers, epoch)
         hint = shlex.join(["fineprune", "train", "--resume", str(record.path), "--nproc-per-node", str(world.size)])
-        raise checkpoint.Interrupted(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
-                                     f"of {n}; continue with: {hint}")
+        raise checkpoint.Stopped(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
+                                 f"of {n}; continue with: {hint}")
     chief.close_epoch(epoch)
 
 

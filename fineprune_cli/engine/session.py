@@ -295,7 +295,7 @@ def _checkpoint(s: Session) -> None:
 def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
     s.summary.status = Status.INTERRUPTED
     s.record.write_summary(s.summary)
-    raise checkpoint.Interrupted(
+    raise checkpoint.Stopped(
         f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
         f"{s.cfg.train.epochs}; {_resume_hint(s)}")
 
