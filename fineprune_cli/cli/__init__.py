@@ -84,7 +84,7 @@ TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainCo
 COMPARE = (("compare", CompareConfig, ()),
            ("data", DataConfig, ("data_dir", "subset", "test_subset")), ("train", TrainConfig, ()),
            ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
-           ("run", RunConfig, ("device", "compile")))
+           ("run", RunConfig, ("device", "compile", "tensorboard")))
 
 
 def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict[str, Any]]:

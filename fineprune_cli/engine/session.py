@@ -25,6 +25,7 @@ from .device import Stopwatch, describe_device, load_average, machine_signature,
 from .fingerprint import data_changes, fingerprint
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
                      finite, git_commit, load_run_config, read_summary)
+from .scalars import ScalarLog
 from .stream import data_identity, load_data
 from .trainer import Trainer, scheduled_lr
 from .world import World
@@ -190,6 +191,8 @@ def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, s
 def run(s: Session, show_progress: bool, bar: Any) -> RunSummary:
     finished = False
     try:
+        s.record.scalars = ScalarLog.open(s.cfg.run.tensorboard and s.world.main, s.record.path,
+                                          len(s.totals.rows))
         with checkpoint.StopRequest() as stop:
             own_bar = console.progress(s.cfg.train.epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}",
                                        show_progress and s.world.main)
