@@ -117,7 +117,8 @@ class Bar:
         self.done += 1
         self._fresh += 1
         left = self.eta() if seconds_left is None else seconds_left
-        eta = f"eta {clock(left)}" + (f" + {untimed} run{'s' * (untimed != 1)} not timed yet" if untimed else "")
+        more = f" + {untimed} run{'s' * (untimed != 1)} not timed yet" if untimed else ""
+        eta = f"eta {clock(left)}{more}"
         if self._progress is not None:
             shown = f"{label}: {status}" if label else status
             self._progress.update(self._task, completed=self.done, status=shown, eta=eta)

@@ -99,6 +99,16 @@ def test_resumed_epochs_move_the_bar_but_not_the_rate(monkeypatch):
     assert lines == ["lenet on synthetic: epoch 9/10, acc 1.00%, elapsed 0:00:10, eta 0:00:10"]
 
 
+def test_a_comparisons_line_names_the_run_the_whole_and_the_runs_not_timed_yet(monkeypatch):
+    lines = []
+    monkeypatch.setattr(console, "info", lines.append)
+    ticks = iter([0.0, 75.0])                        # start, the line's elapsed (the ETA is given)
+    bar = console.Bar(7, "compare (4 runs)", "lines", now=lambda: next(ticks))
+    bar.advance("epoch 1/2, acc 8.57%", seconds_left=61.0, untimed=2, label="lenet, regular (run 1/4)")
+    assert lines == ["lenet, regular (run 1/4): epoch 1/2, acc 8.57%; compare (4 runs): 1/7 epochs, "
+                     "elapsed 0:01:15, eta 0:01:01 + 2 runs not timed yet"]
+
+
 def test_a_callers_bar_without_steps_or_resumed_still_works():
     class Plain:
         def __init__(self):
