@@ -5,6 +5,7 @@ class FinepruneError(Exception):
     """Bad input or missing files: the user can fix it, so no traceback is shown."""
 
     exit_code = 2
+    stop = False  # a stop the user asked for, not a failure: the CLI prints it without 'error:'
 
 
 class ConfigError(FinepruneError, ValueError):

@@ -42,7 +42,7 @@ class OneLineErrors(TyperGroup):
             sys.exit(2)
         except FinepruneError as exc:
             _ending()
-            console.error(str(exc))
+            (console.stopped if exc.stop else console.error)(str(exc))
             sys.exit(exc.exit_code)
         except OSError as exc:  # disk full, permissions, a folder removed meanwhile: not a bug to trace
             _ending()
@@ -50,7 +50,7 @@ class OneLineErrors(TyperGroup):
             sys.exit(2)
         except (typer.Abort, KeyboardInterrupt):
             _ending()
-            console.error("interrupted")
+            console.stopped("interrupted")
             sys.exit(130)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
@@ -84,7 +84,7 @@ TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainCo
 COMPARE = (("compare", CompareConfig, ()),
            ("data", DataConfig, ("data_dir", "subset", "test_subset")), ("train", TrainConfig, ()),
            ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
-           ("run", RunConfig, ("device", "compile")))
+           ("run", RunConfig, ("device", "compile", "tensorboard")))
 
 
 def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict[str, Any]]:

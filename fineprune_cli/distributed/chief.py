@@ -17,6 +17,7 @@ from ..engine import checkpoint
 from ..engine.config import Config
 from ..engine.fingerprint import fingerprint
 from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite
+from ..engine.scalars import ScalarLog
 from ..engine.session import Totals, mark_diverged, new_summary, resumable, summarize
 from ..engine.trainer import scheduled_lr
 from ..engine.world import World
@@ -75,6 +76,7 @@ def run_chief(cfg: Config, trainer: Any, policy: Any, world: World, pushers: int
         summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - cfg.run.num_ps,
                              groups=pushers, servers=cfg.run.num_ps)
         record.write_metrics(totals.rows)
+        record.scalars = ScalarLog.open(cfg.run.tensorboard, record.path, len(totals.rows))
         record.write_summary(summary)  # 'incomplete' from the start, as in the sync mode
         publish(chief)
         with checkpoint.StopRequest() as stop:
@@ -140,8 +142,8 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
         record.write_summary(summary)
         _end_all(chief, peers, epoch)
         hint = shlex.join(["fineprune", "train", "--resume", str(record.path), "--nproc-per-node", str(world.size)])
-        raise checkpoint.Interrupted(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
-                                     f"of {n}; continue with: {hint}")
+        raise checkpoint.Stopped(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
+                                 f"of {n}; continue with: {hint}")
     chief.close_epoch(epoch)
 
 

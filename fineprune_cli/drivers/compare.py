@@ -23,6 +23,7 @@ from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summa
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, check_section, option
+from .progress import MatrixProgress, Planned
 
 
 def _policies(names: list[str]) -> str | None:
@@ -270,20 +271,22 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
     if len(todo) < len(jobs):
         console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already finished in "
                      f"{c.out}; skipping them")
-    total = sum(job_config(cfg, job, c.out).train.epochs for job in todo)
-    with console.progress(total, f"compare ({len(todo)} runs)",
+    planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs)
+               for job in todo]
+    with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)",
                           show_progress) as bar:
-        for job in todo:
+        matrix = MatrixProgress(bar, planned)
+        for i, job in enumerate(todo):
             job_cfg = job_config(cfg, job, c.out)
-            labelled = _Labelled(bar, str(job))
             path = Path(job_cfg.run.out)
-            if states[job] == "incomplete":
-                if not (path / CHECKPOINT).exists():
-                    console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
-                elif _resume_or_note(path, labelled):
-                    continue
-                _clear(path)
-            _train_or_note(job_cfg, command, labelled)
+            with matrix.run(i) as labelled:
+                if states[job] == "incomplete":
+                    if not (path / CHECKPOINT).exists():
+                        console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
+                    elif _resume_or_note(path, labelled):
+                        continue
+                    _clear(path)
+                _train_or_note(job_cfg, command, labelled)
     return [job.run_dir(c.out) for job in jobs]
 
 
@@ -314,16 +317,6 @@ def _resume_or_note(path: Path, bar: Any) -> bool:
         raise ConfigError(f"{bar.label}: {exc}; compare keeps {path} as it is (delete it to train the run "
                           "anew)") from None
     return True
-
-
-class _Labelled:
-    """Advance the matrix's bar per epoch, saying which run is training."""
-
-    def __init__(self, bar: Any, label: str):
-        self.bar, self.label = bar, label
-
-    def advance(self, status: str = "") -> None:
-        self.bar.advance(f"{self.label}: {status}")
 
 
 def _clear(path: Path) -> None:

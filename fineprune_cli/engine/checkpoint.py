@@ -35,6 +35,12 @@ class Interrupted(FinepruneError):
     exit_code = 130
 
 
+class Stopped(Interrupted):
+    """The clean stop: SIGINT/SIGTERM honoured after a whole epoch, checkpointed, nothing lost."""
+
+    stop = True
+
+
 class StorageFull(FinepruneError):
     """A write failed (disk full, quota, folder gone); the records written before are whole."""
 

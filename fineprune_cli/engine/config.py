@@ -18,6 +18,7 @@ from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from .data import DATASETS
+from . import scalars
 from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
@@ -99,12 +100,19 @@ class RunConfig:
     out: str | None = option(None, check=optional(lambda v: None if v.strip() else "must not be empty"),
                              help="Run folder. (default results/runs/<time>-<model>-<dataset>)")
     checkpoint_every: int = option(1, check=at_least(0), help="Epochs between checkpoints; 0: only at the end. (default 1)")
+    tensorboard: bool = option(False, flag="--tensorboard/--no-tensorboard",
+                               help="Also write each epoch's row (the metrics.csv columns) as TensorBoard scalars "
+                                    "into the run folder; needs the extra: pip install 'fineprune[tensorboard]'.")
     dist_mode: str = option("sync", choices=("sync", "async", "mixed"), help="With several processes: sync (DDP), async or mixed (parameter servers on the first --num-ps ranks). (default sync)")
     group_size: int = option(0, check=between(0, 4096), help="Mixed mode: workers that average gradients before one push; 0: the workers of one node (LOCAL_WORLD_SIZE), as the paper's GPUs of a node. (default 0)")
     num_ps: int = option(1, check=between(1, 64), help="Async/mixed: parameter servers (ranks 0..K-1); the parameters are sharded over them. (default 1)")
     ps_device: str = option("cpu", choices=("cpu", "gpu"), help="Async/mixed on GPUs: where the parameter servers keep and step their shards: cpu (so N GPUs run N workers) or gpu (each server takes a GPU as a worker does). (default cpu)")
     dist_timeout: int = option(1800, check=between(1, 7 * 86400), help="With several processes: seconds a process waits for the others (a collective, an RPC, an epoch's end) before the run fails. (default 1800)")
     arm: str = option("", flag="", help="This run's name in a comparison (compare sets it; default: its policy).")
+
+    def check(self) -> None:
+        if self.tensorboard:  # before any data is loaded, not after the first epoch
+            scalars.require()
 
 
 @dataclass

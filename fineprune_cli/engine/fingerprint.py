@@ -19,6 +19,7 @@ def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict
     stay comparable. `group_size`: put that value back instead (fingerprints of old
     checkpoints hold group_size 2, the old default, whatever the mode)."""
     run = settings.get("run", {})
+    run.pop("tensorboard", None)  # a view of the metrics, not a setting of the run
     if run.get("dist_mode", "sync") == "sync" or run.get("ps_device") == "cpu":
         run.pop("ps_device", None)  # the default keeps runs made before the field comparable
     if run.get("dist_mode", "sync") == "sync":

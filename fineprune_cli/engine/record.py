@@ -194,6 +194,8 @@ class RunRecord:
     The writer holds an exclusive lock on the folder until `close()` (or its process ends, so
     a dead writer's lock never lingers); `fresh=True` refuses a folder that holds a run."""
 
+    scalars: Any = None  # --tensorboard: a ScalarLog that write_metrics also feeds (set by the run)
+
     def __init__(self, path: Path, write: bool = True, fresh: bool = False, open_now: bool = True):
         self.path, self.write, self._lock, self.created = Path(path), write, None, False
         self.fresh = fresh
@@ -236,6 +238,9 @@ class RunRecord:
     def close(self) -> None:
         """Release the folder; one this record created and never wrote to is removed, so a run
         that failed before its first record leaves nothing behind."""
+        if self.scalars is not None:
+            self.scalars.close()
+            self.scalars = None
         if self._lock is None:
             return
         if self.created and [p.name for p in self.path.iterdir()] == [".lock"]:
@@ -264,6 +269,8 @@ class RunRecord:
         if self.write and rows:
             body = [[getattr(r, c) for c in EpochRow.columns()] for r in rows]
             atomic_write_text(self.path / METRICS, to_csv(EpochRow.columns(), body))
+            if self.scalars is not None:
+                self.scalars.write(rows)
 
     def write_summary(self, summary: RunSummary) -> None:
         if self.write:

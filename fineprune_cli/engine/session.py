@@ -25,6 +25,7 @@ from .device import Stopwatch, describe_device, load_average, machine_signature,
 from .fingerprint import data_changes, fingerprint
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
                      finite, git_commit, load_run_config, read_summary)
+from .scalars import ScalarLog
 from .stream import data_identity, load_data
 from .trainer import Trainer, scheduled_lr
 from .world import World
@@ -190,6 +191,8 @@ def _resume(cfg: Config, record: RunRecord, summary: RunSummary, world: World, s
 def run(s: Session, show_progress: bool, bar: Any) -> RunSummary:
     finished = False
     try:
+        s.record.scalars = ScalarLog.open(s.cfg.run.tensorboard and s.world.main, s.record.path,
+                                          len(s.totals.rows))
         with checkpoint.StopRequest() as stop:
             own_bar = console.progress(s.cfg.train.epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}",
                                        show_progress and s.world.main)
@@ -230,14 +233,16 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
     watch = Stopwatch(trainer.device, totals.overhead_s)
     observe = _timed(policy.observe, watch) if policy.observes else None
     reduce = (lambda t: worlds.all_sum(t, s.world)) if s.world.active else None
-    for _ in totals.rows:
-        bar.advance()
+    console.resumed(bar, len(totals.rows))
     for epoch in range(len(totals.rows) + 1, n + 1):
         synchronize(trainer.device)
         t0 = time.perf_counter()
         with watch.section():
             plan = policy.plan(epoch)
-        loss_sum = trainer.train_epoch(epoch, plan, observe)
+        first = trainer.steps
+        with console.step_view(bar, trainer.steps_in(plan.samples), lambda: trainer.steps - first,
+                               f"epoch {epoch}"):
+            loss_sum = trainer.train_epoch(epoch, plan, observe)
         with watch.section():
             policy.sync(reduce)
         synchronize(trainer.device)
@@ -293,7 +298,7 @@ def _checkpoint(s: Session) -> None:
 def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
     s.summary.status = Status.INTERRUPTED
     s.record.write_summary(s.summary)
-    raise checkpoint.Interrupted(
+    raise checkpoint.Stopped(
         f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
         f"{s.cfg.train.epochs}; {_resume_hint(s)}")
 

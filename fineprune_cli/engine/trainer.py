@@ -201,6 +201,13 @@ class Trainer:
                 self._observe(observe, idx[:real], losses.detach(), total.detach(), real)
         return all_sum(loss_sum, self.world)
 
+    def steps_in(self, samples: int) -> int:
+        """Optimizer steps `train_epoch` takes over `samples` samples, by host arithmetic (a
+        progress bar's total): whole global batches, plus the last partial one where it gives
+        this rank a sample (`step_slices` drops it otherwise)."""
+        full, rest = divmod(samples, self.cfg.batch_size)
+        return full + int(rest >= self.world.size)
+
     def augment_generator(self, epoch: int) -> torch.Generator:
         """One process draws its crops and flips from the generator of its sample order. The
         ranks of a data-parallel run share that order's generator (they must draw the same
