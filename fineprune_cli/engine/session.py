@@ -240,7 +240,7 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
         with watch.section():
             plan = policy.plan(epoch)
         first = trainer.steps
-        with console.step_view(bar, trainer.steps_in(plan.samples), lambda: trainer.steps - first,
+        with console.step_view(bar, trainer.steps_in(plan.samples), lambda first=first: trainer.steps - first,
                                f"epoch {epoch}"):
             loss_sum = trainer.train_epoch(epoch, plan, observe)
         with watch.section():
