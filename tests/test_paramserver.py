@@ -130,7 +130,7 @@ def test_server_waits_are_bounded_by_silence_not_by_the_epochs_length():
 
 def test_server_applies_pushes_and_measures_staleness():
     chief, trainer, policy = _chief()
-    keep, weights, pruned, _, halt = chief.begin_epoch(1)
+    keep, weights, pruned, _, lr, halt = chief.begin_epoch(1)
     assert len(keep) == 48 and pruned and weights is None and not halt  # epoch 1 prunes (1 >= start)
     grads = chief.shards.flatten([torch.ones_like(p) for p in trainer.model.parameters()])
     before = next(trainer.model.parameters()).detach().clone()
@@ -181,7 +181,7 @@ def test_a_worker_step_runs_on_bf16_data_under_autocast():
     with pytest.raises(RuntimeError, match="type"):
         worker_step(trainer, torch.arange(8))        # without autocast: the reported failure
     trainer.bf16 = True
-    losses = worker_step(trainer, torch.arange(8), torch.full((64,), 2.0))
+    losses, _ = worker_step(trainer, torch.arange(8), torch.full((64,), 2.0))
     assert losses.shape == (8,) and torch.isfinite(losses).all()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in trainer.model.parameters())
 
