@@ -24,12 +24,13 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 
 def same_scores(a: Path, b: Path) -> bool:
-    x, y = torch.load(a, weights_only=False), torch.load(b, weights_only=False)
-    x, y = (t if isinstance(t, torch.Tensor) else t["scores"] if isinstance(t, dict) and "scores" in t else t
-            for t in (x, y))
-    if isinstance(x, torch.Tensor):
-        return x.dtype == y.dtype and x.shape == y.shape and bool(torch.equal(x.nan_to_num(-1.0), y.nan_to_num(-1.0)))
-    return repr(x) == repr(y)
+    """Two score snapshots (tensors) equal to the bit; NaN (never observed) equals NaN."""
+    x, y = torch.load(a, weights_only=True), torch.load(b, weights_only=True)
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if not x.is_floating_point():
+        return torch.equal(x, y)
+    return torch.equal(x.isnan(), y.isnan()) and torch.equal(x[~x.isnan()], y[~y.isnan()])
 
 
 def compare(before: Path, after: Path) -> bool:

@@ -18,7 +18,8 @@ from ..engine.config import Config
 from ..engine.device import synchronize
 from ..engine.fingerprint import fingerprint
 from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite
-from ..engine.session import Totals, lr_schedule, mark_diverged, new_summary, resumable, summarize
+from ..engine.lrschedule import lr_schedule
+from ..engine.session import Totals, mark_diverged, new_summary, resumable, summarize
 from ..engine.world import World
 from ..errors import ConfigError
 from .layout import Shards
@@ -70,7 +71,7 @@ def run_chief(cfg: Config, trainer: Any, policy: Any, world: World, pushers: int
     try:
         totals = Totals.from_state(state["totals"]) if state else Totals()
         chief = Chief(trainer, shards, policy, pushers, cfg.run.dist_timeout, len(totals.rows) + 1)
-        schedule = lr_schedule(cfg, policy, trainer.data.num_train)
+        schedule = lr_schedule(cfg.train, policy, trainer.data.num_train)
         chief.lr_for = lambda epoch, plan: schedule.at(
             epoch, plan.samples, [r.samples for r in totals.rows]).value(cfg.train)
         if state:  # before publishing: the workers' first call waits until the chief is ready

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..pruning.policy import Policy
 from .config import TrainConfig
 
 Planned = Callable[[int], "int | None"]  # samples epoch j trains, when known before the run
@@ -81,6 +82,12 @@ class LrSchedule:
             best = max(best, passed(self.cfg.milestones, self.cfg.epochs, done, total))
             done += counts[k - 1]
         return EpochLr(best, scale)
+
+
+def lr_schedule(cfg: TrainConfig, policy: Policy, num_train: int) -> LrSchedule:
+    """A run's: --lr-schedule, and --lr-scale-pruned or, unset, the policy's default."""
+    scale = cfg.lr_scale_pruned if cfg.lr_scale_pruned is not None else policy.scales_lr
+    return LrSchedule(cfg, num_train, policy.planned_samples, scale)
 
 
 def _suffix(values: list[int]) -> list[int]:

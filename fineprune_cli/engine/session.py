@@ -26,7 +26,7 @@ from .fingerprint import data_changes, fingerprint
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
                      finite, git_commit, load_run_config, read_summary)
 from .stream import data_identity, load_data
-from .lrschedule import LrSchedule
+from .lrschedule import lr_schedule
 from .trainer import Trainer
 from .world import World
 
@@ -229,15 +229,9 @@ def _resume_hint(s: Session) -> str:
     return f"continue with: fineprune train --resume {shlex.quote(str(s.record.path))}"
 
 
-def lr_schedule(cfg: Config, policy: Policy, num_train: int) -> LrSchedule:
-    """The run's epoch lr: --lr-schedule, and --lr-scale-pruned or the policy's default."""
-    scale = cfg.train.lr_scale_pruned if cfg.train.lr_scale_pruned is not None else policy.scales_lr
-    return LrSchedule(cfg.train, num_train, policy.planned_samples, scale)
-
-
 def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
     trainer, policy, totals, n = s.trainer, s.policy, s.totals, s.cfg.train.epochs
-    schedule = lr_schedule(s.cfg, policy, trainer.data.num_train)
+    schedule = lr_schedule(s.cfg.train, policy, trainer.data.num_train)
     watch = Stopwatch(trainer.device, totals.overhead_s)
     observe = _timed(policy.observe, watch) if policy.observes else None
     reduce = (lambda t: worlds.all_sum(t, s.world)) if s.world.active else None
