@@ -24,7 +24,9 @@ understanding) leaves a choice:
   epoch 1 trains everything.
 - The code lowers F at the learning-rate milestones (x1, 0.8, 0.6, 0.4) and scales the lr by
   1/(1 - that F) whatever was hidden; we keep F fixed (the pruning layer knows nothing of the
-  lr schedule) and scale by what was actually trained, N/s, as the paper's text says.
+  lr schedule) and scale by what was actually trained, N/s, as issue 23 asks (the paper's full
+  text was not at hand here; its abstract speaks of accounting for the reduced number of SGD
+  updates). The threshold tau = 0.7 is likewise the code's, not checked against the text.
 - The end-of-epoch pass runs the model in evaluation mode (batch-norm running statistics,
   which it does not update) on the images without augmentation; its time is part of the run's
   training time and is reported apart (`refresh_seconds`).
