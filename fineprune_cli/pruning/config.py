@@ -53,7 +53,7 @@ class PruneConfig:
                                           "expectation rescaling); off: weight 1, an ablation. (default on)")
     kakurenbo_tau: float = option(0.7, check=in_range(0, 1, closed_high=True),
                                   help="kakurenbo: a low-loss sample stays hidden only if predicted right with "
-                                       "confidence (top softmax probability) >= tau. (default 0.7, the paper's)")
+                                       "confidence (top softmax probability) >= tau. (default 0.7, the authors' code's)")
     ucb_c: float = option(1.0, check=at_least(0),
                           help="ucb: keep the highest mean + c x std of the loss. (default 1)")
     epsilon: float = option(0.1, check=in_range(0, 1, closed_high=True),
