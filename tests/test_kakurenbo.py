@@ -126,3 +126,25 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path):
     resume(tmp_path / "cut", show_progress=False)
     assert metrics_rows(tmp_path / "cut", drop_timing=True) == metrics_rows(tmp_path / "whole", drop_timing=True)
     assert any(int(r["pruned"]) for r in metrics_rows(tmp_path / "whole")[2:])
+
+
+def test_the_refresh_pass_observes_exactly_the_hidden_samples_unaugmented():
+    """Trainer.refresh: evaluation mode, the stored images without crop or flip (the padded
+    store's centre), each given sample once with its loss, correctness and top probability;
+    with static batches (compiled runs) the short last batch is filled up and sliced off."""
+    import torch.nn.functional as F
+    from test_trainer import _trainer
+    hidden = torch.tensor([3, 17, 40, 41, 90])                      # eval batch 16: one short batch
+    for static in (False, True):
+        trainer = _trainer(augment=True, static=static)
+        seen = []
+        trainer.refresh(hidden, lambda idx, losses, mean, right, conf: seen.append((idx, losses, right, conf)))
+        idx, losses, right, conf = (torch.cat(parts) for parts in zip(*seen))
+        assert idx.tolist() == hidden.tolist() and not trainer.model.training
+        x = trainer.data.train_x[hidden][:, :, 4:36, 4:36]            # CROP_PAD 4 around 32 x 32
+        with torch.no_grad():
+            logits = trainer.model(x)
+        y = trainer.data.train_y[hidden]
+        assert torch.allclose(losses, F.cross_entropy(logits, y, reduction="none"), atol=1e-6)
+        assert torch.equal(right, logits.argmax(1) == y)
+        assert torch.allclose(conf, logits.softmax(1).max(1).values, atol=1e-6)

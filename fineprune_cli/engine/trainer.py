@@ -226,11 +226,14 @@ class Trainer:
         self.model.eval()
         self._share_buffers()
         lo, hi = shard_range(indices.numel(), self.world)
-        batches = list(indices[lo:hi].split(self.cfg.eval_batch_size))
-        for idx, x in zip(batches, self.data.plain_batches(batches)):
+        size = self.cfg.eval_batch_size
+        batches = list(indices[lo:hi].split(size))
+        # compiled: one shape, whatever the hidden set's size (the rest is sliced off)
+        full = [b.repeat(-(-size // b.numel()))[:size] for b in batches] if self.static_batches else batches
+        for idx, x in zip(batches, self.data.plain_batches(full)):
             y = self.data.train_y[idx]
             with self.autocast():
-                logits = self.eval_forward(x.contiguous(memory_format=self.memory_format))
+                logits = self.eval_forward(x.contiguous(memory_format=self.memory_format))[:idx.numel()]
             losses = F.cross_entropy(logits.float(), y, reduction="none")
             observe(idx, losses, None, *predicted(logits, y))
 
