@@ -51,7 +51,7 @@ LOSS, COUNT, RIGHT, CONF = range(4)  # columns of the pending observations
 class Kakurenbo(Policy):
     name = "kakurenbo"
     label = "KAKURENBO"
-    color = "#8c564b"
+    color = "#17becf"
     order = 60
     description = ("Nguyen et al. 2023: hide up to F of the lowest-loss samples unless mispredicted or "
                    "unsure (< tau); lr x N/trained")
