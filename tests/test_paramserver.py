@@ -19,7 +19,7 @@ from fineprune_cli.distributed.layout import Shards, flatten
 from fineprune_cli.distributed.worker import worker_step
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
-from fineprune_cli.engine.trainer import DeviceData, Trainer
+from fineprune_cli.engine.trainer import DeviceData, Trainer, lr_at
 from conftest import free_port
 
 
@@ -132,7 +132,7 @@ def test_server_waits_are_bounded_by_silence_not_by_the_epochs_length():
 
 def test_server_applies_pushes_and_measures_staleness():
     chief, trainer, policy = _chief()
-    keep, weights, pruned, _, halt = chief.begin_epoch(1)
+    keep, weights, pruned, _, lr, halt = chief.begin_epoch(1)
     assert len(keep) == 48 and pruned and weights is None and not halt  # epoch 1 prunes (1 >= start)
     grads = chief.shards.flatten([torch.ones_like(p) for p in trainer.model.parameters()])
     before = next(trainer.model.parameters()).detach().clone()
@@ -183,7 +183,7 @@ def test_a_worker_step_runs_on_bf16_data_under_autocast():
     with pytest.raises(RuntimeError, match="type"):
         worker_step(trainer, torch.arange(8))        # without autocast: the reported failure
     trainer.bf16 = True
-    losses = worker_step(trainer, torch.arange(8), torch.full((64,), 2.0))
+    losses, _ = worker_step(trainer, torch.arange(8), torch.full((64,), 2.0))
     assert losses.shape == (8,) and torch.isfinite(losses).all()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in trainer.model.parameters())
 
@@ -551,3 +551,28 @@ def test_rpc_meets_through_the_process_groups_store(tmp_path):
 
     zero, one = spawn_ranks(_rpc_rank_main, 2, tmp_path, seconds=90)
     assert one["peer"] == zero["peer"]     # worker 1 reached server 0 over RPC
+
+
+def test_the_chief_hands_out_each_epochs_lr_and_servers_step_with_it():
+    """--lr-schedule progress and --lr-scale-pruned with parameter servers: the chief computes
+    the epoch's lr from its plan (lr_for) and gives it to the workers, who pass it with every
+    push; a server steps with it (times the warm-up), not with the milestone schedule."""
+    chief, trainer, policy = _chief()
+    chief.lr_for = lambda epoch, plan: 0.5 * plan.samples / 64
+    keep, _, _, _, lr, _ = chief.begin_epoch(1)
+    assert lr == 0.5 * len(keep) / 64 and chief.begin_epoch(1)[4] == lr   # asked again: the same
+    grads = chief.shards.flatten([torch.ones_like(p) for p in trainer.model.parameters()])
+    chief.push(grads, 0, 1, lr)
+    expected = lr / trainer.warmup_steps if trainer.warmup_steps else lr   # step 0 of the ramp, if any
+    assert chief.optimizer.param_groups[0]["lr"] == pytest.approx(expected, rel=1e-15)
+    assert expected != lr_at(trainer.cfg, 1, 0, trainer.warmup_steps)      # not the milestone schedule
+
+
+@pytest.mark.slow
+def test_kakurenbo_runs_async_with_its_refresh_pass_and_scaled_lr(tmp_path):
+    s, rows = _run(tmp_path, "async", 3, "--prune", "--policy", "kakurenbo", "--kakurenbo-tau", "0",
+                   "--lr-schedule", "progress", "--milestones", "3", subset="512", epochs="3")
+    assert int(rows[0]["samples"]) == 512 and any(int(r["samples"]) < 512 for r in rows[1:])
+    assert s["refresh_seconds"] > 0
+    for r in rows[1:]:                                       # warm-up over after epoch 1
+        assert float(r["lr"]) == pytest.approx(0.03 * 512 / int(r["samples"]), rel=1e-12)

@@ -289,7 +289,7 @@ def test_pending_observations_sum_over_ranks_to_one_process(name):
 def test_registry_lists_every_policy_with_label_and_colour():
     # Catches: a module that does not register, a missing label, colours shared in plots.
     names = list_policies()
-    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy"]
+    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo"]
     classes = [get(n) for n in names]
     assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
     assert len({c.color for c in classes}) == len(classes)
@@ -297,7 +297,8 @@ def test_registry_lists_every_policy_with_label_and_colour():
 
 
 @pytest.mark.parametrize("field, bad", [("anneal", 1.5), ("drop", "medium"), ("infobatch_ratio", 0.95),
-                                        ("ucb_c", -1.0), ("epsilon", 1.5), ("ema_weight", 0.0)])
+                                        ("ucb_c", -1.0), ("epsilon", 1.5), ("ema_weight", 0.0),
+                                        ("kakurenbo_tau", 1.5)])
 def test_new_settings_are_checked(field, bad):
     # Catches: a field declared without its check (or choices).
     with pytest.raises(ConfigError, match=field.replace("_", "-")):

@@ -9,17 +9,24 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from fineprune_cli.engine.world import World, shard_range
 from fineprune_cli.pruning import PruneConfig, create
 from conftest import spawn_ranks
 
 N, BATCH, EPOCHS, SIZE = 60, 8, 5, 2
 
-POLICIES = ["infobatch", "ucb", "egreedy"]
+POLICIES = ["infobatch", "ucb", "egreedy", "kakurenbo"]
 CFG = dict(prune_fraction=0.3, infobatch_ratio=0.5, anneal=0.8)   # epoch 5 > 0.8 x 5: full
 
 
 def _losses(epoch):
     return torch.rand(N, generator=torch.Generator().manual_seed(100 + epoch)) * 3
+
+
+def _predictions(epoch):
+    """kakurenbo's correctness and confidence: drawn per epoch, the same on every rank."""
+    gen = torch.Generator().manual_seed(200 + epoch)
+    return torch.rand(N, generator=gen) < 0.8, torch.rand(N, generator=gen)
 
 
 def _order(epoch, keep):
@@ -34,9 +41,16 @@ def _run(name, rank, size, reduce):
         plan = policy.plan(epoch)
         plans.append((plan.indices.tolist(), None if plan.weights is None else plan.weights.tolist()))
         losses = _losses(epoch)
+        right, conf = _predictions(epoch)
+        seen = (lambda i, right=right, conf=conf: (right[i], conf[i])) if policy.observes_predictions else (lambda i: ())
         for batch in _order(epoch, plan.indices).split(BATCH):
             mine = batch[rank::size]
-            policy.observe(mine, losses[mine], losses[batch].mean())
+            policy.observe(mine, losses[mine], losses[batch].mean(), *seen(mine))
+        hidden = policy.refresh(epoch)
+        if hidden is not None:  # the end-of-epoch pass: each rank its contiguous share, as the trainer
+            lo, hi = shard_range(hidden.numel(), World(rank, size))
+            mine = hidden[lo:hi]
+            policy.observe(mine, losses[mine] / 2, None, *seen(mine))
         policy.sync(reduce)
     return {"plans": plans, "scores": policy.scores.clone()}
 

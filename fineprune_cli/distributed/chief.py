@@ -15,11 +15,12 @@ from typing import Any, Callable
 
 from ..engine import checkpoint
 from ..engine.config import Config
+from ..engine.device import synchronize
 from ..engine.fingerprint import fingerprint
 from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite
+from ..engine.lrschedule import lr_schedule
 from ..engine.scalars import ScalarLog
 from ..engine.session import Totals, mark_diverged, new_summary, resumable, summarize
-from ..engine.trainer import scheduled_lr
 from ..engine.world import World
 from ..errors import ConfigError
 from .layout import Shards
@@ -71,6 +72,9 @@ def run_chief(cfg: Config, trainer: Any, policy: Any, world: World, pushers: int
     try:
         totals = Totals.from_state(state["totals"]) if state else Totals()
         chief = Chief(trainer, shards, policy, pushers, cfg.run.dist_timeout, len(totals.rows) + 1)
+        schedule = lr_schedule(cfg.train, policy, trainer.data.num_train)
+        chief.lr_for = lambda epoch, plan: schedule.at(
+            epoch, plan.samples, [r.samples for r in totals.rows]).value(cfg.train)
         if state:  # before publishing: the workers' first call waits until the chief is ready
             restore(state, chief, policy, peers)
         summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - cfg.run.num_ps,
@@ -112,8 +116,11 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
     params = list(trainer.model.parameters())
     for k, other in enumerate(states[1:], start=1):  # the whole model, for evaluation
         chief.shards.load(params, other["weights"], k)
+    refresh_s = _refresh(chief, epoch)
+    totals.refresh_s += refresh_s
+    t1 += refresh_s  # the policy's forward-only pass is training time, timed apart
     test_loss, test_acc = trainer.evaluate()
-    row = EpochRow(epoch=epoch, lr=scheduled_lr(cfg.train, epoch), samples=samples,
+    row = EpochRow(epoch=epoch, lr=chief.lrs.pop(epoch), samples=samples,
                    train_seconds=round(t1 - t0, 4), train_loss=loss_sum / max(samples, 1),
                    test_loss=test_loss, test_accuracy=test_acc, pruned=int(chief.plans.pop(epoch).pruned),
                    overhead_seconds=0.0)
@@ -145,6 +152,19 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
         raise checkpoint.Stopped(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
                                  f"of {n}; continue with: {hint}")
     chief.close_epoch(epoch)
+
+
+def _refresh(chief: Chief, epoch: int) -> float:
+    """The chief runs the forward-only pass a policy asks for (kakurenbo's hidden samples) on
+    the whole model, and folds it in as a sync would; returns its seconds."""
+    indices = chief.policy.refresh(epoch)
+    if indices is None:
+        return 0.0
+    start = time.perf_counter()
+    chief.trainer.refresh(indices, chief.policy.observe)
+    chief.policy.sync(None)
+    synchronize(chief.trainer.device)
+    return time.perf_counter() - start
 
 
 def _end_all(chief: Chief, peers: Peers, epoch: int) -> None:

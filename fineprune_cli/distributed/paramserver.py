@@ -52,8 +52,8 @@ def _server() -> Server:
 
 
 # what runs on a server when a worker (or the chief) calls it
-def _push(grads, version, epoch):
-    return _server().push(grads, version, epoch)
+def _push(grads, version, epoch, lr=None):
+    return _server().push(grads, version, epoch, lr)
 
 
 def _pull():
@@ -195,8 +195,9 @@ class RpcServers:
     def pull(self, k: int) -> tuple[torch.Tensor, int]:
         return call(k, _pull)
 
-    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int) -> list[tuple[torch.Tensor, int]]:
-        futures = [send(k, _push, part, versions[k], epoch) for k, part in enumerate(parts)]
+    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int,
+             lr: float | None = None) -> list[tuple[torch.Tensor, int]]:
+        futures = [send(k, _push, part, versions[k], epoch, lr) for k, part in enumerate(parts)]
         return [wait(f, k) for k, f in enumerate(futures)]
 
     def end_epoch(self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int,

@@ -53,8 +53,10 @@ class Server:
         self.heard = time.monotonic()  # the last call from any process
         self.finished = False
 
-    def push(self, grads: torch.Tensor, version: int, epoch: int) -> tuple[torch.Tensor, int]:
-        """Apply one (group's) gradient; returns this shard's fresh weights and version."""
+    def push(self, grads: torch.Tensor, version: int, epoch: int,
+             lr: float | None = None) -> tuple[torch.Tensor, int]:
+        """Apply one (group's) gradient; returns this shard's fresh weights and version. `lr`:
+        the epoch's lr before warm-up, as the chief set it (default: the milestone schedule)."""
         t = self.trainer
         with self.cond:
             self.heard = time.monotonic()
@@ -62,7 +64,7 @@ class Server:
             self.stale = {"sum": self.stale["sum"] + behind, "count": self.stale["count"] + 1,
                           "max": max(self.stale["max"], behind)}
             for group in self.optimizer.param_groups:
-                group["lr"] = lr_at(t.cfg, epoch, self.steps, t.warmup_steps)
+                group["lr"] = lr_at(t.cfg, epoch, self.steps, t.warmup_steps, lr)
             at = 0
             for p in self.params:
                 p.grad = grads[at:at + p.numel()].view(p.shape).to(p.device, p.dtype)
@@ -120,11 +122,14 @@ class Chief(Server):
         self.policy, self.pushers, self.first_epoch = policy, pushers, first_epoch
         self.closed, self.stopping = first_epoch - 1, False
         self.plans: dict[int, Any] = {}
+        self.lrs: dict[int, float] = {}  # each epoch's lr before warm-up (lr_for)
+        self.lr_for: Any = None  # (epoch, plan) -> that lr; set by the run (None: the milestones)
         self.started: dict[int, float] = {}  # when the first worker began each epoch
         self.ended: dict[int, list[tuple[Any, ...]]] = {}
 
-    def begin_epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor | None, bool, torch.Tensor, bool]:
-        """(kept indices, their weights or None, pruned?, batch-norm buffers, stop?)"""
+    def begin_epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor | None, bool, torch.Tensor,
+                                               float | None, bool]:
+        """(kept indices, their weights or None, pruned?, batch-norm buffers, the epoch's lr, stop?)"""
         with self.cond:
             self.heard = time.monotonic()
             if not self.cond.wait_for(lambda: self.closed >= epoch - 1, self.timeout_s):
@@ -132,13 +137,14 @@ class Chief(Server):
                                f"{self.timeout_s:g} s (a worker died or hangs, or the server did)")
             buffers = flatten(list(self.trainer.model.buffers())).cpu()
             if self.stopping:
-                return torch.zeros(0, dtype=torch.long), None, False, buffers, True
+                return torch.zeros(0, dtype=torch.long), None, False, buffers, None, True
             self.started.setdefault(epoch, time.perf_counter())
             if epoch not in self.plans:
-                self.plans[epoch] = self.policy.plan(epoch)
+                self.plans[epoch] = plan = self.policy.plan(epoch)
+                self.lrs[epoch] = self.lr_for(epoch, plan) if self.lr_for is not None else None
             plan = self.plans[epoch]
             weights = None if plan.weights is None else plan.weights.cpu()
-            return plan.indices.cpu(), weights, bool(plan.pruned), buffers, False
+            return plan.indices.cpu(), weights, bool(plan.pruned), buffers, self.lrs[epoch], False
 
     def end_epoch(self, epoch: int, pending: list[torch.Tensor], loss_sum: float, samples: int,
                   buffers: torch.Tensor, stop: bool = False) -> None:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ..engine import checkpoint
 from ..engine.config import Config
+from ..engine.trainer import predicted
 from ..engine.world import World, step_slices
 from .layout import Shards, flatten, load_flat
 
@@ -28,7 +29,8 @@ class ServerCalls(Protocol):
     def first_epoch(self) -> int: ...
     def begin_epoch(self, epoch: int) -> tuple[Any, ...]: ...
     def pull(self, k: int) -> tuple[torch.Tensor, int]: ...
-    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int) -> list[tuple[torch.Tensor, int]]: ...
+    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int,
+             lr: float | None = None) -> list[tuple[torch.Tensor, int]]: ...
     def end_epoch(self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int,
                   buffers: torch.Tensor, stop: bool) -> None: ...
 
@@ -63,7 +65,7 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
     with checkpoint.StopRequest() as asked:
         epoch = servers.first_epoch()
         while epoch <= cfg.train.epochs:
-            keep, weights, _, buffers, halt = servers.begin_epoch(epoch)
+            keep, weights, _, buffers, lr, halt = servers.begin_epoch(epoch)
             if halt:
                 return
             for k in range(cfg.run.num_ps):
@@ -75,7 +77,7 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
             loss_sum, seen = torch.zeros((), dtype=torch.float64, device=trainer.device), 0
             for idx in step_slices(order, batch, me):
                 total, fresh = train_step(trainer, policy, idx, weights, shards, members, group, leads,
-                                          versions, epoch, servers, host)
+                                          versions, (epoch, lr), servers, host)
                 shards.load(params, fresh[:-len(versions)])
                 if leads:  # only the leader pushes; the others need no host read per step
                     versions[:] = [int(v) for v in fresh[-len(versions):].tolist()]
@@ -90,14 +92,15 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
 
 
 def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tensor | None, shards: Shards,
-               members: list[int], group: Any, leads: bool, versions: list[int], epoch: int,
+               members: list[int], group: Any, leads: bool, versions: list[int], epoch_lr: tuple[int, Any],
                servers: ServerCalls, host: HostBuffer) -> tuple[torch.Tensor, torch.Tensor]:
-    """One step of a worker: gradients, the group's average, the leader's pushes; returns
+    """One step of a worker (`epoch_lr`: the epoch and its lr from the chief, for the
+    servers): gradients, the group's average, the leader's pushes; returns
     (loss sum and samples of the group's batch, the fresh weights of every shard + versions),
     both on the worker's device."""
     device = trainer.device
     dev_idx = idx.to(device)
-    losses = worker_step(trainer, dev_idx, weights)
+    losses, seen = worker_step(trainer, dev_idx, weights, policy.observes_predictions)
     params = list(trainer.model.parameters())
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     total = torch.stack([losses.detach().sum().float(), torch.full((), float(idx.numel()), device=device)])
@@ -107,11 +110,11 @@ def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tens
         flat[:-2] /= len(members)
     total = flat[-2:]
     if policy.observes:
-        policy.observe(dev_idx, losses.detach(), total[0] / total[1])
+        policy.observe(dev_idx, losses.detach(), total[0] / total[1], *seen)
     num_ps = len(versions)
     if leads:
         sent = host.copy(flat)                      # the one copy off the device
-        replies = servers.push([shards.part(sent, k).clone() for k in range(num_ps)], versions, epoch)
+        replies = servers.push([shards.part(sent, k).clone() for k in range(num_ps)], versions, *epoch_lr)
         fresh = torch.cat([w for w, _ in replies] + [torch.tensor([float(v) for _, v in replies])])
         fresh = fresh.to(device)
     else:
@@ -121,16 +124,19 @@ def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tens
     return total, fresh
 
 
-def worker_step(trainer: Any, idx: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+def worker_step(trainer: Any, idx: torch.Tensor, weights: torch.Tensor | None = None,
+                predictions: bool = False) -> tuple[torch.Tensor, tuple]:
     """Forward and backward of one batch through the trainer's forward (compiled with
     --compile, as the synchronous loop's), under its autocast (bf16 data on CUDA);
-    `weights`: the plan's per-sample loss weights (InfoBatch), as the synchronous loop uses."""
+    `weights`: the plan's per-sample loss weights (InfoBatch), as the synchronous loop uses.
+    Returns the per-sample losses and, with `predictions`, (correct, confidence) (else ())."""
     trainer.model.train()
     x = next(iter(trainer.data.batches([idx], trainer.generator)))   # device-resident or streamed
     x = x.contiguous(memory_format=trainer.memory_format)
     with trainer.autocast():
-        losses = F.cross_entropy(trainer.forward(x), trainer.data.train_y[idx], reduction="none")
+        logits = trainer.forward(x)
+        losses = F.cross_entropy(logits, trainer.data.train_y[idx], reduction="none")
     scaled = losses if weights is None else losses * weights[idx.cpu()].to(losses.device, losses.dtype)
     trainer.model.zero_grad(set_to_none=True)
     (scaled.sum() / idx.numel()).backward()
-    return losses
+    return losses, predicted(logits, trainer.data.train_y[idx]) if predictions else ()

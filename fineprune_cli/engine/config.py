@@ -87,6 +87,13 @@ class TrainConfig:
                                    help="Epochs after which lr is multiplied by gamma (0.2), e.g. 60,120,160.")
     gamma: float = option(0.2, flag="", check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]",
                           help="lr factor at each milestone.")
+    lr_schedule: str = option("epochs", choices=("epochs", "progress"),
+                              help="Where the milestones fall: epochs (after epoch m) or progress (once the "
+                                   "run has trained m/epochs of the samples it will train, estimated from its "
+                                   "policy's plans; README: the definition). (default epochs)")
+    lr_scale_pruned: bool | None = option(None, flag="--lr-scale-pruned/--no-lr-scale-pruned",
+                                          help="Multiply a pruned epoch's lr by N / (samples it trains), as "
+                                               "KAKURENBO does. (default: the policy's; on for kakurenbo only)")
     warmup_epochs: float = option(1.0, flag="", check=at_least(0), help="Linear lr ramp over the first epochs (README: why).")
     eval_batch_size: int = option(1000, flag="", check=between(1, MAX_BATCH), help="Batch size for evaluation.")
 

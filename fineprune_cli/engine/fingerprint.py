@@ -11,6 +11,9 @@ from typing import Any
 
 # data settings added after the first release, with the defaults that reproduce it
 ADDED_LATER = {"image_size": None, "loader": "auto"}
+# settings of other sections added later (issue 23), at the values that reproduce older runs
+SECTION_ADDED_LATER = {"train": {"lr_schedule": "epochs", "lr_scale_pruned": None},
+                       "prune": {"kakurenbo_tau": 0.7, "infobatch_rescale": True}}
 
 
 def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict[str, Any]:
@@ -48,6 +51,11 @@ def fingerprint(config: dict[str, Any], data: dict[str, str] | None = None) -> s
     for key, default in ADDED_LATER.items():  # checkpoints made before these fields still resume
         if key in data and data[key] == default:
             del data[key]
+    for section, added in SECTION_ADDED_LATER.items():
+        values = settings.get(section, {})
+        for key, default in added.items():
+            if key in values and values[key] == default:
+                del values[key]
     drop_unused(settings, group_size=2)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -27,7 +27,8 @@ from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, defaul
                      finite, git_commit, load_run_config, read_summary)
 from .scalars import ScalarLog
 from .stream import data_identity, load_data
-from .trainer import Trainer, scheduled_lr
+from .lrschedule import lr_schedule
+from .trainer import Trainer
 from .world import World
 
 
@@ -38,15 +39,16 @@ class Totals:
     train_s: float = 0.0
     eval_s: float = 0.0
     overhead_s: float = 0.0
+    refresh_s: float = 0.0  # forward-only passes a policy asked for (kakurenbo), part of train_s
 
     def state_dict(self) -> dict[str, Any]:
         return {"rows": [vars(r) for r in self.rows], "train_s": self.train_s,
-                "eval_s": self.eval_s, "overhead_s": self.overhead_s}
+                "eval_s": self.eval_s, "overhead_s": self.overhead_s, "refresh_s": self.refresh_s}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "Totals":
         return cls([EpochRow(**r) for r in state["rows"]], state["train_s"], state["eval_s"],
-                   state["overhead_s"])
+                   state["overhead_s"], state.get("refresh_s", 0.0))  # absent from older checkpoints
 
 
 def best3(accuracies: list[float]) -> float:
@@ -69,6 +71,8 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
     summary.samples_seen = seen
     summary.samples_skipped = len(rows) * summary.num_train - seen
     summary.pruning_epochs = [r.epoch for r in rows if r.pruned]
+    if totals.refresh_s:
+        summary.extra["refresh_seconds"] = round(totals.refresh_s, 3)
 
 
 def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
@@ -230,6 +234,7 @@ def _resume_hint(s: Session) -> str:
 
 def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
     trainer, policy, totals, n = s.trainer, s.policy, s.totals, s.cfg.train.epochs
+    schedule = lr_schedule(s.cfg.train, policy, trainer.data.num_train)
     watch = Stopwatch(trainer.device, totals.overhead_s)
     observe = _timed(policy.observe, watch) if policy.observes else None
     reduce = (lambda t: worlds.all_sum(t, s.world)) if s.world.active else None
@@ -239,17 +244,19 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
         t0 = time.perf_counter()
         with watch.section():
             plan = policy.plan(epoch)
+        lr = schedule.at(epoch, plan.samples, [r.samples for r in totals.rows]).value(s.cfg.train)
         first = trainer.steps
         with console.step_view(bar, trainer.steps_in(plan.samples), lambda first=first: trainer.steps - first,
                                f"epoch {epoch}"):
-            loss_sum = trainer.train_epoch(epoch, plan, observe)
+            loss_sum = trainer.train_epoch(epoch, plan, observe, lr, policy.observes_predictions)
+        _refresh(trainer, policy, epoch, totals)
         with watch.section():
             policy.sync(reduce)
         synchronize(trainer.device)
         t1 = time.perf_counter()
         test_loss, test_acc = trainer.evaluate()
         overhead = watch.seconds()
-        row = EpochRow(epoch=epoch, lr=scheduled_lr(s.cfg.train, epoch), samples=plan.samples,
+        row = EpochRow(epoch=epoch, lr=lr, samples=plan.samples,
                        train_seconds=round(t1 - t0, 4), train_loss=loss_sum.item() / plan.samples,
                        test_loss=test_loss, test_accuracy=test_acc, pruned=int(plan.pruned),
                        overhead_seconds=round(overhead - totals.overhead_s, 5))
@@ -272,6 +279,18 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
         s.record.write_summary(s.summary)
         if stopping and epoch < n:
             _interrupted(s, stop, epoch)
+
+
+def _refresh(trainer: Trainer, policy: Policy, epoch: int, totals: Totals) -> None:
+    """The forward-only pass the policy asks for after the epoch's training, timed apart."""
+    indices = policy.refresh(epoch)
+    if indices is None:
+        return
+    synchronize(trainer.device)
+    t0 = time.perf_counter()
+    trainer.refresh(indices, policy.observe)
+    synchronize(trainer.device)
+    totals.refresh_s += time.perf_counter() - t0
 
 
 def _timed(observe: Any, watch: Stopwatch) -> Any:

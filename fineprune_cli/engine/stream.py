@@ -131,6 +131,10 @@ class StreamData:
                 x = self.crop(pad_images(x, CROP_PAD, fill), ramp, gen)
             yield x
 
+    def plain_batches(self, batches: list[torch.Tensor]) -> Iterator[torch.Tensor]:
+        """Decode these samples without augmentation."""
+        return (self._norm(x) for x in self._decode([b.tolist() for b in batches]))
+
     def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
         base = self.num_train   # the test images follow the training images in self.images
         chunks = [list(range(base + i, base + min(i + size, hi))) for i in range(lo, hi, size)]

@@ -36,10 +36,11 @@ def scheduled_lr(cfg: TrainConfig, epoch: int) -> float:
     return lr
 
 
-def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int) -> float:
+def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int, base: float | None = None) -> float:
     """The learning rate of optimizer step `step` (0-based, counted over the run) in `epoch`:
-    the milestone schedule times a linear warm-up over the first `warmup_steps` steps."""
-    lr = scheduled_lr(cfg, epoch)
+    the epoch's lr (`base`: engine/lrschedule.py's; default the milestone schedule) times a
+    linear warm-up over the first `warmup_steps` steps."""
+    lr = scheduled_lr(cfg, epoch) if base is None else base
     return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
 
 
@@ -62,6 +63,12 @@ def pad_images(x: torch.Tensor, pad: int, fill: torch.Tensor) -> torch.Tensor:
     out = fill.to(x.dtype).view(1, c, 1, 1).expand(n, c, h + 2 * pad, w + 2 * pad).contiguous()
     out[:, :, pad:pad + h, pad:pad + w] = x
     return out
+
+
+def predicted(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(argmax == label, top softmax probability) of each sample, detached."""
+    confidence, guess = torch.softmax(logits.detach().float(), dim=1).max(dim=1)
+    return guess == labels, confidence
 
 
 class CropFlip:
@@ -124,6 +131,13 @@ class DeviceData:
         """The inputs of each batch of sample indices, in order (StreamData decodes them instead)."""
         return (self.batch(idx, gen) for idx in batches)
 
+    def plain_batches(self, batches: list[torch.Tensor]) -> Iterator[torch.Tensor]:
+        """The inputs without augmentation (the stored images, unpadded)."""
+        if self.crop is None:
+            return (self.train_x[idx] for idx in batches)
+        pad, size = CROP_PAD, self.crop.size
+        return (self.train_x[idx, :, pad:pad + size, pad:pad + size] for idx in batches)
+
     def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
         return iter(self.test_x[lo:hi].split(size))
 
@@ -173,10 +187,12 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 
-    def train_epoch(self, epoch: int, plan: EpochPlan | None = None,
-                    observe: Observe | None = None) -> torch.Tensor:
+    def train_epoch(self, epoch: int, plan: EpochPlan | None = None, observe: Observe | None = None,
+                    lr: float | None = None, predictions: bool = False) -> torch.Tensor:
         """One pass over the plan's samples (all if None) in shuffled batches; returns the
-        summed (unweighted) training loss as a device tensor, read once after the epoch."""
+        summed (unweighted) training loss as a device tensor, read once after the epoch.
+        `lr`: the epoch's lr before warm-up (default: the milestone schedule's); `predictions`:
+        observe each sample's correctness and confidence as well."""
         indices = self.all if plan is None else plan.indices
         weights = None if plan is None else plan.weights
         order = indices[torch.randperm(indices.numel(), generator=self.generator, device=self.device)]
@@ -185,10 +201,11 @@ class Trainer:
         batches = [(idx.numel(), self._pad(idx, order)) for idx in self._batches(order)]
         inputs = self.data.batches([idx for _, idx in batches], self.augment_generator(epoch))
         for (real, idx), x in zip(batches, inputs):
-            self.set_lr(lr_at(self.cfg, epoch, self.steps, self.warmup_steps))
+            self.set_lr(lr_at(self.cfg, epoch, self.steps, self.warmup_steps, lr))
             x = x.contiguous(memory_format=self.memory_format)
             with self.autocast():
-                losses = F.cross_entropy(self.forward(x), self.data.train_y[idx], reduction="none")
+                logits = self.forward(x)
+                losses = F.cross_entropy(logits, self.data.train_y[idx], reduction="none")
             losses = losses[:real]  # padding (if any) contributes no loss and no gradient
             total = losses.sum()
             weighted = total if weights is None else (losses * weights[idx[:real]].to(losses.dtype)).sum()
@@ -198,7 +215,8 @@ class Trainer:
             loss_sum += total.detach()
             self.steps += 1
             if observe is not None:
-                self._observe(observe, idx[:real], losses.detach(), total.detach(), real)
+                seen = predicted(logits[:real], self.data.train_y[idx[:real]]) if predictions else ()
+                self._observe(observe, idx[:real], losses.detach(), total.detach(), real, seen)
         return all_sum(loss_sum, self.world)
 
     def steps_in(self, samples: int) -> int:
@@ -207,6 +225,24 @@ class Trainer:
         this rank a sample (`step_slices` drops it otherwise)."""
         full, rest = divmod(samples, self.cfg.batch_size)
         return full + int(rest >= self.world.size)
+
+    @torch.no_grad()
+    def refresh(self, indices: torch.Tensor, observe: Observe) -> None:
+        """A forward-only pass over `indices` (this rank its share): evaluation mode, no
+        augmentation; each batch observed with its losses, correctness and confidence."""
+        self.model.eval()
+        self._share_buffers()
+        lo, hi = shard_range(indices.numel(), self.world)
+        size = self.cfg.eval_batch_size
+        batches = list(indices[lo:hi].split(size))
+        # compiled: one shape, whatever the hidden set's size (the rest is sliced off)
+        full = [b.repeat(-(-size // b.numel()))[:size] for b in batches] if self.static_batches else batches
+        for idx, x in zip(batches, self.data.plain_batches(full)):
+            y = self.data.train_y[idx]
+            with self.autocast():
+                logits = self.eval_forward(x.contiguous(memory_format=self.memory_format))[:idx.numel()]
+            losses = F.cross_entropy(logits.float(), y, reduction="none")
+            observe(idx, losses, None, *predicted(logits, y))
 
     def augment_generator(self, epoch: int) -> torch.Generator:
         """One process draws its crops and flips from the generator of its sample order. The
@@ -219,15 +255,18 @@ class Trainer:
         return gen.manual_seed(((self.seed * 1_000_003 + epoch) * 4_099 + self.world.rank + 1) % 2**63)
 
     def _observe(self, observe: Observe, idx: torch.Tensor, losses: torch.Tensor,
-                 total: torch.Tensor, real: int) -> None:
+                 total: torch.Tensor, real: int, seen: tuple = ()) -> None:
         if not self.world.active:
-            observe(idx, losses)
+            if seen:
+                observe(idx, losses, None, *seen)
+            else:
+                observe(idx, losses)  # as before predictions existed: the other policies' calls unchanged
             return
         # compare with the global batch's mean; torch.full is a fill kernel, torch.tensor
         # would copy from the host and sync
         count = torch.full((), float(real), device=self.device, dtype=total.dtype)
         both = all_sum(torch.stack([total, count]), self.world)
-        observe(idx, losses, both[0] / both[1])
+        observe(idx, losses, both[0] / both[1], *seen)
 
     def _batches(self, order: torch.Tensor) -> list[torch.Tensor]:
         if self.world.active:
@@ -255,9 +294,7 @@ class Trainer:
     def evaluate(self) -> tuple[float, float]:
         """Test loss (mean) and accuracy (percent), with one host read at the end."""
         self.model.eval()
-        if self.world.active:  # every rank evaluates with rank 0's batch-norm statistics, as DDP's forward did
-            for buffer in self.model.buffers():
-                torch.distributed.broadcast(buffer, 0)
+        self._share_buffers()
         loss_sum = torch.zeros((), device=self.device)
         correct = torch.zeros((), dtype=torch.long, device=self.device)
         lo, hi = shard_range(self.data.test_y.numel(), self.world)  # each rank its part
@@ -271,6 +308,11 @@ class Trainer:
         n = self.data.test_y.numel()
         loss, hits = all_sum(torch.stack([loss_sum, correct.to(loss_sum.dtype)]), self.world).tolist()
         return loss / n, 100.0 * hits / n
+
+    def _share_buffers(self) -> None:
+        if self.world.active:  # every rank evaluates with rank 0's batch-norm statistics, as DDP's forward did
+            for buffer in self.model.buffers():
+                torch.distributed.broadcast(buffer, 0)
 
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),

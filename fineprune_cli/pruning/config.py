@@ -35,7 +35,8 @@ class PruneConfig:
                         help="PruningCount: pruning epochs per block. (default 1)")
     prune_fraction: float = option(0.3, check=in_range(0, 1),
                                    help="Share of samples left out of a pruning epoch (fine, random: the "
-                                        "schedule's; ucb, egreedy: every epoch). (default 0.3)")
+                                        "schedule's; ucb, egreedy: every epoch; kakurenbo: at most, every "
+                                        "epoch). (default 0.3)")
     tolerance: float = option(0.0, check=at_least(0),
                               help="Count a sample when loss > batch mean x (1 + tolerance). (default 0)")
     drop: str = option("hard", choices=("hard", "easy"),
@@ -50,6 +51,9 @@ class PruneConfig:
     infobatch_rescale: bool = option(True, flag="--infobatch-rescale/--no-infobatch-rescale",
                                      help="infobatch: weight the kept below-mean samples 1/(1-r) (the paper's "
                                           "expectation rescaling); off: weight 1, an ablation. (default on)")
+    kakurenbo_tau: float = option(0.7, check=in_range(0, 1, closed_high=True),
+                                  help="kakurenbo: a low-loss sample stays hidden only if predicted right with "
+                                       "confidence (top softmax probability) >= tau. (default 0.7, the authors' code's)")
     ucb_c: float = option(1.0, check=at_least(0),
                           help="ucb: keep the highest mean + c x std of the loss. (default 1)")
     epsilon: float = option(0.1, check=in_range(0, 1, closed_high=True),

@@ -10,6 +10,7 @@ A policy decides, epoch by epoch, which samples train and with what loss weight:
             loss = plan.loss(idx, losses)            # weighted mean, or plain mean
             ...backward, step...
             policy.observe(idx, losses.detach())
+        # (kakurenbo) a forward-only pass over policy.refresh(epoch), observed likewise
         policy.sync()                                # epoch edge: fold observations in
 
 Data-parallel, each rank observes its own samples (with the global batch mean) and `sync`
@@ -67,6 +68,8 @@ class Policy:
     score_name: ClassVar[str] = "scores"  # snapshot files: <score_name>_window<k>.pt
     budget_before_run: ClassVar[bool] = True  # False: which epochs prune, and how much, depend on losses
     default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
+    observes_predictions: ClassVar[bool] = False  # True: observe() also gets correct and confidence
+    scales_lr: ClassVar[bool] = False     # --lr-scale-pruned when the run does not say (kakurenbo: on)
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):
@@ -85,9 +88,22 @@ class Policy:
         return EpochPlan(self.all)
 
     def observe(self, indices: torch.Tensor, losses: torch.Tensor,
-                mean: torch.Tensor | None = None) -> None:
+                mean: torch.Tensor | None = None, correct: torch.Tensor | None = None,
+                confidence: torch.Tensor | None = None) -> None:
         """Per-sample losses of one step (after its forward pass); `mean`: the global batch
-        mean when this is one rank's part of a data-parallel batch."""
+        mean when this is one rank's part of a data-parallel batch. Only to a policy with
+        `observes_predictions`: `correct` (bool, argmax == label) and `confidence` (the top
+        softmax probability) of each sample."""
+
+    def refresh(self, epoch: int) -> torch.Tensor | None:
+        """Samples that need a forward-only pass after `epoch`'s training (observed like a
+        training step, before `sync`); None: none. Called after `plan(epoch)`."""
+        return None
+
+    def planned_samples(self, epoch: int) -> int | None:
+        """How many samples `epoch` trains, when that is known before the run (no losses
+        needed); None when it depends on what the run observes."""
+        return self.num_samples
 
     def take_pending(self) -> list[torch.Tensor]:
         """What this process observed since the last sync, and forget it."""

@@ -58,6 +58,9 @@ class RunningLoss(LossScored):
         self.var = torch.where(again, (1 - w) * (self.var + w * d * d), torch.where(first, 0.0, self.var))
         self.mean = torch.where(again, self.mean + w * d, torch.where(first, losses, self.mean))
 
+    def planned_samples(self, epoch: int) -> int:
+        return self.num_samples if self.annealed(epoch) else self.budget
+
     def priority(self) -> torch.Tensor:
         raise NotImplementedError
 

@@ -74,6 +74,9 @@ class LossScored(Policy):
             self.update(now, sums / counts.clamp(min=1))
             self.seen |= now
 
+    def planned_samples(self, epoch: int) -> int | None:
+        return self.num_samples if self.annealed(epoch) else None
+
     def snapshot_due(self, epoch: int, epochs: int) -> int | None:
         """One 'window', the whole run: its scores are saved after the last epoch."""
         return 0 if epoch == epochs else None

@@ -27,6 +27,9 @@ class Scheduled(Policy):
             return EpochPlan(self.all)
         return EpochPlan(self.keep_all_but(self.select()), pruned=True)
 
+    def planned_samples(self, epoch: int) -> int:
+        return self.num_samples - self.num_pruned if self.prunes(epoch) else self.num_samples
+
     def begin_window(self, epoch: int) -> None:
         """Called before every plan; `fine` clears its counts at a window's start."""
 

@@ -1,0 +1,88 @@
+"""The epoch lr (engine/lrschedule.py): `epochs` is today's milestone schedule to the bit,
+`progress` places milestones at the run's own share of samples trained, `--lr-scale-pruned`
+multiplies a pruned epoch's lr by N / samples."""
+
+import pytest
+
+from fineprune_cli.engine.config import TrainConfig, build_config
+from fineprune_cli.engine.lrschedule import EpochLr, LrSchedule
+from fineprune_cli.engine.session import train
+from fineprune_cli.engine.trainer import scheduled_lr
+from conftest import metrics_rows
+
+
+def _cfg(**kw):
+    return TrainConfig(**{"epochs": 4, "lr": 0.1, "gamma": 0.2, "milestones": [2], **kw})
+
+
+def _decays(schedule, samples):
+    """Milestones passed in each epoch of a run whose epochs train `samples`."""
+    return [schedule.at(e, samples[e - 1], samples[:e - 1]).decays for e in range(1, len(samples) + 1)]
+
+
+def test_epochs_mode_is_the_milestone_schedule_to_the_bit():
+    cfg = TrainConfig(epochs=200, lr=0.1, gamma=0.2, milestones=[60, 120, 160])
+    schedule = LrSchedule(cfg, 1000, lambda e: 700, scale_pruned=False)
+    for epoch in (1, 60, 61, 120, 121, 160, 161, 200):
+        assert schedule.at(epoch, 700, [700] * (epoch - 1)).value(cfg) == scheduled_lr(cfg, epoch)
+
+
+def test_progress_equals_epochs_when_every_epoch_trains_everything():
+    cfg = _cfg(epochs=10, milestones=[3, 5, 8], lr_schedule="progress")
+    schedule = LrSchedule(cfg, 50, lambda e: None, scale_pruned=False)
+    by_epoch = [sum(e > m for m in cfg.milestones) for e in range(1, 11)]
+    assert _decays(schedule, [50] * 10) == by_epoch
+
+
+def test_progress_moves_a_milestone_to_the_runs_own_half():
+    # planned 5, 5, 10, 10 of N = 10: 30 in all; half (15) is reached only after epoch 3 ends,
+    # so epoch 4 decays, where `epochs` would decay epoch 3 (after milestone 2)
+    cfg = _cfg(lr_schedule="progress")
+    planned = {1: 5, 2: 5, 3: 10, 4: 10}
+    schedule = LrSchedule(cfg, 10, planned.get, scale_pruned=False)
+    assert _decays(schedule, [5, 5, 10, 10]) == [0, 0, 0, 1]
+    assert _decays(LrSchedule(_cfg(), 10, planned.get, False), [5, 5, 10, 10]) == [0, 0, 1, 1]
+
+
+def test_progress_estimates_unknown_epochs_from_the_current_one():
+    # N = 100, E = 10, milestone 5; a dynamic policy (all unknown) trains 100, 100, then 50 a
+    # epoch. Epoch 5: done 300, estimate 300 + 6 x 50 = 600, so p = 0.5: decays there (epochs: 6)
+    cfg = _cfg(epochs=10, milestones=[5], lr_schedule="progress")
+    schedule = LrSchedule(cfg, 100, lambda e: None, scale_pruned=False)
+    assert _decays(schedule, [100, 100] + [50] * 8) == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+
+
+def test_progress_never_goes_back_up_when_the_estimate_falls():
+    # epoch 2 trains 1 of 10: estimate 10 + 1 + 1 + 4 = 16, p = 10/16 >= 1/2 -> decayed; epoch 3
+    # trains 10: estimate 11 + 10 + 4 = 25, p = 0.44 < 1/2, yet the lr stays decayed
+    cfg = _cfg(lr_schedule="progress")
+    planned = {1: None, 2: None, 3: None, 4: 4}
+    schedule = LrSchedule(cfg, 10, planned.get, scale_pruned=False)
+    assert _decays(schedule, [10, 1, 10, 4]) == [0, 1, 1, 1]
+
+
+def test_lr_scale_pruned_multiplies_by_n_over_samples():
+    cfg = _cfg()
+    schedule = LrSchedule(cfg, 100, lambda e: None, scale_pruned=True)
+    assert schedule.at(1, 70, []).scale == 100 / 70
+    assert schedule.at(3, 70, [70, 70]).value(cfg) == pytest.approx(0.1 * 0.2 * 100 / 70, rel=1e-15)
+    assert schedule.at(1, 100, []).scale == 1.0                      # a full epoch: unchanged
+    assert LrSchedule(cfg, 100, lambda e: None, False).at(1, 70, []).scale == 1.0  # off
+    assert EpochLr(0, 1.0).value(cfg) == 0.1
+
+
+def test_a_pruned_run_records_progress_milestones_and_scaled_lr(tmp_path):
+    """random in every epoch up to --anneal 0.5: epochs 1-2 train 70 of 100 samples, 3-4 all;
+    340 in all. Milestone 2 of 4 falls at half of that, 170: epoch 3 starts at 140, epoch 4 at
+    240, so epoch 4 decays (`epochs` would decay epoch 3); the pruned epochs run x 100/70."""
+    cfg = build_config(None, {
+        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 100, "data.test_subset": 50,
+        "train.epochs": 4, "train.batch_size": 50, "train.milestones": [2], "train.warmup_epochs": 0.0,
+        "train.lr_schedule": "progress", "train.lr_scale_pruned": True, "run.device": "cpu",
+        "run.out": str(tmp_path / "r"), "prune.enabled": True, "prune.policy": "random", "prune.anneal": 0.5,
+        "prune.window": 1, "prune.start": 0, "prune.block": 1, "prune.count": 1})
+    train(cfg, show_progress=False)
+    rows = metrics_rows(tmp_path / "r")
+    assert [int(r["samples"]) for r in rows] == [70, 70, 100, 100]
+    assert [float(r["lr"]) for r in rows] == pytest.approx([0.1 * 100 / 70, 0.1 * 100 / 70, 0.1, 0.1 * 0.2],
+                                                           rel=1e-12)
