@@ -6,6 +6,7 @@ only parse and delegate, and print through the console helper.
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from torch.distributed.elastic.multiprocessing.errors import record
 from typer.core import TyperGroup
 
 from .. import console
@@ -256,8 +256,16 @@ def _invocation() -> str:
     return shlex.join(["fineprune", *sys.argv[1:]])
 
 
-@record  # under torchrun: a rank's uncaught error goes into torchrun's failure report
 def main() -> None:
+    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # under torchrun: a rank's uncaught error goes
+        from torch.distributed.elastic.multiprocessing.errors import record  # into its failure report
+
+        record(_main)()
+    else:  # torch is imported by the commands that train, not for --help
+        _main()
+
+
+def _main() -> None:
     _OWN_PROCESS["main"] = True
     try:
         app()

@@ -14,10 +14,8 @@ from typing import Any
 
 import yaml
 
-from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
-from .data import DATASETS
 from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
@@ -28,9 +26,12 @@ MAX_BATCH = 2**24     # beyond any dataset here; 10**20 overflowed inside torch.
 LOADERS = ("auto", "device", "stream")
 DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)))  # the cores this process may use
 COMPILE_MODES = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
 
 
 def _model_name(name: str) -> str | None:
+    from .. import models  # the zoo needs torch; checked when the config is, not at import
+
     return None if name in models.list_models() else f"must be one of: {', '.join(models.list_models())}"
 
 
