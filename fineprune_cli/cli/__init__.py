@@ -7,6 +7,7 @@ only parse and delegate, and print through the console helper.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import sys
@@ -22,7 +23,7 @@ from ..drivers.compare import CompareConfig
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..errors import ConfigError, FinepruneError
 from ..pruning.config import PruneConfig
-from . import views
+from . import dryrun_view, views
 from .options import SetOpt, parse_set, with_settings
 
 
@@ -69,13 +70,45 @@ def _ending() -> None:
             signal.signal(sig, signal.SIG_IGN)
 
 
+def examples(*lines: str) -> str:
+    """A command's help epilog: one example per line, kept as written (\b: no rewrapping)."""
+    return "Examples:\n\b\n" + "\n".join(f"  {line}" for line in lines) + "\n"
+
+
 app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="Data fine-pruning (Li et al., 2018) and other data-pruning policies: train, compare "
-         "against equal-budget controls, report, and estimate the time saved.")
+         "against equal-budget controls, report, and estimate the time saved.",
+    epilog=examples("fineprune train -m lenet -d fashion-mnist --epochs 10 --prune",
+                    "fineprune compare --config experiments/demo.yaml --dry-run",
+                    "fineprune report results/demo/runs --out results/demo",
+                    "fineprune COMMAND --help          # each command's options and examples"))
+
+
+def _version(value: bool) -> None:
+    if value:  # torch's version from its installed metadata: importing torch takes seconds
+        from importlib.metadata import PackageNotFoundError, version
+
+        from .. import __version__
+        try:
+            torch = f", torch {version('torch')}"
+        except PackageNotFoundError:
+            torch = ", torch not installed"
+        console.result(f"fineprune {__version__}{torch}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                   help="Print fineprune's version (and torch's) and exit.")] = False,
+             ) -> None:
+    pass
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the resolved settings, the pruning epochs, the runs and a rough time estimate, then exit: trains nothing, writes nothing.")]
+PrintConfigOpt = Annotated[bool, typer.Option("--print-config", help="Print the resolved config as YAML (a file --config reads back) and exit.")]
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 NOTES_LIMIT = 2**20   # --notes: a page of Markdown, not a stream
 SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
@@ -92,11 +125,18 @@ def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict
     return ours, {k: v for k, v in settings.items() if k not in ours}
 
 
-@app.command()
-@with_settings(*TRAIN)
+@app.command(epilog=examples(
+    "fineprune train -m lenet -d fashion-mnist --epochs 10                  # regular training",
+    "fineprune train -m lenet -d fashion-mnist --epochs 10 --prune --name fp  # fine-pruning",
+    "fineprune train -m resnet18 -d cifar10 --data-dir data/cifar10 --dry-run",
+    "fineprune train --config experiments/demo.yaml --print-config",
+    "fineprune train --resume results/runs/20260101-120000-lenet-fashion-mnist"))
+@with_settings(*TRAIN, required=("model.name", "data.dataset"))
 def train(
     settings: dict[str, Any],
     config: ConfigOpt = None, set_: SetOpt = None,
+    name: Annotated[Optional[str], typer.Option(help="Run folder results/runs/<YYYYmmdd-HHMMSS>-NAME instead of <time>-<model>-<dataset>; not with --out.")] = None,
+    dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
     resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
     nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
     nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
@@ -112,6 +152,17 @@ def train(
     from ..engine.world import from_env
 
     settings.update(parse_set(set_))
+    if resume is not None and (name is not None or dry_run or print_config):
+        raise ConfigError("--resume takes no other options: the run continues with its saved config")
+    if name is not None:
+        settings["run.out"] = _named_folder(name, config, settings)
+    if dry_run or print_config:
+        cfg = validate(build_config(config, settings))
+        if print_config:
+            return dryrun_view.show_config(cfg.to_dict(), as_json)
+        from ..drivers.dryrun import dry_train
+
+        return dryrun_view.show_dry_run(dry_train(cfg), as_json)
     if max_restarts is not None and nproc_per_node is None:
         raise ConfigError("--max-restarts needs --nproc-per-node: it restarts the processes torchrun started")
     if nproc_per_node is not None:
@@ -121,7 +172,7 @@ def train(
             size = nproc_per_node * (nnodes or 1)
             cfg = validate(build_config(config, settings))
             check_parallel(weak_scaling(cfg, size, nproc_per_node), size, nproc_per_node)
-            argv = naming_the_run(argv, cfg)
+            argv = naming_the_run(_without_name(argv, cfg.run.out) if name else argv, cfg)
         raise typer.Exit(relaunch(argv, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))
     if resume is not None:
         if config is not None or any(v is not None for v in settings.values()):
@@ -134,9 +185,14 @@ def train(
         views.show_trained(summary, as_json)
 
 
-@app.command()
-@with_settings(*COMPARE)
+@app.command(epilog=examples(
+    "fineprune compare --config experiments/demo.yaml",
+    "fineprune compare -m lenet -d fashion-mnist --epochs 30 --seeds 0,1,2 --dry-run",
+    "fineprune compare -m lenet -d fashion-mnist --policies regular,fine --frontier 0.1,0.3 --shorter 0.3",
+    "fineprune compare --config experiments/paper.yaml --print-config > mine.yaml"))
+@with_settings(*COMPARE, required=("compare.models", "compare.datasets"))
 def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = None,
+            dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
             as_json: JsonOpt = False) -> None:
     """Train every policy with identical seeds and compare them (regular, fine and random by default).
 
@@ -148,11 +204,24 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     matrix, rest = _split(settings, "compare")
     rest.update(parse_set(set_))
     c = load_compare(config, matrix)
+    if dry_run or print_config:
+        from dataclasses import asdict
+
+        from ..drivers.compare import plan
+        from ..drivers.dryrun import dry_compare
+
+        cfg = build_config(config, rest)
+        if print_config:
+            plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
+            return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c)}, as_json)
+        return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     dirs = run_matrix(build_config(config, rest), c, show_progress=not as_json, command=_invocation())
     views.show_compare(summary_rows(load_runs(dirs)[0]), as_json, c.out)
 
 
-@app.command()
+@app.command(epilog=examples("fineprune report                                 # the runs under results/runs",
+                             "fineprune report results/demo/runs --out results/demo",
+                             "fineprune report results/runs/compare --margin 0.5 --no-plots --json"))
 def report(
     run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")] = None,
     out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
@@ -185,10 +254,13 @@ def report(
                                    judging=Judging(margin, target)), as_json)
 
 
-@app.command()
+@app.command(epilog=examples(
+    "fineprune scale -m lenet -d fashion-mnist --epochs 5 --nproc 1,2",
+    "fineprune scale -m lenet -d fashion-mnist --dist-mode sync,async --num-ps 1,2 --nproc 2,4"))
 @with_settings(("model", ModelConfig, ("name",)), ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
                ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
-               ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)))
+               ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)),
+               required=("model.name", "data.dataset"))
 def scale(
     settings: dict[str, Any], config: ConfigOpt = None,
     nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4; async/mixed add their --num-ps servers. With --nnodes > 1: processes per node, servers among them. A 1-process sync run (the baseline) is always added.")] = "1,2",
@@ -216,7 +288,9 @@ def scale(
     views.show_scale(done, node_rank, as_json)
 
 
-@app.command()
+@app.command(epilog=examples("fineprune estimate --epochs 200 --epoch-seconds 30",
+                             "fineprune estimate --epochs 30 --window 10 --start 5 --json",
+                             "fineprune estimate --run results/runs/compare/lenet-fashion-mnist/infobatch-seed0"))
 @with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE + ("policy", "anneal")))
 def estimate(
     settings: dict[str, Any],
@@ -233,7 +307,7 @@ def estimate(
     views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)
 
 
-@app.command("models")
+@app.command("models", epilog=examples("fineprune models"))
 def list_models() -> None:
     """List the model zoo."""
     from .. import models
@@ -242,10 +316,34 @@ def list_models() -> None:
         console.result(name)
 
 
-@app.command("policies")
+@app.command("policies", epilog=examples("fineprune policies", "fineprune policies --json"))
 def list_policies(as_json: JsonOpt = False) -> None:
     """List the pruning policies (`--policy`, `compare --policies`)."""
     views.show_policies(as_json)
+
+
+def _named_folder(name: str, config: Optional[Path], settings: dict[str, Any]) -> str:
+    """`--name NAME`: the run folder results/runs/<time>-NAME; a folder named twice is refused."""
+    from ..engine.record import default_run_dir
+
+    if not NAME.fullmatch(name):
+        raise ConfigError(f"--name must be a folder name of letters, digits, '.', '_', '+' or '-' "
+                          f"(at most 100, not starting with a dot or dash), got '{name[:100]}'")
+    if build_config(config, settings).run.out:
+        raise ConfigError("--name and --out both name the run folder: give one (or drop run.out from --config)")
+    return str(default_run_dir("", "", name))
+
+
+def _without_name(argv: list[str], out: str) -> list[str]:
+    """The launcher's argv for its processes: the folder --name chose, named once (as --out),
+    not again by each process at its own start time."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg == "--name" or arg.startswith("--name="):
+            skip = arg == "--name"
+            continue
+        kept.append(arg)
+    return [*kept, "--out", out]
 
 
 def _names(text: str) -> list[str]:

@@ -63,7 +63,7 @@ class DataConfig:
     download: bool = option(False, flag="--download", help="Fetch cifar10/100 or fashion-mnist into --data-dir (needs internet).")
     subset: int | None = option(None, check=optional(positive), help="Train on a fixed, seeded, class-balanced subset of N samples.")
     test_subset: int | None = option(None, check=optional(positive), help="Evaluate on a fixed class-balanced subset of N test samples (quick checks).")
-    augment: str = option("auto", flag="", choices=("auto", "none", "crop-flip"), help="auto augments 32x32 RGB data (crop + flip).")
+    augment: str = option("auto", flag="", choices=("auto", "none", "crop-flip"), help="auto augments RGB data of any size (random crop with size/8 padding, 4 px at 32x32, + flip), grey none.")
     label: str = option("", flag="", help="Name shown in reports, e.g. 'CIFAR-10 (JPEG q75)'.")
     image_size: int | None = option(None, check=optional(between(4, 4096)), help="--dataset folder: resize every image to N x N (then crop + flip); default: the images' own size, the same for all.")
     loader: str = option("auto", choices=LOADERS, help="--dataset folder: device (decoded once, held on the device), stream (DataLoader workers decode each epoch's kept samples) or auto (device when it fits). (default auto)")

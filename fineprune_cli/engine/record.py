@@ -169,8 +169,9 @@ class RunSummary:
                 raise ConfigError(f"{where}: '{f.name}' has the wrong type ({type(value).__name__})")
 
 
-def default_run_dir(model: str, dataset: str) -> Path:
-    return Path("results") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{dataset}"
+def default_run_dir(model: str, dataset: str, name: str = "") -> Path:
+    """results/runs/<time>-<model>-<dataset>, or <time>-<name> for `train --name`."""
+    return Path("results") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{name or f'{model}-{dataset}'}"
 
 
 def git_commit() -> str:
