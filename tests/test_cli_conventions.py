@@ -187,9 +187,16 @@ def test_auto_augments_rgb_folders_of_any_size(tmp_path, size, pad):
     assert data.crop.pad == pad and data.train_x.shape[-1] == size + 2 * pad
 
 
-def test_auto_leaves_grey_images_alone(tmp_path):
-    import torch
-
+def test_auto_leaves_grey_images_alone():
     from fineprune_cli.engine.trainer import wants_augment
 
     assert not wants_augment("auto", 1) and wants_augment("crop-flip", 1) and not wants_augment("none", 3)
+
+
+def test_a_named_parallel_run_hands_its_processes_one_folder():
+    """Each process must not name the folder again by its own start time."""
+    from fineprune_cli import cli
+
+    argv = ["train", "--name", "x", "-m", "lenet", "--name=y", "--epochs", "2"]
+    assert cli._without_name(argv, "results/runs/t-x") == [
+        "train", "-m", "lenet", "--epochs", "2", "--out", "results/runs/t-x"]
