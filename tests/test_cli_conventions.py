@@ -195,8 +195,31 @@ def test_auto_leaves_grey_images_alone():
 
 def test_a_named_parallel_run_hands_its_processes_one_folder():
     """Each process must not name the folder again by its own start time."""
-    from fineprune_cli import cli
+    from fineprune_cli.cli import conventions
 
     argv = ["train", "--name", "x", "-m", "lenet", "--name=y", "--epochs", "2"]
-    assert cli._without_name(argv, "results/runs/t-x") == [
+    assert conventions.without_name(argv, "results/runs/t-x") == [
         "train", "-m", "lenet", "--epochs", "2", "--out", "results/runs/t-x"]
+
+
+def test_every_help_example_parses():
+    """Each example's flags exist on its command (nothing runs)."""
+    import shlex
+
+    import typer
+
+    from fineprune_cli.cli import app
+    from fineprune_cli.cli.conventions import EXAMPLES
+
+    group = typer.main.get_command(app)
+    lines = [line.strip() for text in EXAMPLES.values() for line in text.splitlines()[2:] if line.strip()]
+    assert len(lines) >= 20
+    for line in lines:
+        argv = shlex.split(line, comments=True)[1:]
+        argv = argv[:argv.index(">")] if ">" in argv else argv
+        if argv[0] == "COMMAND":
+            continue
+        try:
+            group.commands[argv[0]].make_context(argv[0], argv[1:])
+        except typer.TyperException as exc:
+            pytest.fail(f"help example: {line}: {exc.format_message()}")

@@ -7,7 +7,6 @@ only parse and delegate, and print through the console helper.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import signal
 import sys
@@ -24,6 +23,8 @@ from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, bui
 from ..errors import ConfigError, FinepruneError
 from ..pruning.config import PruneConfig
 from . import dryrun_view, views
+from .conventions import (EXAMPLES, DryRunOpt, NameOpt, PrintConfigOpt, VersionOpt, named_folder,
+                          without_name)
 from .options import SetOpt, parse_set, with_settings
 
 
@@ -70,45 +71,20 @@ def _ending() -> None:
             signal.signal(sig, signal.SIG_IGN)
 
 
-def examples(*lines: str) -> str:
-    """A command's help epilog: one example per line, kept as written (\b: no rewrapping)."""
-    return "Examples:\n\b\n" + "\n".join(f"  {line}" for line in lines) + "\n"
-
-
 app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="Data fine-pruning (Li et al., 2018) and other data-pruning policies: train, compare "
          "against equal-budget controls, report, and estimate the time saved.",
-    epilog=examples("fineprune train -m lenet -d fashion-mnist --epochs 10 --prune",
-                    "fineprune compare --config experiments/demo.yaml --dry-run",
-                    "fineprune report results/demo/runs --out results/demo",
-                    "fineprune COMMAND --help          # each command's options and examples"))
-
-
-def _version(value: bool) -> None:
-    if value:  # torch's version from its installed metadata: importing torch takes seconds
-        from importlib.metadata import PackageNotFoundError, version
-
-        from .. import __version__
-        try:
-            torch = f", torch {version('torch')}"
-        except PackageNotFoundError:
-            torch = ", torch not installed"
-        console.result(f"fineprune {__version__}{torch}")
-        raise typer.Exit()
+    epilog=EXAMPLES[""])
 
 
 @app.callback()
-def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                   help="Print fineprune's version (and torch's) and exit.")] = False,
-             ) -> None:
+def _options(version: VersionOpt = False) -> None:
     pass
+
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the resolved settings, the pruning epochs, the runs and a rough time estimate, then exit: trains nothing, writes nothing.")]
-PrintConfigOpt = Annotated[bool, typer.Option("--print-config", help="Print the resolved config as YAML (a file --config reads back) and exit.")]
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 NOTES_LIMIT = 2**20   # --notes: a page of Markdown, not a stream
 SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
@@ -125,17 +101,12 @@ def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict
     return ours, {k: v for k, v in settings.items() if k not in ours}
 
 
-@app.command(epilog=examples(
-    "fineprune train -m lenet -d fashion-mnist --epochs 10                  # regular training",
-    "fineprune train -m lenet -d fashion-mnist --epochs 10 --prune --name fp  # fine-pruning",
-    "fineprune train -m resnet18 -d cifar10 --data-dir data/cifar10 --dry-run",
-    "fineprune train --config experiments/demo.yaml --print-config",
-    "fineprune train --resume results/runs/20260101-120000-lenet-fashion-mnist"))
+@app.command(epilog=EXAMPLES["train"])
 @with_settings(*TRAIN, required=("model.name", "data.dataset"))
 def train(
     settings: dict[str, Any],
     config: ConfigOpt = None, set_: SetOpt = None,
-    name: Annotated[Optional[str], typer.Option(help="Run folder results/runs/<YYYYmmdd-HHMMSS>-NAME instead of <time>-<model>-<dataset>; not with --out.")] = None,
+    name: NameOpt = None,
     dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
     resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
     nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
@@ -155,7 +126,7 @@ def train(
     if resume is not None and (name is not None or dry_run or print_config):
         raise ConfigError("--resume takes no other options: the run continues with its saved config")
     if name is not None:
-        settings["run.out"] = _named_folder(name, config, settings)
+        settings["run.out"] = named_folder(name, config, settings)
     if dry_run or print_config:
         cfg = validate(build_config(config, settings))
         if print_config:
@@ -172,7 +143,7 @@ def train(
             size = nproc_per_node * (nnodes or 1)
             cfg = validate(build_config(config, settings))
             check_parallel(weak_scaling(cfg, size, nproc_per_node), size, nproc_per_node)
-            argv = naming_the_run(_without_name(argv, cfg.run.out) if name else argv, cfg)
+            argv = naming_the_run(without_name(argv, cfg.run.out) if name else argv, cfg)
         raise typer.Exit(relaunch(argv, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))
     if resume is not None:
         if config is not None or any(v is not None for v in settings.values()):
@@ -185,11 +156,7 @@ def train(
         views.show_trained(summary, as_json)
 
 
-@app.command(epilog=examples(
-    "fineprune compare --config experiments/demo.yaml",
-    "fineprune compare -m lenet -d fashion-mnist --epochs 30 --seeds 0,1,2 --dry-run",
-    "fineprune compare -m lenet -d fashion-mnist --policies regular,fine --frontier 0.1,0.3 --shorter 0.3",
-    "fineprune compare --config experiments/paper.yaml --print-config > mine.yaml"))
+@app.command(epilog=EXAMPLES["compare"])
 @with_settings(*COMPARE, required=("compare.models", "compare.datasets"))
 def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = None,
             dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
@@ -219,9 +186,7 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     views.show_compare(summary_rows(load_runs(dirs)[0]), as_json, c.out)
 
 
-@app.command(epilog=examples("fineprune report                                 # the runs under results/runs",
-                             "fineprune report results/demo/runs --out results/demo",
-                             "fineprune report results/runs/compare --margin 0.5 --no-plots --json"))
+@app.command(epilog=EXAMPLES["report"])
 def report(
     run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")] = None,
     out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
@@ -254,9 +219,7 @@ def report(
                                    judging=Judging(margin, target)), as_json)
 
 
-@app.command(epilog=examples(
-    "fineprune scale -m lenet -d fashion-mnist --epochs 5 --nproc 1,2",
-    "fineprune scale -m lenet -d fashion-mnist --dist-mode sync,async --num-ps 1,2 --nproc 2,4"))
+@app.command(epilog=EXAMPLES["scale"])
 @with_settings(("model", ModelConfig, ("name",)), ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
                ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
                ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)),
@@ -288,9 +251,7 @@ def scale(
     views.show_scale(done, node_rank, as_json)
 
 
-@app.command(epilog=examples("fineprune estimate --epochs 200 --epoch-seconds 30",
-                             "fineprune estimate --epochs 30 --window 10 --start 5 --json",
-                             "fineprune estimate --run results/runs/compare/lenet-fashion-mnist/infobatch-seed0"))
+@app.command(epilog=EXAMPLES["estimate"])
 @with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE + ("policy", "anneal")))
 def estimate(
     settings: dict[str, Any],
@@ -307,7 +268,7 @@ def estimate(
     views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)
 
 
-@app.command("models", epilog=examples("fineprune models"))
+@app.command("models", epilog=EXAMPLES["models"])
 def list_models() -> None:
     """List the model zoo."""
     from .. import models
@@ -316,34 +277,10 @@ def list_models() -> None:
         console.result(name)
 
 
-@app.command("policies", epilog=examples("fineprune policies", "fineprune policies --json"))
+@app.command("policies", epilog=EXAMPLES["policies"])
 def list_policies(as_json: JsonOpt = False) -> None:
     """List the pruning policies (`--policy`, `compare --policies`)."""
     views.show_policies(as_json)
-
-
-def _named_folder(name: str, config: Optional[Path], settings: dict[str, Any]) -> str:
-    """`--name NAME`: the run folder results/runs/<time>-NAME; a folder named twice is refused."""
-    from ..engine.record import default_run_dir
-
-    if not NAME.fullmatch(name):
-        raise ConfigError(f"--name must be a folder name of letters, digits, '.', '_', '+' or '-' "
-                          f"(at most 100, not starting with a dot or dash), got '{name[:100]}'")
-    if build_config(config, settings).run.out:
-        raise ConfigError("--name and --out both name the run folder: give one (or drop run.out from --config)")
-    return str(default_run_dir("", "", name))
-
-
-def _without_name(argv: list[str], out: str) -> list[str]:
-    """The launcher's argv for its processes: the folder --name chose, named once (as --out),
-    not again by each process at its own start time."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip or arg == "--name" or arg.startswith("--name="):
-            skip = arg == "--name"
-            continue
-        kept.append(arg)
-    return [*kept, "--out", out]
 
 
 def _names(text: str) -> list[str]:

@@ -67,6 +67,9 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
     folders = sorted({r.run_dir for r in dry.runs})
     console.result(f"run folder{'s' if len(folders) > 1 else ''}: " + (folders[0] if len(folders) == 1 else
                    f"{len(folders)} under {_common(folders)}"))
+    done = sum(r.state in ("complete", "diverged") for r in dry.runs)
+    if done:
+        console.result(f"{done} of {len(dry.runs)} runs already finished there: compare would skip them")
     if dry.estimated_seconds is not None:
         console.result(f"estimated time on {dry.device}: ~{duration(dry.estimated_seconds)} "
                        f"({dry.note})")

@@ -16,7 +16,7 @@ from ..engine.config import Config, DataConfig, validate
 from ..pruning.estimate import estimate
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
-from .compare import CompareConfig, job_config, plan
+from .compare import CompareConfig, existing_state, job_config, plan
 
 # (training images, channels, image size, classes) of the built-in datasets
 KNOWN = {"fashion-mnist": (60000, 1, 28, 10), "cifar10": (50000, 3, 32, 10),
@@ -38,6 +38,7 @@ class PlannedRun:
     prune_fraction: float
     images: int | None                 # training images over the run (None: dataset size unknown)
     run_dir: str
+    state: str = "new"                 # compare: 'complete' and 'diverged' runs are not trained again
 
 
 @dataclass
@@ -130,13 +131,17 @@ def dry_train(cfg: Config) -> DryRun:
 
 def dry_compare(cfg: Config, c: CompareConfig) -> DryRun:
     """`compare --dry-run`: every arm x seed of the matrix, in run order."""
-    runs, shapes, costs = [], {}, {}
+    from ..engine.stream import data_identity
+
+    runs, shapes, identities, costs = [], {}, {}, {}
     for job in plan(cfg, c):
         job_cfg = job_config(cfg, job, c.out)
         if job.dataset not in shapes:
-            shapes[job.dataset] = shape_of(job_cfg.data)
+            shapes[job.dataset], identities[job.dataset] = shape_of(job_cfg.data), data_identity(job_cfg.data)
         n, channels, size, classes = shapes[job.dataset]
         runs.append(planned(job_cfg, job.arm, n))
+        # read only: a folder of other settings is refused here as the real compare would
+        runs[-1].state = existing_state(job_cfg, identities[job.dataset])
         costs.setdefault(job.model, (job_cfg, channels, size, classes))
     experiment = {**cfg.to_dict(), "compare": asdict(c)}
     return _timed(experiment, runs, costs, cfg)
@@ -147,7 +152,8 @@ def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tupl
 
     device = str(resolve_device(cfg.run.device))
     per_image = {model: per_image_seconds(*args) for model, args in costs.items()}
-    total = sum(r.images * per_image[r.model] for r in runs if r.images is not None)
+    total = sum(r.images * per_image[r.model] for r in runs
+                if r.images is not None and r.state in ("new", "incomplete"))
     dynamic = any(r.pruning_epochs is None for r in runs)
     note = (f"rough estimate: training steps only, each model's cost per image timed on a few SGD steps of "
             f"batch {min(cfg.train.batch_size, TIMED_BATCH)} on random inputs now; no data loading or evaluation"
