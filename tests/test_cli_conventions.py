@@ -223,3 +223,15 @@ def test_every_help_example_parses():
             group.commands[argv[0]].make_context(argv[0], argv[1:])
         except typer.TyperException as exc:
             pytest.fail(f"help example: {line}: {exc.format_message()}")
+
+
+def test_compare_dry_run_counts_finished_runs_out_of_the_time(tmp_path):
+    args = ["compare", *TINY, "--epochs", "1", "--policies", "regular", "--out", str(tmp_path / "cmp")]
+    assert _in(tmp_path, args).exit_code == 0
+    before = _files(tmp_path)
+    result = _in(tmp_path, [*args, "--seeds", "0,1", "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    dry = json.loads(result.output)
+    assert [(r["seed"], r["state"]) for r in dry["runs"]] == [(0, "complete"), (1, "new")]
+    assert dry["estimated_seconds"] == pytest.approx(200 * dry["seconds_per_image"]["lenet"])  # seed 1 only
+    assert _files(tmp_path) == before
