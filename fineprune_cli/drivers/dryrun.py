@@ -89,7 +89,7 @@ def planned(cfg: Config, arm: str, n: int) -> PlannedRun:
 
 def per_image_seconds(cfg: Config, channels: int, size: int, classes: int) -> float:
     """Seconds per training image of a few SGD steps on random inputs: rough (no data loading,
-    no evaluation, a small batch), enough to tell minutes from days."""
+    no evaluation, no compile or bf16, the machine's load now), enough to tell minutes from days."""
     import torch
 
     from ..engine.device import resolve_device, synchronize
