@@ -39,12 +39,17 @@ def test_help_imports_no_torch(args, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [["--help"], ["train", "--help"]])
 def test_help_returns_quickly(args, tmp_path):
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "fineprune_cli", *args], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=60)
-    took = time.perf_counter() - start
-    assert done.returncode == 0 and "Usage" in done.stdout
-    assert took < HELP_BOUND_S, f"fineprune {' '.join(args)} took {took:.2f} s"
+    """The best of three (a busy machine slows one start; torch's import took 6 s every time)."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "fineprune_cli", *args], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=60)
+        times.append(time.perf_counter() - start)
+        assert done.returncode == 0 and "Usage" in done.stdout
+        if times[-1] < HELP_BOUND_S:
+            break
+    assert min(times) < HELP_BOUND_S, f"fineprune {' '.join(args)} took {min(times):.2f} s at best"
 
 
 def test_version_prints_package_and_torch_versions():
