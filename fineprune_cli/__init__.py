@@ -2,14 +2,32 @@
 
 Library use in your own loop: `Pruner`, `PruneSchedule`, `DroppingCount`, or any registered
 policy through `create_policy`; in a DataLoader pipeline `IndexedDataset` and `PruningSampler`
-(`DistributedPruningSampler` data-parallel); Lightning: `fineprune_cli.lightning` (see README.md).
+(`DistributedPruningSampler` data-parallel); Lightning: `fineprune_cli.integrations.lightning`
+(see README.md).
 """
 
-from .pruning import (DistributedPruningSampler, DroppingCount, EpochPlan, IndexedDataset, Policy,
-                      PruneConfig, PruneSchedule, Pruner, PruningSampler)
-from .pruning import create as create_policy
-from .pruning import list_policies
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["DistributedPruningSampler", "DroppingCount", "EpochPlan", "IndexedDataset", "Policy",
            "PruneConfig", "PruneSchedule", "Pruner", "PruningSampler", "create_policy", "list_policies"]
 __version__ = "0.2.0"
+
+_RENAMED = {"create_policy": "create"}
+
+
+def __getattr__(name: str) -> Any:
+    """The library names load on first use (PEP 562): `import fineprune_cli` for the command
+    line, e.g. `fineprune --help`, must not import torch."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import pruning
+
+    value = getattr(pruning, _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

@@ -6,6 +6,7 @@ only parse and delegate, and print through the console helper.
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from torch.distributed.elastic.multiprocessing.errors import record
 from typer.core import TyperGroup
 
 from .. import console
@@ -22,7 +22,9 @@ from ..drivers.compare import CompareConfig
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..errors import ConfigError, FinepruneError
 from ..pruning.config import PruneConfig
-from . import views
+from . import dryrun_view, views
+from .conventions import (EXAMPLES, DryRunOpt, NameOpt, PrintConfigOpt, VersionOpt, named_folder,
+                          without_name)
 from .options import SetOpt, parse_set, with_settings
 
 
@@ -72,7 +74,14 @@ def _ending() -> None:
 app = typer.Typer(
     cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="Data fine-pruning (Li et al., 2018) and other data-pruning policies: train, compare "
-         "against equal-budget controls, report, and estimate the time saved.")
+         "against equal-budget controls, report, and estimate the time saved.",
+    epilog=EXAMPLES[""])
+
+
+@app.callback()
+def _options(version: VersionOpt = False) -> None:
+    pass
+
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
@@ -92,11 +101,13 @@ def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict
     return ours, {k: v for k, v in settings.items() if k not in ours}
 
 
-@app.command()
-@with_settings(*TRAIN)
+@app.command(epilog=EXAMPLES["train"])
+@with_settings(*TRAIN, required=("model.name", "data.dataset"))
 def train(
     settings: dict[str, Any],
     config: ConfigOpt = None, set_: SetOpt = None,
+    name: NameOpt = None,
+    dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
     resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
     nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
     nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
@@ -112,6 +123,17 @@ def train(
     from ..engine.world import from_env
 
     settings.update(parse_set(set_))
+    if resume is not None and (name is not None or dry_run or print_config):
+        raise ConfigError("--resume takes no other options: the run continues with its saved config")
+    if name is not None:
+        settings["run.out"] = named_folder(name, config, settings)
+    if dry_run or print_config:
+        cfg = validate(build_config(config, settings))
+        if print_config:
+            return dryrun_view.show_config(cfg.to_dict(), as_json)
+        from ..drivers.dryrun import dry_train
+
+        return dryrun_view.show_dry_run(dry_train(cfg), as_json)
     if max_restarts is not None and nproc_per_node is None:
         raise ConfigError("--max-restarts needs --nproc-per-node: it restarts the processes torchrun started")
     if nproc_per_node is not None:
@@ -121,7 +143,7 @@ def train(
             size = nproc_per_node * (nnodes or 1)
             cfg = validate(build_config(config, settings))
             check_parallel(weak_scaling(cfg, size, nproc_per_node), size, nproc_per_node)
-            argv = naming_the_run(argv, cfg)
+            argv = naming_the_run(without_name(argv, cfg.run.out) if name else argv, cfg)
         raise typer.Exit(relaunch(argv, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))
     if resume is not None:
         if config is not None or any(v is not None for v in settings.values()):
@@ -134,9 +156,10 @@ def train(
         views.show_trained(summary, as_json)
 
 
-@app.command()
-@with_settings(*COMPARE)
+@app.command(epilog=EXAMPLES["compare"])
+@with_settings(*COMPARE, required=("compare.models", "compare.datasets"))
 def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = None,
+            dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
             as_json: JsonOpt = False) -> None:
     """Train every policy with identical seeds and compare them (regular, fine and random by default).
 
@@ -148,11 +171,22 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     matrix, rest = _split(settings, "compare")
     rest.update(parse_set(set_))
     c = load_compare(config, matrix)
+    if dry_run or print_config:
+        from dataclasses import asdict
+
+        from ..drivers.compare import plan
+        from ..drivers.dryrun import dry_compare
+
+        cfg = build_config(config, rest)
+        if print_config:
+            plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
+            return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c)}, as_json)
+        return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     dirs = run_matrix(build_config(config, rest), c, show_progress=not as_json, command=_invocation())
     views.show_compare(summary_rows(load_runs(dirs)[0]), as_json, c.out)
 
 
-@app.command()
+@app.command(epilog=EXAMPLES["report"])
 def report(
     run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")] = None,
     out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
@@ -185,10 +219,11 @@ def report(
                                    judging=Judging(margin, target)), as_json)
 
 
-@app.command()
+@app.command(epilog=EXAMPLES["scale"])
 @with_settings(("model", ModelConfig, ("name",)), ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
                ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
-               ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)))
+               ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)),
+               required=("model.name", "data.dataset"))
 def scale(
     settings: dict[str, Any], config: ConfigOpt = None,
     nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4; async/mixed add their --num-ps servers. With --nnodes > 1: processes per node, servers among them. A 1-process sync run (the baseline) is always added.")] = "1,2",
@@ -216,7 +251,7 @@ def scale(
     views.show_scale(done, node_rank, as_json)
 
 
-@app.command()
+@app.command(epilog=EXAMPLES["estimate"])
 @with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE + ("policy", "anneal")))
 def estimate(
     settings: dict[str, Any],
@@ -234,7 +269,7 @@ def estimate(
     views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)
 
 
-@app.command("models")
+@app.command("models", epilog=EXAMPLES["models"])
 def list_models() -> None:
     """List the model zoo."""
     from .. import models
@@ -243,7 +278,7 @@ def list_models() -> None:
         console.result(name)
 
 
-@app.command("policies")
+@app.command("policies", epilog=EXAMPLES["policies"])
 def list_policies(as_json: JsonOpt = False) -> None:
     """List the pruning policies (`--policy`, `compare --policies`)."""
     views.show_policies(as_json)
@@ -257,8 +292,16 @@ def _invocation() -> str:
     return shlex.join(["fineprune", *sys.argv[1:]])
 
 
-@record  # under torchrun: a rank's uncaught error goes into torchrun's failure report
 def main() -> None:
+    if os.environ.get("TORCHELASTIC_ERROR_FILE"):  # under torchrun: a rank's uncaught error goes
+        from torch.distributed.elastic.multiprocessing.errors import record  # into its failure report
+
+        record(_main)()
+    else:  # torch is imported by the commands that train, not for --help
+        _main()
+
+
+def _main() -> None:
     _OWN_PROCESS["main"] = True
     try:
         app()

@@ -41,7 +41,12 @@ def _parser(annotation: Any, flag: str) -> tuple[Any, Callable[[Any], Any]]:
     return inner, lambda value: value
 
 
-def with_settings(*specs: Spec) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+REQUIRED = " \\[required: this flag or {key} in --config]"  # \\[: a bracket, not rich markup
+
+
+def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`required`: the fields ('section.key') a command cannot run without; their help says so
+    (not click's required=True: the --config file may give them instead)."""
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         extra, parsers = [], {}
         for section, cls, names in specs:
@@ -51,10 +56,12 @@ def with_settings(*specs: Spec) -> Callable[[Callable[..., Any]], Callable[..., 
                     continue
                 cli_type, parse = _parser(type_of(cls, f.name), flag.split()[0])
                 name = f"{section}__{f.name}"
-                option = typer.Option(*flag.split(), help=f.metadata["help"])
+                dotted = f"{section}.{f.name}"
+                mark = REQUIRED.format(key=dotted) if dotted in required else ""
+                option = typer.Option(*flag.split(), help=f.metadata["help"] + mark)
                 extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                                                annotation=Annotated[Optional[cli_type], option]))
-                parsers[name] = (f"{section}.{f.name}", parse)
+                parsers[name] = (dotted, parse)
         own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "settings"]
 
         @functools.wraps(fn)

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
-from ..engine.checkpoint import CHECKPOINT, Diverged, StaleCheckpoint
 from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
 from ..engine.fingerprint import data_changes, drop_unused
-from ..engine.record import CONFIG, SUMMARY, Status, load_run_config, read_summary
+from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, check_section, option
@@ -291,6 +290,7 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
 
 
 def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
+    from ..engine.checkpoint import Diverged
     from ..engine.session import train
 
     try:
@@ -303,6 +303,7 @@ def _resume_or_note(path: Path, bar: Any) -> bool:
     """Resume; False when the checkpoint can never be continued (an older format, or made with
     other settings), so the run is trained again. Any other failure stops the matrix and keeps
     the folder: a CUDA resume once failed this way on every run, and each was deleted."""
+    from ..engine.checkpoint import Diverged, StaleCheckpoint
     from ..engine.session import resume
 
     console.info(f"{bar.label}: resuming from its checkpoint")

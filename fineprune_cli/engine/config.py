@@ -14,11 +14,8 @@ from typing import Any
 
 import yaml
 
-from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
-from .data import DATASETS
-from . import scalars
 from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
@@ -29,9 +26,12 @@ MAX_BATCH = 2**24     # beyond any dataset here; 10**20 overflowed inside torch.
 LOADERS = ("auto", "device", "stream")
 DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)))  # the cores this process may use
 COMPILE_MODES = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
 
 
 def _model_name(name: str) -> str | None:
+    from .. import models  # the zoo needs torch; checked when the config is, not at import
+
     return None if name in models.list_models() else f"must be one of: {', '.join(models.list_models())}"
 
 
@@ -63,7 +63,7 @@ class DataConfig:
     download: bool = option(False, flag="--download", help="Fetch cifar10/100 or fashion-mnist into --data-dir (needs internet).")
     subset: int | None = option(None, check=optional(positive), help="Train on a fixed, seeded, class-balanced subset of N samples.")
     test_subset: int | None = option(None, check=optional(positive), help="Evaluate on a fixed class-balanced subset of N test samples (quick checks).")
-    augment: str = option("auto", flag="", choices=("auto", "none", "crop-flip"), help="auto augments 32x32 RGB data (crop + flip).")
+    augment: str = option("auto", flag="", choices=("auto", "none", "crop-flip"), help="auto augments RGB data of any size (random crop with size/8 padding, 4 px at 32x32, + flip), grey none.")
     label: str = option("", flag="", help="Name shown in reports, e.g. 'CIFAR-10 (JPEG q75)'.")
     image_size: int | None = option(None, check=optional(between(4, 4096)), help="--dataset folder: resize every image to N x N (then crop + flip); default: the images' own size, the same for all.")
     loader: str = option("auto", choices=LOADERS, help="--dataset folder: device (decoded once, held on the device), stream (DataLoader workers decode each epoch's kept samples) or auto (device when it fits). (default auto)")
@@ -119,6 +119,7 @@ class RunConfig:
 
     def check(self) -> None:
         if self.tensorboard:  # before any data is loaded, not after the first epoch
+            from . import scalars  # torch: not imported for --help
             scalars.require()
 
 

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from ..errors import DataError
+from .config import DATASETS
 from .imagefolder import load_image_folder
 from .synthetic import synthetic_tensors
 
-DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
 FASHION_MNIST_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_CLASSES = ["t-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
                    "sneaker", "bag", "ankle boot"]

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import torch
-
 UMASK = os.umask(0)  # read once: files get the permissions the user's umask allows
 os.umask(UMASK)
 
@@ -93,6 +91,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
     buf = io.BytesIO()
+    import torch  # here: reading settings and text files must not import torch
+
     torch.save(obj, buf)
     atomic_write_bytes(path, buf.getvalue())
 

@@ -22,13 +22,15 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 import yaml
 
 from ..errors import ConfigError
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
+
+if TYPE_CHECKING:  # reading records (compare's planning, report) needs no torch
+    import torch
 
 CONFIG, METRICS, SUMMARY, CHECKPOINT = "config.yaml", "metrics.csv", "summary.json", "checkpoint.pt"
 SCHEMA = 3  # 1: written before the typed record (no "schema" key); 2: before the machine signature
@@ -167,8 +169,9 @@ class RunSummary:
                 raise ConfigError(f"{where}: '{f.name}' has the wrong type ({type(value).__name__})")
 
 
-def default_run_dir(model: str, dataset: str) -> Path:
-    return Path("results") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{dataset}"
+def default_run_dir(model: str, dataset: str, name: str = "") -> Path:
+    """results/runs/<time>-<model>-<dataset>, or <time>-<name> for `train --name`."""
+    return Path("results") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{name or f'{model}-{dataset}'}"
 
 
 def git_commit() -> str:

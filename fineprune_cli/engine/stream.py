@@ -22,7 +22,7 @@ from ..errors import DataError
 from .config import DataConfig
 from .data import balanced_subset, load_dataset
 from .imagefolder import folder_mode, identity, list_folder, read_image
-from .trainer import CROP_PAD, CropFlip, DeviceData, pad_images, wants_augment
+from .trainer import CropFlip, DeviceData, crop_pad, pad_images, wants_augment
 
 STATS_SAMPLES = 2048   # images whose pixels give the normalisation (all of them when fewer)
 MEMORY_SHARE = 0.5     # `auto` holds the data on the device when it takes under this share of free memory
@@ -93,7 +93,7 @@ class StreamData:
                                  collate_fn=collate, pin_memory=device.type == "cuda",
                                  persistent_workers=workers > 0)
         self.mean, self.std = self._stats(len(train))
-        self.crop = None if crop_size is None else CropFlip(crop_size, CROP_PAD, device)
+        self.crop = None if crop_size is None else CropFlip(crop_size, crop_pad(crop_size), device)
 
     @property
     def num_train(self) -> int:
@@ -128,7 +128,7 @@ class StreamData:
             x = self._norm(x)
             if self.crop is not None:  # the device path's gather on a padded batch: same draws
                 ramp = torch.arange(x.shape[0], device=self.device)
-                x = self.crop(pad_images(x, CROP_PAD, fill), ramp, gen)
+                x = self.crop(pad_images(x, self.crop.pad, fill), ramp, gen)
             yield x
 
     def plain_batches(self, batches: list[torch.Tensor]) -> Iterator[torch.Tensor]:
@@ -174,14 +174,14 @@ def device_bytes(n: int, channels: int, size: int, device: torch.device) -> int:
     """DeviceData's peak: the uint8 images, two float32 temporaries while normalising, and the
     padded copy it keeps (bf16 on CUDA, float32 on CPU)."""
     element = 2 if device.type == "cuda" else 4
-    return n * channels * (size * size * 9 + (size + 2 * CROP_PAD) ** 2 * element)
+    return n * channels * (size * size * 9 + (size + 2 * crop_pad(size)) ** 2 * element)
 
 
 def batch_bytes(batch: int, channels: int, size: int) -> int:
     """A rough floor for one training step's memory on either path: the batch as float32 in
     its normalised, padded and cropped copies and the first layers' activations (16 floats a
     pixel and channel); a model's deeper layers come on top."""
-    return batch * channels * (size + 2 * CROP_PAD) ** 2 * 16 * 4
+    return batch * channels * (size + 2 * crop_pad(size)) ** 2 * 16 * 4
 
 
 def choose_loader(loader: str, n: int, batch: int, channels: int, size: int, device: torch.device) -> str:
@@ -211,19 +211,19 @@ def load_data(d: DataConfig, seed: int, device: torch.device, batch: int = 128
     """The trainer's data for these settings, with the model's input channels and classes
     (`batch`: the largest batch a step takes, for the memory check)."""
     if d.dataset == "folder":
-        listing = _folder_listing(d)
+        listing = folder_listing(d)
         mode, shape = folder_mode(listing, d.image_size)
         channels, size = (3 if mode == "RGB" else 1), d.image_size or max(shape)
         train, test = _subsets(listing, d, seed)
         n = len(listing["train"]) + len(listing["test"])   # the device path decodes all, then picks
         batch = min(batch, max(len(train), len(test)))
         if choose_loader(d.loader, n, batch, channels, size, device) == "stream":
-            crop = size if wants_augment(d.augment, channels, size, d.image_size is not None) else None
+            crop = size if wants_augment(d.augment, channels) else None
             classes = len(listing["train_classes"])
             return StreamData(train, test, d.image_size, mode, device, crop, d.workers), channels, classes
     ds = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=seed, test_subset=d.test_subset,
                       image_size=d.image_size)
-    augment = wants_augment(d.augment, ds.in_channels, ds.image_size, d.image_size is not None)
+    augment = wants_augment(d.augment, ds.in_channels)
     return DeviceData.build(ds, device, augment), ds.in_channels, ds.num_classes
 
 
@@ -232,10 +232,10 @@ def data_identity(d: DataConfig) -> dict[str, str]:
     mtimes), which a run records and a resume or a comparison must find again; {} otherwise."""
     if d.dataset != "folder":
         return {}
-    return identity(Path(d.data_dir), _folder_listing(d))
+    return identity(Path(d.data_dir), folder_listing(d))
 
 
-def _folder_listing(d: DataConfig) -> dict:
+def folder_listing(d: DataConfig) -> dict:
     if d.data_dir is None:
         raise DataError("--dataset folder needs --data-dir DIR holding train/<class>/ and test/<class>/")
     root = Path(d.data_dir)

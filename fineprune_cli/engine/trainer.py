@@ -23,7 +23,7 @@ from .data import Dataset
 from .world import SINGLE, World, all_sum, shard_range, step_slices
 
 Observe = Callable[..., None]  # (indices, losses[, global batch mean when data-parallel])
-CROP_PAD = 4  # pixels of zero padding for the random crop (the paper's CIFAR recipe)
+CROP_PAD = 4  # pixels of zero padding for the random crop at 32x32 (the paper's CIFAR recipe)
 
 
 def scheduled_lr(cfg: TrainConfig, epoch: int) -> float:
@@ -49,12 +49,18 @@ def warmup_length(cfg: TrainConfig, num_train: int) -> int:
     return round(cfg.warmup_epochs * -(-num_train // cfg.batch_size))
 
 
-def wants_augment(mode: str, channels: int, size: int, resized: bool = False) -> bool:
-    """'auto' augments 32x32 RGB data, as the paper's CIFAR recipe does, and RGB images resized
-    by --image-size (resize, then the usual crop + flip)."""
+def wants_augment(mode: str, channels: int) -> bool:
+    """'auto' augments RGB data of any size (the paper's CIFAR recipe, scaled by `crop_pad`);
+    grey images (Fashion-MNIST) train as they are, as in the paper."""
     if mode == "auto":
-        return channels == 3 and (size == 32 or resized)
+        return channels == 3
     return mode == "crop-flip"
+
+
+def crop_pad(size: int) -> int:
+    """The random crop's padding: the CIFAR recipe's 4 px at 32x32 in proportion (48x48: 6), at
+    least 1 so that every size is shifted."""
+    return max(1, size * CROP_PAD // 32)
 
 
 def pad_images(x: torch.Tensor, pad: int, fill: torch.Tensor) -> torch.Tensor:
@@ -115,8 +121,9 @@ class DeviceData:
 
         train_x, crop = norm(dataset.train_x), None
         if augment:
-            train_x = pad_images(train_x, CROP_PAD, (0 - mean) / std)
-            crop = CropFlip(dataset.image_size, CROP_PAD, device)
+            pad = crop_pad(dataset.image_size)
+            train_x = pad_images(train_x, pad, (0 - mean) / std)
+            crop = CropFlip(dataset.image_size, pad, device)
         return cls(train_x, dataset.train_y.to(device), norm(dataset.test_x),
                    dataset.test_y.to(device), crop)
 

@@ -1,15 +1,29 @@
 """The method, independent of any trainer: DroppingCount (Algorithm 1), the schedule
-(Algorithm 2), the policy protocol and registry, the library `Pruner`, the DataLoader sampler and the estimate."""
+(Algorithm 2), the policy protocol and registry, the library `Pruner`, the DataLoader sampler and the estimate.
 
-from . import policies  # noqa: F401  (registers every policy module)
-from .config import PruneConfig
-from .policy import EpochPlan, Policy, create
-from .pruner import Pruner
-from .registry import get, list_policies, register
-from .sampler import DistributedPruningSampler, IndexedDataset, PruningSampler
-from .schedule import PruneSchedule
-from .tracker import DroppingCount
+The names load on first use (PEP 562), so the settings (`pruning.config`) and the schedule
+can be imported without torch; the registry imports the policies when first asked."""
 
-__all__ = ["DistributedPruningSampler", "DroppingCount", "EpochPlan", "IndexedDataset", "Policy",
-           "PruneConfig", "PruneSchedule", "Pruner", "PruningSampler", "create", "get", "list_policies",
-           "register"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {"PruneConfig": "config", "EpochPlan": "policy", "Policy": "policy", "create": "policy",
+          "Pruner": "pruner", "get": "registry", "list_policies": "registry", "register": "registry",
+          "DistributedPruningSampler": "sampler", "IndexedDataset": "sampler",
+          "PruningSampler": "sampler", "PruneSchedule": "schedule", "DroppingCount": "tracker"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,88 @@
+"""What `--dry-run` and `--print-config` print: the plan of a run or a comparison, as text or JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from rich.table import Table
+from rich.text import Text
+
+from .. import console
+
+
+def show_config(config: dict[str, Any], as_json: bool) -> None:
+    """The resolved config: YAML that `--config` reads back (JSON with --json)."""
+    if as_json:
+        console.print_json(config)
+    else:
+        console.result(Text(yaml.safe_dump(config, sort_keys=False).rstrip()))
+
+
+def epochs_text(epochs: list[int] | None) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7' (4 epochs); None: chosen from the losses during the run."""
+    if epochs is None:
+        return "chosen from the losses during the run"
+    if not epochs:
+        return "none"
+    spans, first = [], epochs[0]
+    for prev, cur in zip(epochs, epochs[1:] + [None]):
+        if cur != prev + 1:
+            spans.append(f"{first}" if first == prev else f"{first}-{prev}")
+            first = cur
+    return f"{', '.join(spans)} ({len(epochs)} of them)"
+
+
+def duration(seconds: float) -> str:
+    """A rough time for a person: '40 s', '3 min 20 s', '2 h 05 min', '3 d 4 h'."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def show_dry_run(dry: Any, as_json: bool) -> None:
+    if as_json:
+        console.print_json({"dry_run": True, **dry.to_dict()})
+        return
+    console.result("Dry run: nothing is trained, nothing is written. Resolved settings:")
+    show_config(dry.config, False)
+    table = Table(title=f"{len(dry.runs)} run{'s' if len(dry.runs) != 1 else ''} planned", title_justify="left")
+    for name in ("model", "data", "arm", "seeds", "epochs", "pruning epochs", "per run"):
+        table.add_column(name, justify="right" if name in ("epochs", "per run") else "left")
+    for runs in _arms(dry.runs).values():
+        first = runs[0]
+        cost = dry.seconds_per_image.get(first.model)
+        each = "?" if first.images is None or cost is None else "~" + duration(first.images * cost)
+        pruning = epochs_text(first.pruning_epochs)
+        if first.pruning_epochs:
+            pruning += f", {100 * first.prune_fraction:g}% left out"
+        table.add_row(Text(first.model), Text(first.dataset), Text(first.arm),
+                      ",".join(str(r.seed) for r in runs), str(first.epochs), Text(pruning), each)
+    console.result(table)
+    folders = sorted({r.run_dir for r in dry.runs})
+    console.result(f"run folder{'s' if len(folders) > 1 else ''}: " + (folders[0] if len(folders) == 1 else
+                   f"{len(folders)} under {_common(folders)}"))
+    done = sum(r.state in ("complete", "diverged") for r in dry.runs)
+    if done:
+        console.result(f"{done} of {len(dry.runs)} runs already finished there: compare would skip them")
+    if dry.estimated_seconds is not None:
+        console.result(f"estimated time on {dry.device}: ~{duration(dry.estimated_seconds)} "
+                       f"({dry.note})")
+
+
+def _arms(runs: list[Any]) -> dict[tuple, list[Any]]:
+    grouped: dict[tuple, list[Any]] = {}
+    for r in runs:
+        grouped.setdefault((r.model, r.dataset, r.arm), []).append(r)
+    return grouped
+
+
+def _common(paths: list[str]) -> str:
+    import os.path
+
+    return os.path.commonpath(paths) or "."
