@@ -114,7 +114,12 @@ def test_estimate_from_run_folder(tmp_path):
     (["train", *TINY, "--milestones", "a,b"], "comma-separated integers"),
     (["train", *TINY, "--epochs", "ten"], "Invalid value for '--epochs'"),
     (["train", *TINY, "--prune", "--window", "0"], "--window must be >= 1"),
-    (["train", *TINY, "--prune", "--start", "70"], "--start must be in [0, window=60)"),
+    (["train", *TINY, "--prune", "--window", "60", "--start", "70"], "--start must be in [0, window=60)"),
+    (["train", *TINY, "--prune", "--start", "5"], "--start must be in [0, window=1)"),  # 30% of 2 epochs
+    (["train", *TINY, "--prune", "--window", "60", "--start", "30"],
+     "--policy fine prunes no epoch of 2: window 60 with start 30 first prunes epoch 30; lower --start"),
+    (["train", *TINY, "--policy", "infobatch", "--epochs", "1"], "--policy infobatch prunes no epoch of 1"),
+    (["train", *TINY, "--prune", "--policy", "regular"], "--prune asks for pruning but --policy regular"),
     (["train", *TINY, "--prune", "--count", "3"], "--count must be in [1, block=2]"),
     (["train", *TINY, "--prune", "--attenuation", "0.5"], "--attenuation must be >= 1"),
     (["train", *TINY, "--prune-fraction", "1.5"], "--prune-fraction must be in [0, 1)"),
