@@ -260,3 +260,33 @@ def test_main_called_in_process_leaves_later_commands_their_signal_handlers(monk
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def test_a_pruning_policy_alone_prunes(tmp_path):
+    """`--policy random` without --prune used to train regular and record policy 'regular'."""
+    out = tmp_path / "run"
+    result = invoke(["train", *TINY, "--epochs", "4", "--test-subset", "100", "--policy", "random", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.output)
+    assert s["policy"] == "random" and s["pruning_epochs"] == [2, 4]   # window 1, start 0 of 4 epochs
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["prune"]["enabled"] is True and config["prune"]["policy"] == "random"
+
+
+def test_a_ten_epoch_prune_run_prunes_the_scaled_schedule(tmp_path):
+    """--prune on 10 epochs: window 3, start 2 (30% and 15% of 10, half up), milestones 3, 6, 8;
+    the old fixed window 60, start 30 pruned nothing."""
+    out = tmp_path / "run"
+    result = invoke(["train", *TINY, "--epochs", "10", "--test-subset", "100", "--prune", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.output)
+    assert s["pruning_epochs"] == [2, 4, 6, 8, 10] and s["schedule"]["window"] == 3
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["train"]["milestones"] == [3, 6, 8] and config["prune"]["start"] == 2
+
+
+def test_no_prune_wins_over_a_policy(tmp_path):
+    out = tmp_path / "run"
+    result = invoke(["train", *TINY, "--policy", "random", "--no-prune", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["policy"] == "regular"
