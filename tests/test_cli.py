@@ -290,3 +290,18 @@ def test_no_prune_wins_over_a_policy(tmp_path):
     result = invoke(["train", *TINY, "--policy", "random", "--no-prune", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["policy"] == "regular"
+
+
+def test_a_config_files_device_is_named_as_the_files(tmp_path, monkeypatch):
+    """The user passed no --device: the error names the YAML file's run.device."""
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    f = tmp_path / "c.yaml"
+    f.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\ntrain: {epochs: 2}\n"
+                 "run: {device: cuda}\n")
+    result = invoke(["train", "--config", str(f), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"error: {f}: run.device cuda asked for, but CUDA is not available here; "
+                                     "pass --device cpu (flags override the file)")
+    result = invoke(["train", *TINY, "--device", "cuda", "--out", str(tmp_path / "run2")])
+    assert "error: --device cuda asked for" in result.output

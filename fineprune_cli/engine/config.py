@@ -19,7 +19,6 @@ import yaml
 from .. import models
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
-from ..pruning.policy import refuse_idle
 from ..pruning.registry import get as get_policy
 from ..pruning.schedule import percent_of
 from .data import DATASETS
@@ -193,12 +192,25 @@ def build_config(config_file: str | Path | None, overrides: dict[str, Any],
     """Defaults (or `base`), then the YAML file (its `compare` section ignored), then flags
     ('section.key' -> value; None = not given)."""
     cfg = base if base is not None else Config()
+    origins = dict(getattr(cfg, "origins", {}))
     if config_file is not None:
         data, _ = split_experiment(load_yaml(config_file))
         apply_mapping(cfg, data, str(config_file))
         check_outputs_stay_inside(data, str(config_file))
-    apply_mapping(cfg, nest(overrides), "command line")
+        origins.update({f"{sec}.{key}": str(config_file) for sec, values in data.items()
+                        if isinstance(values, dict) for key in values})
+    flags = nest(overrides)
+    apply_mapping(cfg, flags, "command line")
+    origins.update({f"{sec}.{key}": "command line" for sec, values in flags.items() for key in values})
+    cfg.origins = origins  # not a setting: where each came from, for error lines (`given_as`)
     return resolve(cfg)
+
+
+def given_as(cfg: Config, dotted: str, flag: str) -> str:
+    """How an error names a setting: 'FILE: section.key' when the YAML file set it and no flag
+    overrode it (the user typed no flag), else the flag."""
+    origin = getattr(cfg, "origins", {}).get(dotted, "command line")
+    return flag if origin == "command line" else f"{origin}: {dotted}"
 
 
 def resolve(cfg: Config) -> Config:
@@ -252,6 +264,7 @@ def validate(cfg: Config) -> Config:
     for name in SECTIONS:
         check_section(getattr(cfg, name), f"{name}.")
     if cfg.policy != "regular":
+        from ..pruning.policy import refuse_idle
         refuse_idle(get_policy(cfg.policy), cfg.prune, cfg.train.epochs)
     return cfg
 
