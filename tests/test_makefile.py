@@ -12,10 +12,18 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
+def _clean_env(**extra: str) -> dict:
+    """The environment without the variables under test, nor an outer make's (`make test
+    DEVICE=cpu` hands DEVICE down through MAKEFLAGS)."""
+    import os
+    drop = ("DEVICE", "ARGS", "REFRESH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
 def _commands(target: str, *assignments: str, env: dict | None = None) -> list[list[str]]:
     """The fineprune commands `make -n target` would run, split into words."""
     out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), target, *assignments], capture_output=True,
-                         text=True, check=True, env=env).stdout
+                         text=True, check=True, env=_clean_env() if env is None else env).stdout
     return [shlex.split(line)[1:] for line in out.splitlines()
             if line.split(" ", 1)[0].endswith("bin/fineprune")]
 
@@ -28,23 +36,19 @@ def test_reproduce_passes_args_and_device_through():
 
 
 def test_device_from_the_environment_passes_too_and_nothing_when_unset():
-    import os
-    env = {k: v for k, v in os.environ.items() if k not in ("DEVICE", "ARGS", "REFRESH")}
-    (compare, _) = _commands("reproduce", env=env)
+    (compare, _) = _commands("reproduce")
     assert compare == ["compare", "--config", "experiments/paper.yaml"]   # the file's run.device decides
-    (compare, _) = _commands("reproduce", env={**env, "DEVICE": "cpu"})
+    (compare, _) = _commands("reproduce", env=_clean_env(DEVICE="cpu"))
     assert compare[-2:] == ["--device", "cpu"]
 
 
 def test_demo_writes_to_an_ignored_folder_unless_refresh():
-    import os
-    env = {k: v for k, v in os.environ.items() if k not in ("DEVICE", "ARGS", "REFRESH")}
-    (compare, report) = _commands("demo", env=env)
+    (compare, report) = _commands("demo")
     assert compare[compare.index("--out") + 1] == "results/runs/demo/runs"
     assert report == ["report", "results/runs/demo/runs", "--out", "results/runs/demo"]
     ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "results/runs/demo/index.md"])
     assert ignored.returncode == 0, "results/runs/demo is not ignored by git"
-    (compare, report) = _commands("demo", "REFRESH=1", "ARGS=--seeds 0,1", env=env)
+    (compare, report) = _commands("demo", "REFRESH=1", "ARGS=--seeds 0,1")
     assert compare[compare.index("--out") + 1] == "results/demo/runs" and compare[-4:-2] == ["--seeds", "0,1"]
     assert report == ["report", "results/demo/runs", "--out", "results/demo"]
 
@@ -52,6 +56,6 @@ def test_demo_writes_to_an_ignored_folder_unless_refresh():
 def test_demo_prints_its_table_once():
     """compare's own table goes to /dev/null; the report's is the one shown."""
     out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), "demo"], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, env=_clean_env()).stdout
     (line,) = [x for x in out.splitlines() if " compare " in x]
     assert line.rstrip().endswith("> /dev/null")
