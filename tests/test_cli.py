@@ -119,7 +119,12 @@ def test_estimate_from_run_folder(tmp_path):
     (["train", *TINY, "--milestones", "a,b"], "comma-separated integers"),
     (["train", *TINY, "--epochs", "ten"], "Invalid value for '--epochs'"),
     (["train", *TINY, "--prune", "--window", "0"], "--window must be >= 1"),
-    (["train", *TINY, "--prune", "--start", "70"], "--start must be in [0, window=60)"),
+    (["train", *TINY, "--prune", "--window", "60", "--start", "70"], "--start must be in [0, window=60)"),
+    (["train", *TINY, "--prune", "--start", "5"], "--start must be in [0, window=1)"),  # 30% of 2 epochs
+    (["train", *TINY, "--prune", "--window", "60", "--start", "30"],
+     "--policy fine prunes no epoch of 2: window 60 with start 30 first prunes epoch 30; lower --start"),
+    (["train", *TINY, "--policy", "infobatch", "--epochs", "1"], "--policy infobatch prunes no epoch of 1"),
+    (["train", *TINY, "--prune", "--policy", "regular"], "--prune asks for pruning but --policy regular"),
     (["train", *TINY, "--prune", "--count", "3"], "--count must be in [1, block=2]"),
     (["train", *TINY, "--prune", "--attenuation", "0.5"], "--attenuation must be >= 1"),
     (["train", *TINY, "--prune-fraction", "1.5"], "--prune-fraction must be in [0, 1)"),
@@ -265,3 +270,48 @@ def test_main_called_in_process_leaves_later_commands_their_signal_handlers(monk
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def test_a_pruning_policy_alone_prunes(tmp_path):
+    """`--policy random` without --prune used to train regular and record policy 'regular'."""
+    out = tmp_path / "run"
+    result = invoke(["train", *TINY, "--epochs", "4", "--test-subset", "100", "--policy", "random", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.output)
+    assert s["policy"] == "random" and s["pruning_epochs"] == [2, 4]   # window 1, start 0 of 4 epochs
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["prune"]["enabled"] is True and config["prune"]["policy"] == "random"
+
+
+def test_a_ten_epoch_prune_run_prunes_the_scaled_schedule(tmp_path):
+    """--prune on 10 epochs: window 3, start 2 (30% and 15% of 10, half up), milestones 3, 6, 8;
+    the old fixed window 60, start 30 pruned nothing."""
+    out = tmp_path / "run"
+    result = invoke(["train", *TINY, "--epochs", "10", "--test-subset", "100", "--prune", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.output)
+    assert s["pruning_epochs"] == [2, 4, 6, 8, 10] and s["schedule"]["window"] == 3
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["train"]["milestones"] == [3, 6, 8] and config["prune"]["start"] == 2
+
+
+def test_no_prune_wins_over_a_policy(tmp_path):
+    out = tmp_path / "run"
+    result = invoke(["train", *TINY, "--policy", "random", "--no-prune", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["policy"] == "regular"
+
+
+def test_a_config_files_device_is_named_as_the_files(tmp_path, monkeypatch):
+    """The user passed no --device: the error names the YAML file's run.device."""
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    f = tmp_path / "c.yaml"
+    f.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\ntrain: {epochs: 2}\n"
+                 "run: {device: cuda}\n")
+    result = invoke(["train", "--config", str(f), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"error: {f}: run.device cuda asked for, but CUDA is not available here; "
+                                     "pass --device cpu (flags override the file)")
+    result = invoke(["train", *TINY, "--device", "cuda", "--out", str(tmp_path / "run2")])
+    assert "error: --device cuda asked for" in result.output

@@ -273,3 +273,45 @@ def test_compare_refuses_a_run_made_on_other_data(tmp_path):
     swap_class_folders(tmp_path / "imgs" / "train")
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "made on other data: the train images in" in result.output, result.output
+
+
+def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
+    """Milestones left unset are 30/60/80% of the full run, made concrete before --shorter
+    scales them: 20 epochs -> 6, 12, 16, then x 0.5 -> 3, 6, 8 over 10 epochs."""
+    from fineprune_cli.engine.config import Config
+    cfg = Config()
+    cfg.model.name, cfg.data.dataset, cfg.train.epochs = "lenet", "synthetic", 20
+    arm = job_config(cfg, Job("lenet", "synthetic", "regular", 0, shorter=0.5), str(tmp_path))
+    assert (arm.train.epochs, arm.train.milestones) == (10, [3, 6, 8])
+
+
+COMMITTED = [  # (experiment file, compare flags, the folder its runs are in), as their commands say
+    ("experiments/demo.yaml", {}, "results/demo/runs"),
+    ("experiments/demo.yaml", {"compare.seeds": [0, 1, 2, 3, 4],
+                               "compare.policies": ["regular", "fine", "random", "infobatch", "ucb", "egreedy"],
+                               "compare.frontier": [0.1, 0.2, 0.3, 0.4, 0.5],
+                               "compare.out": "results/policies/fashion-mnist/runs"},
+     "results/policies/fashion-mnist/runs"),
+]
+
+
+@pytest.mark.parametrize("experiment, matrix, folder", COMMITTED)
+def test_committed_run_folders_still_count_as_complete(experiment, matrix, folder, monkeypatch):
+    """Runs made when the schedule's defaults were fixed numbers (written out in config.yaml)
+    are the same runs under the defaults scaled to --epochs: compare reuses every one."""
+    from pathlib import Path
+
+    from fineprune_cli.drivers.compare import existing_state
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    cfg, c = build_config(experiment, {}), load_compare(experiment, matrix)
+    found = {p.parent for p in (root / folder).glob("*/*/config.yaml")}
+    assert found, f"no committed runs in {folder}"
+    checked = set()
+    for job in plan(cfg, c):
+        job_cfg = job_config(cfg, job, c.out)
+        if (root / job_cfg.run.out) in found:
+            assert existing_state(job_cfg, {}) == "complete", job_cfg.run.out
+            checked.add(root / job_cfg.run.out)
+    assert checked == found

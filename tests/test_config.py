@@ -1,11 +1,12 @@
 import pytest
+import yaml
 
-from fineprune_cli.engine.config import Config, build_config, parse_int_list, validate
+from fineprune_cli.engine.config import Config, build_config, parse_int_list, resolve, validate
 from fineprune_cli.errors import ConfigError
 
 
 def test_defaults_are_the_papers_recipe():
-    t = Config().train
+    t = resolve(Config()).train
     assert (t.epochs, t.batch_size, t.lr, t.momentum, t.weight_decay) == (200, 128, 0.1, 0.9, 5e-4)
     assert (t.milestones, t.gamma) == ([60, 120, 160], 0.2)
 
@@ -104,3 +105,59 @@ def test_a_key_given_twice_is_an_error(tmp_path):
     f.write_text("train:\n  epochs: 3\n  epochs: 30\n")
     with pytest.raises(ConfigError, match="not valid YAML at line 2: duplicate key 'epochs'"):
         build_config(f, {})
+
+
+# --- defaults that are shares of --epochs, and pruning implied by a policy ----------------
+
+def test_length_defaults_resolve_to_the_papers_numbers_at_200_epochs():
+    cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic"})
+    assert cfg.train.milestones == [60, 120, 160]
+    assert (cfg.prune.window, cfg.prune.start) == (60, 30)
+
+
+def test_length_defaults_scale_with_epochs_and_explicit_values_win(tmp_path):
+    cfg = build_config(None, {"train.epochs": 10})
+    assert cfg.train.milestones == [3, 6, 8] and (cfg.prune.window, cfg.prune.start) == (3, 2)
+    cfg = build_config(None, {"train.epochs": 30})
+    assert cfg.train.milestones == [9, 18, 24] and (cfg.prune.window, cfg.prune.start) == (9, 5)
+    f = tmp_path / "c.yaml"
+    f.write_text("train: {epochs: 200, milestones: [50]}\nprune: {window: 40}\n")
+    cfg = build_config(f, {"train.epochs": 20})   # the flag's 20 scales only what is unset
+    assert cfg.train.milestones == [50] and (cfg.prune.window, cfg.prune.start) == (40, 3)
+    assert build_config(None, {"train.epochs": 10, "train.milestones": []}).train.milestones == []
+
+
+def test_tiny_runs_drop_milestones_that_coincide():
+    from fineprune_cli.engine.config import paper_milestones
+    assert paper_milestones(4) == [1, 2, 3] and paper_milestones(3) == [1, 2] and paper_milestones(1) == [1]
+
+
+def test_a_pruning_policy_implies_pruning_and_no_prune_wins(tmp_path):
+    assert build_config(None, {"prune.policy": "random"}).policy == "random"
+    assert build_config(None, {"prune.policy": "regular"}).policy == "regular"
+    assert build_config(None, {}).policy == "regular"
+    assert build_config(None, {"prune.enabled": True}).policy == "fine"
+    assert build_config(None, {"prune.policy": "random", "prune.enabled": False}).policy == "regular"
+    f = tmp_path / "c.yaml"
+    f.write_text("prune: {policy: ucb}\n")
+    assert build_config(f, {}).policy == "ucb"
+    assert build_config(f, {"prune.enabled": False}).policy == "regular"
+
+
+def test_yaml_schedule_that_prunes_no_epoch_is_refused(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("model: {name: lenet}\ndata: {dataset: synthetic}\ntrain: {epochs: 20}\n"
+                 "prune: {enabled: true, window: 60, start: 30}\n")
+    with pytest.raises(ConfigError, match="prunes no epoch of 20: window 60 with start 30 first prunes epoch 30"):
+        validate(build_config(f, {}))
+    f.write_text("model: {name: lenet}\ndata: {dataset: synthetic}\ntrain: {epochs: 20}\nprune: {enabled: true}\n")
+    assert validate(build_config(f, {})).prune.window == 6
+
+
+def test_a_resolved_config_round_trips_through_a_run_folder():
+    """config.yaml holds numbers: reading it back changes nothing (resolving twice is a no-op)."""
+    from fineprune_cli.engine.config import config_from_dict
+    cfg = build_config(None, {"train.epochs": 30, "prune.policy": "random"})
+    again = config_from_dict(yaml.safe_load(yaml.safe_dump(cfg.to_dict())))
+    assert again.to_dict() == cfg.to_dict()
+    assert cfg.to_dict()["prune"]["enabled"] is True and cfg.to_dict()["train"]["milestones"] == [9, 18, 24]

@@ -255,3 +255,29 @@ def test_synthetic_data_is_kept_on_disk_and_read_back_identical(tmp_path, monkey
     monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path))
     repaired = synthetic.synthetic_tensors.__wrapped__(300, 100, 10, 8, 3, 5)
     assert all(torch.equal(a, b) for a, b in zip(fresh, repaired))
+
+
+def test_missing_cifar10_names_the_offline_route(tmp_path):
+    with pytest.raises(DataError) as err:
+        load_dataset("cifar10", tmp_path)
+    message = str(err.value)
+    assert "\n" not in message and "--download" in message
+    assert "make cifar10-jpeg, then --dataset folder --data-dir .data/cifar10-jpeg" in message
+
+
+def test_a_failed_cifar_download_is_one_line_with_the_offline_route(tmp_path, monkeypatch):
+    """No internet: torchvision raises URLError (an OSError) from deep inside urllib."""
+    import urllib.error
+
+    import torchvision
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError(OSError(-3, "Temporary failure in name resolution"))
+
+    monkeypatch.setattr(torchvision.datasets, "CIFAR10", offline)
+    with pytest.raises(DataError) as err:
+        load_dataset("cifar10", tmp_path, download=True)
+    message = str(err.value)
+    assert message.startswith(f"cannot download CIFAR-10 into {tmp_path} (no internet?): ")
+    assert "Temporary failure in name resolution" in message and "\n" not in message
+    assert message.endswith("make cifar10-jpeg, then --dataset folder --data-dir .data/cifar10-jpeg")

@@ -304,3 +304,54 @@ def test_new_settings_are_checked(field, bad):
     with pytest.raises(ConfigError, match=field.replace("_", "-")):
         check_section(PruneConfig(**{field: bad}), "prune.")
     check_section(PruneConfig(), "prune.")
+
+
+# --- the default schedule scales with the run; a run that cannot prune is refused ---------
+
+def test_create_policy_scales_the_default_schedule_to_its_epochs():
+    """The issue's case: PruneConfig() with epochs=10 used to keep window 60, start 30 and
+    never prune; now window 3, start 2 prune epochs 2, 4, 6, 8, 10."""
+    policy = create("fine", 1000, PruneConfig(), epochs=10)
+    assert [e for e in range(1, 11) if policy.plan(e).pruned] == [2, 4, 6, 8, 10]
+    cfg = PruneConfig()
+    create("random", 1000, cfg, epochs=10)
+    assert cfg.window is None and cfg.start is None   # the caller's object is not filled in
+
+
+@pytest.mark.parametrize("name, cfg, epochs, words", [
+    ("fine", PruneConfig(window=60, start=30), 10, "fine prunes no epoch of 10: window 60 with start 30"),
+    ("random", PruneConfig(window=60, start=30), 29, "first prunes epoch 30"),
+    ("fine", PruneConfig(window=10, start=9, attenuation=1.0), 50, "never meets an epoch"),
+    ("fine", PruneConfig(anneal=0.1), 10, "--anneal 0.1 stops pruning after epoch 1, before the schedule's first"),
+    ("infobatch", PruneConfig(), 1, "first epoch that can leave samples out is epoch 2"),
+    ("infobatch", PruneConfig(anneal=0.15), 10, "--anneal 0.15 stops pruning after epoch 1"),
+    ("ucb", PruneConfig(anneal=0.05), 10, "stops pruning after epoch 0"),
+])
+def test_a_policy_that_prunes_no_epoch_is_refused(name, cfg, epochs, words):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        create(name, 100, cfg, epochs=epochs)
+
+
+@pytest.mark.parametrize("name, cfg, epochs", [
+    ("random", PruneConfig(window=60, start=30), 30),   # the boundary: epoch 30 prunes
+    ("fine", PruneConfig(anneal=0.2), 10),               # last epoch 2 is the first pruning one
+    ("infobatch", PruneConfig(), 3),                    # default anneal 0.875 x 3: epoch 2 is the last
+    ("infobatch", PruneConfig(anneal=0.2), 10),          # epoch 2 may prune
+    ("ucb", PruneConfig(), 1),                           # prunes from epoch 1
+    ("egreedy", PruneConfig(anneal=0.1), 10),
+    ("random", PruneConfig(window=1, start=0, block=1, count=1, attenuation=1.0), 1),  # a frontier arm
+])
+def test_a_policy_that_prunes_some_epoch_is_accepted(name, cfg, epochs):
+    create(name, 100, cfg, epochs=epochs)
+
+
+def test_default_schedule_without_the_runs_length_is_refused():
+    with pytest.raises(ConfigError, match="create the policy with epochs=n, or set window and start"):
+        create("fine", 100, PruneConfig())
+    create("fine", 100, PruneConfig(window=60, start=30))   # explicit: no length needed
+    create("infobatch", 100, PruneConfig(anneal=1.0))        # no schedule to scale
+
+
+def test_infobatch_on_two_epochs_is_refused_by_its_default_anneal():
+    with pytest.raises(ConfigError, match=re.escape("--anneal 0.875 stops pruning after epoch 1")):
+        create("infobatch", 100, PruneConfig(), epochs=2)

@@ -31,8 +31,9 @@ def test_own_loop_examples_train(index):
     assert after < before
     trained = scope.get("plan") or scope.get("keep")
     assert trained is not None
-    if "pruner" in scope:  # window 60, start 30: 8 epochs never prune
-        assert scope["keep"].numel() == 300
+    if "pruner" in scope:  # the paper's schedule of 8 epochs: window 2, start 1; epoch 8 prunes
+        assert scope["pruner"].schedule.pruning_epochs(8) == [2, 4, 6, 8]
+        assert scope["keep"].numel() == 300 - 90
     else:                  # infobatch prunes below-mean samples up to 0.875 x 8 = epoch 7
         assert scope["plan"].samples == 300 and scope["policy"].plan(5).samples < 300
 
@@ -192,3 +193,143 @@ def test_every_readme_srun_ends_its_step_when_a_task_dies():
     assert len(commands) >= 2
     for command in commands:
         assert "--kill-on-bad-exit=1" in command.split(), f"README: {command}"
+
+
+# --- every shell line of the README: checked by the tool, the cheap ones run ------------------
+
+NEEDS = ("needs", "after make")   # a line that cannot run on a fresh CPU clone says so in its comment
+
+
+def _shell_lines_with_comments() -> list[tuple[list[str], str]]:
+    """(words, comment) of every command line of the README's shell blocks."""
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            command, _, comment = line.partition("#")
+            if command.strip():
+                lines.append((shlex.split(command), comment))
+    return lines
+
+
+def _needs_more_than_a_cpu_clone(words: list[str]) -> bool:
+    """Data, machines or network that a fresh clone on one CPU machine does not have."""
+    text = " ".join(words)
+    return (any(w in ("cifar10", "cifar100", "--download", "--nnodes", "srun", "torchrun") for w in words)
+            or ".data/" in text or (words[0] == "make" and words[1] in ("reproduce", "cifar10-jpeg",
+                                                                        "cifar10-lenet-cpu", "gpu")))
+
+
+def test_every_readme_line_runs_on_a_cpu_clone_or_says_what_it_needs():
+    lines = _shell_lines_with_comments()
+    assert len(lines) >= 20
+    for words, comment in lines:
+        if words[0] in ("fineprune", "make", "torchrun", "srun") and _needs_more_than_a_cpu_clone(words):
+            assert any(n in comment for n in NEEDS), f"README: {shlex.join(words)}: say what it needs"
+
+
+def test_every_readme_make_line_names_a_target_and_its_variables():
+    """`make -n` with the line's words: the target exists and the variables parse (nothing runs)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    lines = [words for words, _ in _shell_lines_with_comments() if words[0] == "make"]
+    assert {w[1] for w in lines} >= {"demo", "test", "reproduce", "cifar10-jpeg"}
+    for words in lines:
+        done = subprocess.run(["make", "-n", "-C", str(README.parent), *words[1:]], capture_output=True, text=True)
+        assert done.returncode == 0, f"README: {shlex.join(words)}: {done.stderr.strip()}"
+
+
+def _dry(monkeypatch):
+    """Replace training by the checks a run makes before it trains: `train` validates its config
+    (and a launch of several processes its layout), `compare` plans and validates every run."""
+    from fineprune_cli.cli import views
+    from fineprune_cli.distributed import launch
+    from fineprune_cli.drivers import compare
+    from fineprune_cli.engine.config import validate
+
+    checked = []
+
+    def check_train(cfg, **kwargs):
+        checked.append(validate(cfg))
+
+    def check_matrix(cfg, c, **kwargs):
+        checked.extend(compare.job_config(cfg, job, c.out) for job in compare.plan(cfg, c))
+        return []
+
+    monkeypatch.setattr(launch, "train", check_train)
+    monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
+    monkeypatch.setattr(compare, "run_matrix", check_matrix)
+    monkeypatch.setattr(views, "show_compare", lambda *args: None)
+    return checked
+
+
+def test_every_readme_train_and_compare_passes_the_tools_checks(monkeypatch):
+    """Each README `train` and `compare` line, as written, passes every check a run makes before
+    it loads data: a flag that cannot take effect, a schedule that prunes no epoch, a bad
+    layout would stop it here."""
+    from conftest import invoke
+
+    checked = _dry(monkeypatch)
+    lines = [w[1:] for w, _ in _shell_lines_with_comments() if w[0] == "fineprune" and w[1] in ("train", "compare")]
+    assert len(lines) >= 8
+    for argv in lines:
+        before = len(checked)
+        result = invoke(argv)
+        assert result.exit_code == 0, f"README: fineprune {shlex.join(argv)}: {result.output.strip()}"
+        assert len(checked) > before or "--nproc-per-node" in argv, f"README: fineprune {shlex.join(argv)}: nothing checked"
+
+
+def test_readme_epochs_30_prune_example_prunes_a_proportionate_schedule(monkeypatch):
+    from fineprune_cli.pruning.schedule import PruneSchedule
+    from conftest import invoke
+
+    checked = _dry(monkeypatch)
+    (argv,) = [w[1:] for w, _ in _shell_lines_with_comments()
+               if w[:2] == ["fineprune", "train"] and "30" in w and "--prune" in w]
+    assert invoke(argv).exit_code == 0
+    cfg = checked[-1]
+    assert cfg.train.milestones == [9, 18, 24] and (cfg.prune.window, cfg.prune.start) == (9, 5)
+    assert len(PruneSchedule.from_config(cfg.prune).pruning_epochs(30)) == 11   # 36.7%; 200 epochs: 36%
+
+
+FMNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+
+
+@pytest.mark.skipif(not FMNIST.exists(), reason="Fashion-MNIST is not installed (make setup installs it)")
+def test_readme_fashion_mnist_train_lines_run_on_tiny_settings(tmp_path):
+    """The cheap lines, actually trained: as written, plus a tiny subset and a folder of ours."""
+    import json
+
+    from conftest import invoke
+
+    lines = [w[1:] for w, c in _shell_lines_with_comments()
+             if w[:2] == ["fineprune", "train"] and "fashion-mnist" in w and "--nproc-per-node" not in w]
+    assert len(lines) >= 3
+    for i, argv in enumerate(lines):
+        tiny = ["--subset", "60", "--test-subset", "50", "--batch-size", "30", "--device", "cpu"]
+        result = invoke([*argv, *tiny, "--out", str(tmp_path / str(i)), "--json"])
+        assert result.exit_code == 0, f"README: fineprune {shlex.join(argv)}: {result.output.strip()}"
+        s = json.loads(result.output)
+        assert s["status"] == "complete" and (s["policy"] == "regular") == ("--prune" not in argv
+                                                                              and "--policy" not in argv)
+        if s["policy"] != "regular":
+            assert s["pruning_epochs"], f"README: fineprune {shlex.join(argv)} pruned no epoch"
+
+
+def test_readme_estimate_and_report_lines_run(tmp_path, monkeypatch):
+    """`estimate` (no training) and `report` over the committed demo runs run as written, the
+    report into tmp_path instead of its ignored folder; a <run> placeholder takes a demo run."""
+    from conftest import invoke
+
+    monkeypatch.chdir(README.parent)
+    run = "results/demo/runs/lenet-fashion-mnist/fine-seed0"
+    lines = [w[1:] for w, _ in _shell_lines_with_comments() if w[0] == "fineprune" and w[1] in ("estimate", "report")]
+    assert sum(a[0] == "estimate" for a in lines) >= 3 and any(a[0] == "report" for a in lines)
+    for argv in lines:
+        argv = [a.replace("results/runs/<run>", run) for a in argv]
+        if argv[0] == "report":
+            argv = argv[:argv.index("--out")] + ["--out", str(tmp_path / "report"), "--no-plots"]
+        result = invoke(argv)
+        assert result.exit_code == 0, f"README: fineprune {shlex.join(argv)}: {result.output.strip()}"

@@ -92,3 +92,41 @@ def test_the_last_annealing_epoch_is_floor_delta_n_also_where_delta_n_is_not_exa
     assert last_pruning_epoch(0.875, 10) == 8
     assert last_pruning_epoch(0.35, 10) == 3
     assert last_pruning_epoch(1.0, 10) is None and last_pruning_epoch(None, 10) is None
+
+
+# --- the paper's defaults as shares of the run's length ------------------------------------
+
+from fineprune_cli.pruning.schedule import paper_start, paper_window  # noqa: E402
+
+
+@pytest.mark.parametrize("epochs, window, start", [
+    (200, 60, 30),   # the paper's values exactly
+    (30, 9, 5),      # 4.5 rounds half up to 5 (Python's round() would give 4)
+    (10, 3, 2),      # 1.5 -> 2
+    (23, 7, 3),      # 6.9 -> 7, 3.45 -> 3
+    (4, 1, 0),       # 15% of 4 rounds to 1, kept below the one-epoch window
+    (1, 1, 0),
+])
+def test_the_paper_schedule_is_a_share_of_the_run(epochs, window, start):
+    w = paper_window(epochs)
+    assert (w, paper_start(epochs, w)) == (window, start)
+    assert PruneSchedule.paper(epochs) == PruneSchedule(window, start)
+
+
+def test_a_scaled_schedule_prunes_a_proportionate_share():
+    """10 epochs, window 3 start 2: windows 0..3 start at a = 2, 1, 0, 0 and block 2 keeps the
+    even epochs, so 2, 4, 6, 8, 10 prune (hand-computed)."""
+    assert PruneSchedule.paper(10).pruning_epochs(10) == [2, 4, 6, 8, 10]
+    assert PruneSchedule.paper(30).pruning_epochs(30) == [6, 8, 12, 14, 16, 20, 22, 24, 26, 28, 30]
+
+
+@pytest.mark.parametrize("schedule, first", [
+    (PruneSchedule(60, 30), 30),
+    (PruneSchedule(60, 31), 32),                   # odd position: the next even epoch
+    (PruneSchedule(10, 9, attenuation=1.0), None),  # position 9: epochs 9, 19, 29 ... all odd
+    (PruneSchedule(10, 9), 14),                      # window 1 starts at a_1 = 4: epoch 14
+    (PruneSchedule(3, 2, block=1), 2),
+])
+def test_first_pruning_epoch(schedule, first):
+    assert schedule.first_pruning_epoch() == first
+    assert schedule.pruning_epochs(first or 1000) == ([first] if first else [])

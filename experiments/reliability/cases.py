@@ -219,8 +219,8 @@ CASES: list[Case] = [
     train("fraction-one", "--prune", "--prune-fraction", "1"),
     train("fraction-nan", "--prune", "--prune-fraction", "nan"),
     train("fraction-negative", "--prune", "--prune-fraction", "-0.1"),
-    train("fraction-leaves-nothing", "--prune", "--subset", "10", "--prune-fraction", "0.96",
-          words=["leaves none of the 10"]),
+    train("fraction-leaves-nothing", "--prune", "--subset", "10", "--prune-fraction", "0.96", "--epochs", "2",
+          words=["leaves none of the 10"]),  # 2 epochs: 1 epoch of fine prunes none, refused before the data
     train("fraction-leaves-nothing-ucb", "--prune", "--policy", "ucb", "--subset", "10", "--prune-fraction",
           "0.96"),
     train("tolerance-negative", "--prune", "--tolerance", "-1"),

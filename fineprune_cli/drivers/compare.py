@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
-from ..engine.config import Config, config_from_dict, load_yaml, split_experiment, validate
+from ..engine.config import Config, config_from_dict, load_yaml, resolve, split_experiment, validate
 from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
@@ -176,7 +176,7 @@ def _refuse_duplicates(jobs: list[Job], out: str) -> None:
 
 
 def job_config(cfg: Config, job: Job, out: str) -> Config:
-    job_cfg = copy.deepcopy(cfg)
+    job_cfg = resolve(copy.deepcopy(cfg))  # the full run's numbers, before a shorter arm scales them
     job_cfg.model.name = job.model
     job_cfg.data.dataset = job.dataset
     job_cfg.run.seed = job.seed

@@ -1,7 +1,9 @@
 """One config tree for every command: defaults < YAML file < CLI flags.
 
 Each field is declared once (`settings.option`: default, help, flag, check). The defaults are
-the paper's CIFAR-10 recipe (Section 5) and the schedule chosen in README.md.
+the paper's CIFAR-10 recipe (Section 5) and the schedule chosen in README.md; the ones that
+depend on the run's length (milestones, the pruning window and start) are the paper's shares of
+--epochs, filled in by `resolve` once every layer is read, so a run's config.yaml holds numbers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import yaml
 
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
+from ..pruning.registry import get as get_policy
+from ..pruning.schedule import percent_of
 from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
@@ -27,6 +31,13 @@ LOADERS = ("auto", "device", "stream")
 DEFAULT_WORKERS = min(4, len(os.sched_getaffinity(0)))  # the cores this process may use
 COMPILE_MODES = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DATASETS = ("fashion-mnist", "cifar10", "cifar100", "folder", "synthetic")
+MILESTONE_PERCENTS = (30, 60, 80)  # the paper's 60, 120, 160 of 200 epochs
+
+
+def paper_milestones(epochs: int) -> list[int]:
+    """30, 60 and 80% of the run rounded half up; under 4 epochs some coincide or round to 0,
+    and those are dropped (3 epochs: 1, 2)."""
+    return sorted({m for m in (percent_of(epochs, p) for p in MILESTONE_PERCENTS) if m >= 1})
 
 
 def _model_name(name: str) -> str | None:
@@ -83,8 +94,10 @@ class TrainConfig:
     lr: float = option(0.1, check=positive, help="Initial learning rate. (default 0.1)")
     momentum: float = option(0.9, flag="", check=in_range(0, 1), help="SGD momentum.")
     weight_decay: float = option(5e-4, flag="", check=at_least(0), help="SGD weight decay.")
-    milestones: list[int] = option(factory=lambda: [60, 120, 160], check=_increasing,
-                                   help="Epochs after which lr is multiplied by gamma (0.2), e.g. 60,120,160.")
+    milestones: list[int] | None = option(None, check=optional(_increasing),
+                                          help="Epochs after which lr is multiplied by gamma (0.2), e.g. 60,120,160; "
+                                               "'' for none. (default 30,60,80% of --epochs, rounded half up: "
+                                               "60,120,160 of 200)")
     gamma: float = option(0.2, flag="", check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]",
                           help="lr factor at each milestone.")
     lr_schedule: str = option("epochs", choices=("epochs", "progress"),
@@ -195,11 +208,35 @@ def build_config(config_file: str | Path | None, overrides: dict[str, Any],
     """Defaults (or `base`), then the YAML file (its `compare` section ignored), then flags
     ('section.key' -> value; None = not given)."""
     cfg = base if base is not None else Config()
+    origins = dict(getattr(cfg, "origins", {}))
     if config_file is not None:
         data, _ = split_experiment(load_yaml(config_file))
         apply_mapping(cfg, data, str(config_file))
         check_outputs_stay_inside(data, str(config_file))
-    apply_mapping(cfg, nest(overrides), "command line")
+        origins.update({f"{sec}.{key}": str(config_file) for sec, values in data.items()
+                        if isinstance(values, dict) for key in values})
+    flags = nest(overrides)
+    apply_mapping(cfg, flags, "command line")
+    origins.update({f"{sec}.{key}": "command line" for sec, values in flags.items() for key in values})
+    cfg.origins = origins  # not a setting: where each came from, for error lines (`given_as`)
+    return resolve(cfg)
+
+
+def given_as(cfg: Config, dotted: str, flag: str) -> str:
+    """How an error names a setting: 'FILE: section.key' when the YAML file set it and no flag
+    overrode it (the user typed no flag), else the flag."""
+    origin = getattr(cfg, "origins", {}).get(dotted, "command line")
+    return flag if origin == "command line" else f"{origin}: {dotted}"
+
+
+def resolve(cfg: Config) -> Config:
+    """Fill the defaults that are shares of the run's length (and whether it prunes) into
+    `cfg`, in place; explicit values stay, so resolving twice changes nothing."""
+    epochs = cfg.train.epochs
+    length_known = isinstance(epochs, int) and 1 <= epochs <= MAX_EPOCHS
+    if cfg.train.milestones is None and length_known:
+        cfg.train.milestones = paper_milestones(epochs)
+    cfg.prune.resolve(epochs if length_known else None)
     return cfg
 
 
@@ -230,7 +267,7 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
     cfg = Config()
     run_part, _ = split_experiment(data) if isinstance(data, dict) else (data, {})
     apply_mapping(cfg, run_part, source)
-    return cfg
+    return resolve(cfg)
 
 
 def validate(cfg: Config) -> Config:
@@ -239,8 +276,12 @@ def validate(cfg: Config) -> Config:
         raise ConfigError("no model given: pass --model or set model.name in --config")
     if not cfg.data.dataset:
         raise ConfigError("no dataset given: pass --dataset or set data.dataset in --config")
+    resolve(cfg)  # a Config made in code; a bad --epochs leaves the shares unset, refused below
     for name in SECTIONS:
         check_section(getattr(cfg, name), f"{name}.")
+    if cfg.policy != "regular":
+        from ..pruning.policy import refuse_idle
+        refuse_idle(get_policy(cfg.policy), cfg.prune, cfg.train.epochs)
     return cfg
 
 

@@ -185,14 +185,14 @@ def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
     root = data_dir or Path("data")
     sub = root / ("cifar-100-python" if hundred else "cifar-10-batches-py")
     train_files = ["train"] if hundred else [f"data_batch_{i}" for i in range(1, 6)]
+    offline = ("; offline, CIFAR-10 (JPEG q75): make cifar10-jpeg, then --dataset folder --data-dir "
+               ".data/cifar10-jpeg") if not hundred else ""
     if not sub.is_dir() and download:
-        import torchvision
-
-        cls = torchvision.datasets.CIFAR100 if hundred else torchvision.datasets.CIFAR10
-        cls(root=str(root), download=True)
+        _fetch_cifar(root, hundred, offline)
     if not sub.is_dir():
         raise DataError(f"{sub} not found: pass --download (needs internet) or put torchvision's "
-                        f"cifar-{'100' if hundred else '10'}-python files there (--data-dir sets the parent)")
+                        f"cifar-{'100' if hundred else '10'}-python files there (--data-dir sets the parent)"
+                        f"{offline}")
     label_key = "fine_labels" if hundred else "labels"
     parts = [_cifar_arrays(sub / f, label_key) for f in train_files]
     test_x, test_y = _cifar_arrays(sub / "test" if hundred else sub / "test_batch", label_key)
@@ -206,6 +206,19 @@ def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
             classes = [c.decode() if isinstance(c, bytes) else str(c) for c in names]
     return Dataset("cifar100" if hundred else "cifar10", torch.cat([p[0] for p in parts]),
                    torch.cat([p[1] for p in parts]), test_x, test_y, n, classes)
+
+
+def _fetch_cifar(root: Path, hundred: bool, offline: str) -> None:
+    """torchvision's download; no network (or a broken archive) is one line, not a traceback."""
+    import torchvision
+
+    cls = torchvision.datasets.CIFAR100 if hundred else torchvision.datasets.CIFAR10
+    try:
+        cls(root=str(root), download=True)
+    except (OSError, RuntimeError) as exc:  # URLError is an OSError; a bad checksum a RuntimeError
+        reason = getattr(exc, "reason", None) or exc
+        raise DataError(f"cannot download CIFAR-{'100' if hundred else '10'} into {root} "
+                        f"(no internet?): {' '.join(str(reason).split())}{offline}") from None
 
 
 def _cifar10(data_dir: Path | None, download: bool) -> Dataset:

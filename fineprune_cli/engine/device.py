@@ -14,12 +14,14 @@ import torch
 from ..errors import ConfigError
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str, given_as: str = "--device") -> torch.device:
+    """`given_as`: how the error names the setting (a config file's run.device, or the flag)."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {name} asked for, but CUDA is not available here; use --device cpu")
+        fix = "use --device cpu" if given_as == "--device" else "pass --device cpu (flags override the file)"
+        raise ConfigError(f"{given_as} {name} asked for, but CUDA is not available here; {fix}")
     return device
 
 

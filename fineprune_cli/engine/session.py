@@ -20,7 +20,7 @@ from .. import console, models
 from ..errors import ConfigError
 from ..pruning.policy import Policy, create as create_policy
 from . import checkpoint, world as worlds
-from .config import Config, config_from_dict, validate
+from .config import Config, config_from_dict, given_as, validate
 from .device import Stopwatch, describe_device, load_average, machine_signature, resolve_device, synchronize
 from .fingerprint import data_changes, fingerprint
 from .record import (CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir,
@@ -97,7 +97,7 @@ def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
 
 
 def build(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
-    device = resolve_device(worlds.device_for(world, cfg.run.device))
+    device = resolve_device(worlds.device_for(world, cfg.run.device), given_as(cfg, "run.device", "--device"))
     worlds.place(device)
     worlds.init(world, device, cfg.run.dist_timeout)
     data, channels, classes = load_data(cfg.data, cfg.run.seed, device,

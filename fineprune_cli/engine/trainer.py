@@ -18,7 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import ConfigError
 from ..pruning.policy import EpochPlan
-from .config import TrainConfig
+from .config import TrainConfig, paper_milestones
 from .data import Dataset
 from .world import SINGLE, World, all_sum, shard_range, step_slices
 
@@ -30,7 +30,9 @@ def scheduled_lr(cfg: TrainConfig, epoch: int) -> float:
     """The milestone schedule: lr x gamma after each milestone epoch (multiplied in turn, as
     torch's MultiStepLR does, so the values match runs made with it to the last bit)."""
     lr = cfg.lr
-    for milestone in cfg.milestones:
+    # unset (a TrainConfig made in code, never resolved): the paper's shares of its epochs
+    milestones = cfg.milestones if cfg.milestones is not None else paper_milestones(cfg.epochs)
+    for milestone in milestones:
         if epoch > milestone:
             lr *= cfg.gamma
     return lr

@@ -1,12 +1,22 @@
-"""The pruning settings: the `prune` section of a config, declared once."""
+"""The pruning settings: the `prune` section of a config, declared once.
+
+Three fields are left unset (None) until the run's length is known, then `resolve(epochs)`
+fills them: `enabled` (on when a pruning policy is named; `--no-prune` wins over a policy),
+`policy` (fine), `window` and `start` (the paper's 30% and 15% of the epochs, schedule.py).
+A run's config.yaml holds the resolved values, so runs made before these defaults existed
+(window: 60, start: 30 written out) stay comparable."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..settings import at_least, in_range, optional, option
 from .registry import ALIASES, list_policies
+from .schedule import paper_start, paper_window
+
+DEFAULT_POLICY = "fine"
 
 
 def _known_policy(name: str) -> str | None:
@@ -20,14 +30,19 @@ def _in_unit_interval(value: float) -> str | None:
 
 @dataclass
 class PruneConfig:
-    enabled: bool = option(False, flag="--prune/--no-prune",
-                           help="Turn data pruning on (policy --policy); off trains every sample.")
-    policy: str = option("fine", check=_known_policy,
-                         help="Pruning policy (see `fineprune policies`). (default fine)")
-    window: int = option(60, check=at_least(1),
-                         help="DroppingCount window w in epochs. (default 60)")
-    start: int = option(30, check=at_least(0),
-                        help="Starting point a_0: first pruning position in a window. (default 30)")
+    enabled: bool | None = option(None, flag="--prune/--no-prune",
+                                  help="Turn data pruning on (policy --policy, default fine); --no-prune trains "
+                                       "every sample whatever --policy says. (default: on when --policy names "
+                                       "a pruning policy, else off)")
+    policy: str | None = option(None, check=optional(_known_policy),
+                                help="Pruning policy (see `fineprune policies`); any but regular turns "
+                                     "pruning on. (default fine with --prune)")
+    window: int | None = option(None, check=optional(at_least(1)),
+                                help="DroppingCount window w in epochs. (default 30% of --epochs, rounded "
+                                     "half up: 60 of 200)")
+    start: int | None = option(None, check=optional(at_least(0)),
+                               help="Starting point a_0: first pruning position in a window. (default 15% "
+                                    "of --epochs, rounded half up, below the window: 30 of 200)")
     attenuation: float = option(2.0, check=at_least(1),
                                 help="a_k = int(a_{k-1}/attenuation) per new window. (default 2)")
     block: int = option(2, check=at_least(1), help="PruningBlock: epochs per block. (default 2)")
@@ -64,12 +79,40 @@ class PruneConfig:
                                     "running mean and variance (1 = the latest only). (default 0.3)")
 
     def check(self) -> None:
-        if self.start >= self.window:
+        if self.window is not None and self.start is not None and self.start >= self.window:
             raise ConfigError(f"--start must be in [0, window={self.window}), got {self.start}")
         if self.count > self.block:
             raise ConfigError(f"--count must be in [1, block={self.block}], got {self.count}")
+        if self.enabled and self.policy is not None and ALIASES.get(self.policy, self.policy) == "regular":
+            raise ConfigError(f"--prune asks for pruning but --policy {self.policy} trains every sample; "
+                              "drop one of them")
+
+    @property
+    def pruning(self) -> bool:
+        """On when asked (--prune) or implied by a pruning policy; an explicit off wins."""
+        if self.enabled is not None:
+            return self.enabled
+        return self.policy is not None and ALIASES.get(self.policy, self.policy) != "regular"
 
     @property
     def active_policy(self) -> str:
-        """The policy a run uses: 'regular' unless pruning is enabled."""
-        return ALIASES.get(self.policy, self.policy) if self.enabled else "regular"
+        """The policy a run uses: 'regular' unless pruning is on."""
+        policy = self.policy or DEFAULT_POLICY
+        return ALIASES.get(policy, policy) if self.pruning else "regular"
+
+    def resolve(self, epochs: int | None) -> "PruneConfig":
+        """Fill the unset fields (in place; returns self): `enabled`, `policy`, and, when the
+        run's length is known, `window` and `start` as the paper's shares of `epochs`.
+        Explicit values stay as they are, so resolving twice changes nothing."""
+        self.enabled = self.pruning
+        self.policy = self.policy or DEFAULT_POLICY
+        if epochs is not None and isinstance(epochs, int) and epochs >= 1:
+            if self.window is None:
+                self.window = paper_window(epochs)
+            if self.start is None:
+                self.start = paper_start(epochs, self.window)
+        return self
+
+    def resolved(self, epochs: int | None) -> "PruneConfig":
+        """A resolved copy (the caller's object untouched)."""
+        return dataclasses.replace(self).resolve(epochs)

@@ -71,16 +71,27 @@ class Policy:
     observes_predictions: ClassVar[bool] = False  # True: observe() also gets correct and confidence
     scales_lr: ClassVar[bool] = False     # --lr-scale-pruned when the run does not say (kakurenbo: on)
 
+    @classmethod
+    def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
+        """Why no epoch of a run of `epochs` can leave a sample out under `cfg` (resolved), or
+        None when some epoch may. A policy that chooses from the losses answers only for what
+        is certain before the run."""
+        return None
+
+    @classmethod
+    def anneal_of(cls, cfg: PruneConfig) -> float | None:
+        return cfg.anneal if cfg.anneal is not None else cls.default_anneal
+
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):
         """`epochs`: the run's length n, for policies that change with the epoch's share of
-        the run (annealing); None when the caller does not know it."""
+        the run (annealing, the default schedule); None when the caller does not know it."""
         self.num_samples, self.cfg, self.device = num_samples, cfg, torch.device(device)
         self.epochs = epochs
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.all = torch.arange(num_samples, device=self.device)
-        self.anneal = cfg.anneal if cfg.anneal is not None else self.default_anneal
+        self.anneal = self.anneal_of(cfg)
         self.last_pruning_epoch = last_pruning_epoch(self.anneal, epochs)
 
     # --- the protocol ---
@@ -164,7 +175,17 @@ def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: in
         raise TypeError(f"cfg must be a PruneConfig, got {_shown(cfg)}")
     cfg = cfg if cfg is not None else PruneConfig()
     check_section(cfg, "prune.")
+    cfg = cfg.resolved(epochs)  # a copy: the caller's unset window and start stay unset
+    if epochs is not None:
+        refuse_idle(kind, cfg, epochs)
     return kind(num_samples, cfg, seed, as_device(device), epochs)
+
+
+def refuse_idle(kind: type[Policy], cfg: PruneConfig, epochs: int) -> None:
+    """A pruning run whose settings prune no epoch stops here, saying why and what to set."""
+    reason = kind.idle_reason(cfg, epochs)
+    if reason:
+        raise ConfigError(f"--policy {kind.name} prunes no epoch of {epochs}: {reason}")
 
 
 def require_int(value: object, name: str, low: int, high: int | None = None, optional: bool = False) -> None:

@@ -39,7 +39,7 @@ class Pruner:
                 raise TypeError(f"{name} must be a number, got {type(value).__name__}")
         if reduce is not None and not callable(reduce):
             raise TypeError(f"reduce must be a function (a sum over ranks) or None, got {type(reduce).__name__}")
-        cfg = PruneConfig(enabled=True, policy=policy, window=schedule.window, start=schedule.start,
+        cfg = PruneConfig(policy=policy, window=schedule.window, start=schedule.start,
                           attenuation=schedule.attenuation, block=schedule.block, count=schedule.count,
                           prune_fraction=prune_fraction, tolerance=tolerance)
         check_section(cfg, "prune.")  # ValueError (ConfigError) on a bad value

@@ -6,6 +6,10 @@ Starting point a_0 = start and a_k = int(a_{k-1} / attenuation), once per new wi
 Epoch e prunes iff p >= a_k and e mod block < count.
 
 `--anneal δ` (any policy) stops pruning after epoch floor(δ·n): `last_pruning_epoch`.
+
+Unset, the window and the starting point are the paper's shares of the run's length n
+(`paper_window`, `paper_start`): w = 30% and a_0 = 15% of n, rounded half up, so 200 epochs
+give the paper's 60 and 30 and shorter runs a proportionate schedule.
 """
 
 from __future__ import annotations
@@ -14,6 +18,24 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+
+
+WINDOW_PERCENT, START_PERCENT = 30, 15   # the paper's w = 60, a_0 = 30 of n = 200 epochs
+
+
+def percent_of(epochs: int, percent: int) -> int:
+    """percent% of epochs rounded half up, in integers (no float ties: 15% of 30 is 5)."""
+    return (epochs * percent + 50) // 100
+
+
+def paper_window(epochs: int) -> int:
+    """w = 30% of the run, at least one epoch."""
+    return max(1, percent_of(epochs, WINDOW_PERCENT))
+
+
+def paper_start(epochs: int, window: int) -> int:
+    """a_0 = 15% of the run, kept inside the window (a_0 < w; only runs under 7 epochs need it)."""
+    return min(percent_of(epochs, START_PERCENT), window - 1)
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,12 @@ class PruneSchedule:
         return cached
 
     @classmethod
+    def paper(cls, epochs: int) -> "PruneSchedule":
+        """The paper's schedule scaled to a run of `epochs`: window 30%, start 15% of it."""
+        window = paper_window(epochs)
+        return cls(window, paper_start(epochs, window))
+
+    @classmethod
     def from_config(cls, cfg) -> "PruneSchedule":
         """The schedule of a `PruneConfig`'s fields (raises ConfigError when invalid)."""
         return cls(cfg.window, cfg.start, cfg.attenuation, cfg.block, cfg.count)
@@ -76,6 +104,13 @@ class PruneSchedule:
 
     def pruning_epochs(self, epochs: int) -> list[int]:
         return [e for e in range(1, epochs + 1) if self.prunes(e)]
+
+    def first_pruning_epoch(self) -> int | None:
+        """The first epoch that prunes in a run of any length, None if none ever does (window
+        10, start 9, block 2, attenuation 1: position 9 always falls on an odd epoch). a_k stops
+        falling after len(points) windows; from there the pattern repeats every lcm(w, block)."""
+        horizon = self.window * len(self._points()) + math.lcm(self.window, self.block)
+        return next((e for e in range(1, horizon + 1) if self.prunes(e)), None)
 
     def window_ends(self, epoch: int, epochs: int) -> bool:
         """Last epoch of a window (its counts are final) or of the run."""

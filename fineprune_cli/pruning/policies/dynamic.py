@@ -20,6 +20,7 @@ import torch
 
 from ..config import PruneConfig
 from ..policy import EpochPlan, Policy
+from ..schedule import last_pruning_epoch
 from ..tracker import FLUSH_EVERY
 
 
@@ -31,6 +32,19 @@ class LossScored(Policy):
     observes = True
     budget_before_run = False
     state_keys: ClassVar[tuple[str, ...]] = ("seen",)
+    first_choice: ClassVar[int] = 1   # the first epoch whose plan can leave samples out
+
+    @classmethod
+    def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
+        anneal = cls.anneal_of(cfg)
+        last = last_pruning_epoch(anneal, epochs)
+        last = epochs if last is None else min(epochs, last)
+        if last >= cls.first_choice:
+            return None
+        if epochs < cls.first_choice:
+            return f"its first epoch that can leave samples out is epoch {cls.first_choice}; train longer"
+        return (f"--anneal {anneal:g} stops pruning after epoch {last}, before epoch {cls.first_choice}, "
+                "the first that can leave samples out; raise --anneal")
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):

@@ -55,6 +55,7 @@ class InfoBatch(LossScored):
     default_anneal = 0.875
     description = "Qin et al. 2024: a random r of the below-mean-loss samples sit out, the rest x 1/(1-r)"
     state_keys = ("seen", "loss")
+    first_choice = 2  # epoch 1 has no losses yet, so nothing below their mean
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 
 from ..config import PruneConfig
+from ...errors import ConfigError
 from ..policy import EpochPlan, Policy, pruned_count
-from ..schedule import PruneSchedule
+from ..schedule import PruneSchedule, last_pruning_epoch
 
 
 class Scheduled(Policy):
@@ -14,9 +15,28 @@ class Scheduled(Policy):
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):
+        if cfg.window is None or cfg.start is None:
+            raise ConfigError(f"{self.name}: the default window and start are shares of the run's length; "
+                              "create the policy with epochs=n, or set window and start")
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.schedule = PruneSchedule.from_config(cfg)
         self.num_pruned = pruned_count(cfg, num_samples)
+
+    @classmethod
+    def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
+        schedule = PruneSchedule.from_config(cfg)
+        first, anneal = schedule.first_pruning_epoch(), cls.anneal_of(cfg)
+        last = last_pruning_epoch(anneal, epochs)
+        if first is not None and first <= (epochs if last is None else min(epochs, last)):
+            return None
+        if first is None:
+            return (f"window {schedule.window} with start {schedule.start} never meets an epoch that block "
+                    f"{schedule.block} with count {schedule.count} prunes; change --start or --block")
+        if first <= epochs:
+            return (f"--anneal {anneal:g} stops pruning after epoch {last}, before the schedule's first "
+                    f"pruning epoch {first}; raise --anneal or lower --start")
+        return (f"window {schedule.window} with start {schedule.start} first prunes epoch {first}; "
+                f"lower --start or --window, or leave both unset (15% and 30% of --epochs)")
 
     def prunes(self, epoch: int) -> bool:
         return self.num_pruned > 0 and not self.annealed(epoch) and self.schedule.prunes(epoch)

@@ -1,0 +1,61 @@
+"""The Makefile's experiment targets pass ARGS and DEVICE through and keep the committed results
+(checked with `make -n`: the commands are printed, nothing runs)."""
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def _clean_env(**extra: str) -> dict:
+    """The environment without the variables under test, nor an outer make's (`make test
+    DEVICE=cpu` hands DEVICE down through MAKEFLAGS)."""
+    import os
+    drop = ("DEVICE", "ARGS", "REFRESH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
+def _commands(target: str, *assignments: str, env: dict | None = None) -> list[list[str]]:
+    """The fineprune commands `make -n target` would run, split into words."""
+    out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), target, *assignments], capture_output=True,
+                         text=True, check=True, env=_clean_env() if env is None else env).stdout
+    return [shlex.split(line)[1:] for line in out.splitlines()
+            if line.split(" ", 1)[0].endswith("bin/fineprune")]
+
+
+def test_reproduce_passes_args_and_device_through():
+    (compare, report) = _commands("reproduce", "DEVICE=cpu", "ARGS=--seeds 0 --epochs 3")
+    assert compare == ["compare", "--config", "experiments/paper.yaml", "--device", "cpu", "--seeds", "0",
+                       "--epochs", "3"]
+    assert report[:2] == ["report", "results/paper/runs"]
+
+
+def test_device_from_the_environment_passes_too_and_nothing_when_unset():
+    (compare, _) = _commands("reproduce")
+    assert compare == ["compare", "--config", "experiments/paper.yaml"]   # the file's run.device decides
+    (compare, _) = _commands("reproduce", env=_clean_env(DEVICE="cpu"))
+    assert compare[-2:] == ["--device", "cpu"]
+
+
+def test_demo_writes_to_an_ignored_folder_unless_refresh():
+    (compare, report) = _commands("demo")
+    assert compare[compare.index("--out") + 1] == "results/runs/demo/runs"
+    assert report == ["report", "results/runs/demo/runs", "--out", "results/runs/demo"]
+    ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "results/runs/demo/index.md"])
+    assert ignored.returncode == 0, "results/runs/demo is not ignored by git"
+    (compare, report) = _commands("demo", "REFRESH=1", "ARGS=--seeds 0,1")
+    assert compare[compare.index("--out") + 1] == "results/demo/runs" and compare[-4:-2] == ["--seeds", "0,1"]
+    assert report == ["report", "results/demo/runs", "--out", "results/demo"]
+
+
+def test_demo_prints_its_table_once():
+    """compare's own table goes to /dev/null; the report's is the one shown."""
+    out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), "demo"], capture_output=True, text=True,
+                         check=True, env=_clean_env()).stdout
+    (line,) = [x for x in out.splitlines() if " compare " in x]
+    assert line.rstrip().endswith("> /dev/null")
