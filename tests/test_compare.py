@@ -288,8 +288,10 @@ def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
 COMMITTED = [  # (experiment file, compare flags, the folder its runs are in), as their commands say
     ("experiments/demo.yaml", {}, "results/demo/runs"),
     ("experiments/demo.yaml", {"compare.seeds": [0, 1, 2, 3, 4],
-                               "compare.policies": ["regular", "fine", "random", "infobatch", "ucb", "egreedy"],
+                               "compare.policies": ["regular", "fine", "random", "infobatch", "ucb", "egreedy",
+                                                    "kakurenbo"],
                                "compare.frontier": [0.1, 0.2, 0.3, 0.4, 0.5],
+                               "compare.shorter": [0.1, 0.2, 0.3, 0.4, 0.5],
                                "compare.out": "results/policies/fashion-mnist/runs"},
      "results/policies/fashion-mnist/runs"),
 ]
