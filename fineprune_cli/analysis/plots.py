@@ -189,6 +189,10 @@ def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tupl
 
 
 def tradeoff(runs: list[Run], path: Path) -> Path:
+    return _save(tradeoff_figure(runs), path)
+
+
+def tradeoff_figure(runs: list[Run]):
     """Accuracy change against the share of sample-epochs skipped (the budget), one point per
     policy and model, with the two frontiers as lines: random pruning in every epoch at several
     budgets, and regular training for fewer epochs; each policy is judged against both at its
@@ -230,4 +234,4 @@ def tradeoff(runs: list[Run], path: Path) -> Path:
     if ax.get_legend_handles_labels()[0]:  # a report of damaged records may have nothing to show
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig
