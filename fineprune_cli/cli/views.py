@@ -161,8 +161,16 @@ def show_scale(done: tuple[list[dict], Path] | None, node_rank: int, as_json: bo
     if as_json:
         console.print_json(rows)
         return
-    show_rows(rows, "Scaling (one thread per process; speedup against 1 sync process)")
-    console.result(f"tables: {path} and {path.with_suffix('.csv')} (columns explained in {path.name})")
+    show_rows([{short: r[name] for name, short in SCALE_COLUMNS.items()} for r in rows],
+              "Scaling (one thread per process; speedup against 1 sync process)")
+    console.result(f"all columns: {path} and {path.with_suffix('.csv')} (explained in {path.name})")
+
+
+# the scale table's columns a terminal shows, with headers short enough to fit 100 columns whole
+SCALE_COLUMNS = {"mode": "mode", "workers": "workers", "servers": "servers", "nodes": "nodes",
+                 "processes": "procs", "images_per_s": "images/s", "speedup": "speedup",
+                 "efficiency": "efficiency", "final_accuracy": "final %", "seconds_to_accuracy": "s to acc",
+                 "train_seconds": "train s"}
 
 
 def show_policies(as_json: bool) -> None:
@@ -181,9 +189,9 @@ def show_policies(as_json: bool) -> None:
 
 
 def show_rows(rows: list[dict], title: str) -> None:
-    table = Table(title=title)
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
     for name in rows[0]:
-        table.add_column(name.replace("_", " "), justify="right")
+        table.add_column(name.replace("_", " "), justify="right", no_wrap=True)
     for r in rows:
         table.add_row(*[str(v) for v in r.values()])
     console.result(table)
