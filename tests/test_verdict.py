@@ -181,7 +181,7 @@ def shorter_case(root, lines_at=((80.0, 76.0), (78.0, 70.0), (82.0, 78.0)), fine
 def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed(tmp_path):
     shorter_case(tmp_path)
     lines = lines_for(tmp_path)
-    i = next(i for i, l in enumerate(lines) if l.startswith("  - fine-pruning (15.0 ± 0.0% of sample-epochs"))
+    i = next(i for i, line in enumerate(lines) if line.startswith("  - fine-pruning (15.0 ± 0.0% of sample-epochs"))
     assert lines[i + 1] == ("    Against training fewer epochs at the same budget: 1.00 [+1.00, +1.00] pt, better "
                             "than training fewer epochs (paired std 0.00 pt).")
 
@@ -189,7 +189,7 @@ def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed
 def test_the_shorter_arms_are_judged_against_regular_only(tmp_path):
     shorter_case(tmp_path)
     lines = lines_for(tmp_path)
-    i = next(i for i, l in enumerate(lines) if l.startswith("  - 30% fewer epochs (30.0 ± 0.0% of sample-epochs"))
+    i = next(i for i, line in enumerate(lines) if line.startswith("  - 30% fewer epochs (30.0 ± 0.0% of sample-epochs"))
     assert "-5.83 [" in lines[i] and "than regular" in lines[i]   # 76-80.5, 70-78.5, 78-82.5
     assert not lines[i + 1].startswith("    Against")
     assert lines[-1] == ("  - Not measured here, so not claimed: how the policies compare with random pruning in "
@@ -204,7 +204,7 @@ def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
         s = json.loads(path.read_text())
         path.write_text(json.dumps({**s, "samples_skipped": 50}))
     lines = lines_for(tmp_path)
-    i = next(i for i, l in enumerate(lines) if l.startswith("  - UCB (5.0 ± 0.0%"))
+    i = next(i for i, line in enumerate(lines) if line.startswith("  - UCB (5.0 ± 0.0%"))
     assert not lines[i + 1].startswith("    Against")
 
 

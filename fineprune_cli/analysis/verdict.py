@@ -1,10 +1,10 @@
 """The report's verdict: sentences whose every claim an interval supports.
 
-Per (model, dataset; and regular variant, where several): which arms are equivalent to regular within the margin and which of
-those saves the most time (between runs of one machine, else by the machine-independent
-cost); then each arm against regular, against random pruning and against training fewer
-epochs at its own budget (the two frontiers, where the runs hold them), with the
-word its 95% paired interval earns (`analysis.stats.word`) and the noise floor beside it.
+Per (model, dataset; and regular variant, where several): which arms are equivalent to
+regular within the margin and which of those saves the most time (between runs of one
+machine, else by the machine-independent cost); then each arm against regular, against
+random pruning and against training fewer epochs at its own budget (the two frontiers, where
+the runs hold them), with the word its 95% paired interval earns (`analysis.stats.word`) and the noise floor beside it.
 """
 
 from __future__ import annotations
