@@ -71,6 +71,11 @@ def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
+def row_name(context: Context, row: str) -> str:
+    """A row as tables name it: regular with its context's variant, any other row as it is."""
+    return f"{REGULAR} ({context.variant})" if row == REGULAR and context.variant else row
+
+
 def is_frontier(row: str) -> bool:
     return frontier_fraction(arm_of(row)) is not None
 

@@ -16,10 +16,10 @@ from typing import Any
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
-from .groups import context_of, is_shorter
+from .groups import context_of, is_shorter, row_name
 from .runs import Problem, Run, load_runs
-from .tables import (Judging, context_title, group, paper_results, pruned_policies, row_name, summary_rows, table1,
-                     table2, table3, target_for)
+from .tables import (Judging, context_title, group, paper_results, pruned_policies, summary_rows, table1, table2,
+                     table3, target_for)
 from .verdict import verdict
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "row", "seed", "epochs", "train_seconds",

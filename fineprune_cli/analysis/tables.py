@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from . import paired, timing
-from .groups import Context, group
+from .groups import Context, group, row_name
 from .runs import Run, policy_label
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
@@ -83,11 +83,6 @@ def context_title(context: Context) -> str:
     """'LeNet-5 on CIFAR-10 (JPEG q75)', and how its regular run differs where there are several."""
     return (f"{display_name(context.model)} on {context.label}"
             + (f" ({context.variant})" if context.variant else ""))
-
-
-def row_name(context: Context, row: str) -> str:
-    """A row as tables name it: regular with its context's variant, any other row as it is."""
-    return f"regular ({context.variant})" if row == "regular" and context.variant else row
 
 
 def pruned_policies(by_policy: dict[str, dict[int, Run]]) -> list[str]:
