@@ -142,3 +142,19 @@ def test_the_report_table_fits_100_columns_and_names_every_row_in_full(tmp_path)
     assert len(rows) == 5 and all(line.count("±") >= 3 for line in rows)   # numbers whole, on one line
     assert any(line.strip() == "(infobatch_rescale off)" for line in table)   # a long name wraps, never cut
     assert "5 rows (runs that share every setting but the seed) from 25 runs" in result.output
+
+
+def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_path):
+    import shutil
+
+    from fineprune_cli.analysis.report import write_report
+    for seed in range(2):
+        run(tmp_path / "a", "regular", seed, 70.0 + seed)
+        run(tmp_path / "a", "fine", seed, 69.0, (2,))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    report = write_report([tmp_path / "a", tmp_path / "b"], tmp_path / "o", with_plots=False)
+    assert len(report.runs) == 4 and len(report.problems) == 4
+    assert {p.status for p in report.problems} == {"duplicate"}
+    assert all(str(p.path).startswith(str(tmp_path / "b")) and "same settings and seed as" in p.reason
+               for p in report.problems)
+    assert len((tmp_path / "o" / "runs.csv").read_text().splitlines()) == 1 + 4

@@ -174,6 +174,18 @@ def group(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
     return out
 
 
+def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
+    """(run, the run it repeats): the same model, dataset, arm, settings and seed as one read
+    before it, e.g. a copy of a run folder; a row holds one run per seed, so these are left out."""
+    out = []
+    for key in sorted({run.key for run in runs}):
+        for row in _rows([run for run in runs if run.key == key]):
+            kept = set(map(id, row.seeds.values()))
+            out += [(run, row.seeds[run.seed]) for run in runs if run.key == key and id(run) not in kept
+                    and run.policy == row.arm and _same(settings(run), row.settings)]
+    return out
+
+
 def context_of(runs: list[Run]) -> dict[str, Context]:
     """Each run's context, by its path."""
     return {str(run.path): c for c, by in group(runs).items() for seeds in by.values() for run in seeds.values()}

@@ -16,7 +16,7 @@ from typing import Any
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
-from .groups import context_of, is_shorter, row_name
+from .groups import context_of, duplicates, is_shorter, row_name
 from .runs import Problem, Run, load_runs
 from .tables import (Judging, context_title, group, paper_results, pruned_policies, summary_rows, table1, table2,
                      table3, target_for)
@@ -44,6 +44,9 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
     """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md;
     `judging`: the equivalence margin and the time-to-accuracy target."""
     runs, problems = load_runs(paths)
+    repeated = duplicates(runs)
+    runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
+    problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
     report = Report(out, runs, problems, notes=notes, judging=judging, verdict=verdict(runs, judging))
     try:
         out.mkdir(parents=True, exist_ok=True)

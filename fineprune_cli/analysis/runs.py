@@ -47,7 +47,7 @@ class Run:
 @dataclass
 class Problem:
     path: Path
-    status: str   # incomplete | interrupted | diverged | unreadable
+    status: str   # incomplete | interrupted | diverged | unreadable | duplicate
     reason: str
 
 
