@@ -107,7 +107,7 @@ def _compare_table(rows: list[dict]) -> None:
     for r in rows:
         groups.setdefault((r["model"], r["dataset"], r.get("variant", "")), []).append(r)
     for (model, dataset, variant), members in groups.items():
-        table = Table(title=f"{model} on {dataset}" + (f" (regular: {variant})" if variant else ""),
+        table = Table(title=Text(f"{model} on {dataset}" + (f" (regular: {variant})" if variant else "")),
                       box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, title_justify="left")
         for name in COLUMNS:
             table.add_column(name, justify="left" if name == "row" else "right",
