@@ -158,3 +158,11 @@ def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_pa
     assert all(str(p.path).startswith(str(tmp_path / "b")) and "same settings and seed as" in p.reason
                for p in report.problems)
     assert len((tmp_path / "o" / "runs.csv").read_text().splitlines()) == 1 + 4
+
+
+def test_two_image_folders_are_two_rows(tmp_path):
+    """The data's folder is a setting: without it two unlabelled image folders would merge."""
+    run(tmp_path / "a", "regular", 0, 70.0, **{"data.data_dir": "/data/a"})
+    run(tmp_path / "b", "regular", 0, 60.0, **{"data.data_dir": "/data/b"})
+    rows = summary_rows(load_runs([tmp_path])[0])
+    assert sorted(r["policy"] for r in rows) == ["regular (data_dir /data/a)", "regular (data_dir /data/b)"]

@@ -25,9 +25,10 @@ from ..engine.fingerprint import drop_unused
 from ..errors import ConfigError
 from .runs import Run, arm_of, policy_order
 
-# not settings: where a run was written or read from, its seed, its machine, its bookkeeping
+# not settings: where a run was written, its seed, its machine, its bookkeeping (the data's
+# folder stays one: two image folders without a label would otherwise read as one dataset)
 NOT_SETTINGS = ("run.out", "run.checkpoint_every", "run.dist_timeout", "run.arm", "run.seed", "run.device",
-                "data.label", "data.workers", "data.data_dir", "data.download")
+                "data.label", "data.workers", "data.download")
 RESCALED = ("train.epochs", "train.milestones", "train.warmup_epochs")   # what a shorter arm changes
 WORLD = "run.world_size"   # from the summary: how many processes trained it (launch, not config)
 REGULAR = "regular"
