@@ -135,7 +135,7 @@ def test_the_report_table_fits_100_columns_and_names_every_row_in_full(tmp_path)
         run(tmp_path / "j", "infobatch", seed, 50.0 - seed, (2,), **{"prune.infobatch_rescale": False})
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "o"), "--no-plots"])
     assert result.exit_code == 0, result.output
-    table = result.output.split("mean±std over seeds")[0].splitlines()
+    table = result.output.split("n: seeds; mean±std")[0].splitlines()
     assert max(cell_len(line) for line in table) <= 100
     assert "…" not in result.output and "random-every-10 " in result.output and "random-every-20 " in result.output
     rows = [line for line in table if line.strip().startswith(("regular", "random", "infobatch"))]

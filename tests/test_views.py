@@ -41,3 +41,18 @@ def test_one_thread_is_singular(monkeypatch):
     assert describe_device(torch.device("cpu")).endswith(", 1 thread")
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     assert describe_device(torch.device("cpu")).endswith(", 2 threads")
+
+
+def test_the_compare_table_fits_100_columns_at_its_widest_numbers(capsys):
+    """Hours of training, a spread of time saved over 100 points, an interval below -10 and a
+    long row name: still under 100 columns, the numbers whole."""
+    row = {"model": "resnet18", "dataset": "CIFAR-10 (JPEG q75)", "variant": "", "seeds": 3,
+           "policy": "infobatch (infobatch_rescale off, prune_fraction 0.5)",
+           "train_s_mean": 21000.4, "train_s_std": 1500.2, "saved_pct_mean": -73.1, "saved_pct_std": 102.7,
+           "skipped_pct_mean": 27.46, "skipped_pct_std": 0.31, "final_acc_mean": 100.0, "final_acc_std": 10.0,
+           "d_final_mean": -21.18, "d_final_ci_low": -36.24, "d_final_ci_high": -6.13}
+    views.show_compare([row])
+    out = capsys.readouterr().out.splitlines()
+    table = [line for line in out if not line.startswith("n: seeds")]
+    assert max(cell_len(line) for line in table) <= 100
+    assert any("21000±1500" in line and "-73±103" in line and "-21.18 [-36.24,-6.13]" in line for line in table)

@@ -6,6 +6,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,14 @@ def render_timeline(schedule: PruneSchedule, epochs: int) -> Text:
     return text
 
 
-def _pm(row: dict, name: str, digits: int) -> str:
-    """'68.94±0.41': mean ± std over seeds, tight so a cell never wraps; one seed: the value."""
+def _pm(row: dict, name: str, digits: int, whole_from: float = math.inf) -> str:
+    """'68.94±0.41': mean ± std over seeds, tight so a cell never wraps; one seed: the value.
+    From `whole_from` up (mean or std) whole numbers, so a wide spread keeps the column narrow."""
     mean, std = row.get(f"{name}_mean", ""), row.get(f"{name}_std", "")
     if mean == "":
         return "—"
+    if max(abs(mean), std if std != "" else 0) >= whole_from:
+        digits = 0
     return f"{mean:.{digits}f}" + (f"±{std:.{digits}f}" if row["seeds"] > 1 and std != "" else "")
 
 
@@ -94,8 +98,8 @@ def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None
         console.result(f"run folders: {out}  (tables and plots: fineprune report {out})")
 
 
-COLUMNS = ("row", "seeds", "train s", "saved %", "skip %", "final %", "Δ final pt [95%]")
-TABLE_NOTE = ("mean±std over seeds. saved: time saved against regular of the same seed, same machine only; "
+COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [95%]")
+TABLE_NOTE = ("n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
               "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
               "paired by seed, with its 95% interval. Full columns: summary.csv.")
 
@@ -114,14 +118,13 @@ def _compare_table(rows: list[dict]) -> None:
                              overflow="fold" if name == "row" else "ellipsis", no_wrap=name != "row",
                              max_width=ROW_WIDTH if name == "row" else None)
         for r in members:
-            seconds = 0 if isinstance(r.get("train_s_mean"), (int, float)) and r["train_s_mean"] >= 100 else 1
-            table.add_row(Text(r["policy"]), str(r["seeds"]), _pm(r, "train_s", seconds), _pm(r, "saved_pct", 1),
+            table.add_row(Text(r["policy"]), str(r["seeds"]), _pm(r, "train_s", 1, 100), _pm(r, "saved_pct", 1, 10),
                           _pm(r, "skipped_pct", 1), _pm(r, "final_acc", 2), _interval(r, "d_final"))
         console.result(table)
     console.result(TABLE_NOTE)
 
 
-ROW_WIDTH = 28   # the row name's column: the numbers beside it take the rest of 100 columns
+ROW_WIDTH = 26   # the row name's column: the numbers beside it take the rest of 100 columns
 
 
 def show_report(rep: Any, as_json: bool) -> None:
