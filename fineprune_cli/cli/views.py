@@ -70,11 +70,12 @@ def _pm(row: dict, name: str, digits: int, whole_from: float = math.inf) -> str:
 
 
 def _interval(row: dict, name: str) -> str:
-    """'-4.39 [-6.80,-1.98]': the mean and its 95% interval; one seed: the value alone."""
+    """'-4.39 [-6.80,-1.98]': the mean and its 95% interval; one seed: the signed value alone."""
     low, high = row.get(f"{name}_ci_low", ""), row.get(f"{name}_ci_high", "")
-    if low == "" or high == "":
-        return _pm(row, name, 2)
-    return f"{row[f'{name}_mean']:+.2f} [{low:+.2f},{high:+.2f}]"
+    mean = row.get(f"{name}_mean", "")
+    if mean == "":
+        return "—"
+    return f"{mean:+.2f}" + (f" [{low:+.2f},{high:+.2f}]" if low != "" and high != "" else "")
 
 
 def show_trained(summary: Any, as_json: bool) -> None:
