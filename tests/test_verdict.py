@@ -185,3 +185,64 @@ def test_a_policy_outside_the_frontier_gets_no_random_comparison(tmp_path):
     assert lines[ucb + 1].startswith("    Against random pruning in every epoch at the same budget: -0.45 [")
     info = lines.index(next(l for l in lines if l.startswith("  - InfoBatch")))
     assert info + 1 == len(lines) or not lines[info + 1].startswith("    Against")
+
+
+def shorter_case(root, lines_at=((80.0, 76.0), (78.0, 70.0), (82.0, 78.0)), fine_gap=1.0):
+    """10-epoch regular; shorter-10 (9 epochs) and shorter-30 (7 epochs); fine skipping 150 of
+    its 1,000 sample-epochs: budget 15%, a quarter of the way from 10% to 30%. Each seed's line
+    at 15% is y10 + (y30 - y10) / 4: 79, 76, 81; reversed (3/4 of the way) it would read 77, 72,
+    79, and another seed's line would give unequal differences."""
+    for seed, (y10, y30) in enumerate(lines_at):
+        line = y10 + (y30 - y10) / 4
+        make_run(root, "lenet", "regular", seed, 100.0, [50.0] * 9 + [y10 + 0.5])
+        for name, epochs, y in (("shorter-10", 9, y10), ("shorter-30", 7, y30)):
+            path = make_run(root, "lenet", name, seed, 100.0 * epochs / 10, [50.0] * (epochs - 1) + [y])
+            s = json.loads((path / "summary.json").read_text())
+            (path / "summary.json").write_text(json.dumps({**s, "policy": "regular", "arm": name}))
+            config = path / "config.yaml"
+            config.write_text(config.read_text().replace("enabled: true", "enabled: false"))
+        make_run(root, "lenet", "fine", seed, 90.0, [50.0] * 9 + [line + fine_gap], skipped_epochs=(2, 3, 4, 5, 6))
+
+
+def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed(tmp_path):
+    shorter_case(tmp_path)
+    lines = lines_for(tmp_path)
+    i = next(i for i, line in enumerate(lines) if line.startswith("  - fine-pruning (15.0 ± 0.0% of sample-epochs"))
+    assert lines[i + 1] == ("    Against training fewer epochs at the same budget: 1.00 [+1.00, +1.00] pt, better "
+                            "than training fewer epochs (paired std 0.00 pt).")
+
+
+def test_the_shorter_arms_are_judged_against_regular_only(tmp_path):
+    shorter_case(tmp_path)
+    lines = lines_for(tmp_path)
+    i = next(i for i, line in enumerate(lines) if line.startswith("  - 30% fewer epochs (30.0 ± 0.0% of sample-epochs"))
+    assert "-5.83 [" in lines[i] and "than regular" in lines[i]   # 76-80.5, 70-78.5, 78-82.5
+    assert not lines[i + 1].startswith("    Against")
+    assert lines[-1] == ("  - Not measured here, so not claimed: how the policies compare with random pruning in "
+                         "every epoch (`compare --frontier 0.1,0.3`) at their budgets.")
+
+
+def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
+    shorter_case(tmp_path)
+    for seed in range(3):   # 5% of the sample-epochs: below the line's first arm (10%)
+        make_run(tmp_path, "lenet", "ucb", seed, 90.0, [50.0] * 9 + [79.0], skipped_epochs=(9,))
+        path = tmp_path / "lenet-folder" / f"ucb-seed{seed}" / "summary.json"
+        s = json.loads(path.read_text())
+        path.write_text(json.dumps({**s, "samples_skipped": 50}))
+    lines = lines_for(tmp_path)
+    i = next(i for i, line in enumerate(lines) if line.startswith("  - UCB (5.0 ± 0.0%"))
+    assert not lines[i + 1].startswith("    Against")
+
+
+def test_the_tradeoff_plot_draws_both_frontiers_each_in_its_own_colour(tmp_path):
+    from fineprune_cli.analysis.plots import tradeoff_figure
+    shorter_case(tmp_path)
+    for seed in range(3):
+        arm(tmp_path, "random", seed, 79.0, skipped=20, arm_name="random-every-10")
+    fig = tradeoff_figure(load_runs([tmp_path])[0])
+    ax = fig.axes[0]
+    handles, labels = ax.get_legend_handles_labels()
+    assert sorted(labels) == ["fewer epochs (shorter schedule)", "fine-pruning", "random pruning every epoch"]
+    colours = [h.lines[0].get_color() if hasattr(h, "lines") else h.get_color() for h in handles]
+    assert len(set(colours)) == 3
+    assert ax.get_title() == "Accuracy change against budget (paired by seed, mean ± std)"

@@ -196,7 +196,7 @@ def _left_out(words: str) -> Callable[[Path], str | None]:
 
 def _reported(work: Path) -> str | None:
     index = (work / "rep" / "index.md").read_text()
-    return None if "1 complete runs" in index else "index.md lacks the run"
+    return None if "1 complete run in 1 row" in index else "index.md lacks the run"
 
 
 def report_case(name: str, edit, check, template: str = "pruned", plots: bool = True) -> Case:

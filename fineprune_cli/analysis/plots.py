@@ -9,12 +9,32 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError
-from ..drivers.compare import frontier_fraction
 from . import timing
-from .runs import Run, policy_color, policy_label
-from .tables import display_name, group, policy_stats, pruned_policies
+from .groups import is_frontier, is_shorter
+from .runs import Run, arm_of, policy_color, policy_label
+from .tables import context_title, display_name, group, policy_stats, pruned_policies
 
 MARKERS = "os^vD<>p*h"
+SPARE_COLORS = ("#17becf", "#bcbd22", "#e377c2", "#ff7f0e", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5",
+                "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#393b79", "#637939", "#8c6d31", "#843c39")
+
+
+def row_colors(rows: list[str]) -> dict[str, str]:
+    """Each row its policy's colour, unless an earlier row took it (a variant, a second frontier
+    arm): then a spare one, so no two lines of one plot share a colour."""
+    used: set[str] = set()
+    out = {}
+    for row in rows:
+        color = policy_color(row)
+        if color in used:
+            color = next((c for c in SPARE_COLORS if c not in used), color)
+        used.add(color)
+        out[row] = color
+    return out
+
+
+def _seeds_text(n: int) -> str:
+    return f"{n} seed{'s' if n != 1 else ''}"
 
 
 def _plt():
@@ -58,23 +78,24 @@ def curves(by_policy: dict[str, dict[int, Run]], title: str, path: Path) -> Path
     """Test loss and accuracy per epoch, one line per policy (mean over seeds), as Figure 1."""
     plt = _plt()
     fig, (ax_loss, ax_acc) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    colors = row_colors(list(by_policy))
     for policy, seeds in by_policy.items():
         runs = list(seeds.values())
         for ax, column in ((ax_loss, "test_loss"), (ax_acc, "test_accuracy")):
             x, y = _mean_curve(runs, column)
-            ax.plot(x, y, color=policy_color(policy), lw=1.2,
-                    label=f"{policy_label(policy)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
-    first_pruned = pruned_policies(by_policy)[:1]
+            ax.plot(x, y, color=colors[policy], lw=1.2, label=f"{policy_label(policy)} ({_seeds_text(len(runs))})")
+    first_pruned = [p for p in pruned_policies(by_policy) if not is_shorter(p)][:1]
     for policy in first_pruned:
         for row in next(iter(by_policy[policy].values())).metrics:
             if row.pruned:
-                ax_acc.axvspan(row.epoch - 0.5, row.epoch + 0.5, color=policy_color(policy), alpha=0.08, lw=0)
+                ax_acc.axvspan(row.epoch - 0.5, row.epoch + 0.5, color=colors[policy], alpha=0.08, lw=0)
     ax_loss.set_ylabel("test loss")
     ax_acc.set_ylabel("test accuracy (%)")
     shaded = f" (shaded: {policy_label(first_pruned[0])}'s pruning epochs)" if first_pruned else ""
     ax_acc.set_xlabel("epoch" + shaded)
-    ax_loss.set_title(title)
-    ax_loss.legend()
+    many = any(len(seeds) > 1 for seeds in by_policy.values())
+    ax_loss.set_title(title + (" (mean over seeds)" if many else ""))
+    ax_loss.legend(fontsize=8)
     ax_loss.grid(alpha=0.3)
     ax_acc.grid(alpha=0.3)
     return _save(fig, path)
@@ -87,17 +108,17 @@ def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: f
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5))
     low, high = [], []
-    for policy, seeds in by_policy.items():
-        if frontier_fraction(policy) is not None:
-            continue
-        runs = list(seeds.values())
+    shown = [p for p in by_policy if not is_frontier(p)]
+    colors = row_colors(shown)
+    for policy in shown:
+        runs = list(by_policy[policy].values())
         n = min(len(r.metrics) for r in runs)
         x = [sum(timing.sample_epochs(r, i + 1) for r in runs) / len(runs) for i in range(n)]
         accs = [[r.metrics[i].test_accuracy for r in runs] for i in range(n)]
-        ax.plot(x, [sum(a) / len(a) for a in accs], color=policy_color(policy), lw=1.3,
-                label=f"{policy_label(policy)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        ax.plot(x, [sum(a) / len(a) for a in accs], color=colors[policy], lw=1.3,
+                label=f"{policy_label(policy)} ({_seeds_text(len(runs))})")
         if len(runs) > 1:
-            ax.fill_between(x, [min(a) for a in accs], [max(a) for a in accs], color=policy_color(policy),
+            ax.fill_between(x, [min(a) for a in accs], [max(a) for a in accs], color=colors[policy],
                             alpha=0.15, lw=0)
         low.append(accs[-1][0])
         high.append(max(max(a) for a in accs))
@@ -107,7 +128,8 @@ def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: f
         ax.set_ylim(min(min(low), target if target is not None else min(low)) - 3, max(high) + 0.5)
     ax.set_xlabel("sample-epochs trained (1 = one full pass over the training set)")
     ax.set_ylabel("test accuracy (%)")
-    ax.set_title(f"{title}: accuracy against cost (mean over seeds; shaded: their range)")
+    many = any(len(by_policy[p]) > 1 for p in shown)
+    ax.set_title(f"{title}: accuracy against cost" + (" (mean over seeds; shaded: their range)" if many else ""))
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, path)
@@ -121,7 +143,7 @@ def timeline(run: Run, title: str, path: Path) -> Path:
     samples = [r.samples for r in run.metrics]
     colors = [policy_color(run.policy) if r.pruned else "#bbbbbb" for r in run.metrics]
     ax.bar(epochs, samples, width=1.0, color=colors, lw=0)
-    window = run.summary.schedule.get("window") if run.policy in ("fine", "random") else None
+    window = run.summary.schedule.get("window") if arm_of(run.policy) in ("fine", "random") else None
     if isinstance(window, int) and not isinstance(window, bool) and 1 <= window <= len(epochs):
         for start in range(window, len(epochs) + 1, window):  # counts reset as epoch k*w starts
             ax.axvline(start - 0.5, color="black", lw=0.8, ls="--")
@@ -153,38 +175,63 @@ def counts_histogram(run: Run, title: str, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+RANDOM_LINES = ("#7f7f7f", "#17becf", "#bcbd22")    # one per (model, dataset) on one plot
+SHORTER_LINES = ("#000000", "#e377c2", "#ff7f0e")
+
+
+def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tuple[float, float, float, float]]:
+    points = []
+    for policy in by_policy:
+        st = policy_stats(by_policy, policy)
+        if on_line(policy) and st["d_final"].values:
+            points.append((st["skipped_pct"].mean, st["d_final"].mean, st["skipped_pct"].std, st["d_final"].std))
+    return sorted(points)
+
+
 def tradeoff(runs: list[Run], path: Path) -> Path:
-    """Accuracy change against the share of sample-epochs skipped (the budget), mean ± std over
-    seeds, one point per policy and model; the random frontier (random pruning in every epoch
-    at several budgets) as a line, so each policy is judged against random at its own budget."""
+    return _save(tradeoff_figure(runs), path)
+
+
+def tradeoff_figure(runs: list[Run]):
+    """Accuracy change against the share of sample-epochs skipped (the budget), one point per
+    policy and model, with the two frontiers as lines: random pruning in every epoch at several
+    budgets, and regular training for fewer epochs; each policy is judged against both at its
+    own budget. Mean over seeds, bars ± one std where there are several seeds."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
+    groups = group(runs)
+    colors = row_colors([p for by in groups.values() for p in pruned_policies(by)
+                         if not (is_frontier(p) or is_shorter(p))])
     shown: list[str] = []
-    for (model, _label), by_policy in group(runs).items():
-        frontier = []
+    for i, (context, by_policy) in enumerate(groups.items()):
+        name = context_title(context) if len(groups) > 1 else ""
         for policy in pruned_policies(by_policy):
             st = policy_stats(by_policy, policy)
-            if not st["d_final"].values:
-                continue
-            point = (st["skipped_pct"].mean, st["d_final"].mean, st["skipped_pct"].std, st["d_final"].std)
-            if frontier_fraction(policy) is not None:
-                frontier.append(point)
+            if is_frontier(policy) or is_shorter(policy) or not st["d_final"].values:
                 continue
             shown += [policy] if policy not in shown else []
-            ax.errorbar(*point[:2], xerr=point[2], yerr=point[3], capsize=3, color=policy_color(policy),
+            ax.errorbar(st["skipped_pct"].mean, st["d_final"].mean, xerr=st["skipped_pct"].std,
+                        yerr=st["d_final"].std, capsize=3, color=colors[policy],
                         fmt=MARKERS[shown.index(policy) % len(MARKERS)])
-            ax.annotate(display_name(model), point[:2], textcoords="offset points", xytext=(5, 5), fontsize=8)
-        if frontier:
-            x, y, xe, ye = zip(*sorted(frontier))
-            ax.errorbar(x, y, xerr=xe, yerr=ye, fmt="-.", color=policy_color("random-every-0"), capsize=2,
-                        label=f"random every epoch ({display_name(model)})")
+            if name:
+                ax.annotate(display_name(context.model), (st["skipped_pct"].mean, st["d_final"].mean),
+                            textcoords="offset points", xytext=(5, 5), fontsize=8)
+        for on_line, style, palette, what in ((is_frontier, "-.", RANDOM_LINES, "random pruning every epoch"),
+                                              (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)")):
+            points = _frontier_points(by_policy, on_line)
+            if points:
+                x, y, xe, ye = zip(*points)
+                ax.errorbar(x, y, xerr=xe, yerr=ye, fmt=style + ("s" if on_line is is_shorter else "o"),
+                            markersize=4, color=palette[i % len(palette)], capsize=2,
+                            label=what + (f" ({name})" if name else ""))
     for i, policy in enumerate(shown):
-        ax.plot([], [], MARKERS[i % len(MARKERS)], color=policy_color(policy), label=policy_label(policy))
+        ax.plot([], [], MARKERS[i % len(MARKERS)], color=colors[policy], label=policy_label(policy))
     ax.axhline(0, color="black", lw=0.6)
-    ax.set_xlabel("sample-epochs skipped (%): the budget")
+    ax.set_xlabel("sample-epochs skipped against regular (%): the budget")
     ax.set_ylabel("final test accuracy − regular (points)")
-    ax.set_title("Accuracy change against budget (paired by seed, mean ± std)")
+    many = any(len(seeds) > 1 for by in groups.values() for seeds in by.values())
+    ax.set_title("Accuracy change against budget (paired by seed" + (", mean ± std)" if many else ", one seed)"))
     if ax.get_legend_handles_labels()[0]:  # a report of damaged records may have nothing to show
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig

@@ -16,12 +16,13 @@ from typing import Any
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
+from .groups import context_of, duplicates, is_shorter, row_name
 from .runs import Problem, Run, load_runs
-from .tables import (Judging, display_name, group, paper_results, pruned_policies, summary_rows, table1, table2,
+from .tables import (Judging, context_title, group, paper_results, pruned_policies, summary_rows, table1, table2,
                      table3, target_for)
 from .verdict import verdict
 
-RUN_COLUMNS = ("run", "model", "dataset", "policy", "seed", "epochs", "train_seconds",
+RUN_COLUMNS = ("run", "model", "dataset", "policy", "row", "seed", "epochs", "train_seconds",
                "overhead_seconds", "samples_skipped", "sample_epochs", "optimizer_steps", "final_accuracy",
                "best3_accuracy", "target_accuracy", "target_epoch", "target_sample_epochs", "target_seconds",
                "device", "machine", "load_average", "git_commit")
@@ -43,6 +44,9 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
     """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md;
     `judging`: the equivalence margin and the time-to-accuracy target."""
     runs, problems = load_runs(paths)
+    repeated = duplicates(runs)
+    runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
+    problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
     report = Report(out, runs, problems, notes=notes, judging=judging, verdict=verdict(runs, judging))
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -80,9 +84,13 @@ def _write_all(report: Report, with_plots: bool) -> None:
     srows = summary_rows(runs, judging)
     if srows:
         report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [list(r.values()) for r in srows])))
-    targets = {key: target_for(by, judging) for key, by in group(runs).items()}
-    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS),
-                                                        [_run_row(r, targets[r.key]) for r in runs])))
+    groups = group(runs)
+    targets = {context: target_for(by, judging) for context, by in groups.items()}
+    rows = {str(run.path): row_name(c, name) for c, by in groups.items() for name, seeds in by.items()
+            for run in seeds.values()}
+    contexts = context_of(runs)
+    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), [
+        _run_row(r, rows[str(r.path)], targets[contexts[str(r.path)]]) for r in runs])))
     figures = _plots(runs, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", _index(report, tables, figures)))
@@ -93,29 +101,29 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _run_row(run: Run, target: float | None) -> list[Any]:
+def _run_row(run: Run, row: str, target: float | None) -> list[Any]:
     s = run.summary
     reached = timing.time_to_accuracy(run, target) if target is not None else None
     at = [reached.epoch, round(reached.sample_epochs, 4), round(reached.seconds, 3)] if reached else ["not reached"] * 3
-    return [str(run.path), s.model, run.label, s.policy, s.seed, s.epochs, s.train_seconds,
+    return [str(run.path), s.model, run.label, s.policy, row, s.seed, s.epochs, s.train_seconds,
             s.overhead_seconds, s.samples_skipped, round(timing.sample_epochs(run), 4),
             timing.optimizer_steps(run), s.final_accuracy, round(s.best3_accuracy, 4),
             "" if target is None else round(target, 4), *at, s.device, timing.signature(run),
             " ".join(f"{x:g}" for x in s.load_average), s.git_commit]
 
 
-def _plots(runs: list[Run], folder: Path, targets: dict[tuple[str, str], float | None]) -> list[tuple[str, Path]]:
+def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
     folder.mkdir(parents=True, exist_ok=True)
     figures = []
-    for (model, label), by_policy in group(runs).items():
-        title = f"{display_name(model)} on {label}"
-        stem = plots.slug(model, label)
+    for context, by_policy in group(runs).items():
+        title = context_title(context)
+        stem = plots.slug(context.model, context.label, *([context.variant] if context.variant else []))
         figures.append((f"{title}: test loss and accuracy",
                         plots.curves(by_policy, title, folder / f"curves-{stem}.png")))
         figures.append((f"{title}: test accuracy against sample-epochs trained",
-                        plots.accuracy_by_cost(by_policy, title, targets[(model, label)],
+                        plots.accuracy_by_cost(by_policy, title, targets[context],
                                                folder / f"cost-{stem}.png")))
-        for policy in pruned_policies(by_policy)[:1]:
+        for policy in [p for p in pruned_policies(by_policy) if not is_shorter(p)][:1]:
             first = by_policy[policy][min(by_policy[policy])]
             figures.append((f"{title}: pruning timeline",
                             plots.timeline(first, title, folder / f"timeline-{stem}.png")))
@@ -124,7 +132,8 @@ def _plots(runs: list[Run], folder: Path, targets: dict[tuple[str, str], float |
             if hist:
                 figures.append((f"{title}: DroppingCount at the end of each window", hist))
     if any(pruned_policies(by) for by in group(runs).values()):
-        figures.append(("Time saved against accuracy change", plots.tradeoff(runs, folder / "tradeoff.png")))
+        figures.append(("Accuracy change against budget (sample-epochs skipped), with the random and "
+                        "fewer-epochs frontiers", plots.tradeoff(runs, folder / "tradeoff.png")))
     return figures
 
 
@@ -135,7 +144,9 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
     if runs:
         commits = sorted({r.summary.git_commit or "unknown" for r in runs})
         commands = sorted({r.summary.command for r in runs if r.summary.command})
-        parts.append(f"{len(runs)} complete runs. Code: {', '.join(commits)}.\n")
+        rows = sum(len(by) for by in group(runs).values())
+        parts.append(f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {rows} row{'s' if rows != 1 else ''} "
+                     f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n")
         if commands:
             parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
     if report.verdict:
@@ -195,11 +206,11 @@ def _machines(runs: list[Run]) -> str:
         why = {timing.UNKNOWN: ": recorded no machine signature (made before schema 3); their times are "
                                "shown, never compared",
                timing.MIXED: ": resumed on another machine; their times are shown, never compared"}.get(sig, "")
-        lines.append(f"- {sig}: {len(members)} runs{load}{why}\n")
+        lines.append(f"- {sig}: {len(members)} run{'s' if len(members) != 1 else ''}{load}{why}\n")
     left: dict[str, list[str]] = {}
     groups = group(runs)
-    for (model, label), by in groups.items():
-        where = f"{display_name(model)} on {label}, " if len(groups) > 1 else ""
+    for context, by in groups.items():
+        where = f"{context_title(context)}, " if len(groups) > 1 else ""
         for p in pruned_policies(by):
             for x in timing.savings(by, p)[1]:
                 left.setdefault(x.reason, []).append(f"{where}{p} seed {x.seed}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..drivers.compare import frontier_fraction
+from ..drivers.compare import frontier_fraction, shorter_budget
 from ..engine.files import read_regular
 from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, finite,
                              load_run_config, read_metrics, read_summary)
@@ -47,33 +47,52 @@ class Run:
 @dataclass
 class Problem:
     path: Path
-    status: str   # incomplete | interrupted | diverged | unreadable
+    status: str   # incomplete | interrupted | diverged | unreadable | duplicate
     reason: str
 
 
+def arm_of(row: str) -> str:
+    """The arm of a report's row name: 'fine (prune_fraction 0.5)' -> 'fine'."""
+    return row.split(" (", 1)[0]
+
+
 def policy_label(name: str) -> str:
-    fraction = frontier_fraction(name)
+    """A row's name for readers: the policy's label, then the settings that set the row apart."""
+    arm, _, rest = name.partition(" (")
+    fraction, budget = frontier_fraction(arm), shorter_budget(arm)
     if fraction is not None:
-        return f"random every epoch, {fraction:.0%}"
-    try:
-        return policies.get(name).label or name
-    except ValueError:  # a policy this version no longer has: its name still says what it was
-        return name
+        text = f"random every epoch, {fraction:.0%}"
+    elif budget is not None:
+        text = f"{budget:.0%} fewer epochs"
+    else:
+        try:
+            text = policies.get(arm).label or arm
+        except ValueError:  # a policy this version no longer has: its name still says what it was
+            text = arm
+    return f"{text} ({rest}" if rest else text
 
 
 def policy_color(name: str) -> str:
+    arm = arm_of(name)
+    if frontier_fraction(arm) is not None:
+        return "#7f7f7f"
+    if shorter_budget(arm) is not None:
+        return "#000000"
     try:
-        return policies.get(name).color if frontier_fraction(name) is None else "#7f7f7f"
+        return policies.get(arm).color
     except ValueError:
         return "#999999"
 
 
 def policy_order(name: str) -> tuple[float, str]:
-    fraction = frontier_fraction(name)
+    arm = arm_of(name)
+    fraction, budget = frontier_fraction(arm), shorter_budget(arm)
     if fraction is not None:
         return (1_000 + fraction, name)
+    if budget is not None:
+        return (2_000 + budget, name)
     try:
-        return (policies.get(name).order, name)
+        return (policies.get(arm).order, name)
     except ValueError:
         return (10_000, name)
 

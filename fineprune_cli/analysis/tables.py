@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from . import paired, timing
-from .runs import Run, policy_label, policy_order
+from .groups import Context, group, row_name
+from .runs import Run, policy_label
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 NA = "—"
@@ -78,12 +79,10 @@ def display_name(model: str) -> str:
     return paper_results()["models"].get(model, {}).get("name", model)
 
 
-def group(runs: list[Run]) -> dict[tuple[str, str], dict[str, dict[int, Run]]]:
-    """(model, dataset label) -> policy -> seed -> run, policies in the registry's order."""
-    out: dict[tuple[str, str], dict[str, dict[int, Run]]] = {}
-    for run in sorted(runs, key=lambda r: (r.key, policy_order(r.policy), r.seed)):
-        out.setdefault(run.key, {}).setdefault(run.policy, {})[run.seed] = run
-    return out
+def context_title(context: Context) -> str:
+    """'LeNet-5 on CIFAR-10 (JPEG q75)', and how its regular run differs where there are several."""
+    return (f"{display_name(context.model)} on {context.label}"
+            + (f" ({context.variant})" if context.variant else ""))
 
 
 def pruned_policies(by_policy: dict[str, dict[int, Run]]) -> list[str]:
@@ -120,7 +119,7 @@ def policy_stats(by_policy: dict[str, dict[int, Run]], policy: str) -> dict[str,
         "train_s": Stat([x.train_seconds for x in s]),
         "pruned_s": Stat([x.train_seconds - x.overhead_seconds for x in s]),
         "overhead_s": Stat([x.overhead_seconds for x in s]),
-        "skipped_pct": Stat([paired.skipped_pct(r) for r in runs]),
+        "skipped_pct": Stat([paired.budget(by_policy, r) for r in runs]),
         "final_acc": Stat([x.final_accuracy for x in s]),
         "best3_acc": Stat([x.best3_accuracy for x in s]),
         "saved_pct": Stat(list(timing.savings(by_policy, policy)[0].values())),
@@ -134,15 +133,16 @@ def policy_stats(by_policy: dict[str, dict[int, Run]], policy: str) -> dict[str,
 
 
 def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str, Any]]:
-    """One row per (model, dataset, policy), numeric, for summary.csv and the console: means
-    and stds, the paired intervals (t and, with >= 5 seeds, bootstrap) and time-to-accuracy."""
+    """One row per row of the report (model, dataset and every setting the runs differ in; the
+    policy column names the differences), numeric, for summary.csv and the console: means and
+    stds, the paired intervals (t and, with >= 5 seeds, bootstrap) and time-to-accuracy."""
     rows = []
-    for (model, label), by_policy in group(runs).items():
+    for context, by_policy in group(runs).items():
         target = target_for(by_policy, judging)
         for policy in by_policy:
             stats = policy_stats(by_policy, policy)
-            row: dict[str, Any] = {"model": model, "dataset": label, "policy": policy,
-                                   "seeds": len(by_policy[policy])}
+            row: dict[str, Any] = {"model": context.model, "dataset": context.label, "variant": context.variant,
+                                   "policy": row_name(context, policy), "seeds": len(by_policy[policy])}
             for name, stat in stats.items():
                 row[f"{name}_mean"] = _round(stat.mean) if stat.values else ""
                 row[f"{name}_std"] = _round(stat.std) if stat.values else ""
@@ -151,6 +151,8 @@ def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str
             controls = paired.vs_random(by_policy, policy)
             row["vs_random"] = controls[0].against if controls else ""
             row.update(_interval_columns("d_random", controls[0] if controls else paired.Paired("", {})))
+            shorter = paired.vs_shorter(by_policy, policy)
+            row.update(_interval_columns("d_shorter", shorter[0] if shorter else paired.Paired("", {})))
             row.update(_reach_columns(by_policy.get(policy, {}), target))
             rows.append(row)
     return rows
@@ -176,10 +178,11 @@ def _reach_columns(seeds: dict[int, Run], target: float | None) -> dict[str, Any
             "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached])}
 
 
-def _columns(groups) -> list[tuple[tuple[str, str], str]]:
-    labels = {label for _, label in groups}
-    return [((m, d), display_name(m) if len(labels) == 1 else f"{display_name(m)} ({d})")
-            for m, d in groups]
+def _columns(groups) -> list[tuple[Context, str]]:
+    """Column titles: the model, with the dataset and the regular variant where they vary."""
+    labels, variants = {c.label for c in groups}, {c.variant for c in groups}
+    return [(c, display_name(c.model) + (f" ({c.label})" if len(labels) > 1 else "")
+             + (f" ({c.variant})" if len(variants) > 1 and c.variant else "")) for c in groups]
 
 
 def _paper(model: str, key: str, fmt: str) -> str:
@@ -193,8 +196,8 @@ def _table(runs: list[Run], cells) -> tuple[list[str], list[list[str]]]:
     groups = group(runs)
     cols = _columns(groups)
     body: dict[str, list[str]] = {}
-    for i, ((model, label), _) in enumerate(cols):
-        for name, text in cells(model, label, groups[(model, label)]):
+    for i, (context, _) in enumerate(cols):
+        for name, text in cells(context.model, context.label, groups[context]):
             body.setdefault(name, [NA] * len(cols))[i] = text
     return [""] + [c for _, c in cols], [[name] + vals for name, vals in body.items()]
 
@@ -213,7 +216,7 @@ def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[t
         cells += [(name, st["pruned_s"].fmt(1, " s")), (f"{name}: overhead", st["overhead_s"].fmt(2, " s")),
                   (f"{name}: saved (same machine)", _saved_text(by, p, st["saved_pct"])),
                   (f"{name}: saved at own pace", st["pace_saved_pct"].fmt(2, "%")),
-                  (f"{name}: samples skipped", st["skipped_pct"].fmt(2, "%")),
+                  (f"{name}: sample-epochs skipped", st["skipped_pct"].fmt(2, "%")),
                   (f"{name}: sample-epochs trained", st["sample_epochs"].fmt(2)),
                   (f"{name}: optimizer steps", st["steps"].fmt(0)),
                   (f"{name}: pruned epoch / full epoch", st["epoch_ratio"].fmt(3, "×"))]
@@ -245,7 +248,7 @@ def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]],
                   (f"{name} (final)", st["final_acc"].fmt(2, "%")),
                   (f"{name} − regular (final)", interval_text(final)),
                   (f"{name} against regular (±{judging.margin:g} pt)", paired.word_for(final, judging.margin))]
-        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c)) for c in paired.vs_random(by, p)]
+        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c)) for c in paired.vs_controls(by, p)]
     entry = paper_results()["models"].get(model)
     return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
                     ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
@@ -254,6 +257,8 @@ def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]],
 
 
 def _short(against: str) -> str:
+    if against == paired.SHORTER_LINE:
+        return "fewer epochs at its budget"
     return "random control" if "control" in against else "random frontier at its budget"
 
 

@@ -1,27 +1,29 @@
 """The report's verdict: sentences whose every claim an interval supports.
 
-Per (model, dataset): which arms are equivalent to regular within the margin and which of
-those saves the most time (between runs of one machine, else by the machine-independent
-cost); then each arm against regular and against random pruning at its own budget, with the
-word its 95% paired interval earns (`analysis.stats.word`) and the noise floor beside it.
+Per (model, dataset; and regular variant, where several): which arms are equivalent to
+regular within the margin and which of those saves the most time (between runs of one
+machine, else by the machine-independent cost); then each arm against regular, against
+random pruning and against training fewer epochs at its own budget (the two frontiers, where
+the runs hold them), with the word its 95% paired interval earns (`analysis.stats.word`) and the noise floor beside it.
 """
 
 from __future__ import annotations
 
 from . import paired, stats, timing
 from .runs import Run, policy_label
-from .tables import Judging, display_name, group, policy_stats, pruned_policies
+from .groups import is_frontier, is_shorter
+from .tables import Judging, context_title, group, policy_stats, pruned_policies
 
 
 def verdict(runs: list[Run], judging: Judging = Judging()) -> list[str]:
     lines = []
-    for (model, label), by in group(runs).items():
+    for context, by in group(runs).items():
         reg = policy_stats(by, "regular")
         if not reg["final_acc"].values:
             continue
         n = len(by["regular"])
         floor = f"regular's seed-to-seed std {reg['final_acc'].std:.2f} pt" if n > 1 else "unknown with one seed"
-        lines.append(f"- **{display_name(model)} on {label}** ({n} seed{'s' if n != 1 else ''}; regular final "
+        lines.append(f"- **{context_title(context)}** ({n} seed{'s' if n != 1 else ''}; regular final "
                      f"accuracy {reg['final_acc'].fmt(2, '%')}; margin ±{judging.margin:g} pt; noise floor: {floor}).")
         if n < 2:
             lines.append("  - One seed: there is no interval, so nothing is claimed about accuracy; "
@@ -30,7 +32,20 @@ def verdict(runs: list[Run], judging: Judging = Judging()) -> list[str]:
             lines.append(_best(by, judging.margin))
         for p in pruned_policies(by):
             lines += _judged(by, p, judging.margin)
+        lines += _unmeasured(by)
     return lines
+
+
+def _unmeasured(by: dict[str, dict[int, Run]]) -> list[str]:
+    """Which of the two frontiers these runs lack, so silence is not read as a win."""
+    policies = [p for p in pruned_policies(by) if not (is_frontier(p) or is_shorter(p))]
+    missing = [what for what, test in (("random pruning in every epoch (`compare --frontier 0.1,0.3`)", is_frontier),
+                                       ("training fewer epochs (`compare --shorter 0.1,0.3`)", is_shorter))
+               if not any(test(p) for p in by)]
+    if not policies or not missing:
+        return []
+    return [f"  - Not measured here, so not claimed: how the policies compare with {' or with '.join(missing)} "
+            "at their budgets."]
 
 
 def _best(by: dict[str, dict[int, Run]], margin: float) -> str:
@@ -64,8 +79,9 @@ def _judged(by: dict[str, dict[int, Run]], policy: str, margin: float) -> list[s
     skipped = policy_stats(by, policy)["skipped_pct"].fmt(1, "%")
     lines = [f"  - {policy_label(policy)} ({skipped} of sample-epochs skipped): "
              f"{_claim(paired.vs_regular(by, policy), 'regular', margin)}."]
-    for control in paired.vs_random(by, policy):
-        lines.append(f"    Against {control.against}: {_claim(control, 'random', margin)}.")
+    for control in paired.vs_controls(by, policy):
+        baseline = "training fewer epochs" if control.against == paired.SHORTER_LINE else "random"
+        lines.append(f"    Against {control.against}: {_claim(control, baseline, margin)}.")
     return lines
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -56,19 +58,24 @@ def render_timeline(schedule: PruneSchedule, epochs: int) -> Text:
     return text
 
 
-def _pm(row: dict, name: str, digits: int, unit: str = "") -> str:
+def _pm(row: dict, name: str, digits: int, whole_from: float = math.inf) -> str:
+    """'68.94±0.41': mean ± std over seeds, tight so a cell never wraps; one seed: the value.
+    From `whole_from` up (mean or std) whole numbers, so a wide spread keeps the column narrow."""
     mean, std = row.get(f"{name}_mean", ""), row.get(f"{name}_std", "")
     if mean == "":
         return "—"
-    text = f"{mean:.{digits}f}"
-    return text + (f" ± {std:.{digits}f}" if row["seeds"] > 1 else "") + unit
+    if max(abs(mean), std if std != "" else 0) >= whole_from:
+        digits = 0
+    return f"{mean:.{digits}f}" + (f"±{std:.{digits}f}" if row["seeds"] > 1 and std != "" else "")
 
 
 def _interval(row: dict, name: str) -> str:
+    """'-4.39 [-6.80,-1.98]': the mean and its 95% interval; one seed: the signed value alone."""
     low, high = row.get(f"{name}_ci_low", ""), row.get(f"{name}_ci_high", "")
-    if low == "" or high == "":
-        return _pm(row, name, 2, " pt")
-    return f"{row[f'{name}_mean']:.2f} [{low:+.2f}, {high:+.2f}] pt"
+    mean = row.get(f"{name}_mean", "")
+    if mean == "":
+        return "—"
+    return f"{mean:+.2f}" + (f" [{low:+.2f},{high:+.2f}]" if low != "" and high != "" else "")
 
 
 def show_trained(summary: Any, as_json: bool) -> None:
@@ -78,7 +85,7 @@ def show_trained(summary: Any, as_json: bool) -> None:
     console.result(
         f"{summary.model} on {summary.dataset}: test accuracy {summary.final_accuracy:.2f}% "
         f"(best-3 {summary.best3_accuracy:.2f}%), training {summary.train_seconds:.1f}s "
-        f"over {summary.epochs} epochs, {summary.samples_skipped} samples skipped")
+        f"over {_count(summary.epochs, 'epoch')}, {_count(summary.samples_skipped, 'sample')} skipped")
     console.result(f"run folder: {summary.run_dir}")
 
 
@@ -92,19 +99,33 @@ def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None
         console.result(f"run folders: {out}  (tables and plots: fineprune report {out})")
 
 
+COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [95%]")
+TABLE_NOTE = ("n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
+              "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
+              "paired by seed, with its 95% interval. Full columns: summary.csv.")
+
+
 def _compare_table(rows: list[dict]) -> None:
-    table = Table(title="Policies against regular (Δ acc: mean [95% interval], paired by seed; saved: "
-                        "paired, same machine only; own pace: against the run's own full epochs)")
-    for name in ("model", "data", "policy", "seeds", "train", "saved", "own pace", "skipped",
-                 "final acc", "Δ acc", "best-3"):
-        table.add_column(name, justify="left" if name in ("model", "data", "policy") else "right")
+    """One table per group of rows that share a regular baseline, each under 100 columns wide:
+    numbers never wrap; a long row name folds rather than being cut."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
-        table.add_row(Text(r["model"]), Text(r["dataset"]), Text(r["policy"]), str(r["seeds"]),
-                      _pm(r, "train_s", 1, " s"), _pm(r, "saved_pct", 2, "%"),
-                      _pm(r, "pace_saved_pct", 2, "%"), _pm(r, "skipped_pct", 1, "%"),
-                      _pm(r, "final_acc", 2, "%"),
-                      _interval(r, "d_final"), _pm(r, "best3_acc", 2, "%"))
-    console.result(table)
+        groups.setdefault((r["model"], r["dataset"], r.get("variant", "")), []).append(r)
+    for (model, dataset, variant), members in groups.items():
+        table = Table(title=Text(f"{model} on {dataset}" + (f" (regular: {variant})" if variant else "")),
+                      box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, title_justify="left")
+        for name in COLUMNS:
+            table.add_column(name, justify="left" if name == "row" else "right",
+                             overflow="fold" if name == "row" else "ellipsis", no_wrap=name != "row",
+                             max_width=ROW_WIDTH if name == "row" else None)
+        for r in members:
+            table.add_row(Text(r["policy"]), str(r["seeds"]), _pm(r, "train_s", 1, 100), _pm(r, "saved_pct", 1, 10),
+                          _pm(r, "skipped_pct", 1), _pm(r, "final_acc", 2), _interval(r, "d_final"))
+        console.result(table)
+    console.result(TABLE_NOTE)
+
+
+ROW_WIDTH = 26   # the row name's column: the numbers beside it take the rest of 100 columns
 
 
 def show_report(rep: Any, as_json: bool) -> None:
@@ -122,8 +143,15 @@ def show_report(rep: Any, as_json: bool) -> None:
         console.result(line)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
-    console.result(f"{len(rep.runs)} runs, {len(rep.problems)} left out; "
+    rows = len({(r["model"], r["dataset"], r["variant"], r["policy"])
+                for r in summary_rows(rep.runs, rep.judging)}) if rep.runs else 0
+    console.result(f"{_count(rows, 'row')} (runs that share every setting but the seed) from "
+                   f"{_count(len(rep.runs), 'run')}, {len(rep.problems)} left out; "
                    f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})")
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
 
 
 def show_scale(done: tuple[list[dict], Path] | None, node_rank: int, as_json: bool) -> None:
@@ -137,8 +165,16 @@ def show_scale(done: tuple[list[dict], Path] | None, node_rank: int, as_json: bo
     if as_json:
         console.print_json(rows)
         return
-    show_rows(rows, "Scaling (one thread per process; speedup against 1 sync process)")
-    console.result(f"tables: {path} and {path.with_suffix('.csv')} (columns explained in {path.name})")
+    show_rows([{short: r[name] for name, short in SCALE_COLUMNS.items()} for r in rows],
+              "Scaling (one thread per process; speedup against 1 sync process)")
+    console.result(f"all columns: {path} and {path.with_suffix('.csv')} (explained in {path.name})")
+
+
+# the scale table's columns a terminal shows, with headers short enough to fit 100 columns whole
+SCALE_COLUMNS = {"mode": "mode", "workers": "workers", "servers": "servers", "nodes": "nodes",
+                 "processes": "procs", "images_per_s": "images/s", "speedup": "speedup",
+                 "efficiency": "efficiency", "final_accuracy": "final %", "seconds_to_accuracy": "s to acc",
+                 "train_seconds": "train s"}
 
 
 def show_policies(as_json: bool) -> None:
@@ -157,9 +193,9 @@ def show_policies(as_json: bool) -> None:
 
 
 def show_rows(rows: list[dict], title: str) -> None:
-    table = Table(title=title)
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
     for name in rows[0]:
-        table.add_column(name.replace("_", " "), justify="right")
+        table.add_column(name.replace("_", " "), justify="right", no_wrap=True)
     for r in rows:
         table.add_row(*[str(v) for v in r.values()])
     console.result(table)

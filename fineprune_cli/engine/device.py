@@ -39,7 +39,8 @@ def _cpu_model() -> str:
 def describe_device(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"cpu: {_cpu_model()}, {torch.get_num_threads()} threads"
+    threads = torch.get_num_threads()
+    return f"cpu: {_cpu_model()}, {threads} thread{'s' if threads != 1 else ''}"
 
 
 def machine_signature(device: torch.device) -> dict[str, object]:

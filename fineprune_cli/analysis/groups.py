@@ -1,0 +1,192 @@
+"""Which runs make one row of a report: runs group by everything that makes them differ.
+
+A run's settings are its config.yaml with the defaults filled in (a run made before a field
+existed reads it as the default, which is what it ran with), less what cannot change its
+result: where it was written, its seed, the machine, how often it checkpointed. Runs of one
+(model, dataset) and arm with different settings are different rows, named by the settings
+in which they differ (`fine (prune_fraction 0.5)`); a setting at its default is not named.
+
+Each row is judged against one regular row, its baseline: the one whose training settings
+(all but the pruning section; for a shorter-schedule arm also the epochs, milestones and
+warm-up it scales) differ least from its own. Several regular rows split a (model, dataset)
+into one Context per regular row, each named by how that regular run differs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..drivers.compare import frontier_fraction, shorter_budget
+from ..engine.config import Config, config_from_dict
+from ..engine.fingerprint import drop_unused
+from ..errors import ConfigError
+from .runs import Run, arm_of, policy_order
+
+# not settings: where a run was written, its seed, its machine, its bookkeeping (the data's
+# folder stays one: two image folders without a label would otherwise read as one dataset)
+NOT_SETTINGS = ("run.out", "run.checkpoint_every", "run.dist_timeout", "run.arm", "run.seed", "run.device",
+                "data.label", "data.workers", "data.download")
+RESCALED = ("train.epochs", "train.milestones", "train.warmup_epochs")   # what a shorter arm changes
+WORLD = "run.world_size"   # from the summary: how many processes trained it (launch, not config)
+REGULAR = "regular"
+
+
+@dataclass(frozen=True)
+class Context:
+    """One (model, dataset) and the regular row its other rows are judged against."""
+    model: str
+    label: str
+    variant: str = ""   # how its regular row differs from the others' ("" when there is one)
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+DEFAULTS = {**_flat(Config().to_dict()), WORLD: 1}
+
+
+def settings(run: Run) -> dict[str, Any]:
+    """The run's settings as {'section.key': value}, defaults filled in."""
+    try:
+        tree = config_from_dict(run.config, str(run.path)).to_dict()
+    except ConfigError:   # a field this version no longer has: what it holds still tells runs apart
+        tree = copy.deepcopy(run.config)
+    tree = drop_unused(tree)
+    found = {**DEFAULTS, **_flat(tree), WORLD: run.summary.world_size}
+    if not found.get("prune.enabled", False):   # a regular run: the pruning settings never acted
+        found = {k: v for k, v in found.items() if not k.startswith("prune.")}
+    return {k: v for k, v in found.items() if k not in NOT_SETTINGS}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def row_name(context: Context, row: str) -> str:
+    """A row as tables name it: regular with its context's variant, any other row as it is."""
+    return f"{REGULAR} ({context.variant})" if row == REGULAR and context.variant else row
+
+
+def is_frontier(row: str) -> bool:
+    return frontier_fraction(arm_of(row)) is not None
+
+
+def is_shorter(row: str) -> bool:
+    return shorter_budget(arm_of(row)) is not None
+
+
+@dataclass
+class _Row:
+    arm: str
+    settings: dict[str, Any]
+    seeds: dict[int, Run]
+
+    def against(self, regular: _Row) -> list[str]:
+        """The training settings in which this row differs from a regular row: all but the
+        pruning section, and for a shorter arm all but what it scales."""
+        skip = RESCALED if shorter_budget(self.arm) is not None else ()
+
+        def base(settings: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in settings.items() if not k.startswith("prune.") and k not in skip}
+        return _differing(base(self.settings), base(regular.settings))
+
+
+def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return sorted(k for k in set(a) | set(b) if not _same(a.get(k), b.get(k)))
+
+
+def value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "none"
+    return "none" if value is None else str(value)
+
+
+def _suffix(row: _Row, keys: set[str]) -> str:
+    return ", ".join(f"{k.rsplit('.', 1)[-1]} {value_text(row.settings.get(k))}" for k in sorted(keys))
+
+
+def _rows(runs: list[Run]) -> list[_Row]:
+    rows: list[_Row] = []
+    for run in sorted(runs, key=lambda r: (policy_order(r.policy), r.seed, str(r.path))):
+        mine = settings(run)
+        row = next((r for r in rows if r.arm == run.policy and _same(r.settings, mine)), None)
+        if row is None:
+            rows.append(row := _Row(run.policy, mine, {}))
+        row.seeds.setdefault(run.seed, run)   # the same settings and seed twice: the first one read
+    return rows
+
+
+def _named(row: _Row, rows: list[_Row]) -> set[str]:
+    """The settings in which this row differs from the other rows of its arm, where not a default."""
+    keys: set[str] = set()
+    for other in rows:
+        if other is not row and other.arm == row.arm:
+            keys.update(k for k in _differing(row.settings, other.settings)
+                        if not _same(row.settings.get(k), DEFAULTS.get(k, object())))
+    return keys
+
+
+def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, dict[int, Run]]]:
+    regulars = [r for r in rows if r.arm == REGULAR]
+    names = {id(r): _named(r, rows) for r in rows}
+    regulars.sort(key=lambda r: len(names[id(r)]))   # the default-most regular first: ties go to it
+    contexts = {id(r): Context(model, label, _suffix(r, names[id(r)])) for r in regulars}
+    out: dict[Context, dict[str, dict[int, Run]]] = {c: {} for c in contexts.values()}
+    for row in rows:
+        keys = set(names[id(row)])
+        if row.arm == REGULAR:
+            context, name = contexts[id(row)], REGULAR
+        elif regulars:
+            baseline = min(regulars, key=lambda r: len(row.against(r)))
+            context = contexts[id(baseline)]
+            keys.update(row.against(baseline))   # never judged silently against another recipe
+            name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
+        else:
+            context = Context(model, label)
+            name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
+        by = out.setdefault(context, {})
+        while name in by:   # cannot happen with the rules above; never merge two rows silently
+            name += "*"
+        by[name] = row.seeds
+    return out
+
+
+def group(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
+    """Context -> row name -> seed -> run: rows in the policy registry's order, 'regular' the baseline."""
+    by_data: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        by_data.setdefault(run.key, []).append(run)
+    out: dict[Context, dict[str, dict[int, Run]]] = {}
+    for (model, label) in sorted(by_data):
+        for context, rows in _split(_rows(by_data[(model, label)]), model, label).items():
+            out[context] = dict(sorted(rows.items(), key=lambda kv: (policy_order(arm_of(kv[0])), kv[0])))
+    return out
+
+
+def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
+    """(run, the run it repeats): the same model, dataset, arm, settings and seed as one read
+    before it, e.g. a copy of a run folder; a row holds one run per seed, so these are left out."""
+    out = []
+    for key in sorted({run.key for run in runs}):
+        for row in _rows([run for run in runs if run.key == key]):
+            kept = set(map(id, row.seeds.values()))
+            out += [(run, row.seeds[run.seed]) for run in runs if run.key == key and id(run) not in kept
+                    and run.policy == row.arm and _same(settings(run), row.settings)]
+    return out
+
+
+def context_of(runs: list[Run]) -> dict[str, Context]:
+    """Each run's context, by its path."""
+    return {str(run.path): c for c, by in group(runs).items() for seeds in by.values() for run in seeds.values()}

@@ -1,0 +1,168 @@
+"""analysis.groups: runs that differ in any setting are different rows; seed, machine and
+fields added later (read as their defaults) never split a row; each row meets its own regular."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.cells import cell_len
+from typer.testing import CliRunner
+
+from fineprune_cli.analysis.groups import Context, group
+from fineprune_cli.analysis.runs import load_runs, policy_label
+from fineprune_cli.analysis.tables import summary_rows
+from fineprune_cli.cli import app
+from test_report import make_run
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def run(root, policy, seed, final, skipped_epochs=(), arm=None, **settings):
+    """A 2-epoch run of `policy` (folder named by `arm` or the policy, as compare names it)
+    whose config.yaml also holds `settings` ({'prune.prune_fraction': 0.5, ...})."""
+    path = make_run(root, "lenet", arm or policy, seed, 100.0, [60.0, final], skipped_epochs=skipped_epochs)
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    for key, value in settings.items():
+        section, name = key.split(".")
+        config.setdefault(section, {})[name] = value
+    if arm:
+        config["prune"]["enabled"] = policy != "regular"
+        summary = json.loads((path / "summary.json").read_text())
+        (path / "summary.json").write_text(json.dumps({**summary, "policy": policy, "arm": arm}))
+    (path / "config.yaml").write_text(yaml.safe_dump(config))
+    return path
+
+
+def rows_of(*roots):
+    return {r["policy"]: r for r in summary_rows(load_runs(list(roots))[0])}
+
+
+def test_a_sweep_of_two_prune_fractions_is_two_rows(tmp_path):
+    """Merged, the two fractions read as one 'fine' row of 2 seeds with differences +1, -3."""
+    for seed, reg in enumerate((70.0, 74.0)):
+        run(tmp_path / "regular", "regular", seed, reg)
+        run(tmp_path / "f01", "fine", seed, reg + 1.0, (2,), **{"prune.prune_fraction": 0.1})
+        run(tmp_path / "f05", "fine", seed, reg - 3.0 + seed, (2,), **{"prune.prune_fraction": 0.5})
+    rows = rows_of(tmp_path)
+    assert set(rows) == {"regular", "fine (prune_fraction 0.1)", "fine (prune_fraction 0.5)"}
+    assert rows["fine (prune_fraction 0.1)"]["seeds"] == 2
+    assert rows["fine (prune_fraction 0.1)"]["d_final_mean"] == pytest.approx(1.0)
+    assert rows["fine (prune_fraction 0.5)"]["d_final_mean"] == pytest.approx(-2.5)
+
+
+def test_a_setting_at_its_default_is_not_named(tmp_path):
+    run(tmp_path / "a", "regular", 0, 70.0)
+    run(tmp_path / "b", "fine", 0, 69.0, (2,), **{"prune.prune_fraction": 0.3})
+    run(tmp_path / "c", "fine", 0, 68.0, (2,), **{"prune.prune_fraction": 0.5})
+    assert set(rows_of(tmp_path)) == {"regular", "fine", "fine (prune_fraction 0.5)"}
+    assert policy_label("fine (prune_fraction 0.5)") == "fine-pruning (prune_fraction 0.5)"
+
+
+def test_the_ablation_folder_is_its_own_row_paired_with_regular_of_the_same_seed(tmp_path):
+    """As the lead reports runs/ and runs-no-rescale/ together: the same folder names
+    (infobatch-seedN) in both; regular differs by seed, so a wrong pairing reads otherwise."""
+    main, ablation = tmp_path / "runs", tmp_path / "runs-no-rescale"
+    for seed, reg in enumerate((70.0, 72.0, 75.0)):
+        run(main, "regular", seed, reg)
+        run(main, "infobatch", seed, reg - 1.0, (2,), **{"prune.infobatch_rescale": True})
+        run(ablation, "infobatch", seed, reg - 2.0 - seed, (2,), **{"prune.infobatch_rescale": False})
+    rows = rows_of(main, ablation)
+    assert set(rows) == {"regular", "infobatch", "infobatch (infobatch_rescale off)"}
+    off = rows["infobatch (infobatch_rescale off)"]
+    assert off["seeds"] == 3 and off["d_final_mean"] == pytest.approx(-3.0)        # -2, -3, -4
+    assert (off["d_final_ci_low"], off["d_final_ci_high"]) == pytest.approx((-5.4842, -0.5158), abs=1e-4)
+    assert rows["infobatch"]["d_final_mean"] == pytest.approx(-1.0) and rows["infobatch"]["d_final_std"] == 0
+
+
+def test_seed_machine_place_and_fields_added_later_never_split_a_row(tmp_path):
+    """Seed 0 was written before infobatch_rescale and loader existed (read as their defaults),
+    seed 1 names them, on another machine, device and folder: one row of two seeds."""
+    run(tmp_path / "old", "regular", 0, 70.0, **{"run.out": "somewhere", "run.device": "auto"})
+    new = run(tmp_path / "new", "regular", 1, 71.0, **{"data.loader": "auto", "data.workers": 7,
+                                                       "run.device": "cpu", "run.checkpoint_every": 5})
+    summary = json.loads((new / "summary.json").read_text())
+    summary["machine"] = {"processor": "Other CPU", "threads": 1, "torch": "2.0", "device": "cpu"}
+    (new / "summary.json").write_text(json.dumps(summary))
+    for folder, seed in (("old", 0), ("new", 1)):
+        run(tmp_path / folder, "infobatch", seed, 69.0, (2,),
+            **({"prune.infobatch_rescale": True} if seed else {}))
+    rows = rows_of(tmp_path)
+    assert set(rows) == {"regular", "infobatch"} and rows["regular"]["seeds"] == 2
+
+
+def test_a_variant_of_the_training_recipe_meets_the_regular_run_of_that_recipe(tmp_path):
+    """Two regular recipes (lr 0.1, lr 0.05): fine at lr 0.05 pairs with regular at lr 0.05."""
+    for seed in range(2):
+        run(tmp_path / "a", "regular", seed, 70.0 + seed)
+        run(tmp_path / "b", "regular", seed, 60.0 + seed, **{"train.lr": 0.05})
+        run(tmp_path / "c", "fine", seed, 59.0 + seed, (2,), **{"train.lr": 0.05})
+    groups = group(load_runs([tmp_path])[0])
+    assert list(groups) == [Context("lenet", "CIFAR-10 (JPEG q75)"), Context("lenet", "CIFAR-10 (JPEG q75)", "lr 0.05")]
+    rows = {(r["variant"], r["policy"]): r for r in summary_rows(load_runs([tmp_path])[0])}
+    assert set(rows) == {("", "regular"), ("lr 0.05", "regular (lr 0.05)"), ("lr 0.05", "fine")}
+    assert rows[("lr 0.05", "fine")]["d_final_mean"] == pytest.approx(-1.0)
+
+
+def test_a_shorter_arm_meets_the_full_schedules_regular_despite_its_epochs(tmp_path):
+    run(tmp_path, "regular", 0, 70.0, **{"train.epochs": 2, "train.milestones": [2]})
+    run(tmp_path, "regular", 0, 69.0, arm="shorter-50", **{"train.epochs": 1, "train.milestones": [1]})
+    assert list(rows_of(tmp_path)) == ["regular", "shorter-50"]
+
+
+def test_the_scale_folder_reads_as_ten_rows():
+    rows = summary_rows(load_runs([RESULTS / "scale" / "runs"])[0])
+    assert len(rows) == 10 and len({r["policy"] for r in rows}) == 10
+    assert {r["policy"] for r in rows} >= {"regular", "regular (dist_mode async, num_ps 2, world_size 4)"}
+
+
+@pytest.mark.parametrize("folder, rows", [("policies/fashion-mnist/runs", 11), ("cifar10-jpeg-lenet-cpu/runs", 7),
+                                          ("demo/runs", 3)])
+def test_committed_results_keep_their_rows(folder, rows):
+    """Made by earlier versions: their rows stay one per arm, each name shown in full."""
+    found = summary_rows(load_runs([RESULTS / folder])[0])
+    assert len(found) == rows and all(" (" not in r["policy"] for r in found)
+    assert len({policy_label(r["policy"]) for r in found}) == rows
+
+
+def test_the_report_table_fits_100_columns_and_names_every_row_in_full(tmp_path):
+    """Five seeds of long-named arms and wide numbers; nothing cut short, no number split."""
+    for seed in range(5):
+        run(tmp_path / "r", "regular", seed, 70.0 + seed * 1.37)
+        for pct, folder in ((10, "a"), (20, "b")):
+            run(tmp_path / folder, "random", seed, 69.0 - seed * 0.91, (2,), arm=f"random-every-{pct}")
+        run(tmp_path / "i", "infobatch", seed, 61.0 + seed, (2,))
+        run(tmp_path / "j", "infobatch", seed, 50.0 - seed, (2,), **{"prune.infobatch_rescale": False})
+    result = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "o"), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    table = result.output.split("n: seeds; mean±std")[0].splitlines()
+    assert max(cell_len(line) for line in table) <= 100
+    assert "…" not in result.output and "random-every-10 " in result.output and "random-every-20 " in result.output
+    rows = [line for line in table if line.strip().startswith(("regular", "random", "infobatch"))]
+    assert len(rows) == 5 and all(line.count("±") >= 3 for line in rows)   # numbers whole, on one line
+    assert any(line.strip() == "(infobatch_rescale off)" for line in table)   # a long name wraps, never cut
+    assert "5 rows (runs that share every setting but the seed) from 25 runs" in result.output
+
+
+def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_path):
+    import shutil
+
+    from fineprune_cli.analysis.report import write_report
+    for seed in range(2):
+        run(tmp_path / "a", "regular", seed, 70.0 + seed)
+        run(tmp_path / "a", "fine", seed, 69.0, (2,))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    report = write_report([tmp_path / "a", tmp_path / "b"], tmp_path / "o", with_plots=False)
+    assert len(report.runs) == 4 and len(report.problems) == 4
+    assert {p.status for p in report.problems} == {"duplicate"}
+    assert all(str(p.path).startswith(str(tmp_path / "b")) and "same settings and seed as" in p.reason
+               for p in report.problems)
+    assert len((tmp_path / "o" / "runs.csv").read_text().splitlines()) == 1 + 4
+
+
+def test_two_image_folders_are_two_rows(tmp_path):
+    """The data's folder is a setting: without it two unlabelled image folders would merge."""
+    run(tmp_path / "a", "regular", 0, 70.0, **{"data.data_dir": "/data/a"})
+    run(tmp_path / "b", "regular", 0, 60.0, **{"data.data_dir": "/data/b"})
+    rows = summary_rows(load_runs([tmp_path])[0])
+    assert sorted(r["policy"] for r in rows) == ["regular (data_dir /data/a)", "regular (data_dir /data/b)"]
