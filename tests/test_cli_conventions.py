@@ -115,8 +115,7 @@ def test_train_dry_run_text_says_nothing_is_written(tmp_path):
 
 def test_compare_dry_run_lists_arms_times_seeds_and_writes_nothing(tmp_path):
     args = ["compare", *TINY, "--seeds", "3,4", "--policies", "regular,fine", "--frontier", "0.2",
-            "--shorter", "0.5", "--milestones", "1", "--out", str(tmp_path / "cmp"), "--dry-run", "--json"]
-    # one milestone: the default 30/60/80% of 2 epochs is 1,2, which halves to 1,1 and is refused
+            "--shorter", "0.5", "--out", str(tmp_path / "cmp"), "--dry-run", "--json"]
     result = _in(tmp_path, args)
     assert result.exit_code == 0, result.output
     assert _files(tmp_path) == []

@@ -148,6 +148,8 @@ def test_frontier_arms_prune_every_epoch_at_their_budget(tmp_path):
     (200, [60, 120, 160], 1.0, 0.1, (180, [54, 108, 144], 0.9)),
     (23, [7, 14, 19], 1.0, 0.5, (12, [4, 7, 10], 0.5)),             # 11.5 -> 12, 3.5 -> 4: half up
     (23, [7, 14, 19], 2.0, 0.1, (21, [6, 13, 17], 1.8)),            # 20.7, 6.3, 12.6, 17.1
+    (2, [1, 2], 1.0, 0.5, (1, [], 0.5)),                            # both land on the only epoch: no effect
+    (10, [3, 6, 8], 1.0, 0.3, (7, [2, 4, 6], 0.7)),                 # 5.6 -> 6 stays, below the 7th epoch
 ])
 def test_a_shorter_arm_compresses_epochs_milestones_and_warm_up(epochs, milestones, warmup, budget, expected):
     # Catches: banker's rounding (12.5 -> 12, 3.5 -> 4 but 4.5 -> 4), truncation, epochs scaled
@@ -162,8 +164,9 @@ def test_shorter_arms_train_regular_with_the_compressed_schedule(tmp_path):
     jobs = plan(cfg, c)
     assert [j.arm for j in jobs] == ["regular", "shorter-50"]
     arm = job_config(cfg, jobs[1], c.out)
-    assert (arm.train.epochs, arm.train.milestones, arm.prune.enabled, arm.run.arm) == (2, [1, 2], False, "shorter-50")
-    cfg.train.milestones = [1, 2]                                    # 0.5 -> 1 and 1 -> 1 collide
+    # 3 -> 1.5 -> 2 falls on the arm's last epoch: it would change no epoch's lr, so it goes
+    assert (arm.train.epochs, arm.train.milestones, arm.prune.enabled, arm.run.arm) == (2, [1], False, "shorter-50")
+    cfg.train.milestones = [1, 2]                                    # 0.5 -> 1 and 1 -> 1 collide before the end
     with pytest.raises(ConfigError, match="shorter-50: milestones 1,2 scaled by 0.5 give 1,1"):
         plan(cfg, c)
     with pytest.raises(ConfigError, match="--shorter takes fractions in"):

@@ -108,10 +108,13 @@ def shorter_schedule(epochs: int, milestones: list[int], warmup: float, budget: 
                      ) -> tuple[int, list[int], float]:
     """Epochs, milestones and warm-up of regular training compressed by (1 - budget): each epoch
     count rounded half up (200 epochs at 0.3: 140, milestones 60/120/160 -> 42/84/112), the
-    warm-up (fractional epochs, counted in steps) scaled exactly."""
+    warm-up (fractional epochs, counted in steps) scaled exactly; milestones that land on or
+    after the arm's last epoch change nothing and are left out."""
     factor = 1 - budget
     short = max(1, _half_up(epochs * factor))
-    scaled = [_half_up(m * factor) for m in milestones]
+    # a milestone at or after the last epoch decays an lr no epoch uses: dropped, so short runs
+    # whose milestones would meet there (2 epochs at b = 0.5: 1,2 -> 1,1 on a 1-epoch arm) still run
+    scaled = [m for m in (_half_up(m * factor) for m in milestones) if m < short]
     if any(m < 1 for m in scaled) or any(a >= b for a, b in zip(scaled, scaled[1:])):
         raise ConfigError(f"{shorter_arm(budget)}: milestones {','.join(map(str, milestones))} scaled by "
                           f"{factor:g} give {','.join(map(str, scaled))}, which is not strictly increasing "
