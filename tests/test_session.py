@@ -30,18 +30,21 @@ def test_best3_is_the_mean_of_the_three_best():
 def test_overhead_is_the_time_spent_inside_the_policy(tmp_path, monkeypatch):
     observe = FinePruning.observe
 
+    calls = []
+
     def slow(self, *args):
+        calls.append(1)
         time.sleep(0.005)
         observe(self, *args)
 
     monkeypatch.setattr(FinePruning, "observe", slow)
     summary = train(_cfg(tmp_path / "f", **{"prune.enabled": True}), show_progress=False)
-    steps = 2 * 200 // 50
-    assert summary.overhead_seconds >= steps * 0.005
+    assert len(calls) >= 2 * 200 // 50 - 1     # a pruned epoch takes fewer steps
+    assert summary.overhead_seconds >= len(calls) * 0.005
     assert sum(float(r["overhead_seconds"]) for r in metrics_rows(tmp_path / "f")) == pytest.approx(
         summary.overhead_seconds, abs=1e-3)
     regular = train(_cfg(tmp_path / "r"), show_progress=False)
-    assert regular.overhead_seconds < steps * 0.005  # nothing observed: only plan/sync bookkeeping
+    assert regular.overhead_seconds < len(calls) * 0.005  # nothing observed: only plan/sync bookkeeping
 
 
 def test_resume_refuses_a_diverged_run_with_a_reason(tmp_path):
