@@ -24,7 +24,31 @@ from ..schedule import last_pruning_epoch
 from ..tracker import FLUSH_EVERY
 
 
-class LossScored(Policy):
+class WholeRunState(Policy):
+    """Per-sample tensors named by `state_keys`, kept for the whole run: checkpointed whole at an
+    epoch edge and saved as one 'window' after the last epoch."""
+    state_keys: ClassVar[tuple[str, ...]] = ()
+
+    def clear_pending(self) -> None:
+        """Drop observations not yet folded in by `sync` (a checkpoint never holds them)."""
+        raise NotImplementedError
+
+    def snapshot_due(self, epoch: int, epochs: int) -> int | None:
+        """One 'window', the whole run: its scores are saved after the last epoch."""
+        return 0 if epoch == epochs else None
+
+    def state_dict(self) -> dict:
+        """Taken at an epoch edge, after `sync` (pending observations are not saved)."""
+        return {**super().state_dict(), **{k: getattr(self, k).clone() for k in self.state_keys}}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        for key in self.state_keys:
+            getattr(self, key).copy_(state[key])
+        self.clear_pending()
+
+
+class LossScored(WholeRunState):
     """Subclasses implement `update(seen_now, losses)` (fold one epoch's observations into
     their state) and `choose(epoch)` (the plan of an epoch before annealing ends), and list
     their state tensors in `state_keys` for checkpoints."""
@@ -91,18 +115,7 @@ class LossScored(Policy):
     def planned_samples(self, epoch: int) -> int | None:
         return self.num_samples if self.annealed(epoch) else None
 
-    def snapshot_due(self, epoch: int, epochs: int) -> int | None:
-        """One 'window', the whole run: its scores are saved after the last epoch."""
-        return 0 if epoch == epochs else None
-
-    def state_dict(self) -> dict:
-        """Taken at an epoch edge, after `sync` (pending observations are not saved)."""
-        return {**super().state_dict(), **{k: getattr(self, k).clone() for k in self.state_keys}}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        for key in self.state_keys:
-            getattr(self, key).copy_(state[key])
+    def clear_pending(self) -> None:
         self._reset_pending()
 
     # --- for subclasses ---

@@ -40,15 +40,16 @@ import math
 import torch
 
 from ..config import PruneConfig
-from ..policy import EpochPlan, Policy, pruned_count
+from ..policy import EpochPlan, pruned_count
 from ..registry import register
 from ..tracker import highest
+from .dynamic import WholeRunState
 
 LOSS, COUNT, RIGHT, CONF = range(4)  # columns of the pending observations
 
 
 @register
-class Kakurenbo(Policy):
+class Kakurenbo(WholeRunState):
     name = "kakurenbo"
     label = "KAKURENBO"
     color = "#17becf"
@@ -131,15 +132,5 @@ class Kakurenbo(Policy):
         """The latest loss of every sample; NaN for samples never observed."""
         return torch.where(self.seen, self.loss, math.nan)
 
-    def snapshot_due(self, epoch: int, epochs: int) -> int | None:
-        return 0 if epoch == epochs else None
-
-    def state_dict(self) -> dict:
-        """Taken at an epoch edge, after `sync`."""
-        return {**super().state_dict(), **{k: getattr(self, k).clone() for k in self.state_keys}}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        for key in self.state_keys:
-            getattr(self, key).copy_(state[key])
+    def clear_pending(self) -> None:
         self._new_pending()
