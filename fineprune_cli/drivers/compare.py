@@ -71,33 +71,37 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
 
 
 FRONTIER = "random-every-"  # arm names of the random frontier: random-every-20 = 20% every epoch
+SHORTER = "shorter-"        # arm names of the shorter-schedule frontier: shorter-30 = 30% fewer epochs
+
+
+def _arm_name(prefix: str, share: float) -> str:
+    return f"{prefix}{round(100 * share):g}"
+
+
+def _arm_share(prefix: str, arm: str) -> float | None:
+    """The share in an arm's name with this prefix (random-every-20 -> 0.2), None for any other arm."""
+    try:
+        return float(arm[len(prefix):]) / 100 if arm.startswith(prefix) else None
+    except ValueError:
+        return None
 
 
 def frontier_arm(fraction: float) -> str:
-    return f"{FRONTIER}{round(100 * fraction):g}"
+    return _arm_name(FRONTIER, fraction)
 
 
 def frontier_fraction(arm: str) -> float | None:
     """The prune fraction of a frontier arm's name, None for any other arm."""
-    try:
-        return float(arm[len(FRONTIER):]) / 100 if arm.startswith(FRONTIER) else None
-    except ValueError:
-        return None
-
-
-SHORTER = "shorter-"  # arm names of the shorter-schedule frontier: shorter-30 = 30% fewer epochs
+    return _arm_share(FRONTIER, arm)
 
 
 def shorter_arm(budget: float) -> str:
-    return f"{SHORTER}{round(100 * budget):g}"
+    return _arm_name(SHORTER, budget)
 
 
 def shorter_budget(arm: str) -> float | None:
     """The budget b of a shorter-schedule arm's name, None for any other arm."""
-    try:
-        return float(arm[len(SHORTER):]) / 100 if arm.startswith(SHORTER) else None
-    except ValueError:
-        return None
+    return _arm_share(SHORTER, arm)
 
 
 def _half_up(x: float) -> int:
