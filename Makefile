@@ -59,7 +59,8 @@ cifar10-jpeg: .data/cifar10-jpeg/test
 
 cifar10-lenet-cpu: setup cifar10-jpeg
 	$(FP) compare --config experiments/cifar10-lenet-cpu.yaml $(DEVICE_FLAG) $(ARGS)
-	$(FP) report results/cifar10-jpeg-lenet-cpu/runs --out results/cifar10-jpeg-lenet-cpu
+	$(FP) report results/cifar10-jpeg-lenet-cpu/runs $(wildcard results/cifar10-jpeg-lenet-cpu/runs-no-rescale) \
+	    --out results/cifar10-jpeg-lenet-cpu --notes results/cifar10-jpeg-lenet-cpu/notes.md
 
 # results/bench/<device>.{csv,md}; on a CPU a quick subset (under 10 minutes on 2 cores).
 bench: setup
