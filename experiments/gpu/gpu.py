@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -221,9 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     ctx = make_ctx(args)
     steps = STEPS if args.step == "all" else (args.step,)
-    codes = [run_step(ctx, step) for step in steps]
-    for step, code in zip(steps, codes):
-        print(f"{step}: {'ok' if code == 0 else f'failed ({code})'}", flush=True)
+    codes, seconds = [], []
+    for step in steps:
+        start = time.monotonic()
+        codes.append(run_step(ctx, step))
+        seconds.append(time.monotonic() - start)
+    for step, code, took in zip(steps, codes, seconds):  # the time: what each step leaves of a call's budget
+        print(f"{step}: {'ok' if code == 0 else f'failed ({code})'} ({took:.0f} s)", flush=True)
     return max(codes)
 
 

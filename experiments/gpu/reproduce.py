@@ -132,19 +132,24 @@ def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
         return [f"{name}: no run folder was written: see {rel(run.parents[2] / 'logs')}"]
     lines = [f"{name}: {rec['status']}, epochs {rec['epochs_before'] + 1}-{rec['epochs_after']} of "
              f"{rec['epochs']} in this call ({rec['seconds']} s)"]
-    if rec["status"] == "complete" or rec["epoch_s"] is None:
+    if rec["status"] == "complete":
         return lines
-    per_call = epochs_that_fit(ctx.budget - PACK_RESERVE_S - rec["startup_s"], rec["epoch_s"])
-    rest = rec["epochs"] - rec["epochs_after"]
-    calls = calls_needed(rest, per_call)
-    lines.append(f"  {rec['epoch_s']:.1f} s an epoch after {rec['startup_s']:.0f} s of start (data, "
-                 f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs")
-    if calls is None:
-        lines.append("  not one epoch fits a call after such a start")
-    elif rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None:
-        lines.append(f"  the other {rest} epochs need {calls} more call(s) of {name} on this machine: its "
+    rest, calls, per_call = rec["epochs"] - rec["epochs_after"], None, None
+    if rec["epoch_s"] is not None:
+        per_call = epochs_that_fit(ctx.budget - PACK_RESERVE_S - rec["startup_s"], rec["epoch_s"])
+        calls = calls_needed(rest, per_call)
+        lines.append(f"  {rec['epoch_s']:.1f} s an epoch after {rec['startup_s']:.0f} s of start (data, "
+                     f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs")
+        if calls is None:
+            lines.append("  not one epoch fits a call after such a start")
+    if rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None and (calls or per_call is None):
+        # one epoch in a call times no epoch apart from the start: the run still continues
+        count = f"{calls} more call(s)" if calls else "more call(s) (one epoch here: no pace yet)"
+        lines.append(f"  the other {rest} epochs need {count} of {name} on this machine: its "
                      f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
                      "starts the run again")
+    if per_call is None:
+        return lines
     if per_call >= rec["epochs"]:
         lines.append(f"  the whole run, {rec['epochs']} epochs, fits one call at this pace")
     elif not ctx.epochs and per_call > 0:
