@@ -206,6 +206,25 @@ def test_fine_drop_hard_leaves_out_the_highest_counts_easy_the_lowest(drop, out)
     assert left_out(fine.plan(2), 10) == out
 
 
+@pytest.mark.parametrize("window, start, same_as_random", [(1, 0, True), (3, 1, False)])
+def test_fine_at_a_windows_first_epoch_selects_as_its_random_control(window, start, same_as_random):
+    # Epoch 1 gives DroppingCount i to sample i; epoch 2 prunes m = 3. With window 1 (a_k = 0)
+    # epoch 2 is a window's first epoch (p = 0): Algorithm 1 has just reset the counts, all are
+    # equal, and the seeded order picks what the random control picks (README, "Choices": reset,
+    # then select). With window 3 epoch 2 is p = 2 and the counts decide ({7, 8, 9}).
+    # Catches: the reset done after the selection (epoch 1's counts leaking into p = 0), or no reset.
+    cfg = PruneConfig(window=window, start=start, block=2, count=1, attenuation=1.0, prune_fraction=0.3)
+    fine, control = create("fine", 10, cfg, seed=4), create("random", 10, cfg, seed=4)
+    assert not fine.plan(1).pruned and not control.plan(1).pruned
+    for t in range(1, 10):
+        fine.observe(torch.arange(10), (torch.arange(10) >= t).float())
+    fine.sync()
+    chosen, random_chosen = left_out(fine.plan(2), 10), left_out(control.plan(2), 10)
+    assert len(chosen) == len(random_chosen) == 3
+    assert (chosen == random_chosen) is same_as_random
+    assert same_as_random or chosen == {7, 8, 9}
+
+
 # --- every policy: --anneal, resume, DDP folding ---------------------------------------------
 
 @pytest.mark.parametrize("name", PRUNING)
