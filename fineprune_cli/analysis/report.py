@@ -18,8 +18,8 @@ from ..errors import ConfigError
 from . import plots, timing
 from .groups import context_of, duplicates, is_shorter, row_name
 from .runs import Problem, Run, load_runs
-from .tables import (Judging, context_title, group, paper_results, pruned_policies, summary_rows, table1, table2,
-                     table3, target_for)
+from .tables import (Judging, context_title, csv_cells, group, paper_results, pruned_policies, summary_rows,
+                     table1, table2, table3, target_for)
 from .verdict import verdict
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "row", "seed", "epochs", "train_seconds",
@@ -83,7 +83,7 @@ def _write_all(report: Report, with_plots: bool) -> None:
         report.files.append(_write(out / f"{name}.md", to_markdown(header, rows)))
     srows = summary_rows(runs, judging)
     if srows:
-        report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [list(r.values()) for r in srows])))
+        report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [csv_cells(r) for r in srows])))
     groups = group(runs)
     targets = {context: target_for(by, judging) for context, by in groups.items()}
     rows = {str(run.path): row_name(c, name) for c, by in groups.items() for name, seeds in by.items()

@@ -144,8 +144,8 @@ def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str
             row: dict[str, Any] = {"model": context.model, "dataset": context.label, "variant": context.variant,
                                    "policy": row_name(context, policy), "seeds": len(by_policy[policy])}
             for name, stat in stats.items():
-                row[f"{name}_mean"] = _round(stat.mean) if stat.values else ""
-                row[f"{name}_std"] = _round(stat.std) if stat.values else ""
+                row[f"{name}_mean"] = _number(stat.mean) if stat.values else ""
+                row[f"{name}_std"] = _number(stat.std) if stat.values else ""
             row["saved_pairs"] = len(stats["saved_pct"].values)
             row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy)))
             controls = paired.vs_random(by_policy, policy)
@@ -158,22 +158,29 @@ def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str
     return rows
 
 
-def _round(x: float | None) -> Any:
-    return "" if x is None or not math.isfinite(x) else round(x, 4)
+def _number(x: float | None) -> Any:
+    # unrounded: the console table rounding a 4-decimal copy printed -0.70 where the verdict,
+    # from the same interval, printed -0.71 (-0.70503 rounded twice); summary.csv rounds once
+    return "" if x is None or not math.isfinite(x) else x
+
+
+def csv_cells(row: dict[str, Any]) -> list[Any]:
+    """A summary row as summary.csv writes it: numbers to 4 decimals."""
+    return [round(v, 4) if isinstance(v, float) else v for v in row.values()]
 
 
 def _interval_columns(name: str, p: paired.Paired) -> dict[str, Any]:
     iv = p.interval
     boot = iv.boot if iv and iv.boot else (None, None)
-    return {f"{name}_ci_low": _round(iv and iv.low), f"{name}_ci_high": _round(iv and iv.high),
-            f"{name}_boot_low": _round(boot[0]), f"{name}_boot_high": _round(boot[1])}
+    return {f"{name}_ci_low": _number(iv and iv.low), f"{name}_ci_high": _number(iv and iv.high),
+            f"{name}_boot_low": _number(boot[0]), f"{name}_boot_high": _number(boot[1])}
 
 
 def _reach_columns(seeds: dict[int, Run], target: float | None) -> dict[str, Any]:
     reached = [r for r in (timing.time_to_accuracy(run, target) for run in seeds.values())
                if r is not None] if target is not None else []
-    mean = (lambda xs: _round(statistics.fmean(xs)) if xs else "")
-    return {"tta_target": _round(target), "tta_reached": len(reached),
+    mean = (lambda xs: _number(statistics.fmean(xs)) if xs else "")
+    return {"tta_target": _number(target), "tta_reached": len(reached),
             "tta_epoch_mean": mean([r.epoch for r in reached]),
             "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached])}
 
