@@ -5,7 +5,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.drivers.scale import BASELINE, Job, Launch, job_config, plan, run_one, train_command
+from fineprune_cli.drivers.scale import BASELINE, Job, Launch, job_config, plan, run_one, run_scale, train_command
 from fineprune_cli.drivers.scale_table import Targets, table, time_to, write_tables
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.files import to_csv
@@ -182,6 +182,22 @@ def test_a_folder_from_another_scale_is_refused_not_reported(tmp_path):
         run_one(cfg, BASELINE, tmp_path)
 
 
+def test_a_folder_of_other_settings_is_refused_before_anything_trains(tmp_path):
+    """The README's scale line, run where results/scale held the committed runs, trained three
+    mixed runs (11 minutes) before it reached the baseline's folder of other settings, run last.
+    Catches: folders checked one by one as their turn comes."""
+    cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "train.epochs": 1})
+    other = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "train.epochs": 2})
+    baseline = tmp_path / "runs" / BASELINE.folder(cfg)
+    baseline.mkdir(parents=True)
+    (baseline / "scale-config.yaml").write_text(job_config(other, BASELINE))
+    (baseline / "summary.json").write_text(json.dumps({"status": "complete"}))
+    first = Job("sync", 2)
+    with pytest.raises(ConfigError, match="holds a run with other settings"):
+        run_scale(cfg, [first, BASELINE], tmp_path, "fineprune scale")
+    assert not (tmp_path / "runs" / first.folder(cfg)).exists()
+
+
 @pytest.mark.parametrize("job", [BASELINE, Job("async", 1)])
 def test_a_folder_from_before_num_ps_and_batch_per_worker_is_reused(tmp_path, job):
     """A complete sync or async run written before run.num_ps / train.batch_per_worker existed
@@ -213,8 +229,11 @@ def test_several_nodes_run_in_step_and_node_zero_alone_runs_the_baseline(tmp_pat
     def fake_run(cfg, job, out, launch):
         launched.append((job, launch.node_rank))
         name = job.folder(cfg)
-        return out / "runs" / name if (out / "runs" / name).exists() else \
-            _run(out / "runs", name, 1000, 10.0 / job.workers, [2.0, 1.0], [40.0, 60.0])
+        if (out / "runs" / name).exists():
+            return out / "runs" / name
+        run_dir = _run(out / "runs", name, 1000, 10.0 / job.workers, [2.0, 1.0], [40.0, 60.0])
+        (run_dir / "scale-config.yaml").write_text(job_config(cfg, job))  # as run_one writes it
+        return run_dir
 
     monkeypatch.setattr(scale, "run_one", fake_run)
     jobs = plan([2], ["sync"], None, Launch(2, 1, "node0:29400"))

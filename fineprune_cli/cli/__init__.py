@@ -234,7 +234,8 @@ def scale(
     rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node rank 0).")] = None,
     target_accuracy: Annotated[Optional[float], typer.Option(help="Test accuracy (percent) to time (default: the lowest final accuracy of all configurations).")] = None,
     target_loss: Annotated[Optional[float], typer.Option(help="Training loss to time (default: the highest final loss of the configurations that learned).")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for scale.csv, scale.md and the run folders.")] = Path("results/scale"),
+    out: Annotated[Path, typer.Option(help="Folder for scale.csv, scale.md and the run folders (default: ignored by "
+                                            "git; results/scale holds the committed table).")] = Path("results/runs/scale"),
     as_json: JsonOpt = False,
 ) -> None:
     """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017): throughput, speedup

@@ -138,6 +138,10 @@ def run_scale(cfg: Config, jobs: list[Job], out: Path, command: str, targets: Ta
         raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every sync run's processes "
                           "(or give --batch-per-worker)")
     _check_folder(out)
+    for job in jobs:  # before any training: the baseline, run last, once failed after 11 minutes
+        existing = out / "runs" / job.folder(cfg)
+        if (existing / "summary.json").exists():
+            _check_same_settings(existing, job_config(cfg, job))
     dirs = {}
     for job in jobs:
         if job.nnodes == 1 and launch.node_rank:  # the baseline: node rank 0 runs it alone
