@@ -147,7 +147,7 @@ def test_table2_best3_final_and_paper(runs_root):
     assert table["Regular (final)"] == "74.50 ± 0.71%"
     assert table["fine-pruning − regular (final)"] == "-0.50 [-0.50, -0.50] pt"   # no spread
     assert table["random control − regular (best-3)"] == "-1.67 [-1.67, -1.67] pt"  # (72+68+59)/3 - (74+70+60)/3
-    assert table["fine-pruning − random control (final)"] == "1.50 [+1.50, +1.50] pt"
+    assert table["fine-pruning − random control (final)"] == "+1.50 [+1.50, +1.50] pt"
     assert table["fine-pruning against regular (±0.3 pt)"] == "worse"
     assert table["Paper regular (CIFAR-10)"] == "75.15%" and table["Paper pruned − regular (CIFAR-10)"] == "-0.43 pt"
     assert table["Regular (best-3)"] == "68.17 ± 0.24%"   # (74+70+60)/3 and (75+70+60)/3

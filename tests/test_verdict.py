@@ -208,7 +208,7 @@ def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed
     shorter_case(tmp_path)
     lines = lines_for(tmp_path)
     i = next(i for i, line in enumerate(lines) if line.startswith("  - fine-pruning (15.0 ± 0.0% of sample-epochs"))
-    assert lines[i + 1] == ("    Against training fewer epochs at the same budget: 1.00 [+1.00, +1.00] pt, better "
+    assert lines[i + 1] == ("    Against training fewer epochs at the same budget: +1.00 [+1.00, +1.00] pt, better "
                             "than training fewer epochs (paired std 0.00 pt).")
 
 

@@ -43,8 +43,9 @@ class Interval:
     high: float
     boot: tuple[float, float] | None = None
 
-    def fmt(self, digits: int = 2) -> str:
-        return f"{self.mean:.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+    def fmt(self, digits: int = 2, signed: bool = True) -> str:
+        """'+0.11 [-1.93, +2.16]': a difference is signed (an unsigned 0.11 read as a mean)."""
+        return f"{self.mean:{'+' if signed else ''}.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
 
 
 def interval(values: list[float]) -> Interval | None:

@@ -69,10 +69,10 @@ def _time_ranking(by: dict[str, dict[int, Run]], ok: list[str]) -> str:
     best = max(ok, key=lambda p: saved[p].mean)
     iv = saved[best]
     if all(iv.low > saved[p].high for p in ok if p != best):
-        return (f"{policy_label(best)} saves the most time: {iv.fmt()}% against regular between runs of "
+        return (f"{policy_label(best)} saves the most time: {iv.fmt(signed=False)}% against regular between runs of "
                 f"one machine ({iv.n} seeds).")
     return (f"Between runs of one machine none is resolved ahead in time saved (the highest mean: "
-            f"{policy_label(best)}, {iv.fmt()}% over {iv.n} seeds).")
+            f"{policy_label(best)}, {iv.fmt(signed=False)}% over {iv.n} seeds).")
 
 
 def _judged(by: dict[str, dict[int, Run]], policy: str, margin: float) -> list[str]:
