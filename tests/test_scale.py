@@ -244,3 +244,18 @@ def test_several_nodes_run_in_step_and_node_zero_alone_runs_the_baseline(tmp_pat
     assert launched[1:] == [(Job("sync", 2, nnodes=2), 0), (BASELINE, 0)]   # baseline last
     assert [(r["workers"], r["nodes"], r["speedup"]) for r in rows] == [(1, 1, 1.0), (4, 2, 4.0)]
     assert md.exists() and (tmp_path / "runs" / "lenet-synthetic-sync-n4-nodes2").is_dir()
+
+
+def test_a_failed_run_is_explained_by_its_record_or_its_own_error_line(tmp_path):
+    """The README's scale line stopped on "the 5-process async run failed: ====...": torchrun's
+    banner, whose last line is a row of '='. Catches: the last stderr line taken as the reason."""
+    from fineprune_cli.drivers.scale import failure_reason
+
+    banner = "error: something broke in rank 2\n" + "=" * 60 + "\nRoot Cause (first observed failure):\n" + "=" * 60 + "\n"
+    assert failure_reason(banner, tmp_path / "none") == "something broke in rank 2"
+    assert failure_reason("Traceback ...\nValueError: bad\n" + "=" * 60 + "\n", tmp_path / "none") == "ValueError: bad"
+    assert failure_reason("", tmp_path / "none") == "no output"
+    run_dir = _run(tmp_path, "async-n4", 100, 1.0, [1.0], [10.0])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "diverged", "diverged_epoch": 1}))
+    assert failure_reason(banner, run_dir).startswith("diverged at epoch 1 (its loss is not finite; try a smaller --lr")

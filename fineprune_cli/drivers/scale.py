@@ -188,9 +188,25 @@ def run_one(cfg: Config, job: Job, out: Path, launch: Launch = Launch()) -> Path
     cmd = train_command(job, run_dir / "scale-config.yaml", run_dir, launch)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ConfigError(f"the {job.processes}-process {job.mode} run failed: {last} (see {run_dir})")
+        raise ConfigError(f"the {job.processes}-process {job.mode} run failed: "
+                          f"{failure_reason(proc.stderr, run_dir)} (see {run_dir})")
     return run_dir
+
+
+def failure_reason(stderr: str, run_dir: Path) -> str:
+    """Why a run failed, in one line: its record's divergence, else the child's own `error:` line,
+    else its last line of text. torchrun ends a failed job with a banner, and its last line, a row
+    of '=', was once the whole message."""
+    try:
+        summary = read_summary(run_dir)
+    except ConfigError:  # no record, or an unreadable one
+        summary = None
+    if summary is not None and summary.status == Status.DIVERGED:
+        return (f"diverged at epoch {summary.diverged_epoch} (its loss is not finite; try a smaller --lr: "
+                "stale updates, async and mixed, need one below the synchronous recipe's)")
+    lines = [line.strip() for line in stderr.splitlines() if line.strip(" =-_\t")]
+    ours = [line for line in lines if line.startswith("error:")]
+    return ours[-1].removeprefix("error:").strip() if ours else (lines or ["no output"])[-1]
 
 
 def _check_same_settings(run_dir: Path, text: str) -> None:
