@@ -1,97 +1,126 @@
-"""Paired intervals, their words and the seeds-needed estimate, on hand-computed cases."""
+"""The statistics behind the decisions, each against a computation made here independently."""
 
-import itertools
 import math
 import statistics
 
+import numpy as np
 import pytest
+from scipy import stats as sps
 
 from fineprune_cli.analysis import stats
-from fineprune_cli.analysis.stats import Interval, interval, seeds_needed, t975, word
+from fineprune_cli.analysis.stats import block_residual, holm, paired_estimate, pooled_estimate, seeds_for
 
 
-@pytest.mark.parametrize("values, low, high", [
-    # 2 seeds: mean 2, sd sqrt(2), half = 12.706 * sqrt(2) / sqrt(2)
-    ([1.0, 3.0], 2 - 12.706, 2 + 12.706),
-    # 3 seeds: mean 0.1, sd 0.6, half = 4.303 * 0.6 / sqrt(3) = 1.49060
-    ([0.1, -0.5, 0.7], 0.1 - 1.49060, 0.1 + 1.49060),
-    # 5 seeds: mean -0.2, sd sqrt(0.1 / 4) = 0.158114, half = 2.776 * 0.158114 / sqrt(5) = 0.196292
-    ([-0.2, -0.4, 0.0, -0.1, -0.3], -0.2 - 0.196292, -0.2 + 0.196292),
-])
-def test_t_intervals_for_two_three_and_five_seeds(values, low, high):
-    iv = interval(values)
-    assert (iv.low, iv.high) == (pytest.approx(low, abs=1e-4), pytest.approx(high, abs=1e-4))
-    assert iv.n == len(values) and iv.mean == pytest.approx(statistics.fmean(values))
-    assert (iv.boot is None) == (len(values) < 5)   # the bootstrap from 5 seeds on
-
-
-def test_the_issues_random_control_interval():
-    """CIFAR-10 (JPEG) random control - regular, seeds 0-2: -0.31 [-1.22, +0.60] (issue 22)."""
-    assert interval([-0.63, -0.39, 0.09]).fmt() == "-0.31 [-1.22, +0.60]"
-
-
-def test_one_seed_has_no_interval():
-    assert interval([0.02]) is None and interval([]) is None
-
-
-def test_t_quantiles_between_tabled_degrees_of_freedom_are_conservative():
-    assert t975(4) == 2.776 and t975(35) == 2.042 and t975(59) == 2.021 and t975(500) == 1.960
+def test_the_t_quantile_is_the_exact_one_not_a_rounded_table():
+    """The old table read 2.776 at df 4, below the exact 2.7764451 (an interval a hair too narrow)."""
+    assert stats.t_quantile(0.975, 4) == pytest.approx(2.7764451, abs=1e-6)
+    assert stats.t_quantile(0.975, 4) > 2.776
+    assert stats.t_quantile(0.95, 18) == pytest.approx(1.7340636, abs=1e-6)
     with pytest.raises(ValueError):
-        t975(0)
+        stats.t_quantile(0.975, 0)
 
 
-def _brute_force_bootstrap(values, q):
-    """Every one of the n^n ordered resamples, equally likely; the smallest mean whose
-    cumulative share reaches q."""
-    means = sorted(statistics.fmean(pick) for pick in itertools.product(values, repeat=len(values)))
-    return means[math.ceil(q * len(means)) - 1]
+def test_a_paired_estimate_by_hand():
+    """3 seeds: mean 0.1, sd 0.6, se 0.6/sqrt(3); 90% half width t(0.95, 2) * se = 2.919986 * 0.34641."""
+    e = paired_estimate([0.1, -0.5, 0.7])
+    assert (e.mean, e.sd, e.df, e.n, e.pooled) == (pytest.approx(0.1), pytest.approx(0.6), 2, 3, False)
+    low, high = e.bounds()
+    assert (low, high) == (pytest.approx(0.1 - 1.011515, abs=1e-5), pytest.approx(0.1 + 1.011515, abs=1e-5))
+    assert e.fmt() == "+0.10 [-0.91, +1.11]"
 
 
-def test_the_bootstrap_of_five_seeds_matches_every_resample_enumerated():
-    values = [-0.9, -0.1, 0.2, 0.25, 1.4]
-    low, high = interval(values).boot
-    assert low == pytest.approx(_brute_force_bootstrap(values, 0.025))
-    assert high == pytest.approx(_brute_force_bootstrap(values, 0.975))
-    assert low < statistics.fmean(values) < high
+def test_one_seed_has_no_own_spread():
+    assert paired_estimate([0.02]) is None and paired_estimate([]) is None
 
 
-def test_the_bootstrap_beyond_exact_enumeration_is_repeatable():
-    values = [0.1 * i for i in range(12)]
-    assert stats.bootstrap(values) == stats.bootstrap(values)
-    low, high = stats.bootstrap(values)
-    assert 0.3 < low < 0.55 < high < 0.8
+def test_a_zero_spread_earns_no_claim():
+    """Two seeds both +0.05: the old interval was [0.05, 0.05], called 'better'. A spread below one
+    test image is no evidence of precision: no own interval at all (the pooled one decides)."""
+    assert paired_estimate([0.05, 0.05], quantum=0.01) is None
+    assert paired_estimate([0.05, 0.05, 0.05, 0.05, 0.05]) is None
+    assert paired_estimate([0.05, 0.07], quantum=0.01) is not None   # two images apart: a spread
 
 
-def _iv(low, high):
-    return Interval(3, (low + high) / 2, 0.1, low, high)
+def test_no_interval_is_narrower_than_one_test_image():
+    """A pooled sd far below the quantum still gives an interval of at least ± one image, and its
+    p-values agree with it (p(better) is exactly 5% where the lower end touches 0)."""
+    e = pooled_estimate([0.01] * 10, [2.0] * 10, sigma=1e-6, df=30, quantum=0.01)
+    assert e.high - e.mean == pytest.approx(0.01) and e.low == pytest.approx(0.0, abs=1e-12)
+    assert e.p_above(0.0) == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("low, high, expected", [
-    (0.01, 0.8, "better"), (0.0, 0.8, "unresolved"),          # 0 must be excluded, not touched
-    (-0.8, -0.01, "worse"), (-0.8, 0.0, "unresolved"),
-    (-0.3, 0.3, "equivalent"), (-0.3, 0.301, "unresolved"), (-0.301, 0.3, "unresolved"),
-    (-0.29, 0.05, "equivalent"),
-])
-def test_each_word_comes_from_its_own_case_and_not_its_neighbours(low, high, expected):
-    assert word(_iv(low, high), margin=0.3) == expected
+def test_one_sided_p_values_by_hand():
+    e = stats.Estimate(mean=-0.17, se=0.1, df=10, n=5, sd=0.2236, pooled=True)
+    assert e.p_above(-0.3) == pytest.approx(1 - sps.t.cdf(1.3, 10))    # not worse than -0.3
+    assert e.p_below(-0.3) == pytest.approx(sps.t.cdf(1.3, 10))        # worse than -0.3
+    assert e.p_above(-0.3) + e.p_below(-0.3) == pytest.approx(1.0)
 
 
-def test_a_resolved_sign_inside_the_margin_is_still_within_it():
-    iv = _iv(-0.2, -0.05)
-    assert word(iv, 0.3) == "worse" and stats.within(iv, 0.3)
+def test_a_pooled_estimate_uses_the_contrast_norms():
+    """Plain differences (norm 2) and a line read halfway between two arms (1 + 0.25 + 0.25 = 1.5)."""
+    e = pooled_estimate([1.0, 2.0, 3.0], [2.0, 2.0, 2.0], sigma=0.5, df=20)
+    assert e.sd == pytest.approx(0.5 * math.sqrt(2)) and e.se == pytest.approx(0.5 * math.sqrt(2) / math.sqrt(3))
+    assert e.df == 20 and e.pooled
+    half = pooled_estimate([1.0, 2.0], [1.5, 1.5], sigma=0.5, df=20)
+    assert half.se == pytest.approx(0.5 * math.sqrt(3.0) / 2)   # sqrt(sum of norms) * sigma / n
 
 
-@pytest.mark.parametrize("mean, std, margin, n", [
-    # equivalence: t(n-1) * 0.3 / sqrt(n) <= 0.3: n = 6 gives 0.3149, n = 7 gives 0.2775
-    (0.0, 0.3, 0.3, 7),
-    # a sign: t(n-1) / sqrt(n) < 0.5: n = 17 gives 0.5142, n = 18 gives 0.4973
-    (0.5, 1.0, 0.3, 18),
-    (0.1, 0.0, 0.3, 2),                 # no spread: two seeds already resolve it
-    (0.15, 50.0, 0.3, None),            # beyond 200 seeds
-])
-def test_seeds_needed(mean, std, margin, n):
-    assert seeds_needed(mean, std, margin) == n
-    if n and std:   # at n the interval with this mean and spread resolves; one seed fewer it does not
-        half = lambda k: t975(k - 1) * std / math.sqrt(k)
-        at = lambda k: Interval(k, mean, std, mean - half(k), mean + half(k))
-        assert word(at(n), margin) != "unresolved" and word(at(n - 1), margin) == "unresolved"
+def _residual_by_hand(y):
+    """Two-way additive model on a complete arms x seeds table: SS of y - row - col + grand."""
+    y = np.asarray(y, dtype=float)
+    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    df = (y.shape[0] - 1) * (y.shape[1] - 1)
+    return math.sqrt((r ** 2).sum() / df), df
+
+
+def test_the_block_model_residual_matches_the_two_way_anova_by_hand():
+    y = [[91.1, 91.3, 90.9, 91.2], [90.8, 91.2, 90.7, 90.9], [91.4, 91.0, 91.3, 91.5]]
+    cells = {(f"arm{a}", s): v for a, row in enumerate(y) for s, v in enumerate(row)}
+    sigma, df = block_residual(cells)
+    want, want_df = _residual_by_hand(y)
+    assert df == want_df == 6 and sigma == pytest.approx(want)
+
+
+def test_the_block_model_with_a_missing_cell_loses_one_df():
+    y = [[91.1, 91.3, 90.9, 91.2], [90.8, 91.2, 90.7, 90.9], [91.4, 91.0, 91.3, 91.5]]
+    cells = {(f"arm{a}", s): v for a, row in enumerate(y) for s, v in enumerate(row)}
+    del cells[("arm2", 3)]
+    assert block_residual(cells)[1] == 5
+
+
+def test_no_df_left_means_no_pooled_sd():
+    assert block_residual({("regular", 0): 91.0, ("fine", 0): 90.0}) is None
+
+
+def test_the_own_spread_is_out_of_line_only_upwards():
+    """The F ratio of own variance to sigma^2 * mean(norms): a spread far above the pool is flagged;
+    one far below is not (that is the noise pooling absorbs)."""
+    wide = [2.0, -2.0, 1.5, -1.5, 0.0]
+    p = stats.out_of_line(wide, [2.0] * 5, sigma=0.2, df=60)
+    assert p == pytest.approx(sps.f.sf(statistics.variance(wide) / (0.04 * 2), 4, 60)) and p < 0.05
+    assert stats.out_of_line([0.05, 0.05, 0.11, 0.05, 0.00], [2.0] * 5, sigma=0.2, df=64) > 0.5
+
+
+def test_holm_against_values_by_hand():
+    """p = (0.01, 0.04, 0.03, 0.20): sorted 0.01*4, 0.03*3, 0.04*2, 0.20*1, each at least the one before."""
+    assert holm([0.01, 0.04, 0.03, 0.20]) == pytest.approx([0.04, 0.09, 0.09, 0.20])
+    assert holm([]) == []
+
+
+def _power_by_hand(effect, sd, alpha, n):
+    """One-sided one-sample t: P(noncentral t > t crit), noncentrality effect / (sd / sqrt(n))."""
+    crit = sps.t.ppf(1 - alpha, n - 1)
+    return sps.nct.sf(crit, n - 1, effect / sd * math.sqrt(n))
+
+
+def test_seeds_for_80_percent_against_the_noncentral_t():
+    n = seeds_for(0.2, 0.3, 0.05)
+    assert _power_by_hand(0.2, 0.3, 0.05, n) >= 0.8 > _power_by_hand(0.2, 0.3, 0.05, n - 1)
+    assert n == 16
+    assert seeds_for(-0.1, 0.3, 0.05) is None            # the wrong direction: never
+    assert seeds_for(0.01, 0.3, 0.05) is None            # beyond MAX_SEEDS
+
+
+def test_what_fifty_seeds_resolve():
+    d = stats.resolvable(0.3, 0.05)
+    assert _power_by_hand(d, 0.3, 0.05, stats.MAX_SEEDS) == pytest.approx(0.8, abs=1e-4)

@@ -36,17 +36,27 @@ def _run(tmp_path, accs=(50.0, 70.0, 60.0, 74.0), pruned=(2,), times=(3.0, 2.0, 
     (74.0, 4, 3.7, 9.5),       # exactly the target counts as reached
 ])
 def test_time_to_accuracy_on_a_hand_made_curve(tmp_path, target, epoch, sample_epochs, seconds):
-    reached = timing.time_to_accuracy(_run(tmp_path), target)   # epoch 2 trains 70 of 100 samples
+    reached = timing.time_to_accuracy(_run(tmp_path), target, 0.01)   # epoch 2 trains 70 of 100 samples
     assert (reached.epoch, reached.sample_epochs, reached.seconds) == (epoch, pytest.approx(sample_epochs),
                                                                       pytest.approx(seconds))
 
 
 def test_a_target_never_reached_is_none_and_says_so(tmp_path):
     run = _run(tmp_path)
-    assert timing.time_to_accuracy(run, 74.01) is None
+    assert timing.time_to_accuracy(run, 74.01, 0.01) is None
     write_report([tmp_path], tmp_path / "out", with_plots=False, judging=Judging(target=74.01))
     row = next(csv.DictReader(open(tmp_path / "out" / "runs.csv")))
     assert row["target_epoch"] == "not reached" and row["target_accuracy"] == "74.01"
+
+
+def test_the_target_compares_in_whole_test_images(tmp_path):
+    """A target that float sums leave at 73.99999999999993 is 74.00 on the grid of 0.01 pt: the epoch
+    at exactly 74.00% reaches it (a raw >= would, too; one at 73.34000000000002 would not)."""
+    run = _run(tmp_path)
+    target = 73.5 + 0.1 + 0.4 - 1e-13 + 2e-14 + 0.00000000000001
+    assert target != 74.0 and timing.time_to_accuracy(run, target, 0.01).epoch == 4
+    assert timing.time_to_accuracy(run, 74.00000000000002, 0.01).epoch == 4   # a raw >= misses it
+    assert timing.on_grid(73.34000000000002, 0.01) == pytest.approx(73.34, abs=1e-12)
 
 
 def test_optimizer_steps_use_the_runs_batch_size(tmp_path):

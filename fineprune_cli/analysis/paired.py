@@ -3,25 +3,32 @@ at its own budget, and against training less at its own budget, each from runs o
 
 "Random at its own budget" is the equal-budget `random` control (the same epochs as the
 fine-pruning schedule it mirrors) for a policy whose schedule it copies, and the random
-frontier (random pruning in every epoch at several budgets, read linearly between the two
-arms that bracket the policy's budget in that seed) for every policy the frontier reaches.
-"Training less at its own budget" is the shorter-schedule frontier (regular training with
-fewer epochs, `shorter-30`), read the same way. A policy's budget is the share of the regular
-schedule's sample-epochs it did not train, so a shorter arm's is the share of epochs it left out.
+frontier (random pruning in every epoch at several budgets) for every policy the frontier
+reaches. "Training less at its own budget" is the shorter-schedule frontier (regular training
+with fewer epochs, `shorter-30`). A policy's budget is the share of the regular schedule's
+sample-epochs it did not train, so a shorter arm's is the share of epochs it left out.
+
+A line is read at the policy's mean budget through the same arms in every seed: the arm at
+that budget, or the two arms that bracket it (chosen by their mean budgets), interpolated in
+each seed. A seed that lacks one of them is left out and named, never read off other arms.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 
 from ..drivers.compare import shorter_budget
-from . import stats
 from .groups import REGULAR, is_frontier, is_shorter
 from .runs import Run, arm_of
 
 CONTROL = "random"          # the equal-budget control arm of `compare`
 MIRRORED = "fine"           # the schedule whose epochs the control prunes
 SAME_BUDGET = 0.05          # points of budget within which a frontier arm counts as "at" it
+
+RANDOM_LINE = "random pruning in every epoch at the same budget"
+SHORTER_LINE = "training fewer epochs at the same budget"
+THE_CONTROL = "the random control at the same budget"
 
 
 def final(run: Run) -> float:
@@ -32,8 +39,8 @@ def best3(run: Run) -> float:
     return run.summary.best3_accuracy
 
 
-def skipped_pct(run: Run) -> float:
-    """Share of the run's own sample-epochs left out."""
+def own_skipped_pct(run: Run) -> float:
+    """Share of the run's own sample-epochs left out (not against regular's schedule)."""
     s = run.summary
     return 100.0 * s.samples_skipped / (s.epochs * s.num_train)
 
@@ -45,102 +52,133 @@ def budget(by_policy: dict[str, dict[int, Run]], run: Run) -> float:
     full = max((r.summary.epochs for r in by_policy.get(REGULAR, {}).values()), default=None)
     if full is None:   # no regular to measure against: a shorter arm's name says its budget
         b = shorter_budget(run.summary.arm or "")
-        return 100.0 * b if b is not None else skipped_pct(run)
+        return 100.0 * b if b is not None else own_skipped_pct(run)
     return 100.0 * (1 - (s.epochs * s.num_train - s.samples_skipped) / (full * s.num_train))
+
+
+def mean_budget(by_policy: dict[str, dict[int, Run]], policy: str) -> float:
+    runs = by_policy.get(policy, {})
+    return statistics.fmean(budget(by_policy, r) for r in runs.values()) if runs else float("nan")
 
 
 @dataclass(frozen=True)
 class Paired:
-    """Per-seed differences against one baseline, and what that baseline is."""
+    """Per-seed differences against one baseline: what it is, the arms it was read from, each
+    seed's contrast norm (sum of squared coefficients: 2 for a plain difference), and the seeds
+    one side lacks, with why."""
     against: str
     diffs: dict[int, float]
+    norms: dict[int, float] = field(default_factory=dict)
+    left_out: dict[int, str] = field(default_factory=dict)
+    arms: tuple[str, ...] = ()
+    policy: str = ""
 
     @property
-    def interval(self) -> stats.Interval | None:
-        return stats.interval([self.diffs[s] for s in sorted(self.diffs)])
+    def seeds(self) -> list[int]:
+        return sorted(self.diffs)
+
+    def values(self) -> list[float]:
+        return [self.diffs[s] for s in self.seeds]
+
+    def norm_values(self) -> list[float]:
+        return [self.norms.get(s, 2.0) for s in self.seeds]
 
     @property
     def mean(self) -> float | None:
-        return sum(self.diffs.values()) / len(self.diffs) if self.diffs else None
+        return statistics.fmean(self.diffs.values()) if self.diffs else None
 
 
-def word_for(p: Paired, margin: float) -> str:
-    """The verdict word of a comparison; one seed earns none."""
-    iv = p.interval
-    if iv is None:
-        return "no interval (1 seed)" if p.diffs else "—"
-    return stats.word(iv, margin)
+@dataclass(frozen=True)
+class Miss:
+    """A line that exists but cannot be read at the policy's budget, and why."""
+    against: str
+    reason: str
+
+
+def _left_out(mine: dict[int, Run], others: dict[str, dict[int, Run]]) -> dict[int, str]:
+    seeds = set(mine).union(*[set(v) for v in others.values()])
+    out = {}
+    for s in sorted(seeds):
+        lacking = ([] if s in mine else ["this arm"]) + [a for a, v in others.items() if s not in v]
+        if lacking:
+            out[s] = "no run of " + " or ".join(lacking)
+    return out
 
 
 def vs_regular(by_policy: dict[str, dict[int, Run]], policy: str, metric=final) -> Paired:
     """Empty for regular itself: a zero against itself is no finding."""
     regular = by_policy.get(REGULAR, {}) if policy != REGULAR else {}
     mine = by_policy.get(policy, {})
-    return Paired("regular", {s: metric(mine[s]) - metric(regular[s]) for s in sorted(mine) if s in regular})
+    both = [s for s in sorted(mine) if s in regular]
+    return Paired("regular", {s: metric(mine[s]) - metric(regular[s]) for s in both}, {s: 2.0 for s in both},
+                  _left_out(mine, {REGULAR: regular}) if regular else {}, (REGULAR,), policy)
 
 
-def vs_random(by_policy: dict[str, dict[int, Run]], policy: str) -> list[Paired]:
-    """The comparisons with random pruning at the policy's budget that the runs allow."""
-    if _is_baseline(policy) or arm_of(policy) == CONTROL:
-        return []
+def is_baseline(policy: str) -> bool:
+    """Regular, the control and the frontiers' own arms: what the others are judged against."""
+    return policy == REGULAR or arm_of(policy) == CONTROL or is_frontier(policy) or is_shorter(policy)
+
+
+def vs_control(by_policy: dict[str, dict[int, Run]], policy: str) -> Paired | None:
+    """Fine-pruning (or a variant) against the random control of the same variant."""
+    if arm_of(policy) != MIRRORED:
+        return None
+    name = CONTROL + policy[len(MIRRORED):]
+    control, mine = by_policy.get(name, {}), by_policy.get(policy, {})
+    if not control:
+        return None
+    both = [s for s in sorted(mine) if s in control]
+    return Paired(THE_CONTROL, {s: final(mine[s]) - final(control[s]) for s in both}, {s: 2.0 for s in both},
+                  _left_out(mine, {name: control}), (name,), policy)
+
+
+def vs_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> Paired | Miss | None:
+    """The policy against a frontier (the arms `on_line` picks) at its mean budget; None when
+    the runs hold no such line, a Miss when the line does not reach that budget."""
+    against = SHORTER_LINE if on_line is is_shorter else RANDOM_LINE
+    line = {p: seeds for p, seeds in by_policy.items() if on_line(p) and seeds}
     mine = by_policy.get(policy, {})
-    out = []
-    control = by_policy.get(CONTROL + policy[len(MIRRORED):], {})   # the control of the same variant
-    if arm_of(policy) == MIRRORED and control:
-        out.append(Paired("the random control at the same budget",
-                          {s: final(mine[s]) - final(control[s]) for s in sorted(mine) if s in control}))
-    frontier = _against_line(by_policy, policy, is_frontier)
-    if frontier:
-        out.append(Paired(RANDOM_LINE, frontier))
-    return out
+    if not line or not mine:
+        return None
+    at = mean_budget(by_policy, policy)
+    where = {p: mean_budget(by_policy, p) for p in line}
+    arms = _bracket(where, at)
+    if arms is None:
+        reach = ", ".join(f"{where[p]:.1f}%" for p in sorted(line, key=where.get))
+        return Miss(against, f"its arms are at {reach}, none at or beyond {at:.1f}% on both sides")
+    diffs, norms = {}, {}
+    for s in sorted(mine):
+        if all(s in line[a] for a in arms):
+            y, k = _read(by_policy, [line[a][s] for a in arms], budget(by_policy, mine[s]))
+            diffs[s], norms[s] = final(mine[s]) - y, 1.0 + k
+    return Paired(against, diffs, norms, _left_out(mine, {a: line[a] for a in arms}), arms, policy)
 
 
-RANDOM_LINE = "random pruning in every epoch at the same budget"
-SHORTER_LINE = "training fewer epochs at the same budget"
+def _bracket(where: dict[str, float], at: float) -> tuple[str, ...] | None:
+    near = [p for p in where if abs(where[p] - at) < SAME_BUDGET]
+    if near:
+        return (min(near, key=lambda p: abs(where[p] - at)),)
+    below = [p for p in where if where[p] < at]
+    above = [p for p in where if where[p] > at]
+    if not below or not above:
+        return None
+    return max(below, key=where.get), min(above, key=where.get)
 
 
-def vs_shorter(by_policy: dict[str, dict[int, Run]], policy: str) -> list[Paired]:
-    """The comparison with the shorter-schedule frontier at the policy's budget, if it reaches."""
-    if _is_baseline(policy):
-        return []
-    diffs = _against_line(by_policy, policy, is_shorter)
-    return [Paired(SHORTER_LINE, diffs)] if diffs else []
+def _read(by_policy: dict[str, dict[int, Run]], runs: list[Run], at: float) -> tuple[float, float]:
+    """A seed's line value at budget `at`, and the squared norm of its coefficients."""
+    if len(runs) == 1:
+        return final(runs[0]), 1.0
+    (x0, y0), (x1, y1) = [(budget(by_policy, r), final(r)) for r in runs]
+    w = min(1.0, max(0.0, (at - x0) / (x1 - x0))) if x1 > x0 else 0.0
+    return y0 + w * (y1 - y0), (1 - w) ** 2 + w ** 2
 
 
 def vs_controls(by_policy: dict[str, dict[int, Run]], policy: str) -> list[Paired]:
-    """Every control a policy meets at its own budget: random pruning, then training less."""
-    return vs_random(by_policy, policy) + vs_shorter(by_policy, policy)
-
-
-def _is_baseline(policy: str) -> bool:
-    """Regular and the frontiers' own arms: they are what the others are judged against."""
-    return policy == REGULAR or is_frontier(policy) or is_shorter(policy)
-
-
-def _against_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> dict[int, float]:
-    mine = by_policy.get(policy, {})
-    diffs = {}
-    for seed in sorted(mine):
-        at = line_at(by_policy, seed, budget(by_policy, mine[seed]), on_line)
-        if at is not None:
-            diffs[seed] = final(mine[seed]) - at
-    return diffs
-
-
-def frontier_at(by_policy: dict[str, dict[int, Run]], seed: int, budget_pct: float) -> float | None:
-    """Seed `seed`'s random-frontier accuracy at `budget_pct`."""
-    return line_at(by_policy, seed, budget_pct, is_frontier)
-
-
-def line_at(by_policy: dict[str, dict[int, Run]], seed: int, at: float, on_line) -> float | None:
-    """Seed `seed`'s accuracy on a frontier (the arms `on_line` picks) at budget `at` (%): a lone
-    arm at that budget, or the line between the two arms that bracket it; None outside."""
-    points = sorted((budget(by_policy, arms[seed]), final(arms[seed])) for p, arms in by_policy.items()
-                    if on_line(p) and seed in arms)
-    for x, y in points:
-        if abs(x - at) < SAME_BUDGET:
-            return y
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x0 <= at <= x1:
-            return y0 + (y1 - y0) * (at - x0) / (x1 - x0) if x1 > x0 else y0
-    return None
+    """Every control a policy meets at its own budget that the runs allow: the random control,
+    the random frontier, then training less."""
+    if is_baseline(policy):
+        return []
+    found = [vs_control(by_policy, policy), vs_line(by_policy, policy, is_frontier),
+             vs_line(by_policy, policy, is_shorter)]
+    return [p for p in found if isinstance(p, Paired) and p.diffs]

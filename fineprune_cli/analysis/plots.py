@@ -9,10 +9,10 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError
-from . import timing
+from . import decision, paired, timing
 from .groups import is_frontier, is_shorter
 from .runs import Run, arm_of, policy_color, policy_label
-from .tables import context_title, display_name, group, policy_stats, pruned_policies
+from .tables import context_title, display_name, group, pruned_policies
 
 MARKERS = "os^vD<>p*h"
 SPARE_COLORS = ("#17becf", "#bcbd22", "#e377c2", "#ff7f0e", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5",
@@ -179,13 +179,21 @@ RANDOM_LINES = ("#7f7f7f", "#17becf", "#bcbd22")    # one per (model, dataset) o
 SHORTER_LINES = ("#000000", "#e377c2", "#ff7f0e")
 
 
-def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tuple[float, float, float, float]]:
-    points = []
-    for policy in by_policy:
-        st = policy_stats(by_policy, policy)
-        if on_line(policy) and st["d_final"].values:
-            points.append((st["skipped_pct"].mean, st["d_final"].mean, st["skipped_pct"].std, st["d_final"].std))
-    return sorted(points)
+def _point(by_policy: dict[str, dict[int, Run]], policy: str, fit) -> tuple[float, float, list[float]] | None:
+    """(budget, mean change, [below, above]): the 90% interval the decisions use, or no bar
+    where there is none (one seed and no pooled spread)."""
+    p = paired.vs_regular(by_policy, policy)
+    if not p.diffs:
+        return None
+    e = decision.estimate(p, fit)
+    mean = e.mean if e else p.mean
+    bar = [mean - e.low, e.high - mean] if e else [0.0, 0.0]
+    return paired.mean_budget(by_policy, policy), mean, bar
+
+
+def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tuple[float, float, list[float]]]:
+    fit = decision.noise(by_policy)
+    return sorted(pt for p in by_policy if on_line(p) and (pt := _point(by_policy, p, fit)) is not None)
 
 
 def tradeoff(runs: list[Run], path: Path) -> Path:
@@ -196,7 +204,7 @@ def tradeoff_figure(runs: list[Run]):
     """Accuracy change against the share of sample-epochs skipped (the budget), one point per
     policy and model, with the two frontiers as lines: random pruning in every epoch at several
     budgets, and regular training for fewer epochs; each policy is judged against both at its
-    own budget. Mean over seeds, bars ± one std where there are several seeds."""
+    own budget. Mean over seeds; bars: the 90% intervals the decisions use."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
     groups = group(runs)
@@ -205,23 +213,24 @@ def tradeoff_figure(runs: list[Run]):
     shown: list[str] = []
     for i, (context, by_policy) in enumerate(groups.items()):
         name = context_title(context) if len(groups) > 1 else ""
+        fit = decision.noise(by_policy)
         for policy in pruned_policies(by_policy):
-            st = policy_stats(by_policy, policy)
-            if is_frontier(policy) or is_shorter(policy) or not st["d_final"].values:
+            pt = _point(by_policy, policy, fit)
+            if is_frontier(policy) or is_shorter(policy) or pt is None:
                 continue
             shown += [policy] if policy not in shown else []
-            ax.errorbar(st["skipped_pct"].mean, st["d_final"].mean, xerr=st["skipped_pct"].std,
-                        yerr=st["d_final"].std, capsize=3, color=colors[policy],
+            x, y, bar = pt
+            ax.errorbar(x, y, yerr=[[bar[0]], [bar[1]]], capsize=3, color=colors[policy],
                         fmt=MARKERS[shown.index(policy) % len(MARKERS)])
             if name:
-                ax.annotate(display_name(context.model), (st["skipped_pct"].mean, st["d_final"].mean),
-                            textcoords="offset points", xytext=(5, 5), fontsize=8)
+                ax.annotate(display_name(context.model), (x, y), textcoords="offset points", xytext=(5, 5),
+                            fontsize=8)
         for on_line, style, palette, what in ((is_frontier, "-.", RANDOM_LINES, "random pruning every epoch"),
                                               (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)")):
             points = _frontier_points(by_policy, on_line)
             if points:
-                x, y, xe, ye = zip(*points)
-                ax.errorbar(x, y, xerr=xe, yerr=ye, fmt=style + ("s" if on_line is is_shorter else "o"),
+                x, y, bars = zip(*points)
+                ax.errorbar(x, y, yerr=[[b[0] for b in bars], [b[1] for b in bars]], fmt=style + ("s" if on_line is is_shorter else "o"),
                             markersize=4, color=palette[i % len(palette)], capsize=2,
                             label=what + (f" ({name})" if name else ""))
     for i, policy in enumerate(shown):
@@ -230,7 +239,7 @@ def tradeoff_figure(runs: list[Run]):
     ax.set_xlabel("sample-epochs skipped against regular (%): the budget")
     ax.set_ylabel("final test accuracy − regular (points)")
     many = any(len(seeds) > 1 for by in groups.values() for seeds in by.values())
-    ax.set_title("Accuracy change against budget (paired by seed" + (", mean ± std)" if many else ", one seed)"))
+    ax.set_title("Accuracy change against budget (paired by seed" + (", 90% intervals)" if many else ", one seed)"))
     if ax.get_legend_handles_labels()[0]:  # a report of damaged records may have nothing to show
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

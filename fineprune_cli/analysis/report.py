@@ -18,9 +18,10 @@ from ..errors import ConfigError
 from . import plots, timing
 from .groups import context_of, duplicates, is_shorter, row_name
 from .runs import Problem, Run, load_runs
-from .tables import (Judging, context_title, csv_cells, group, paper_results, pruned_policies, summary_rows,
+from .decision import Judging
+from .tables import (context_title, csv_cells, group, paper_results, pruned_policies, quantum_of, summary_rows,
                      table1, table2, table3, target_for)
-from .verdict import verdict
+from .verdict import Verdict, build
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "row", "seed", "epochs", "train_seconds",
                "overhead_seconds", "samples_skipped", "sample_epochs", "optimizer_steps", "final_accuracy",
@@ -36,7 +37,7 @@ class Report:
     files: list[Path] = field(default_factory=list)
     notes: str = ""
     judging: Judging = Judging()
-    verdict: list[str] = field(default_factory=list)
+    verdict: Verdict | None = None
 
 
 def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "",
@@ -47,7 +48,7 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
-    report = Report(out, runs, problems, notes=notes, judging=judging, verdict=verdict(runs, judging))
+    report = Report(out, runs, problems, notes=notes, judging=judging, verdict=build(runs, judging))
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / ".write-check", "ok")
@@ -86,11 +87,13 @@ def _write_all(report: Report, with_plots: bool) -> None:
         report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [csv_cells(r) for r in srows])))
     groups = group(runs)
     targets = {context: target_for(by, judging) for context, by in groups.items()}
+    quanta = {context: quantum_of(by) for context, by in groups.items()}
     rows = {str(run.path): row_name(c, name) for c, by in groups.items() for name, seeds in by.items()
             for run in seeds.values()}
     contexts = context_of(runs)
     report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), [
-        _run_row(r, rows[str(r.path)], targets[contexts[str(r.path)]]) for r in runs])))
+        _run_row(r, rows[str(r.path)], targets[contexts[str(r.path)]], quanta[contexts[str(r.path)]])
+        for r in runs])))
     figures = _plots(runs, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", _index(report, tables, figures)))
@@ -101,9 +104,9 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _run_row(run: Run, row: str, target: float | None) -> list[Any]:
+def _run_row(run: Run, row: str, target: float | None, quantum: float) -> list[Any]:
     s = run.summary
-    reached = timing.time_to_accuracy(run, target) if target is not None else None
+    reached = timing.time_to_accuracy(run, target, quantum) if target is not None else None
     at = [reached.epoch, round(reached.sample_epochs, 4), round(reached.seconds, 3)] if reached else ["not reached"] * 3
     return [str(run.path), s.model, run.label, s.policy, row, s.seed, s.epochs, s.train_seconds,
             s.overhead_seconds, s.samples_skipped, round(timing.sample_epochs(run), 4),
@@ -139,7 +142,10 @@ def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> l
 
 def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
            figures: list[tuple[str, Path]]) -> str:
-    parts = ["# Data fine-pruning: results\n"] + ([report.notes.strip() + "\n"] if report.notes else [])
+    parts = ["# Data fine-pruning: results\n"]
+    if report.verdict:
+        parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
+    parts += [report.notes.strip() + "\n"] if report.notes else []
     runs = report.runs
     if runs:
         commits = sorted({r.summary.git_commit or "unknown" for r in runs})
@@ -149,9 +155,6 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
                      f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n")
         if commands:
             parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
-    if report.verdict:
-        parts.append("## Verdict\n\n" + "\n".join(report.verdict) + "\n\n" + VERDICT_NOTE.format(
-            margin=report.judging.margin))
     titles = {"table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
               "table2_accuracy": "Table 2: test accuracy",
               "table3_time_to_accuracy": "Table 3: time to accuracy"}
@@ -174,10 +177,14 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
 
 
 VERDICT_NOTE = (
-    "Accuracy changes are final test accuracy minus regular's (or random's) in the same seed, as "
-    "mean [95% interval] over seeds: Student t, and a percentile bootstrap from 5 seeds. *Better* or "
-    "*worse* only when the interval excludes 0; *equivalent* only when it lies inside ±{margin:g} pt "
-    "(`report --margin`); otherwise *unresolved*, with the seeds the observed paired spread would need.\n")
+    "How to read it: a difference is final test accuracy minus the baseline's in the same seed, as mean "
+    "[90% interval] over the seeds both have (n, and which, beside it). The spread is pooled from a "
+    "randomized-block model (arm + seed) over all runs of the context, unless a comparison's own paired "
+    "spread is out of line with it (upper-tail F test at 5%), and never below one test image. C(p) is "
+    "training fewer epochs at the policy's budget where the runs reach it, else random pruning in every "
+    "epoch at that budget, else the equal-budget random control; a line is read through the same arms in "
+    "every seed, and a seed that lacks one is left out and named. Everything outside this section describes "
+    "and decides nothing (the rules: the decisions page of the docs).\n")
 TIME_NOTE = (
     "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
     "of the same seed, only where both ran on one machine signature (processor, torch threads, torch "
@@ -186,11 +193,13 @@ TIME_NOTE = (
     "a run with itself: 1 − its training time / (epochs × the median of its unpruned epochs, epoch 1 "
     "excluded). Sample-epochs trained (1.0 = one full pass) and optimizer steps do not depend on the "
     "machine and compare across all runs.\n")
-ACCURACY_NOTE = ("Changes: mean [95% t interval] over seeds, paired by seed. *Against regular*: the word "
-                 "the interval earns (see the verdict).\n")
-REACH_NOTE = ("The first epoch whose test accuracy reaches the target ({target}), the sample-epochs and "
-              "training seconds up to its end (as DAWNBench and MLPerf time training); means over the seeds "
-              "that reach it. Seconds only from runs with the machine signature named; other work on that machine "
+ACCURACY_NOTE = ("Final-accuracy changes: mean [90% interval] (n seeds), paired by seed, as the decisions use "
+                 "them; best-3 is the paper's metric, selected on the test set, so it is shown as mean ± std "
+                 "and decides nothing.\n")
+REACH_NOTE = ("The first epoch whose test accuracy reaches the target ({target}, on the test set's quantum, "
+              "compared in whole test images), the sample-epochs and training seconds up to its end (as "
+              "DAWNBench and MLPerf time training); means over the seeds that reach it, the others counted as "
+              "censored. It describes and does not rank. Seconds only from runs with the machine signature named; other work on that machine "
               "still moves them (`runs.csv` gives each run's load at its start).\n")
 
 

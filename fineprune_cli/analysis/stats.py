@@ -1,115 +1,160 @@
-"""Paired statistics over seeds: a 95% interval for a mean difference, and the word it earns.
+"""The statistics behind a report's decisions, from the field's libraries.
 
-Pure numbers, no runs: `analysis.paired` supplies the per-seed differences. The Student t
-quantiles are a small table (scipy is not a dependency); between two tabled degrees of
-freedom the smaller one's quantile is used, so an interval is never narrower than it should be.
+Pure numbers, no runs (`analysis.paired` supplies per-seed differences, `analysis.decision`
+the rules). Student t quantiles and F tails from scipy; the randomized-block fit, Holm and the
+power of a t test from statsmodels. An accuracy difference is an `Estimate`: its mean, the
+standard error (pooled from the block model, or the comparison's own paired spread), and
+its degrees of freedom, from which come the 90% interval (the form of two one-sided 5% tests)
+and one-sided p-values.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from dataclasses import dataclass
-from itertools import combinations_with_replacement
 
-# two-sided 95%: the 0.975 quantile of Student's t by degrees of freedom
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-        18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
-        26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
-Z975 = 1.960
-BOOTSTRAP_MIN_SEEDS = 5   # below this a bootstrap has too few distinct resamples to mean anything
-EXACT_BOOTSTRAP_MAX = 10  # up to here every resample is enumerated: no random numbers, exact
-MAX_SEEDS_ESTIMATE = 200
+import numpy as np
+from scipy import stats as sps
+from statsmodels.regression.linear_model import OLS
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
 
-BETTER, WORSE, EQUIVALENT, UNRESOLVED = "better", "worse", "equivalent", "unresolved"
+ALPHA = 0.05          # the family-wise error of a report's decisions
+LEVEL = 1 - 2 * ALPHA  # printed intervals: 90%, the two one-sided 5% tests (TOST form)
+OUT_OF_LINE = 0.05    # an own spread above the pooled one at this level keeps its own paired t
+POWER = 0.80          # "seeds for a decision": the seeds at which one is reached with this chance
+MAX_SEEDS = 50        # beyond this, a number of seeds is not a plan; say what 50 could resolve
+DEFAULT_QUANTUM = 0.01  # points per test image when the test set's size is unknown (10,000 images)
 
 
-def t975(df: int) -> float:
+def t_quantile(q: float, df: float) -> float:
     if df < 1:
-        raise ValueError("a t interval needs at least one degree of freedom (two seeds)")
-    return T975[max(k for k in T975 if k <= df)] if df <= max(T975) else Z975
+        raise ValueError("a t quantile needs at least one degree of freedom")
+    return float(sps.t.ppf(q, df))
 
 
 @dataclass(frozen=True)
-class Interval:
-    """Mean of paired differences with its 95% t interval; the percentile bootstrap's as well
-    when there are enough seeds (else None)."""
-    n: int
+class Estimate:
+    """A mean difference over `n` seeds with its standard error on `df` degrees of freedom.
+    `sd` is the per-seed spread used (pooled, or the paired one), `pooled` says which; the 90%
+    interval is never narrower than ± one test image."""
     mean: float
-    std: float
-    low: float
-    high: float
-    boot: tuple[float, float] | None = None
+    se: float
+    df: float
+    n: int
+    sd: float
+    pooled: bool
 
-    def fmt(self, digits: int = 2, signed: bool = True) -> str:
-        """'+0.11 [-1.93, +2.16]': a difference is signed (an unsigned 0.11 read as a mean)."""
-        return f"{self.mean:{'+' if signed else ''}.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+    def bounds(self, level: float = LEVEL) -> tuple[float, float]:
+        half = t_quantile(0.5 + level / 2, self.df) * self.se
+        return self.mean - half, self.mean + half
+
+    @property
+    def low(self) -> float:
+        return self.bounds()[0]
+
+    @property
+    def high(self) -> float:
+        return self.bounds()[1]
+
+    def p_above(self, threshold: float) -> float:
+        """One-sided p-value for 'the true difference exceeds `threshold`' (H0: at most it)."""
+        return float(sps.t.sf((self.mean - threshold) / self.se, self.df))
+
+    def p_below(self, threshold: float) -> float:
+        """One-sided p-value for 'the true difference is below `threshold`' (H0: at least it)."""
+        return float(sps.t.cdf((self.mean - threshold) / self.se, self.df))
+
+    def fmt(self, digits: int = 2) -> str:
+        """'+0.11 [-1.93, +2.16]': signed, with the 90% interval."""
+        low, high = self.bounds()
+        return f"{self.mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+    @property
+    def method(self) -> str:
+        return f"pooled, {self.df:g} df" if self.pooled else f"own paired spread, {self.df:g} df"
 
 
-def interval(values: list[float]) -> Interval | None:
-    """None for fewer than two values: one seed has no spread, so no interval."""
-    n = len(values)
-    if n < 2:
+def _estimate(mean: float, sd: float, n: int, df: float, pooled: bool, quantum: float) -> Estimate:
+    """No interval narrower than ± one test image: below that the test set cannot tell."""
+    se = max(sd / math.sqrt(n), quantum / t_quantile(1 - ALPHA, df))
+    return Estimate(mean, se, df, n, sd, pooled)
+
+
+def paired_estimate(diffs: list[float], quantum: float = DEFAULT_QUANTUM) -> Estimate | None:
+    """The comparison's own paired t; None below two seeds (one seed has no spread), and None when
+    the differences spread by less than one test image: a zero spread is no evidence of precision."""
+    n = len(diffs)
+    if n < 2 or statistics.stdev(diffs) < quantum:
         return None
-    mean, std = statistics.fmean(values), statistics.stdev(values)
-    half = t975(n - 1) * std / math.sqrt(n)
-    boot = bootstrap(values) if n >= BOOTSTRAP_MIN_SEEDS else None
-    return Interval(n, mean, std, mean - half, mean + half, boot)
+    return _estimate(statistics.fmean(diffs), statistics.stdev(diffs), n, n - 1, False, quantum)
 
 
-def bootstrap(values: list[float]) -> tuple[float, float]:
-    """Percentile bootstrap of the mean: the 2.5% and 97.5% points of the means of resamples
-    with replacement. Small samples enumerate every resample (each multiset with its
-    multinomial weight); larger ones draw 20,000 with a fixed seed, so a report is repeatable."""
-    n = len(values)
-    if n <= EXACT_BOOTSTRAP_MAX:
-        weighted = [(statistics.fmean(pick), _multinomial(pick, n))
-                    for pick in combinations_with_replacement(sorted(values), n)]
-    else:
-        rng = random.Random(0)
-        weighted = [(statistics.fmean(rng.choices(values, k=n)), 1) for _ in range(20_000)]
-    return _percentile(weighted, 0.025), _percentile(weighted, 0.975)
+def pooled_estimate(diffs: list[float], norms: list[float], sigma: float, df: float,
+                    quantum: float = DEFAULT_QUANTUM) -> Estimate | None:
+    """A mean of per-seed contrasts whose coefficients have squared norms `norms` (2 for a plain
+    difference), with the block model's residual sd `sigma`: Var = sigma^2 * sum(norms) / n^2."""
+    n = len(diffs)
+    if n < 1 or df < 1:
+        return None
+    return _estimate(statistics.fmean(diffs), sigma * math.sqrt(statistics.fmean(norms)), n, df, True, quantum)
 
 
-def _multinomial(pick: tuple[float, ...], n: int) -> int:
-    ways = math.factorial(n)
-    for value in set(pick):
-        ways //= math.factorial(pick.count(value))
-    return ways
+def out_of_line(diffs: list[float], norms: list[float], sigma: float, df: float) -> float:
+    """p-value that this comparison's own spread exceeds what the pooled sd predicts: its paired
+    variance over sigma^2 * mean(norms), against F(n - 1, df), upper tail. Only the upper tail:
+    a small spread on a few seeds is the noise pooling is there to absorb."""
+    n = len(diffs)
+    if n < 2 or sigma <= 0:
+        return 1.0
+    ratio = statistics.variance(diffs) / (sigma ** 2 * statistics.fmean(norms))
+    return float(sps.f.sf(ratio, n - 1, df))
 
 
-def _percentile(weighted: list[tuple[float, int]], q: float) -> float:
-    """The smallest value whose cumulative weight reaches q of the total."""
-    weighted = sorted(weighted)
-    total, seen = sum(w for _, w in weighted), 0
-    for value, w in weighted:
-        seen += w
-        if seen >= q * total - 1e-9 * total:
-            return value
-    return weighted[-1][0]
+def block_residual(cells: dict[tuple[str, int], float]) -> tuple[float, int] | None:
+    """Residual sd and df of the randomized-block model y = arm + seed + error over the cells
+    (arm, seed) -> value; None when no degree of freedom is left."""
+    arms = sorted({a for a, _ in cells})
+    seeds = sorted({s for _, s in cells})
+    if not arms:
+        return None
+    keys = list(cells)
+    x = np.zeros((len(keys), 1 + len(arms) - 1 + len(seeds) - 1))
+    x[:, 0] = 1.0
+    for row, (a, s) in enumerate(keys):
+        if arms.index(a):
+            x[row, arms.index(a)] = 1.0
+        if seeds.index(s):
+            x[row, len(arms) - 1 + seeds.index(s)] = 1.0
+    y = np.array([cells[k] for k in keys])
+    fit = OLS(y, x).fit()
+    df = int(round(fit.df_resid))
+    if df < 1:
+        return None
+    return math.sqrt(max(fit.ssr, 0.0) / df), df
 
 
-def word(iv: Interval, margin: float) -> str:
-    """'better'/'worse' when the interval excludes 0; 'equivalent' when it lies inside ±margin;
-    else 'unresolved'."""
-    if iv.low > 0:
-        return BETTER
-    if iv.high < 0:
-        return WORSE
-    return EQUIVALENT if within(iv, margin) else UNRESOLVED
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm-adjusted p-values (statsmodels), in the order given."""
+    if not pvalues:
+        return []
+    return [float(p) for p in multipletests(pvalues, alpha=ALPHA, method="holm")[1]]
 
 
-def within(iv: Interval, margin: float) -> bool:
-    return -margin <= iv.low and iv.high <= margin
-
-
-def seeds_needed(mean: float, std: float, margin: float) -> int | None:
-    """Seeds at which an interval with this mean and paired std would earn a word other than
-    'unresolved' (exclude 0, or fit inside ±margin); None beyond MAX_SEEDS_ESTIMATE."""
-    for n in range(2, MAX_SEEDS_ESTIMATE + 1):
-        half = t975(n - 1) * std / math.sqrt(n)
-        if half < abs(mean) or half <= margin - abs(mean):
+def seeds_for(effect: float, sd: float, alpha: float, power: float = POWER) -> int | None:
+    """Seeds at which a one-sided t test at `alpha` shows a true difference `effect` (in the
+    direction tested) with probability `power`, per-seed sd `sd`; None when not by MAX_SEEDS."""
+    if effect <= 0 or sd <= 0:
+        return None
+    analysis = TTestPower()
+    for n in range(2, MAX_SEEDS + 1):
+        if analysis.power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger") >= power:
             return n
     return None
+
+
+def resolvable(sd: float, alpha: float, n: int = MAX_SEEDS, power: float = POWER) -> float:
+    """The smallest difference (points) that `n` seeds show with probability `power` at `alpha`."""
+    size = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power, alternative="larger")
+    return float(size) * sd

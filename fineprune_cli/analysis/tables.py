@@ -2,8 +2,8 @@
 (time-to-accuracy).
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular
-run of the same model, dataset and seed. Accuracy changes carry a 95% interval over seeds
-(`analysis.stats`); time saved is averaged only over pairs whose wall times compare
+run of the same model, dataset and seed. Final-accuracy changes carry the 90% interval the
+decisions use (`analysis.decision`: pooled over the context's runs where it may be); time saved is averaged only over pairs whose wall times compare
 (`analysis.timing`). Every policy present gets its rows, named by the policy registry's label.
 """
 
@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from . import paired, timing
-from .groups import Context, group, row_name
+from . import decision, paired, timing
+from .decision import Judging
+from .groups import Context, group, is_frontier, is_shorter, row_name
 from .runs import Run, policy_label
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
@@ -47,27 +48,29 @@ class Stat:
         return text + unit
 
 
-@dataclass(frozen=True)
-class Judging:
-    """How the report judges: the equivalence margin (points) and the time-to-accuracy target
-    (percent; None: regular's mean final accuracy minus TARGET_BELOW, per model and dataset)."""
-    margin: float = 0.3
-    target: float | None = None
-
-
 TARGET_BELOW = 0.5
 
 
+def quantum_of(by_policy: dict[str, dict[int, Run]]) -> float:
+    return decision.quantum([run for seeds in by_policy.values() for run in seeds.values()])
+
+
 def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging) -> float | None:
-    return judging.target if judging.target is not None else timing.default_target(by_policy, TARGET_BELOW)
+    """The time-to-accuracy target on the test set's quantum: --target, else regular's mean
+    final accuracy minus TARGET_BELOW (a float sum such as 73.34000000000002 would miss 73.34)."""
+    q = quantum_of(by_policy)
+    if judging.target is not None:
+        return timing.on_grid(judging.target, q)
+    return timing.default_target(by_policy, TARGET_BELOW, q)
 
 
-def interval_text(p: paired.Paired, unit: str = " pt") -> str:
-    """'-0.31 [-1.22, +0.60] pt' over seeds; one seed has a value and no interval."""
-    iv = p.interval
-    if iv is not None:
-        return iv.fmt() + unit
-    return f"{p.mean:.2f}{unit} (1 seed, no interval)" if p.diffs else NA
+def interval_text(p: paired.Paired, noise: decision.Noise, unit: str = " pt") -> str:
+    """'-0.31 [-1.22, +0.60] pt (n 3)': the 90% interval the decisions use; without a spread to
+    judge by, the value alone."""
+    e = decision.estimate(p, noise) if p.diffs else None
+    if e is not None:
+        return f"{e.fmt()}{unit} (n {e.n})"
+    return f"{p.mean:+.2f}{unit} (1 seed, no interval)" if p.diffs else NA
 
 
 @lru_cache(maxsize=1)
@@ -135,25 +138,31 @@ def policy_stats(by_policy: dict[str, dict[int, Run]], policy: str) -> dict[str,
 def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str, Any]]:
     """One row per row of the report (model, dataset and every setting the runs differ in; the
     policy column names the differences), numeric, for summary.csv and the console: means and
-    stds, the paired intervals (t and, with >= 5 seeds, bootstrap) and time-to-accuracy."""
+    stds, the 90% intervals the decisions use (with n and the seeds), each scored policy's
+    decision with its raw and Holm-adjusted p-values, and time-to-accuracy."""
+    groups = group(runs)
+    decided = {(d.context, d.policy): d for d in decision.decide(groups, judging)}
     rows = []
-    for context, by_policy in group(runs).items():
-        target = target_for(by_policy, judging)
+    for context, by_policy in groups.items():
+        target, fit = target_for(by_policy, judging), decision.noise(by_policy)
         for policy in by_policy:
             stats = policy_stats(by_policy, policy)
             row: dict[str, Any] = {"model": context.model, "dataset": context.label, "variant": context.variant,
-                                   "policy": row_name(context, policy), "seeds": len(by_policy[policy])}
+                                   "policy": row_name(context, policy), "seeds": len(by_policy[policy]),
+                                   "seed_list": " ".join(map(str, sorted(by_policy[policy])))}
             for name, stat in stats.items():
                 row[f"{name}_mean"] = _number(stat.mean) if stat.values else ""
                 row[f"{name}_std"] = _number(stat.std) if stat.values else ""
             row["saved_pairs"] = len(stats["saved_pct"].values)
-            row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy)))
-            controls = paired.vs_random(by_policy, policy)
-            row["vs_random"] = controls[0].against if controls else ""
-            row.update(_interval_columns("d_random", controls[0] if controls else paired.Paired("", {})))
-            shorter = paired.vs_shorter(by_policy, policy)
-            row.update(_interval_columns("d_shorter", shorter[0] if shorter else paired.Paired("", {})))
-            row.update(_reach_columns(by_policy.get(policy, {}), target))
+            row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy), fit))
+            control = paired.vs_control(by_policy, policy)
+            row.update(_interval_columns("d_control", control or paired.Paired("", {}), fit))
+            for name, on_line in (("d_frontier", is_frontier), ("d_shorter", is_shorter)):
+                found = paired.vs_line(by_policy, policy, on_line) if not paired.is_baseline(policy) else None
+                row.update(_interval_columns(name, found if isinstance(found, paired.Paired) else
+                                             paired.Paired("", {}), fit))
+            row.update(_decision_columns(decided.get((context, policy))))
+            row.update(_reach_columns(by_policy.get(policy, {}), target, fit.quantum))
             rows.append(row)
     return rows
 
@@ -169,18 +178,33 @@ def csv_cells(row: dict[str, Any]) -> list[Any]:
     return [round(v, 4) if isinstance(v, float) else v for v in row.values()]
 
 
-def _interval_columns(name: str, p: paired.Paired) -> dict[str, Any]:
-    iv = p.interval
-    boot = iv.boot if iv and iv.boot else (None, None)
-    return {f"{name}_ci_low": _number(iv and iv.low), f"{name}_ci_high": _number(iv and iv.high),
-            f"{name}_boot_low": _number(boot[0]), f"{name}_boot_high": _number(boot[1])}
+def _interval_columns(name: str, p: paired.Paired, fit: decision.Noise) -> dict[str, Any]:
+    e = decision.estimate(p, fit) if p.diffs else None
+    low, high = e.bounds() if e else (None, None)
+    return {f"{name}_ci90_low": _number(low), f"{name}_ci90_high": _number(high),
+            f"{name}_n": e.n if e else "", f"{name}_seeds": " ".join(map(str, p.seeds)) if e else "",
+            f"{name}_pooled": ("yes" if e.pooled else "no") if e else ""}
 
 
-def _reach_columns(seeds: dict[int, Run], target: float | None) -> dict[str, Any]:
-    reached = [r for r in (timing.time_to_accuracy(run, target) for run in seeds.values())
+DECISION_COLUMNS = ("decision", "cheap_alternative", "p_not_worse", "p_worse", "p_better", "p_short",
+                    "claim", "p_claim", "p_holm", "family_size", "seeds_for_80pct")
+
+
+def _decision_columns(d: decision.Decision | None) -> dict[str, Any]:
+    if d is None:
+        return dict.fromkeys(DECISION_COLUMNS, "")
+    return {"decision": d.word, "cheap_alternative": d.cheap.against if d.cheap else "",
+            **{f"p_{k}": _number(d.p.get(k)) for k in ("not_worse", "worse", "better", "short")},
+            "claim": d.route, "p_claim": _number(d.p_claim) if d.route else "",
+            "p_holm": _number(d.p_holm) if d.route else "", "family_size": d.family,
+            "seeds_for_80pct": d.seeds_80 or ""}
+
+
+def _reach_columns(seeds: dict[int, Run], target: float | None, quantum: float) -> dict[str, Any]:
+    reached = [r for r in (timing.time_to_accuracy(run, target, quantum) for run in seeds.values())
                if r is not None] if target is not None else []
     mean = (lambda xs: _number(statistics.fmean(xs)) if xs else "")
-    return {"tta_target": _number(target), "tta_reached": len(reached),
+    return {"tta_target": _number(target), "tta_reached": len(reached), "tta_censored": len(seeds) - len(reached),
             "tta_epoch_mean": mean([r.epoch for r in reached]),
             "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached])}
 
@@ -209,18 +233,20 @@ def _table(runs: list[Run], cells) -> tuple[list[str], list[list[str]]]:
     return [""] + [c for _, c in cols], [[name] + vals for name, vals in body.items()]
 
 
-def _seeds(by_policy: dict[str, dict[int, Run]]) -> str:
-    return str(max(len(v) for v in by_policy.values()))
+def _seeds(seeds: dict[int, Run]) -> str:
+    """'5 (0 1 2 3 4)': how many, and which, so a row with fewer seeds than regular shows it."""
+    return f"{len(seeds)} ({' '.join(map(str, sorted(seeds)))})"
 
 
 def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
     reg = policy_stats(by, "regular")
-    cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Regular", reg["train_s"].fmt(1, " s")),
+    cells = [("Dataset", label), ("Seeds", _seeds(by.get("regular", {}))), ("Regular", reg["train_s"].fmt(1, " s")),
              ("Regular: sample-epochs trained", reg["sample_epochs"].fmt(2)),
              ("Regular: optimizer steps", reg["steps"].fmt(0))]
     for p in pruned_policies(by):
         st, name = policy_stats(by, p), policy_label(p)
-        cells += [(name, st["pruned_s"].fmt(1, " s")), (f"{name}: overhead", st["overhead_s"].fmt(2, " s")),
+        cells += [(name, st["pruned_s"].fmt(1, " s")), (f"{name}: seeds", _seeds(by[p])),
+                  (f"{name}: overhead", st["overhead_s"].fmt(2, " s")),
                   (f"{name}: saved (same machine)", _saved_text(by, p, st["saved_pct"])),
                   (f"{name}: saved at own pace", st["pace_saved_pct"].fmt(2, "%")),
                   (f"{name}: sample-epochs skipped", st["skipped_pct"].fmt(2, "%")),
@@ -242,20 +268,19 @@ def _saved_text(by: dict[str, dict[int, Run]], policy: str, saved: Stat) -> str:
     return saved.fmt(2, "%") + (f" ({pairs} of {pairs + len(left)} pairs)" if left else "")
 
 
-def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]],
-                    judging: Judging) -> list[tuple[str, str]]:
-    reg = policy_stats(by, "regular")
-    cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Regular (best-3)", reg["best3_acc"].fmt(2, "%")),
+def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+    reg, fit = policy_stats(by, "regular"), decision.noise(by)
+    cells = [("Dataset", label), ("Seeds", _seeds(by.get("regular", {}))),
+             ("Regular (best-3, selected on the test set)", reg["best3_acc"].fmt(2, "%")),
              ("Regular (final)", reg["final_acc"].fmt(2, "%"))]
     for p in pruned_policies(by):
         st, name = policy_stats(by, p), policy_label(p)
-        final = paired.vs_regular(by, p)
-        cells += [(f"{name} (best-3)", st["best3_acc"].fmt(2, "%")),
-                  (f"{name} − regular (best-3)", interval_text(paired.vs_regular(by, p, paired.best3))),
+        cells += [(f"{name}: seeds", _seeds(by[p])),
+                  (f"{name} (best-3, selected on the test set)", st["best3_acc"].fmt(2, "%")),
+                  (f"{name} − regular (best-3; mean ± std, descriptive)", st["d_best3"].fmt(2, " pt")),
                   (f"{name} (final)", st["final_acc"].fmt(2, "%")),
-                  (f"{name} − regular (final)", interval_text(final)),
-                  (f"{name} against regular (±{judging.margin:g} pt)", paired.word_for(final, judging.margin))]
-        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c)) for c in paired.vs_controls(by, p)]
+                  (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), fit))]
+        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, fit)) for c in paired.vs_controls(by, p)]
     entry = paper_results()["models"].get(model)
     return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
                     ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
@@ -275,14 +300,17 @@ def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]],
     if target is None:
         return [("Dataset", label), ("Target (test accuracy)", NA)]
     machine = timing.reference_signature([r for seeds in by.values() for r in seeds.values()])
-    cells = [("Dataset", label), ("Seeds", _seeds(by)), ("Target (test accuracy)", f"{target:.2f}%"),
+    q = quantum_of(by)
+    cells = [("Dataset", label), ("Seeds", _seeds(by.get("regular", {}))), ("Target (test accuracy)", f"{target:.2f}%"),
              ("Seconds measured on", machine or f"{NA} ({timing.UNKNOWN})")]
     for p in by:
         runs = [by[p][s] for s in sorted(by[p])]
-        reached = [(r, x) for r in runs if (x := timing.time_to_accuracy(r, target)) is not None]
+        reached = [(r, x) for r in runs if (x := timing.time_to_accuracy(r, target, q)) is not None]
         name = "Regular" if p == "regular" else policy_label(p)
         timed = [x.seconds for r, x in reached if timing.signature(r) == machine]
-        cells += [(f"{name}: reached", f"{len(reached)} of {len(runs)} seeds"),
+        last = max(r.summary.epochs for r in runs)
+        cells += [(f"{name}: reached", f"{len(reached)} of {len(runs)} seeds"
+                   + (f" (the others not by epoch {last}: censored)" if len(reached) < len(runs) else "")),
                   (f"{name}: epoch", Stat([float(x.epoch) for _, x in reached]).fmt(1)),
                   (f"{name}: sample-epochs", Stat([x.sample_epochs for _, x in reached]).fmt(2)),
                   (f"{name}: seconds", Stat(timed).fmt(1, " s") + (f" ({len(timed)} run{'s' if len(timed) > 1 else ''})" if timed else ""))]
@@ -296,8 +324,9 @@ def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
 
 
 def table2(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
-    """Accuracy: best-3 and final with their spread over seeds; changes with 95% paired intervals."""
-    return _table(runs, lambda m, d, by: _accuracy_cells(m, d, by, judging))
+    """Accuracy: best-3 and final with their spread over seeds; final changes with the 90%
+    intervals the decisions use (`judging` is kept for callers; the intervals do not depend on it)."""
+    return _table(runs, _accuracy_cells)
 
 
 def table3(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:

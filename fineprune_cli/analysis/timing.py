@@ -85,23 +85,29 @@ class Reached:
     seconds: float
 
 
-def time_to_accuracy(run: Run, target: float) -> Reached | None:
-    """The first epoch whose test accuracy reaches `target` (%), with the sample-epochs and
-    training seconds spent up to its end; None when no epoch does."""
-    seconds = 0.0
+def on_grid(value: float, quantum: float) -> float:
+    """`value` rounded to the test set's quantum (points per test image)."""
+    return round(value / quantum) * quantum
+
+
+def time_to_accuracy(run: Run, target: float, quantum: float) -> Reached | None:
+    """The first epoch whose test accuracy reaches `target` (%), compared in whole test images,
+    with the sample-epochs and training seconds spent up to its end; None when no epoch does."""
+    seconds, need = 0.0, round(target / quantum)
     for i, row in enumerate(run.metrics):
         seconds += row.train_seconds
-        if row.test_accuracy >= target:
+        if round(row.test_accuracy / quantum) >= need:
             return Reached(row.epoch, sample_epochs(run, i + 1), seconds)
     return None
 
 
-def default_target(by_policy: dict[str, dict[int, Run]], below: float = 0.5) -> float | None:
-    """Regular's mean final accuracy minus `below` points (None without regular runs)."""
+def default_target(by_policy: dict[str, dict[int, Run]], below: float, quantum: float) -> float | None:
+    """Regular's mean final accuracy minus `below` points, on the test set's quantum (None
+    without regular runs)."""
     regular = list(by_policy.get("regular", {}).values())
     if not regular:
         return None
-    return sum(r.summary.final_accuracy for r in regular) / len(regular) - below
+    return on_grid(sum(r.summary.final_accuracy for r in regular) / len(regular) - below, quantum)
 
 
 def reference_signature(runs: list[Run]) -> str | None:

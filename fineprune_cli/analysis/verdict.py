@@ -1,103 +1,173 @@
-"""The report's verdict: sentences whose every claim an interval supports.
-
-Per (model, dataset; and regular variant, where several): which arms are equivalent to
-regular within the margin and which of those saves the most time (between runs of one
-machine, else by the machine-independent cost); then each arm against regular, against
-random pruning and against training fewer epochs at its own budget (the two frontiers, where
-the runs hold them), with the word its 95% paired interval earns (`analysis.stats.word`) and the noise floor beside it.
+"""The report's verdict: the decisions table first, then each decision's chain (its two
+intervals, C(p), the p-values, the seeds each comparison used and left out), then what a
+reader needs about each context (regular's accuracy, the noise, what was not measured).
+Every claim in it is a decision of `analysis.decision`; the rest describes.
 """
 
 from __future__ import annotations
 
-from . import paired, stats, timing
+from dataclasses import dataclass
+
+from ..engine.files import to_markdown
+from . import paired, stats
+from .decision import CANT_TELL, Decision, Judging, decide, noise
+from .groups import REGULAR, group, is_frontier, is_shorter
 from .runs import Run, policy_label
-from .groups import is_frontier, is_shorter
-from .tables import Judging, context_title, group, policy_stats, pruned_policies
+from .tables import context_title, policy_stats, pruned_policies
+
+ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
+HEADER = ["policy", "budget", "− regular [90%]", "C(p)", "− C(p) [90%]", "p (Holm)", "decision"]
+
+
+def seeds_text(seeds: list[int]) -> str:
+    """'0–4', '0, 1, 3': a run of consecutive seeds as a range."""
+    seeds = sorted(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def pval(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def peq(p: float) -> str:
+    """'= 0.028' or '< 0.001', after a p(...)."""
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
+def short_against(against: str) -> str:
+    return {paired.SHORTER_LINE: "fewer epochs", paired.RANDOM_LINE: "random every epoch",
+            paired.THE_CONTROL: "random control", "regular": "regular"}.get(against, against)
+
+
+def _est(e: stats.Estimate | None) -> str:
+    return f"{e.fmt()} (n {e.n})" if e else "—"
+
+
+def _word(d: Decision) -> str:
+    if d.word != CANT_TELL:
+        return d.word
+    if d.seeds_80:
+        return f"{CANT_TELL} (≈{d.seeds_80} seeds)"
+    return CANT_TELL
+
+
+def table(decisions: list[Decision]) -> tuple[list[str], list[list[str]]]:
+    contexts = {d.context for d in decisions}
+    rows = []
+    for d in decisions:
+        name = policy_label(d.policy) + (f" ({context_title(d.context)})" if len(contexts) > 1 else "")
+        rows.append([name, f"{d.budget:.1f}%", _est(d.vs_regular), short_against(d.cheap.against) if d.cheap else "—",
+                     _est(d.vs_cheap), f"{pval(d.p_claim)} ({pval(d.p_holm)})" if d.route else "—", _word(d)])
+    return HEADER, rows
+
+
+def family_text(decisions: list[Decision], judging: Judging) -> str:
+    k = len(decisions)
+    return (f"One decision per policy, {k} in this report's family; the chance of any wrong *worth it* or "
+            f"*not worth it* among them is held at {judging.alpha:.0%} (Holm over the family). Worth it: not worse "
+            f"than regular by more than m = {judging.margin:g} pt *and* better than its cheap alternative C(p); "
+            f"not worth it: worse than regular by more than m, or shown not to beat C(p) by "
+            f"{judging.gain:g} pt (either route, each at half the level). Intervals are 90% (two one-sided 5% "
+            "tests); p is the claim's p-value, Holm-adjusted in brackets.")
+
+
+def chain(d: Decision, judging: Judging) -> list[str]:
+    """The steps that led to a decision, in the fixed order."""
+    m, gain = judging.margin, judging.gain
+    head = f"- **{policy_label(d.policy)}** ({d.budget:.1f}% of sample-epochs skipped): **{d.word}**"
+    lines = [head + _because(d, judging) + "."]
+    lines.append(f"  - Against regular: {_comparison(d.regular, d.vs_regular)}"
+                 + (f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by more than {m:g}) = "
+                    f"{pval(d.p['worse'])}" if "worse" in d.p else "") + ".")
+    if d.cheap is not None:
+        lines.append(f"  - Against C(p), {d.cheap.against} (arms {', '.join(d.cheap.arms)}): "
+                     f"{_comparison(d.cheap, d.vs_cheap)}; p(better) {peq(d.p['better'])}, "
+                     f"p(short of +{gain:g}) {peq(d.p['short'])}.")
+    lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
+    return lines
+
+
+def _because(d: Decision, judging: Judging) -> str:
+    m, gain = judging.margin, judging.gain
+    if d.word != CANT_TELL:
+        what = {"worse": f"worse than regular by more than {m:g} pt",
+                "worth": f"not worse than regular by {m:g} pt and better than {short_against(d.cheap.against)}"
+                if d.cheap else "",
+                "short": f"shown not to beat {short_against(d.cheap.against) if d.cheap else 'C(p)'} "
+                         f"by {gain:g} pt"}[d.route]
+        return f": {what} (Holm-adjusted p {pval(d.p_holm)})"
+    if d.vs_regular is None:
+        return ": no seed has both it and regular with a spread to judge by"
+    why = f" (nearest claim: {ROUTES[d.route]}, Holm-adjusted p {pval(d.p_holm)})" if d.route else ""
+    if d.seeds_80:
+        return f"{why}; about {d.seeds_80} seeds would decide it with 80% probability at this noise"
+    if d.resolvable is not None:
+        return (f"{why}; no feasible number of seeds decides it at this noise: {stats.MAX_SEEDS} seeds would "
+                f"resolve a margin of about ±{d.resolvable:.2f} pt, not ±{m:g}")
+    return why
+
+
+def _comparison(p: paired.Paired, e: stats.Estimate | None) -> str:
+    if e is None:
+        return (f"{p.mean:+.2f} pt in seed {seeds_text(p.seeds)}, no spread to judge by" if p.diffs
+                else "no seed has both runs")
+    text = f"{e.fmt()} pt over {e.n} seed{'s' if e.n != 1 else ''} ({seeds_text(p.seeds)}; {e.method})"
+    if p.left_out:
+        text += "; left out: " + "; ".join(f"seed {s} ({why})" for s, why in sorted(p.left_out.items()))
+    return text
+
+
+def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
+    reg = policy_stats(runs_by, REGULAR)["final_acc"]
+    n, fit = len(runs_by.get(REGULAR, {})), noise(runs_by)
+    pooled = (f"residual sd {fit.sigma:.2f} pt per run on {fit.df} df (block model over "
+              f"{sum(len(v) for v in runs_by.values())} runs)") if fit.sigma is not None else "no pooled sd (no df left)"
+    lines = [f"- **{title}**: regular {reg.fmt(2, '%')} over {n} seed{'s' if n != 1 else ''} "
+             f"({seeds_text(sorted(runs_by.get(REGULAR, {})))}); {pooled}; one test image = {fit.quantum:g} pt."
+             + (f" Out of line with the pool, so judged on their own paired spread: "
+                f"{', '.join(policy_label(a) for a in sorted(fit.loud))}." if fit.loud else "")]
+    missing = [what for what, test in (("random pruning in every epoch (`compare --frontier 0.1,0.3`)", is_frontier),
+                                       ("training fewer epochs (`compare --shorter 0.1,0.3`)", is_shorter))
+               if not any(test(p) for p in runs_by)]
+    if missing and any(not paired.is_baseline(p) for p in pruned_policies(runs_by)):
+        lines.append(f"  - Not measured here, so not a C(p): {' or '.join(missing)}.")
+    return lines
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the verdict says, before it is rendered: the family sentence, the decisions table,
+    then the lines of each decision's chain and of each context."""
+    intro: str
+    header: list[str]
+    rows: list[list[str]]
+    details: list[str]
+
+    def markdown(self) -> list[str]:
+        lines = [self.intro, ""] + ([to_markdown(self.header, self.rows).rstrip("\n"), ""] if self.rows else [])
+        return lines + self.details
+
+
+def build(runs: list[Run], judging: Judging = Judging()) -> Verdict | None:
+    groups = {c: by for c, by in group(runs).items() if by.get(REGULAR)}
+    if not groups:
+        return None
+    decisions = decide(groups, judging)
+    details: list[str] = []
+    for d in decisions:
+        details += chain(d, judging)
+    details.append("")
+    for context, by in groups.items():
+        details += context_lines(by, context_title(context))
+    if not decisions:
+        return Verdict("No policy to decide: these runs hold regular and its baselines only.", HEADER, [], details)
+    header, rows = table(decisions)
+    return Verdict(family_text(decisions, judging), header, rows, details)
 
 
 def verdict(runs: list[Run], judging: Judging = Judging()) -> list[str]:
-    lines = []
-    for context, by in group(runs).items():
-        reg = policy_stats(by, "regular")
-        if not reg["final_acc"].values:
-            continue
-        n = len(by["regular"])
-        floor = f"regular's seed-to-seed std {reg['final_acc'].std:.2f} pt" if n > 1 else "unknown with one seed"
-        lines.append(f"- **{context_title(context)}** ({n} seed{'s' if n != 1 else ''}; regular final "
-                     f"accuracy {reg['final_acc'].fmt(2, '%')}; margin ±{judging.margin:g} pt; noise floor: {floor}).")
-        if n < 2:
-            lines.append("  - One seed: there is no interval, so nothing is claimed about accuracy; "
-                         "run more seeds (`fineprune compare --seeds 0,1,2`).")
-        else:
-            lines.append(_best(by, judging.margin))
-        for p in pruned_policies(by):
-            lines += _judged(by, p, judging.margin)
-        lines += _unmeasured(by)
-    return lines
-
-
-def _unmeasured(by: dict[str, dict[int, Run]]) -> list[str]:
-    """Which of the two frontiers these runs lack, so silence is not read as a win."""
-    policies = [p for p in pruned_policies(by) if not (is_frontier(p) or is_shorter(p))]
-    missing = [what for what, test in (("random pruning in every epoch (`compare --frontier 0.1,0.3`)", is_frontier),
-                                       ("training fewer epochs (`compare --shorter 0.1,0.3`)", is_shorter))
-               if not any(test(p) for p in by)]
-    if not policies or not missing:
-        return []
-    return [f"  - Not measured here, so not claimed: how the policies compare with {' or with '.join(missing)} "
-            "at their budgets."]
-
-
-def _best(by: dict[str, dict[int, Run]], margin: float) -> str:
-    """The cost ranking, over the arms equivalent to regular within the margin only."""
-    ok = [p for p in pruned_policies(by) if (iv := paired.vs_regular(by, p).interval) and stats.within(iv, margin)]
-    if not ok:
-        return f"  - No arm is shown equivalent to regular within ±{margin:g} pt, so none is ranked by time saved."
-    cheapest = max(ok, key=lambda p: policy_stats(by, p)["skipped_pct"].mean)
-    st = policy_stats(by, cheapest)
-    return (f"  - Equivalent to regular within ±{margin:g} pt: {', '.join(policy_label(p) for p in ok)}. "
-            f"By the machine-independent cost, {policy_label(cheapest)} trains the fewest sample-epochs "
-            f"({st['sample_epochs'].fmt(2)}, {st['skipped_pct'].fmt(1, '%')} skipped). {_time_ranking(by, ok)}")
-
-
-def _time_ranking(by: dict[str, dict[int, Run]], ok: list[str]) -> str:
-    """'Saves the most time' only when its interval of time saved (between runs of one machine)
-    lies above every other candidate's."""
-    saved = {p: stats.interval(list(timing.savings(by, p)[0].values())) for p in ok}
-    if any(iv is None for iv in saved.values()):
-        return "Fewer than two seeds of each were timed on one machine, so none is said to save the most time."
-    best = max(ok, key=lambda p: saved[p].mean)
-    iv = saved[best]
-    if all(iv.low > saved[p].high for p in ok if p != best):
-        return (f"{policy_label(best)} saves the most time: {iv.fmt(signed=False)}% against regular between runs of "
-                f"one machine ({iv.n} seeds).")
-    return (f"Between runs of one machine none is resolved ahead in time saved (the highest mean: "
-            f"{policy_label(best)}, {iv.fmt(signed=False)}% over {iv.n} seeds).")
-
-
-def _judged(by: dict[str, dict[int, Run]], policy: str, margin: float) -> list[str]:
-    skipped = policy_stats(by, policy)["skipped_pct"].fmt(1, "%")
-    lines = [f"  - {policy_label(policy)} ({skipped} of sample-epochs skipped): "
-             f"{_claim(paired.vs_regular(by, policy), 'regular', margin)}."]
-    for control in paired.vs_controls(by, policy):
-        baseline = "training fewer epochs" if control.against == paired.SHORTER_LINE else "random"
-        lines.append(f"    Against {control.against}: {_claim(control, baseline, margin)}.")
-    return lines
-
-
-def _claim(p: paired.Paired, baseline: str, margin: float) -> str:
-    iv = p.interval
-    if iv is None:
-        return (f"{p.mean:+.2f} pt in one seed; no interval, no verdict" if p.diffs
-                else "no seed has both runs; no verdict")
-    numbers = f"{iv.fmt()} pt" + (f" (bootstrap [{iv.boot[0]:+.2f}, {iv.boot[1]:+.2f}])" if iv.boot else "")
-    word, floor = stats.word(iv, margin), f"paired std {iv.std:.2f} pt"
-    if word in (stats.BETTER, stats.WORSE):
-        inside = f", by less than the ±{margin:g} pt margin" if stats.within(iv, margin) else ""
-        return f"{numbers}, {word} than {baseline}{inside} ({floor})"
-    if word == stats.EQUIVALENT:
-        return f"{numbers}, equivalent to {baseline} within ±{margin:g} pt ({floor})"
-    need = stats.seeds_needed(iv.mean, iv.std, margin)
-    more = (f"about {need} seeds would resolve it at this spread" if need
-            else f"more than {stats.MAX_SEEDS_ESTIMATE} seeds would be needed at this spread")
-    return f"{numbers}, unresolved against {baseline} ({floor}; {more})"
+    """Markdown lines: the decisions table, each chain, then the contexts."""
+    found = build(runs, judging)
+    return found.markdown() if found else []

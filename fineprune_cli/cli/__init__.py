@@ -166,6 +166,7 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     Runs already complete in --out are reused, so an interrupted compare continues."""
     from ..analysis.runs import load_runs
     from ..analysis.tables import summary_rows
+    from ..analysis.verdict import build
     from ..drivers.compare import load_compare, run_matrix
 
     matrix, rest = _split(settings, "compare")
@@ -183,7 +184,8 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
             return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c)}, as_json)
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     dirs = run_matrix(build_config(config, rest), c, show_progress=not as_json, command=_invocation())
-    views.show_compare(summary_rows(load_runs(dirs)[0]), as_json, c.out)
+    runs = load_runs(dirs)[0]
+    views.show_compare(summary_rows(runs), as_json, c.out, build(runs))
 
 
 @app.command(epilog=EXAMPLES["report"])
@@ -192,20 +194,23 @@ def report(
     out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots (needs matplotlib).")] = True,
     notes: Annotated[Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")] = None,
-    margin: Annotated[float, typer.Option(help="Equivalence margin in accuracy points: a policy is 'equivalent to regular' only when its whole 95% paired interval lies inside ±margin.")] = 0.3,
+    margin: Annotated[float, typer.Option(help="The margin m in accuracy points: a policy is 'worth it' only if shown not worse than regular by more than m (and better than its cheap alternative); 'not worth it' if shown worse by more than m.")] = 0.3,
+    min_gain: Annotated[Optional[float], typer.Option(help="Minimum gain over the cheap alternative (points): a policy shown not to beat it by this much is 'not worth it'. (default: the margin)")] = None,
     target: Annotated[Optional[float], typer.Option(help="Test accuracy (%) for time-to-accuracy. (default: regular's mean final accuracy − 0.5 pt, per model and dataset)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots, and an index.md
-    whose verdict rests on paired 95% intervals over seeds, from run folders."""
+    """Write one decision per policy (worth it / not worth it / can't tell yet, error held at 5% over the
+    report), the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots and an index.md, from run folders."""
     import math
 
     from ..analysis.report import write_report
     from ..engine.files import read_regular_text
-    from ..analysis.tables import Judging
+    from ..analysis.decision import Judging
 
     if not (math.isfinite(margin) and margin > 0):
         raise ConfigError(f"--margin must be a positive number of accuracy points, got {margin:g}")
+    if min_gain is not None and not (math.isfinite(min_gain) and 0 <= min_gain <= 100):
+        raise ConfigError(f"--min-gain must be a number of accuracy points in [0, 100], got {min_gain:g}")
     if target is not None and not (math.isfinite(target) and 0 < target <= 100):
         raise ConfigError(f"--target must be a test accuracy in (0, 100] percent, got {target:g}")
 
@@ -216,7 +221,7 @@ def report(
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
     views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
-                                   judging=Judging(margin, target)), as_json)
+                                   judging=Judging(margin, target, min_gain)), as_json)
 
 
 @app.command(epilog=EXAMPLES["scale"])

@@ -70,8 +70,8 @@ def _pm(row: dict, name: str, digits: int, whole_from: float = math.inf) -> str:
 
 
 def _interval(row: dict, name: str) -> str:
-    """'-4.39 [-6.80,-1.98]': the mean and its 95% interval; one seed: the signed value alone."""
-    low, high = row.get(f"{name}_ci_low", ""), row.get(f"{name}_ci_high", "")
+    """'-4.39 [-6.80,-1.98]': the mean and its 90% interval; one seed: the signed value alone."""
+    low, high = row.get(f"{name}_ci90_low", ""), row.get(f"{name}_ci90_high", "")
     mean = row.get(f"{name}_mean", "")
     if mean == "":
         return "—"
@@ -89,20 +89,38 @@ def show_trained(summary: Any, as_json: bool) -> None:
     console.result(f"run folder: {summary.run_dir}")
 
 
-def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None) -> None:
+def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None, verdict: Any = None) -> None:
     if as_json:
         console.print_json(rows)
         return
     if rows:
         _compare_table(rows)
+    _show_verdict(verdict)
     if out is not None:
         console.result(f"run folders: {out}  (tables and plots: fineprune report {out})")
 
 
-COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [95%]")
+COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [90%]")
 TABLE_NOTE = ("n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
               "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
-              "paired by seed, with its 95% interval. Full columns: summary.csv.")
+              "paired by seed, with the 90% interval the decisions use. Full columns: summary.csv.")
+
+
+def _show_verdict(verdict: Any) -> None:
+    """The decisions: the family sentence, the table (within 100 columns), each chain and context."""
+    if verdict is None:
+        return
+    console.result(Text(verdict.intro))
+    if verdict.rows:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, title="Decisions",
+                      title_justify="left", width=100)
+        for i, name in enumerate(verdict.header):
+            table.add_column(name, overflow="fold", max_width=None if i else ROW_WIDTH)
+        for row in verdict.rows:
+            table.add_row(*(Text(c) for c in row))
+        console.result(table)
+    for line in verdict.details:
+        console.result(Text(line))
 
 
 def _compare_table(rows: list[dict]) -> None:
@@ -135,12 +153,12 @@ def show_report(rep: Any, as_json: bool) -> None:
         console.print_json({
             "out": str(rep.out), "runs": [str(r.path) for r in rep.runs],
             "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
-            "files": [str(f) for f in rep.files], "verdict": rep.verdict})
+            "files": [str(f) for f in rep.files], "verdict": rep.verdict.markdown() if rep.verdict else [],
+            "decisions": summary_rows(rep.runs, rep.judging) if rep.runs else []})
         return
     if rep.runs:
         _compare_table(summary_rows(rep.runs, rep.judging))
-    for line in rep.verdict:
-        console.result(line)
+    _show_verdict(rep.verdict)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
     rows = len({(r["model"], r["dataset"], r["variant"], r["policy"])
