@@ -113,7 +113,7 @@ def test_a_line_that_does_not_reach_the_budget_says_which_arm_would():
                   "random": (0.0, pruned("random", 0.11))})
     d, = one(by)
     assert d.cheap.against == paired.THE_CONTROL
-    assert "training fewer epochs does not reach 11.0%" in d.why_cheap and "--shorter 0.2" in d.why_cheap
+    assert "training fewer epochs does not reach 11.0%" in d.why_cheap and "`compare --shorter 0.15`" in d.why_cheap
 
 
 def _p_by_hand(by, policy, baseline_value):

@@ -50,7 +50,7 @@ def test_the_compare_table_fits_100_columns_at_its_widest_numbers(capsys):
            "policy": "infobatch (infobatch_rescale off, prune_fraction 0.5)",
            "train_s_mean": 21000.4, "train_s_std": 1500.2, "saved_pct_mean": -73.1, "saved_pct_std": 102.7,
            "skipped_pct_mean": 27.46, "skipped_pct_std": 0.31, "final_acc_mean": 100.0, "final_acc_std": 10.0,
-           "d_final_mean": -21.18, "d_final_ci_low": -36.24, "d_final_ci_high": -6.13}
+           "d_final_mean": -21.18, "d_final_ci90_low": -36.24, "d_final_ci90_high": -6.13}
     views.show_compare([row])
     out = capsys.readouterr().out.splitlines()
     table = [line for line in out if not line.startswith("n: seeds")]

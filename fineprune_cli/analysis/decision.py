@@ -157,9 +157,14 @@ def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paire
 
 
 def _suggest(by: dict[str, dict[int, Run]], policy: str, kind: str) -> str:
-    share = math.ceil(paired.mean_budget(by, policy) / 10) / 10
-    flag = "--shorter" if kind == "training fewer epochs" else "--frontier"
-    return f"`compare {flag} {share:g}` would add an arm beyond it"
+    """The flag that adds an arm on the side the line lacks: at or below the policy's budget when
+    every arm lies above it, else at or above."""
+    at = paired.mean_budget(by, policy)
+    shorter = kind == "training fewer epochs"
+    line = [paired.mean_budget(by, p) for p in by if (is_shorter(p) if shorter else is_frontier(p))]
+    step = math.floor(at / 5 + 1e-9) if min(line) > at else math.ceil(at / 5 - 1e-9)   # 5% steps
+    share = step * 5 / 100 or round(at / 100, 2)
+    return f"`compare {'--shorter' if shorter else '--frontier'} {share:g}` would add the arm it lacks"
 
 
 def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, n: Noise, judging: Judging) -> Decision:

@@ -79,12 +79,13 @@ def chain(d: Decision, judging: Judging) -> list[str]:
     head = f"- **{policy_label(d.policy)}** ({d.budget:.1f}% of sample-epochs skipped): **{d.word}**"
     lines = [head + _because(d, judging) + "."]
     lines.append(f"  - Against regular: {_comparison(d.regular, d.vs_regular)}"
-                 + (f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by more than {m:g}) = "
-                    f"{pval(d.p['worse'])}" if "worse" in d.p else "") + ".")
+                 + (f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by more than {m:g}) "
+                    f"{peq(d.p['worse'])}" if "worse" in d.p else "") + ".")
     if d.cheap is not None:
         lines.append(f"  - Against C(p), {d.cheap.against} (arms {', '.join(d.cheap.arms)}): "
-                     f"{_comparison(d.cheap, d.vs_cheap)}; p(better) {peq(d.p['better'])}, "
-                     f"p(short of +{gain:g}) {peq(d.p['short'])}.")
+                     f"{_comparison(d.cheap, d.vs_cheap)}"
+                     + (f"; p(better) {peq(d.p['better'])}, p(short of +{gain:g}) {peq(d.p['short'])}"
+                        if "better" in d.p else "") + ".")
     lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
     return lines
 
