@@ -203,3 +203,54 @@ def test_the_quantum_is_read_off_the_recorded_accuracies():
     coarse.metrics[:] = [EpochRow(1, 0.1, N, 1.0, 1.0, 1.0, 40.0, 0, 0.0), EpochRow(2, 0.1, N, 1.0, 1.0, 1.0, 45.0, 0, 0.0)]
     assert decision.quantum([coarse]) == pytest.approx(5.0)   # a 20-image test set
     assert stats.DEFAULT_QUANTUM == decision.quantum([])
+
+
+# The committed evidence, with the failing inputs of issue 32 --------------------------------
+
+FASHION = Path(__file__).resolve().parents[1] / "results" / "policies" / "fashion-mnist" / "runs"
+CIFAR = Path(__file__).resolve().parents[1] / "results" / "cifar10-jpeg-lenet-cpu" / "runs"
+
+
+def _committed(root, drop=()):
+    from fineprune_cli.analysis.groups import group
+    from fineprune_cli.analysis.runs import load_runs
+    runs = [r for r in load_runs([root])[0] if r.path.name not in drop]
+    [(ctx, by)] = group(runs).items()
+    return ctx, by
+
+
+def test_deleted_seeds_are_counted_and_named_not_hidden_under_the_header():
+    """Without fine-seed3 and fine-seed4 the old header still said 5 seeds over a 3-seed interval."""
+    ctx, by = _committed(FASHION, drop=("fine-seed3", "fine-seed4"))
+    d = next(x for x in decide({ctx: by}) if x.policy == "fine")
+    assert d.vs_regular.n == 3 and d.regular.seeds == [0, 1, 2]
+    assert d.regular.left_out == {3: "no run of this arm", 4: "no run of this arm"}
+    from fineprune_cli.analysis.verdict import chain
+    text = "\n".join(chain(d, Judging()))
+    assert "over 3 seeds (0–2;" in text and "left out: seed 3 (no run of this arm); seed 4" in text
+
+
+def test_a_deleted_frontier_run_leaves_its_seed_out_instead_of_changing_the_baseline():
+    """Without random-every-30-seed2, UCB (30%) was read at 30% in four seeds and on the 20-40%
+    line in seed 2, and its word changed. The same arm in every seed, or the seed left out."""
+    ctx, by = _committed(FASHION, drop=("random-every-30-seed2",))
+    line = paired.vs_line(by, "ucb", lambda p: p.startswith("random-every-"))
+    assert line.arms == ("random-every-30",) and line.seeds == [0, 1, 3, 4]
+    assert line.left_out == {2: "no run of random-every-30"}
+    _, whole = _committed(FASHION)
+    full = paired.vs_line(whole, "ucb", lambda p: p.startswith("random-every-"))
+    assert all(line.diffs[s] == pytest.approx(full.diffs[s]) for s in line.seeds)
+
+
+def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
+    """Regular's mean final 73.84 - 0.5 is 73.34000000000002 as floats: epochs at exactly 73.34%
+    did not count. On the test set's grid the target is 73.34 and regular seed 1 reaches it at 164."""
+    from fineprune_cli.analysis import timing
+    from fineprune_cli.analysis.tables import quantum_of, target_for
+    _, by = _committed(CIFAR)
+    q = quantum_of(by)
+    assert q == pytest.approx(0.01)
+    target = target_for(by, Judging())
+    assert target == pytest.approx(73.34, abs=1e-9)
+    assert timing.time_to_accuracy(by["regular"][1], target, q).epoch == 164
+    assert 73.34 in [r.test_accuracy for r in by["regular"][1].metrics[163:164]]

@@ -107,6 +107,14 @@ def test_holm_against_values_by_hand():
     assert holm([]) == []
 
 
+def test_holm_agrees_with_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+    rng = np.random.default_rng(3)
+    for k in (1, 2, 5, 9):
+        p = list(rng.uniform(0, 0.3, k)) + [0.5, 0.5]   # ties too
+        assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]))
+
+
 def _power_by_hand(effect, sd, alpha, n):
     """One-sided one-sample t: P(noncentral t > t crit), noncentrality effect / (sd / sqrt(n))."""
     crit = sps.t.ppf(1 - alpha, n - 1)

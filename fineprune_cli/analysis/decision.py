@@ -129,14 +129,41 @@ def scored(by_policy: dict[str, dict[int, Run]]) -> list[str]:
 def decide(groups: dict[Context, dict[str, dict[int, Run]]], judging: Judging = Judging()) -> list[Decision]:
     """Every scored policy of every context, as one Holm family."""
     found = [_chain(c, by, p, noise(by), judging) for c, by in groups.items() for p in scored(by)]
-    adjusted = stats.holm([d.p_claim for d in found])
+    words, adjusted = settle([(d.route, d.p_claim) for d in found], judging.alpha)
     level = judging.alpha / max(len(found), 1)   # Holm's strictest step: the plan for more seeds
     out = []
-    for d, p_adj in zip(found, adjusted):
-        word = (WORTH if d.route == "worth" else NOT_WORTH) if d.route and p_adj <= judging.alpha else CANT_TELL
+    for d, word, p_adj in zip(found, words, adjusted):
         d = replace(d, p_holm=p_adj, word=word, family=len(found))
         out.append(d if word != CANT_TELL else _plan(d, judging, level))
     return out
+
+
+def claims(reg: stats.Estimate | None, alt: stats.Estimate | None,
+           judging: Judging) -> tuple[dict[str, float], str, float]:
+    """A policy's one-sided p-values, the claim with the smallest p-value and that p-value:
+    'worth' needs both not worse than -m and better than C(p) (each at the full level, the larger
+    p); 'worse' and 'short' are the two routes to not worth it (each at half the level)."""
+    p: dict[str, float] = {}
+    if reg is not None:
+        p["not_worse"], p["worse"] = reg.p_above(-judging.margin), reg.p_below(-judging.margin)
+    if alt is not None:
+        p["better"], p["short"] = alt.p_above(0.0), alt.p_below(judging.gain)
+    routes = {}
+    if "worse" in p:
+        routes["worse"] = min(1.0, 2 * p["worse"])
+    if "worse" in p and "better" in p:
+        routes["worth"] = max(p["not_worse"], p["better"])
+        routes["short"] = min(1.0, 2 * p["short"])
+    route = min(routes, key=routes.get) if routes else ""
+    return p, route, routes.get(route, 1.0)
+
+
+def settle(found: list[tuple[str, float]], alpha: float) -> tuple[list[str], list[float]]:
+    """Holm over the family's claims: each claim's word where its adjusted p-value is at most alpha."""
+    adjusted = stats.holm([p for _, p in found])
+    words = [(WORTH if route == "worth" else NOT_WORTH) if route and p_adj <= alpha else CANT_TELL
+             for (route, _), p_adj in zip(found, adjusted)]
+    return words, adjusted
 
 
 def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paired.Paired | None, str]:
@@ -172,20 +199,8 @@ def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, n: Nois
     reg = estimate(regular, n) if regular.diffs else None
     cheap, why = cheap_alternative(by, policy)
     alt = estimate(cheap, n) if cheap else None
-    p = {}
-    if reg is not None:
-        p["not_worse"], p["worse"] = reg.p_above(-judging.margin), reg.p_below(-judging.margin)
-    if alt is not None:
-        p["better"], p["short"] = alt.p_above(0.0), alt.p_below(judging.gain)
-    routes = {}
-    if "worse" in p:   # either route suffices for "not worth it": each at half the level (Bonferroni)
-        routes["worse"] = min(1.0, 2 * p["worse"])
-    if "worse" in p and "better" in p:
-        routes["worth"] = max(p["not_worse"], p["better"])   # both must hold: each at the full level
-        routes["short"] = min(1.0, 2 * p["short"])
-    route = min(routes, key=routes.get) if routes else ""
-    return Decision(context, policy, paired.mean_budget(by, policy), regular, reg, cheap, alt, why, p, route,
-                    routes.get(route, 1.0))
+    p, route, p_claim = claims(reg, alt, judging)
+    return Decision(context, policy, paired.mean_budget(by, policy), regular, reg, cheap, alt, why, p, route, p_claim)
 
 
 def _plan(d: Decision, judging: Judging, level: float) -> Decision:
