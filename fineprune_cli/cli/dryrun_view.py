@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
 from rich.table import Table
 from rich.text import Text
 
 from .. import console
+from ..engine.yamlvalues import dump
 
 
 def show_config(config: dict[str, Any], as_json: bool) -> None:
@@ -16,7 +16,7 @@ def show_config(config: dict[str, Any], as_json: bool) -> None:
     if as_json:
         console.print_json(config)
     else:
-        console.result(Text(yaml.safe_dump(config, sort_keys=False).rstrip()))
+        console.result(Text(dump(config).rstrip()))
 
 
 def epochs_text(epochs: list[int] | None) -> str:

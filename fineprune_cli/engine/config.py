@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from ..pruning.registry import get as get_policy
 from ..pruning.schedule import percent_of
+from . import yamlvalues
 from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
@@ -166,17 +167,6 @@ def apply_mapping(cfg: Any, data: Any, source: str) -> None:
         apply_values(getattr(cfg, name), values, source, name)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load, but a key given twice in one mapping is an error, not a silent last-one-wins."""
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
-        for i, key in enumerate(keys):
-            if key in keys[:i]:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
@@ -184,11 +174,11 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = yamlvalues.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", "") or ""
-        what = f": {problem}" if problem.startswith("duplicate key") else ""
+        problem = yamlvalues.problem_of(exc)
+        what = f": {problem}" if problem else ""
         raise ConfigError(f"{path} is not valid YAML{f' at line {mark.line + 1}' if mark else ''}{what}") from None
     except RecursionError:
         raise ConfigError(f"{path} is nested too deeply") from None
