@@ -91,7 +91,7 @@ SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction"
 TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainConfig, ()),
          ("prune", PruneConfig, ()), ("run", RunConfig, ()))
 COMPARE = (("compare", CompareConfig, ()),
-           ("data", DataConfig, ("data_dir", "subset", "test_subset")), ("train", TrainConfig, ()),
+           ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")), ("train", TrainConfig, ()),
            ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
            ("run", RunConfig, ("device", "compile", "tensorboard")))
 
@@ -204,8 +204,8 @@ def report(
     from ..engine.files import read_regular_text
     from ..analysis.tables import Judging
 
-    if not (math.isfinite(margin) and margin > 0):
-        raise ConfigError(f"--margin must be a positive number of accuracy points, got {margin:g}")
+    if not (math.isfinite(margin) and 0 < margin <= 100):
+        raise ConfigError(f"--margin must be a positive number of accuracy points, at most 100, got {margin:g}")
     if target is not None and not (math.isfinite(target) and 0 < target <= 100):
         raise ConfigError(f"--target must be a test accuracy in (0, 100] percent, got {target:g}")
 

@@ -57,7 +57,8 @@ def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Cal
                 name = f"{section}__{f.name}"
                 dotted = f"{section}.{f.name}"
                 mark = REQUIRED.format(key=dotted) if dotted in required else ""
-                option = typer.Option(*flag.split(), help=f.metadata["help"] + mark)
+                # \[: a bracket is rich markup in help ('fineprune[tensorboard]' printed as 'fineprune')
+                option = typer.Option(*flag.split(), help=f.metadata["help"].replace("[", "\\[") + mark)
                 extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                                                annotation=Annotated[Optional[cli_type], option]))
                 parsers[name] = (dotted, parse)

@@ -89,9 +89,13 @@ def show_trained(summary: Any, as_json: bool) -> None:
     console.result(f"run folder: {summary.run_dir}")
 
 
+TEXT_COLUMNS = ("model", "dataset", "variant", "policy")
+
+
 def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None) -> None:
-    if as_json:
-        console.print_json(rows)
+    if as_json:   # a number a row lacks (one seed's interval) is null, not ''
+        console.print_json([{k: None if v == "" and k not in TEXT_COLUMNS else v for k, v in r.items()}
+                            for r in rows])
         return
     if rows:
         _compare_table(rows)

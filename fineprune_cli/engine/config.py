@@ -227,7 +227,23 @@ def resolve(cfg: Config) -> Config:
     if cfg.train.milestones is None and length_known:
         cfg.train.milestones = paper_milestones(epochs)
     cfg.prune.resolve(epochs if length_known else None)
+    _drop_idle_settings(cfg)
     return cfg
+
+
+def _drop_idle_settings(cfg: Config) -> None:
+    """Settings that cannot act in this run back to their defaults: another policy's own
+    settings, and the pruned-epoch lr scaling of a run that prunes nothing. Recorded as given
+    they split report rows and blocked compare's reuse of runs they never changed."""
+    from ..pruning.registry import list_policies
+
+    active, defaults = cfg.policy, PruneConfig()
+    for name in list_policies():
+        if name != active:
+            for key in get_policy(name).own_settings:
+                setattr(cfg.prune, key, getattr(defaults, key))
+    if active == "regular":
+        cfg.train.lr_scale_pruned = None
 
 
 def nest(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
