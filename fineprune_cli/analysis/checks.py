@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..engine.record import METRICS, SUMMARY, EpochRow, RunSummary
+from ..engine.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
 from ..errors import ConfigError
 
 MAX_SECONDS = 10**9        # ~32 years of training: beyond it a record is damaged, not slow
@@ -33,8 +33,7 @@ class Implausible(ConfigError):
 
 
 def _within(value: Any, low: float, high: float) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and low <= value <= high)
+    return not isinstance(value, bool) and finite(value) and low <= value <= high
 
 
 def _summary_problem(s: RunSummary) -> str | None:

@@ -238,9 +238,14 @@ def _drop_idle_settings(cfg: Config) -> None:
     from ..pruning.registry import list_policies
 
     active, defaults = cfg.policy, PruneConfig()
+    checks = {f.name: f.metadata.get("check") for f in dataclasses.fields(PruneConfig)}
     for name in list_policies():
         if name != active:
             for key in get_policy(name).own_settings:
+                value, check = getattr(cfg.prune, key), checks.get(key)
+                problem = check(value) if check is not None and isinstance(value, (int, float)) else None
+                if problem:   # not acted on, but a typo all the same
+                    raise ConfigError(f"--{key.replace('_', '-')} {problem}, got {value}")
                 setattr(cfg.prune, key, getattr(defaults, key))
     if active == "regular":
         cfg.train.lr_scale_pruned = None

@@ -347,4 +347,7 @@ def load_run_config(run_dir: Path) -> dict[str, Any]:
 
 
 def finite(value: float) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
+    try:   # an int of 400 digits (valid JSON) overflows the conversion to float
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:
+        return False
