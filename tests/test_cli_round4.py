@@ -82,3 +82,28 @@ def test_a_rank_beyond_its_world_is_refused_not_run_alone():
     with pytest.raises(ConfigError, match="RANK"):
         from_env({"RANK": "1", "WORLD_SIZE": "1"})
     assert from_env({"RANK": "0", "WORLD_SIZE": "1"}).size == 1
+
+
+def test_sigterm_while_a_report_is_written_leaves_the_previous_report_and_no_staging_folder(tmp_path, monkeypatch):
+    """Killed by SIGTERM's default action, the hidden .report-* staging folder stayed in --out."""
+    import os
+    import signal
+
+    from fineprune_cli.analysis import report
+    from test_report import make_run
+    make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    assert runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()}
+    real = report._write_all
+
+    def killed_midway(rep, with_plots):
+        real(rep, with_plots)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(report, "_write_all", killed_midway)
+    handler = signal.getsignal(signal.SIGTERM)
+    result = runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots",
+                                 "--margin", "0.5"])
+    assert result.exit_code == 130, result.output                                     # as Ctrl-C
+    assert {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()} == before   # no .report-*, no new file
+    assert signal.getsignal(signal.SIGTERM) == handler

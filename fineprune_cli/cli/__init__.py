@@ -6,6 +6,7 @@ only parse and delegate, and print through the console helper.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -215,8 +216,28 @@ def report(
             text = read_regular_text(notes, NOTES_LIMIT)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
-    views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
-                                   judging=Judging(margin, target)), as_json)
+    with _term_as_interrupt():
+        made = write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
+                            judging=Judging(margin, target))
+    views.show_report(made, as_json)
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Any:
+    """SIGTERM ends a report as Ctrl-C does: by an exception, so the half-written staging
+    folder is removed (killed outright, it stayed in --out as a hidden .report-* folder)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @app.command(epilog=EXAMPLES["scale"])
