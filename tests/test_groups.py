@@ -107,8 +107,61 @@ def test_a_variant_of_the_training_recipe_meets_the_regular_run_of_that_recipe(t
 
 def test_a_shorter_arm_meets_the_full_schedules_regular_despite_its_epochs(tmp_path):
     run(tmp_path, "regular", 0, 70.0, **{"train.epochs": 2, "train.milestones": [2]})
-    run(tmp_path, "regular", 0, 69.0, arm="shorter-50", **{"train.epochs": 1, "train.milestones": [1]})
+    run(tmp_path, "regular", 0, 69.0, arm="shorter-50", **{"train.epochs": 1, "train.milestones": [1],
+                                                             "train.warmup_epochs": 0.5})
     assert list(rows_of(tmp_path)) == ["regular", "shorter-50"]
+
+
+def test_a_shorter_arm_of_another_recipe_is_its_own_row_never_fewer_epochs_of_this_one(tmp_path):
+    """Beside a 10-epoch regular: shorter-50 of that recipe (5 epochs, milestones 2,3,4,
+    warm-up 0.5) is paired; shorter-50 of a 20-epoch recipe (10 epochs, 3,6,8) read as
+    '-100% of sample-epochs skipped' against it before, and fed the fewer-epochs verdict."""
+    ten = {"train.epochs": 10, "train.milestones": [3, 6, 8]}
+    for seed in range(2):
+        run(tmp_path / "a", "regular", seed, 70.0 + seed, **ten)
+        run(tmp_path / "a", "regular", seed, 69.0, arm="shorter-50",
+            **{"train.epochs": 5, "train.milestones": [2, 3, 4], "train.warmup_epochs": 0.5})
+        run(tmp_path / "b", "regular", seed, 75.0, arm="shorter-50",
+            **{"train.epochs": 10, "train.milestones": [3, 6, 8], "train.warmup_epochs": 0.5})
+    groups = group(load_runs([tmp_path])[0])
+    assert len(groups) == 2
+    own = next(c for c in groups if c.variant)
+    assert "shorter-50" in own.variant and list(groups[own]) == ["shorter-50 (epochs 10, milestones 3,6,8, "
+                                                                 "warmup_epochs 0.5)"]
+    rows = {r["policy"]: r for r in summary_rows(load_runs([tmp_path])[0])}
+    assert rows["shorter-50 (epochs 5, milestones 2,3,4)"]["d_final_mean"] == pytest.approx(-1.5)  # -1, -2
+    assert rows["shorter-50 (epochs 10, milestones 3,6,8, warmup_epochs 0.5)"].get("d_final_mean", "") == ""
+
+
+def _recorded_data(path, data):
+    summary = json.loads((path / "summary.json").read_text())
+    (path / "summary.json").write_text(json.dumps({**summary, "data": data}))
+
+
+def test_runs_on_other_data_from_one_folder_are_never_paired(tmp_path):
+    """The class folders were swapped between the arms: the same path, other recorded
+    listings. Paired before: '-100.00 [-100.00, -100.00] pt, worse than regular'."""
+    before = {"train": "6 files, 1111111111111111", "test": "4 files, 2222222222222222"}
+    swapped = {"train": "6 files, 3333333333333333", "test": "4 files, 4444444444444444"}
+    for seed in range(2):
+        _recorded_data(run(tmp_path / "a", "regular", seed, 100.0, **{"data.data_dir": "imgs"}), before)
+        _recorded_data(run(tmp_path / "b", "fine", seed, 0.0, (2,), **{"data.data_dir": "imgs"}), swapped)
+    groups = group(load_runs([tmp_path])[0])
+    assert len(groups) == 2 and all(c.variant.startswith("data #") for c in groups)
+    assert sorted(list(rows) for rows in groups.values()) == [["fine"], ["regular"]]
+    fine = next(r for r in summary_rows(load_runs([tmp_path])[0]) if r["policy"] == "fine")
+    assert fine.get("d_final_mean", "") == "" and fine["variant"].startswith("data #")
+
+
+def test_runs_that_recorded_no_data_stay_with_the_one_identity_recorded(tmp_path):
+    """Folder runs made before identities were recorded (the committed CIFAR-10 runs) still
+    pair with later runs of the same folder; a copy of a run on other data is no duplicate."""
+    _recorded_data(run(tmp_path / "a", "regular", 0, 70.0), {})
+    _recorded_data(run(tmp_path / "b", "fine", 0, 69.0, (2,)), {"train": "6 files, 11", "test": "4 files, 22"})
+    assert rows_of(tmp_path)["fine"]["d_final_mean"] == pytest.approx(-1.0)
+    _recorded_data(run(tmp_path / "c", "fine", 0, 30.0, (2,)), {"train": "6 files, 33", "test": "4 files, 44"})
+    from fineprune_cli.analysis.groups import duplicates
+    assert duplicates(load_runs([tmp_path])[0]) == [] and len(group(load_runs([tmp_path])[0])) == 3
 
 
 def test_the_scale_folder_reads_as_ten_rows():

@@ -61,6 +61,26 @@ def test_pipeline_sampler_example_trains_and_prunes():
     assert int(scope["policy"].scores.sum()) > 0
 
 
+def test_pipeline_resume_example_continues_where_the_loop_stopped(tmp_path, monkeypatch):
+    """The resume example after the DataLoader example stopped after its 4th epoch of 8: it
+    continues with epoch 4 (0-based) and trains the same plans as one loop of 8 epochs."""
+    monkeypatch.chdir(tmp_path)
+    first, resume = _blocks("Pruning in any pipeline")[0], _blocks("Pruning in any pipeline")[2]
+    whole = _toy_scope()
+    whole["opt"] = torch.optim.SGD(whole["model"].parameters(), lr=0.1)
+    exec(first, whole)
+    whole["sampler"].sync()
+    scope = _toy_scope()
+    scope["opt"] = torch.optim.SGD(scope["model"].parameters(), lr=0.1)
+    assert "range(epochs)" in first
+    exec(first.replace("range(epochs)", "range(4)"), scope)   # stopped after epoch 3
+    exec(resume, scope)
+    scope["sampler"].sync()
+    assert scope["sampler"].epoch == 7
+    assert torch.equal(scope["policy"].scores, whole["policy"].scores)
+    torch.testing.assert_close(scope["model"].weight, whole["model"].weight)
+
+
 def test_pipeline_lightning_example_trains():
     """The Lightning example, run after the sampler example as the README reads."""
     pytest.importorskip("lightning", reason="the lightning extra is not installed")

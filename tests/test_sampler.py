@@ -89,10 +89,14 @@ def test_iterating_again_without_set_epoch_is_the_next_epoch():
     """A loop that never calls set_epoch still gets a new plan (and a sync) each epoch."""
     policy = _counted(_policy("fine"))
     sampler = PruningSampler(policy)
-    orders = [list(sampler) for _ in range(3)]
+    orders = []
+    for _ in range(3):
+        orders.append(list(sampler))
+        sampler.loss(torch.tensor(orders[-1]), torch.zeros(len(orders[-1])))
     assert policy.planned == [1, 2, 3] and sampler.epoch == 2
     assert len(set(map(tuple, orders))) == 3
-    sampler.set_epoch(2)                                           # already there: no new plan
+    with pytest.raises(ValueError, match=r"epoch 2 was already iterated.*set_epoch\(3\)"):
+        sampler.set_epoch(2)                                       # trained already: never a silent no-op
     assert policy.planned == [1, 2, 3]
     with pytest.raises(ValueError):
         sampler.set_epoch(1)
@@ -258,3 +262,50 @@ def test_a_plain_loader_loop_trains_a_model():
             sampler.loss(idx, F.cross_entropy(model(xb), yb, reduction="none")).backward()
             opt.step()
     assert F.cross_entropy(model(x), y).item() < before - 0.05
+
+
+def _loop(sampler, epochs, first=0, losses=True):
+    """The README's loop over a 60-sample set; the samples each epoch trains."""
+    loader = DataLoader(IndexedDataset(TensorDataset(torch.randn(60, 2))), batch_size=16, sampler=sampler)
+    counts = []
+    for epoch in range(first, first + epochs):
+        sampler.set_epoch(epoch)
+        counts.append(0)
+        for idx, _ in loader:
+            counts[-1] += idx.numel()
+            if losses:
+                sampler.loss(idx, torch.rand(idx.numel()))
+    return counts
+
+
+def _pruning_policy():
+    from fineprune_cli import PruneConfig, create_policy
+    return create_policy("fine", 60, PruneConfig(window=2, start=1, prune_fraction=0.3), epochs=6)
+
+
+def test_a_loop_resumed_at_the_saved_epoch_is_refused_not_shifted_by_one(tmp_path):
+    """A CIFAR script saves after epoch e and resumes at range(e, ...): set_epoch(e) was a no-op
+    and the sampler ran one epoch ahead (60/42/60 samples became 42/60/42)."""
+    straight = _loop(PruningSampler(_pruning_policy()), 6)
+    first = PruningSampler(_pruning_policy())
+    _loop(first, 3)
+    torch.save(first.state_dict(), tmp_path / "s.pt")
+    resumed = PruningSampler(_pruning_policy())
+    resumed.load_state_dict(torch.load(tmp_path / "s.pt"))
+    with pytest.raises(ValueError, match=r"set_epoch\(2\): epoch 2 was already iterated"):
+        _loop(resumed, 3, first=2)
+    assert _loop(resumed, 3, first=3) == straight[3:] and len(set(straight)) == 2
+
+
+def test_a_loader_that_never_hands_the_sampler_its_indices_is_refused():
+    """Without IndexedDataset (or without loss()) fine-pruning saw no losses and silently
+    pruned at random; a float tensor where the indices belong is refused at once."""
+    sampler = PruningSampler(_pruning_policy())
+    with pytest.raises(RuntimeError, match="loss\\(\\) never received its samples.*IndexedDataset"):
+        _loop(sampler, 2, losses=False)
+    sampler = PruningSampler(_pruning_policy())
+    _loop(sampler, 1)
+    with pytest.raises(TypeError, match="sample indices"):
+        sampler.loss(torch.randn(4), torch.rand(4))
+    with pytest.raises(ValueError, match="outside \\[0, 60\\)"):
+        sampler.loss(torch.tensor([0, 60]), torch.rand(2))

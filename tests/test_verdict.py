@@ -83,14 +83,27 @@ def shorter_case(root, lines_at=((80.0, 76.0), (78.0, 70.0), (82.0, 78.0)), fine
     79, and another seed's line would give unequal differences."""
     for seed, (y10, y30) in enumerate(lines_at):
         line = y10 + (y30 - y10) / 4
-        make_run(root, "lenet", "regular", seed, 100.0, [50.0] * 9 + [y10 + 0.5])
+        _recipe(make_run(root, "lenet", "regular", seed, 100.0, [50.0] * 9 + [y10 + 0.5]), 0.0)
         for name, epochs, y in (("shorter-10", 9, y10), ("shorter-30", 7, y30)):
             path = make_run(root, "lenet", name, seed, 100.0 * epochs / 10, [50.0] * (epochs - 1) + [y])
             s = json.loads((path / "summary.json").read_text())
             (path / "summary.json").write_text(json.dumps({**s, "policy": "regular", "arm": name}))
             config = path / "config.yaml"
             config.write_text(config.read_text().replace("enabled: true", "enabled: false"))
-        make_run(root, "lenet", "fine", seed, 90.0, [50.0] * 9 + [line + fine_gap], skipped_epochs=(2, 3, 4, 5, 6))
+            _recipe(path, 1 - epochs / 10)
+        _recipe(make_run(root, "lenet", "fine", seed, 90.0, [50.0] * 9 + [line + fine_gap],
+                         skipped_epochs=(2, 3, 4, 5, 6)), 0.0)
+
+
+def _recipe(path, budget):
+    """The 10-epoch recipe, scaled as `compare --shorter` does: a shorter arm meets only the
+    regular run whose schedule it scales (issue 31)."""
+    import yaml
+    from fineprune_cli.drivers.compare import shorter_schedule
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    schedule = shorter_schedule(10, [3, 6, 8], 1.0, budget)
+    config["train"] = dict(zip(("epochs", "milestones", "warmup_epochs"), schedule))
+    (path / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed(tmp_path):
@@ -113,7 +126,7 @@ def test_the_shorter_arms_are_baselines_not_decided(tmp_path):
 def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
     shorter_case(tmp_path)
     for seed in range(3):   # 5% of the sample-epochs: below the line's first arm (10%)
-        make_run(tmp_path, "lenet", "ucb", seed, 90.0, [50.0] * 9 + [79.0], skipped_epochs=(9,))
+        _recipe(make_run(tmp_path, "lenet", "ucb", seed, 90.0, [50.0] * 9 + [79.0], skipped_epochs=(9,)), 0.0)
         path = tmp_path / "lenet-folder" / f"ucb-seed{seed}" / "summary.json"
         s = json.loads(path.read_text())
         path.write_text(json.dumps({**s, "samples_skipped": 50}))

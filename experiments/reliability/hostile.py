@@ -38,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, Case, make_templates  # noqa: E402
 from cases_files import FILE_CASES, make_round3_templates  # noqa: E402
 from cases_launch import HELD, LAUNCH_CASES  # noqa: E402
+from cases_round4 import ROUND4_CASES  # noqa: E402
 
-ALL_CASES = CASES + FILE_CASES + LAUNCH_CASES
+ALL_CASES = CASES + FILE_CASES + LAUNCH_CASES + ROUND4_CASES
 
 TIME_LIMIT_S = 30
 MEMORY_LIMIT_MB = 3000   # peak RSS of one case; a 921 GB allocation attempt must never start

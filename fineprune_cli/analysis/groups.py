@@ -10,16 +10,24 @@ Each row is judged against one regular row, its baseline: the one whose training
 (all but the pruning section; for a shorter-schedule arm also the epochs, milestones and
 warm-up it scales) differ least from its own. Several regular rows split a (model, dataset)
 into one Context per regular row, each named by how that regular run differs.
+
+Two things are never paired, since `compare` would refuse to reuse one run for the other:
+runs whose recorded data differ (an image folder's listings, `summary.data`: a folder whose
+class folders were swapped keeps its path) are contexts of their own, named by their data;
+and a shorter-schedule arm meets only a regular run whose epochs, milestones and warm-up it
+scales (a shorter-50 arm of a 10-epoch recipe is no "fewer epochs" beside a 4-epoch regular),
+otherwise it is a context of its own, named.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..drivers.compare import frontier_fraction, shorter_budget
+from ..drivers.compare import frontier_fraction, shorter_budget, shorter_schedule
 from ..engine.config import Config, config_from_dict
 from ..engine.fingerprint import drop_unused
 from ..errors import ConfigError
@@ -101,6 +109,25 @@ class _Row:
         return _differing(base(self.settings), base(regular.settings))
 
 
+    def scales(self, regular: _Row) -> bool:
+        """Whether this row may be judged against a regular row: any row may, a shorter arm
+        only when its epochs, milestones and warm-up follow from the regular's."""
+        budget = shorter_budget(self.arm)
+        if budget is None:
+            return True
+        mine, theirs = self.settings, regular.settings
+        try:
+            epochs, milestones, warmup = shorter_schedule(theirs["train.epochs"], theirs["train.milestones"] or [],
+                                                          theirs["train.warmup_epochs"], budget)
+        except (ConfigError, KeyError, TypeError, ValueError):
+            return False
+        own = [m for m in mine.get("train.milestones") or [] if isinstance(m, int) and m < epochs]
+        # warm-up within the rounding of the arm's name (shorter-33 of a budget of 1/3)
+        return (mine.get("train.epochs") == epochs and own == milestones
+                and isinstance(mine.get("train.warmup_epochs"), (int, float))
+                and abs(mine["train.warmup_epochs"] - warmup) <= 0.01 * max(1.0, theirs["train.warmup_epochs"]))
+
+
 def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return sorted(k for k in set(a) | set(b) if not _same(a.get(k), b.get(k)))
 
@@ -148,11 +175,15 @@ def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, 
         keys = set(names[id(row)])
         if row.arm == REGULAR:
             context, name = contexts[id(row)], REGULAR
-        elif regulars:
-            baseline = min(regulars, key=lambda r: len(row.against(r)))
+        elif any(row.scales(r) for r in regulars):
+            baseline = min((r for r in regulars if row.scales(r)), key=lambda r: len(row.against(r)))
             context = contexts[id(baseline)]
             keys.update(row.against(baseline))   # never judged silently against another recipe
             name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
+        elif regulars:   # a shorter arm of another recipe: alone, named by the schedule it ran
+            keys.update(RESCALED)
+            context = Context(model, label, f"no regular run whose schedule {row.arm} scales")
+            name = row.arm + f" ({_suffix(row, keys)})"
         else:
             context = Context(model, label)
             name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
@@ -163,26 +194,56 @@ def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, 
     return out
 
 
+def data_name(run: Run) -> str:
+    """The run's recorded data identity in a few words ('data #1a2b3c4d'); '' when it recorded
+    none (a built-in dataset, or a folder run made before identities were recorded)."""
+    if not run.summary.data:
+        return ""
+    digest = hashlib.sha256(json.dumps(run.summary.data, sort_keys=True, default=str).encode()).hexdigest()
+    return f"data #{digest[:8]}"
+
+
+def _by_data(runs: list[Run]) -> dict[str, list[Run]]:
+    """Runs of one (model, dataset) by the data they recorded. With one identity recorded (or
+    none) they stay together: a run that recorded none cannot be told apart (compare reuses
+    it too); with several, each is its own group and the unrecorded ones another."""
+    names = {id(run): data_name(run) for run in runs}
+    if len(set(names.values()) - {""}) <= 1:
+        return {"": runs}
+    out: dict[str, list[Run]] = {}
+    for run in runs:
+        out.setdefault(names[id(run)] or "data not recorded", []).append(run)
+    return dict(sorted(out.items()))
+
+
+def _sets(runs: list[Run]) -> list[tuple[str, str, str, list[Run]]]:
+    """(model, label, data name, runs): the sets of runs that may ever be paired."""
+    by_key: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        by_key.setdefault(run.key, []).append(run)
+    return [(model, label, data, members) for (model, label) in sorted(by_key)
+            for data, members in _by_data(by_key[(model, label)]).items()]
+
+
 def group(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
     """Context -> row name -> seed -> run: rows in the policy registry's order, 'regular' the baseline."""
-    by_data: dict[tuple[str, str], list[Run]] = {}
-    for run in runs:
-        by_data.setdefault(run.key, []).append(run)
     out: dict[Context, dict[str, dict[int, Run]]] = {}
-    for (model, label) in sorted(by_data):
-        for context, rows in _split(_rows(by_data[(model, label)]), model, label).items():
+    for model, label, data, members in _sets(runs):
+        for context, rows in _split(_rows(members), model, label).items():
+            if data:
+                context = Context(model, label, ", ".join(v for v in (data, context.variant) if v))
             out[context] = dict(sorted(rows.items(), key=lambda kv: (policy_order(arm_of(kv[0])), kv[0])))
     return out
 
 
 def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
-    """(run, the run it repeats): the same model, dataset, arm, settings and seed as one read
-    before it, e.g. a copy of a run folder; a row holds one run per seed, so these are left out."""
+    """(run, the run it repeats): the same model, dataset, data, arm, settings and seed as one
+    read before it, e.g. a copy of a run folder; a row holds one run per seed, so these are left out."""
     out = []
-    for key in sorted({run.key for run in runs}):
-        for row in _rows([run for run in runs if run.key == key]):
+    for _, _, _, members in _sets(runs):
+        for row in _rows(members):
             kept = set(map(id, row.seeds.values()))
-            out += [(run, row.seeds[run.seed]) for run in runs if run.key == key and id(run) not in kept
+            out += [(run, row.seeds[run.seed]) for run in members if id(run) not in kept
                     and run.policy == row.arm and _same(settings(run), row.settings)]
     return out
 

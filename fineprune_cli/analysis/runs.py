@@ -15,6 +15,7 @@ from ..engine.files import read_regular
 from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, finite,
                              load_run_config, read_metrics, read_summary)
 from ..errors import ConfigError
+from .checks import Implausible, check_record
 from ..pruning import registry as policies
 
 
@@ -47,7 +48,7 @@ class Run:
 @dataclass
 class Problem:
     path: Path
-    status: str   # incomplete | interrupted | diverged | unreadable | duplicate
+    status: str   # incomplete | interrupted | diverged | unreadable | implausible | duplicate
     reason: str
 
 
@@ -121,6 +122,8 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
                                         f"{summary.epochs_completed} of {summary.epochs} epochs done"))
                 continue
             runs.append(load_run(path, summary))
+        except Implausible as exc:
+            problems.append(Problem(path, "implausible", str(exc)))
         except ConfigError as exc:
             problems.append(Problem(path, "unreadable", str(exc)))
     return runs, problems
@@ -139,6 +142,7 @@ def load_run(path: Path, summary: RunSummary) -> Run:
         raise ConfigError(f"{path / METRICS} has {len(metrics)} epochs, summary says {summary.epochs}")
     if any(not math.isfinite(v) for r in metrics for k, v in vars(r).items() if k != "test_loss"):
         raise ConfigError(f"{path / METRICS} has a malformed row")
+    check_record(path, summary, metrics)
     return Run(path, summary, load_run_config(path), metrics, _load_counts(path))
 
 

@@ -6,6 +6,7 @@ only parse and delegate, and print through the console helper.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -91,7 +92,7 @@ SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction"
 TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainConfig, ()),
          ("prune", PruneConfig, ()), ("run", RunConfig, ()))
 COMPARE = (("compare", CompareConfig, ()),
-           ("data", DataConfig, ("data_dir", "subset", "test_subset")), ("train", TrainConfig, ()),
+           ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")), ("train", TrainConfig, ()),
            ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
            ("run", RunConfig, ("device", "compile", "tensorboard")))
 
@@ -207,8 +208,8 @@ def report(
     from ..engine.files import read_regular_text
     from ..analysis.decision import Judging
 
-    if not (math.isfinite(margin) and margin > 0):
-        raise ConfigError(f"--margin must be a positive number of accuracy points, got {margin:g}")
+    if not (math.isfinite(margin) and 0 < margin <= 100):
+        raise ConfigError(f"--margin must be a positive number of accuracy points, at most 100, got {margin:g}")
     if min_gain is not None and not (math.isfinite(min_gain) and 0 <= min_gain <= 100):
         raise ConfigError(f"--min-gain must be a number of accuracy points in [0, 100], got {min_gain:g}")
     if target is not None and not (math.isfinite(target) and 0 < target <= 100):
@@ -220,8 +221,28 @@ def report(
             text = read_regular_text(notes, NOTES_LIMIT)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
-    views.show_report(write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
-                                   judging=Judging(margin, target, min_gain)), as_json)
+    with _term_as_interrupt():
+        made = write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
+                            judging=Judging(margin, target, min_gain))
+    views.show_report(made, as_json)
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Any:
+    """SIGTERM ends a report as Ctrl-C does: by an exception, so the half-written staging
+    folder is removed (killed outright, it stayed in --out as a hidden .report-* folder)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @app.command(epilog=EXAMPLES["scale"])

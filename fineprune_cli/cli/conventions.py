@@ -22,7 +22,7 @@ def examples(*lines: str) -> str:
 EXAMPLES = {
     "": examples("fineprune train -m lenet -d fashion-mnist --epochs 10 --prune",
                  "fineprune compare --config experiments/demo.yaml --dry-run",
-                 "fineprune report results/demo/runs --out results/demo",
+                 "fineprune report results/demo/runs --out results/runs/demo-report",
                  "fineprune COMMAND --help    # each command's options and examples"),
     "train": examples("fineprune train -m lenet -d fashion-mnist --epochs 10    # regular training",
                       "fineprune train -m lenet -d fashion-mnist --epochs 10 --prune --name fp",
@@ -35,7 +35,7 @@ EXAMPLES = {
                         "--shorter 0.3",
                         "fineprune compare --config experiments/paper.yaml --print-config > mine.yaml"),
     "report": examples("fineprune report    # the runs under results/runs",
-                       "fineprune report results/demo/runs --out results/demo",
+                       "fineprune report results/demo/runs --out results/runs/demo-report",
                        "fineprune report results/runs/compare --margin 0.5 --no-plots --json"),
     "scale": examples("fineprune scale -m lenet -d fashion-mnist --epochs 5 --nproc 1,2",
                       "fineprune scale -m lenet -d fashion-mnist --dist-mode sync,async --num-ps 1,2 --nproc 2,4"),

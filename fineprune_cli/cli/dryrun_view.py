@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.table import Table
 from rich.text import Text
 
 from .. import console
+from ..engine.yamlvalues import dump
 
 
 def show_config(config: dict[str, Any], as_json: bool) -> None:
-    """The resolved config: YAML that `--config` reads back (JSON with --json)."""
+    """The resolved config: YAML that `--config` reads back (JSON with --json). A config file
+    may not write outside its working folder, so an absolute or '..' output folder becomes a
+    comment that says to pass it as --out."""
     if as_json:
         console.print_json(config)
-    else:
-        console.result(Text(yaml.safe_dump(config, sort_keys=False).rstrip()))
+        return
+    config, notes = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}, []
+    for section in ("run", "compare"):
+        out = (config.get(section) or {}).get("out")
+        if out is not None and (Path(str(out)).is_absolute() or ".." in Path(str(out)).parts):
+            del config[section]["out"]
+            notes.append(f"# {section}.out {out} is outside the working folder, which --config refuses: "
+                         "pass it as --out")
+    console.result(Text("\n".join([dump(config).rstrip(), *notes])))
 
 
 def epochs_text(epochs: list[int] | None) -> str:

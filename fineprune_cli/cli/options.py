@@ -14,8 +14,7 @@ import typing
 from typing import Annotated, Any, Callable, Optional
 
 import typer
-import yaml
-
+from ..engine.yamlvalues import setting_value
 from ..errors import ConfigError
 from ..settings import flag_of, type_of
 
@@ -58,7 +57,8 @@ def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Cal
                 name = f"{section}__{f.name}"
                 dotted = f"{section}.{f.name}"
                 mark = REQUIRED.format(key=dotted) if dotted in required else ""
-                option = typer.Option(*flag.split(), help=f.metadata["help"] + mark)
+                # \[: a bracket is rich markup in help ('fineprune[tensorboard]' printed as 'fineprune')
+                option = typer.Option(*flag.split(), help=f.metadata["help"].replace("[", "\\[") + mark)
                 extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                                                annotation=Annotated[Optional[cli_type], option]))
                 parsers[name] = (dotted, parse)
@@ -84,14 +84,12 @@ SetOpt = Annotated[Optional[list[str]], typer.Option(
 
 
 def parse_set(items: list[str] | None) -> dict[str, Any]:
-    """--set section.key=value pairs; the value is read as YAML (numbers, lists, true/false)."""
+    """--set section.key=value pairs; the value is read as YAML (numbers as Python reads them,
+    lists, true/false); a value YAML would cut at a comment or read as another number is refused."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, text = item.partition("=")
         if not sep or key.count(".") != 1:
             raise ConfigError(f"--set takes section.key=value, got '{item}'")
-        try:
-            out[key.strip()] = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise ConfigError(f"--set {key}: '{text}' is not a valid value") from None
+        out[key.strip()] = setting_value(key.strip(), text)
     return out

@@ -89,9 +89,18 @@ def show_trained(summary: Any, as_json: bool) -> None:
     console.result(f"run folder: {summary.run_dir}")
 
 
+TEXT_COLUMNS = ("model", "dataset", "variant", "policy", "seed_list", "decision", "cheap_alternative", "claim")
+
+
+def _json_rows(rows: list[dict]) -> list[dict]:
+    """A number a row lacks (one seed's interval) is null, not ''."""
+    return [{k: None if v == "" and k not in TEXT_COLUMNS and not k.endswith("_seeds") and not k.endswith("_pooled")
+             else v for k, v in r.items()} for r in rows]
+
+
 def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None, verdict: Any = None) -> None:
     if as_json:
-        console.print_json(rows)
+        console.print_json(_json_rows(rows))
         return
     if rows:
         _compare_table(rows)
@@ -154,7 +163,7 @@ def show_report(rep: Any, as_json: bool) -> None:
             "out": str(rep.out), "runs": [str(r.path) for r in rep.runs],
             "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
             "files": [str(f) for f in rep.files], "verdict": rep.verdict.markdown() if rep.verdict else [],
-            "decisions": summary_rows(rep.runs, rep.judging) if rep.runs else []})
+            "decisions": _json_rows(summary_rows(rep.runs, rep.judging)) if rep.runs else []})
         return
     if rep.runs:
         _compare_table(summary_rows(rep.runs, rep.judging))

@@ -200,7 +200,7 @@ def job_config(cfg: Config, job: Job, out: str) -> Config:
                                                                    job.shorter)
     job_cfg.run.arm = job.arm if job.arm != job.policy else ""
     job_cfg.run.out = str(job.run_dir(out))
-    return job_cfg
+    return resolve(job_cfg)   # this job's policy: settings of the others dropped
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:

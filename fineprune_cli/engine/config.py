@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from ..pruning.registry import get as get_policy
 from ..pruning.schedule import percent_of
+from . import yamlvalues
 from .files import read_regular_text
 from ..settings import (apply_values, at_least, between, check_section, in_range, optional, option,
                         positive)
@@ -166,17 +167,6 @@ def apply_mapping(cfg: Any, data: Any, source: str) -> None:
         apply_values(getattr(cfg, name), values, source, name)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load, but a key given twice in one mapping is an error, not a silent last-one-wins."""
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
-        for i, key in enumerate(keys):
-            if key in keys[:i]:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
 def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
@@ -184,11 +174,11 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = yamlvalues.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", "") or ""
-        what = f": {problem}" if problem.startswith("duplicate key") else ""
+        problem = yamlvalues.problem_of(exc)
+        what = f": {problem}" if problem else ""
         raise ConfigError(f"{path} is not valid YAML{f' at line {mark.line + 1}' if mark else ''}{what}") from None
     except RecursionError:
         raise ConfigError(f"{path} is nested too deeply") from None
@@ -237,7 +227,28 @@ def resolve(cfg: Config) -> Config:
     if cfg.train.milestones is None and length_known:
         cfg.train.milestones = paper_milestones(epochs)
     cfg.prune.resolve(epochs if length_known else None)
+    _drop_idle_settings(cfg)
     return cfg
+
+
+def _drop_idle_settings(cfg: Config) -> None:
+    """Settings that cannot act in this run back to their defaults: another policy's own
+    settings, and the pruned-epoch lr scaling of a run that prunes nothing. Recorded as given
+    they split report rows and blocked compare's reuse of runs they never changed."""
+    from ..pruning.registry import list_policies
+
+    active, defaults = cfg.policy, PruneConfig()
+    checks = {f.name: f.metadata.get("check") for f in dataclasses.fields(PruneConfig)}
+    for name in list_policies():
+        if name != active:
+            for key in get_policy(name).own_settings:
+                value, check = getattr(cfg.prune, key), checks.get(key)
+                problem = check(value) if check is not None and isinstance(value, (int, float)) else None
+                if problem:   # not acted on, but a typo all the same
+                    raise ConfigError(f"--{key.replace('_', '-')} {problem}, got {value}")
+                setattr(cfg.prune, key, getattr(defaults, key))
+    if active == "regular":
+        cfg.train.lr_scale_pruned = None
 
 
 def nest(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..errors import ConfigError
+from . import yamlvalues
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
 
 if TYPE_CHECKING:  # reading records (compare's planning, report) needs no torch
@@ -266,7 +267,7 @@ class RunRecord:
 
     def write_config(self, config: dict[str, Any]) -> None:
         if self.write:
-            atomic_write_text(self.path / CONFIG, yaml.safe_dump(config, sort_keys=False))
+            atomic_write_text(self.path / CONFIG, yamlvalues.dump(config))  # --config reads it back
 
     def write_metrics(self, rows: list[EpochRow]) -> None:
         if self.write and rows:
@@ -346,4 +347,7 @@ def load_run_config(run_dir: Path) -> dict[str, Any]:
 
 
 def finite(value: float) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
+    try:   # an int of 400 digits (valid JSON) overflows the conversion to float
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:
+        return False

@@ -66,9 +66,10 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
             if "MASTER_PORT" in env:
                 env_int(env, "MASTER_PORT", 1, 65535)
             return World(env_int(env, rank, 0, int(env[size]) - 1), int(env[size]), env_int(env, local, 0, default=0))
+        high = env_int(env, size, 1) - 1 if size in env else None   # RANK=1 WORLD_SIZE=1: not rank 0 alone
         for key in (rank, local):  # a lone RANK=-1 or LOCAL_RANK=x is a mistake too
             if key in env:
-                env_int(env, key, 0)
+                env_int(env, key, 0, high)
     return SINGLE
 
 

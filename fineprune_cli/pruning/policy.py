@@ -64,6 +64,9 @@ class Policy:
     color: ClassVar[str] = "#444444"
     description: ClassVar[str] = ""
     observes: ClassVar[bool] = False      # False: the trainer skips observe() altogether
+    # PruneConfig fields only this policy reads: under another policy they are reset to their
+    # defaults, so a setting that cannot act neither splits report rows nor blocks compare reuse
+    own_settings: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int] = 100            # position in tables, plots and `fineprune policies`
     score_name: ClassVar[str] = "scores"  # snapshot files: <score_name>_window<k>.pt
     budget_before_run: ClassVar[bool] = True  # False: which epochs prune, and how much, depend on losses

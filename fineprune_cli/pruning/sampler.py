@@ -60,16 +60,25 @@ class PruningSampler(Sampler[int]):
         self.plan: EpochPlan | None = None   # the current epoch's plan
         self.order = torch.empty(0, dtype=torch.long)  # this rank's indices for the epoch
         self.consumed = False                # the current epoch has been iterated
+        self.iterated = False                # ... by this process (not restored by load_state_dict)
         self.synced = True                   # nothing observed since the last sync
         self.seen = 0                        # samples passed to loss() in this epoch
         self.pad_last = False                # this rank's last index is padding (distributed)
 
     # --- epochs ---
     def set_epoch(self, epoch: int) -> None:
-        """Enter epoch `epoch` (0-based); a no-op when it is already the current one."""
+        """Enter epoch `epoch` (0-based); a no-op when it is already the current one and not
+        yet iterated."""
         if self.epoch is not None and epoch < self.epoch:
             raise ValueError(f"epoch {epoch} is before the sampler's epoch {self.epoch}: a policy "
                              "plans each epoch once, forward only (load_state_dict to go back)")
+        if epoch == self.epoch and self.consumed and (self.seen or not self.iterated):
+            # trained already (here, or before the state was saved): a loop resumed at the saved
+            # epoch. As a no-op, the next iteration would train epoch + 1's plan, and the sampler
+            # would run one epoch ahead of the loop from then on. (Iterated but not trained is
+            # fine: a DataLoader with persistent workers draws indices before set_epoch.)
+            raise ValueError(f"set_epoch({epoch}): epoch {epoch} was already iterated (a state saved after "
+                             f"it was loaded?); a resumed loop continues with set_epoch({epoch + 1})")
         if epoch != self.epoch:
             self._enter(epoch)
 
@@ -78,7 +87,7 @@ class PruningSampler(Sampler[int]):
             self._enter(0)
         elif self.consumed:  # iterated again without set_epoch: the next epoch
             self._enter(self.epoch + 1)
-        self.consumed = True
+        self.consumed = self.iterated = True
         return iter(self.order.tolist())
 
     def __len__(self) -> int:
@@ -87,10 +96,19 @@ class PruningSampler(Sampler[int]):
         return self.order.numel()
 
     def _enter(self, epoch: int) -> None:
+        self._require_losses()
         self.sync()
         self.plan = self.policy.plan(epoch + 1)
-        self.epoch, self.consumed, self.seen = epoch, False, 0
+        self.epoch, self.consumed, self.iterated, self.seen = epoch, False, False, 0
         self.order = self._shard(self._shuffled(self.plan.indices, epoch))
+
+    def _require_losses(self) -> None:
+        """An epoch iterated without a single loss() call: the loop never hands the sampler its
+        indices (a dataset without IndexedDataset), and a policy that scores losses would go on
+        choosing from empty scores, which is random pruning under its name."""
+        if self.iterated and self.seen == 0 and self.policy.observes and self.order.numel():
+            raise RuntimeError(f"epoch {self.epoch} was iterated but loss() never received its samples: wrap "
+                               "the dataset in IndexedDataset and call sampler.loss(idx, losses) for each batch")
 
     def _shuffled(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
         # a fresh generator per epoch (as DistributedSampler): every rank, and a resumed run,
@@ -109,6 +127,14 @@ class PruningSampler(Sampler[int]):
         Call it once per batch, in the order the loader yields them."""
         if self.plan is None:
             raise RuntimeError("no epoch planned yet: iterate the sampler's DataLoader first")
+        if not isinstance(indices, torch.Tensor) or indices.dtype.is_floating_point or indices.dtype in (
+                torch.bool, torch.complex64, torch.complex128):
+            raise TypeError("loss() needs the batch's sample indices (an integer tensor, the first field of "
+                            f"IndexedDataset's items), got {getattr(indices, 'dtype', type(indices).__name__)}")
+        n = self.policy.num_samples
+        if indices.numel() and not (0 <= int(indices.min()) and int(indices.max()) < n):
+            raise ValueError(f"loss() got sample indices outside [0, {n}): pass the first field of "
+                             "IndexedDataset's items")
         if losses.dim() != 1 or losses.numel() != indices.numel():
             raise ValueError(f"loss() needs one loss per sample (reduction='none'): got shape "
                              f"{tuple(losses.shape)} for {indices.numel()} indices")
@@ -154,7 +180,7 @@ class PruningSampler(Sampler[int]):
     def load_state_dict(self, state: dict) -> None:
         self.policy.load_state_dict(state["policy"])
         self.seed, self.epoch, self.consumed = state["seed"], state["epoch"], state["consumed"]
-        self.synced, self.seen, plan = True, 0, state["plan"]
+        self.synced, self.seen, self.iterated, plan = True, 0, False, state["plan"]
         if plan is None:
             self.plan, self.order = None, torch.empty(0, dtype=torch.long)
             return

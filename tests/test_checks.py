@@ -1,0 +1,115 @@
+"""A complete run's record before a report uses it (issue 31, items 3 and 4): impossible
+numbers, a summary that contradicts its metrics.csv, numbers too large for the statistics and
+non-numbers where numbers belong are left out under 'Runs left out' with the reason."""
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.cli import app
+from test_report import make_run
+
+runner = CliRunner()
+
+
+def _pair(root):
+    """Regular and fine of seeds 0 and 1; fine seed 1 is the one each test edits."""
+    for seed in range(2):
+        make_run(root, "lenet", "regular", seed, 10.0, [50.0, 60.0 + seed])
+        path = make_run(root, "lenet", "fine", seed, 9.0, [50.0, 59.0 + seed], skipped_epochs=(2,))
+    return path
+
+
+def _edit_summary(path, **changes):
+    data = json.loads((path / "summary.json").read_text())
+    data.update(changes)
+    (path / "summary.json").write_text(json.dumps(data))
+
+
+def _edit_row(path, number, changes):
+    rows = list(csv.DictReader((path / "metrics.csv").read_text().splitlines()))
+    rows[number - 1].update({k: str(v) for k, v in changes.items()})
+    with open(path / "metrics.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+SUMMARY_EDITS = {   # the issue's findings first
+    "final 150": ({"final_accuracy": 150.0}, "not a test accuracy"),
+    "final -50": ({"final_accuracy": -50.0}, "not a test accuracy"),
+    "final 40 points off its metrics": ({"final_accuracy": 20.0, "best3_accuracy": 40.0},
+                                        "not the last epoch's test accuracy"),
+    "seed -1": ({"seed": -1}, "seed -1"),
+    "world_size 0": ({"world_size": 0}, "world_size 0"),
+    "overhead above train": ({"overhead_seconds": 20.0}, "not part of train_seconds"),
+    "epochs_completed 0": ({"epochs_completed": 0}, "epochs_completed 0"),
+    "train_seconds 1e308": ({"train_seconds": 1e308}, "train_seconds 1e+308 is not a duration"),
+    "load_average words": ({"load_average": ["high", "low"]}, "load_average"),
+    "load_average 1e308": ({"load_average": [1e308]}, "load_average"),
+    "best3 off": ({"best3_accuracy": 10.0}, "not the mean of the three best"),
+    "samples_seen off": ({"samples_seen": 7}, "samples_seen 7"),
+    "pruning_epochs off": ({"pruning_epochs": [1]}, "pruning_epochs"),
+    "eval_seconds negative": ({"eval_seconds": -1.0}, "eval_seconds"),
+}
+
+
+@pytest.mark.parametrize("name", SUMMARY_EDITS)
+def test_an_impossible_or_contradicting_summary_is_left_out_with_the_reason(tmp_path, name):
+    changes, words = SUMMARY_EDITS[name]
+    edited = _pair(tmp_path)
+    _edit_summary(edited, **changes)
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 3 and [str(p.path) for p in problems] == [str(edited)]
+    assert problems[0].status == "implausible" and words in problems[0].reason, problems[0].reason
+
+
+ROW_EDITS = {
+    "accuracy 150": (2, {"test_accuracy": 150.0}, "not a test accuracy"),
+    "epochs out of order": (2, {"epoch": 5}, "row 2 is epoch 5"),
+    "samples beyond the set": (1, {"samples": 10**6}, "samples"),
+    "loss 1e308": (1, {"train_loss": 1e308}, "losses"),
+    "overhead above its epoch": (1, {"overhead_seconds": 100.0}, "overhead_seconds"),
+}
+
+
+@pytest.mark.parametrize("name", ROW_EDITS)
+def test_an_impossible_metrics_row_is_left_out_with_the_reason(tmp_path, name):
+    epoch, changes, words = ROW_EDITS[name]
+    edited = _pair(tmp_path)
+    _edit_row(edited, epoch, changes)
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 3 and [str(p.path) for p in problems] == [str(edited)]
+    assert words in problems[0].reason, problems[0].reason
+
+
+def test_the_edited_run_never_enters_the_verdict(tmp_path):
+    """final 150 entered the paired differences before: fine's mean difference read +45 pt."""
+    edited = _pair(tmp_path)
+    _edit_summary(edited, final_accuracy=150.0)
+    report = write_report([tmp_path], tmp_path / "rep", with_plots=False)
+    index = (tmp_path / "rep" / "index.md").read_text()
+    assert "Runs left out" in index and "final_accuracy 150" in index
+    assert sorted(r.summary.final_accuracy for r in report.runs) == [59.0, 60.0, 61.0]
+
+
+@pytest.mark.parametrize("changes", [{"train_seconds": 1e308}, {"load_average": ["x", {}]}])
+def test_report_and_compare_tables_take_huge_and_non_numeric_fields_without_a_traceback(tmp_path, changes):
+    """Both crashed before: an overflow in the std, a format of a string as a number."""
+    edited = _pair(tmp_path)
+    _edit_summary(edited, **changes)
+    result = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep"), "--no-plots"])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert "1 left out" in result.output or "left out" in (tmp_path / "rep" / "index.md").read_text()
+
+
+def test_every_committed_record_passes(tmp_path):
+    """The checks hold for what fineprune wrote, in every version whose runs are committed."""
+    from pathlib import Path
+    results = Path(__file__).resolve().parents[1] / "results"
+    runs, problems = load_runs([results])
+    assert len(runs) >= 100 and problems == []
