@@ -110,7 +110,7 @@ class Decision:
     vs_regular: stats.Estimate | None
     cheap: paired.Paired | None
     vs_cheap: stats.Estimate | None
-    why_cheap: str            # which C(p) and why that one (or why none)
+    why_cheap: str            # why C(p) is not an earlier choice, or why there is none ("" when the first)
     p: dict[str, float]       # raw one-sided p-values: not_worse, worse, better, short
     route: str                # the claim with the smallest p: worse | worth | short | "" (none possible)
     p_claim: float
@@ -174,7 +174,7 @@ def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paire
                         ("random pruning in every epoch", paired.vs_line(by, policy, is_frontier)),
                         ("the random control", paired.vs_control(by, policy))):
         if isinstance(found, paired.Paired) and found.diffs:
-            return found, "; ".join(notes + [f"C(p) = {found.against}"])
+            return found, "; ".join(notes)
         if isinstance(found, paired.Miss):
             notes.append(f"{kind} does not reach {paired.mean_budget(by, policy):.1f}% ({found.reason}; "
                          f"{_suggest(by, policy, kind)})")

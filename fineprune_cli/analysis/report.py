@@ -179,12 +179,13 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
 VERDICT_NOTE = (
     "How to read it: a difference is final test accuracy minus the baseline's in the same seed, as mean "
     "[90% interval] over the seeds both have (n, and which, beside it). The spread is pooled from a "
-    "randomized-block model (arm + seed) over all runs of the context, unless a comparison's own paired "
-    "spread is out of line with it (upper-tail F test at 5%), and never below one test image. C(p) is "
+    "randomized-block model (arm + seed) over all runs of the context, except for an arm whose paired "
+    "spread against regular is out of line with the other arms' pool (upper-tail F test at 5%): its "
+    "comparisons keep their own paired t. No interval is narrower than one test image. C(p) is "
     "training fewer epochs at the policy's budget where the runs reach it, else random pruning in every "
     "epoch at that budget, else the equal-budget random control; a line is read through the same arms in "
     "every seed, and a seed that lacks one is left out and named. Everything outside this section describes "
-    "and decides nothing (the rules: the decisions page of the docs).\n")
+    "and decides nothing (the rules and their measured error rates: docs/decisions.md).\n")
 TIME_NOTE = (
     "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
     "of the same seed, only where both ran on one machine signature (processor, torch threads, torch "

@@ -86,7 +86,8 @@ def chain(d: Decision, judging: Judging) -> list[str]:
                      f"{_comparison(d.cheap, d.vs_cheap)}"
                      + (f"; p(better) {peq(d.p['better'])}, p(short of +{gain:g}) {peq(d.p['short'])}"
                         if "better" in d.p else "") + ".")
-    lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
+    if d.why_cheap:
+        lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
     return lines
 
 
@@ -100,7 +101,10 @@ def _because(d: Decision, judging: Judging) -> str:
                          f"by {gain:g} pt"}[d.route]
         return f": {what} (Holm-adjusted p {pval(d.p_holm)})"
     if d.vs_regular is None:
-        return ": no seed has both it and regular with a spread to judge by"
+        if d.regular.diffs:
+            return (": its seeds against regular leave no spread to judge by (no interval); run more seeds "
+                    "(`fineprune compare --seeds 0,1,2`)")
+        return ": no seed has both it and regular"
     why = f" (nearest claim: {ROUTES[d.route]}, Holm-adjusted p {pval(d.p_holm)})" if d.route else ""
     if d.seeds_80:
         return f"{why}; about {d.seeds_80} seeds would decide it with 80% probability at this noise"

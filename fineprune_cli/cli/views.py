@@ -119,7 +119,7 @@ def _show_verdict(verdict: Any) -> None:
     """The decisions: the family sentence, the table (within 100 columns), each chain and context."""
     if verdict is None:
         return
-    console.result(Text(verdict.intro))
+    console.result(Text(_plain(verdict.intro)))
     if verdict.rows:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, title="Decisions",
                       title_justify="left", width=100)
@@ -129,7 +129,12 @@ def _show_verdict(verdict: Any) -> None:
             table.add_row(*(Text(c) for c in row))
         console.result(table)
     for line in verdict.details:
-        console.result(Text(line))
+        console.result(Text(_plain(line)))
+
+
+def _plain(markdown: str) -> str:
+    """The verdict's Markdown emphasis left out on a terminal."""
+    return markdown.replace("**", "").replace("*", "")
 
 
 def _compare_table(rows: list[dict]) -> None:
