@@ -16,6 +16,7 @@ LAYERS = [
     {"distributed"},
     {"drivers"},
     {"analysis"},
+    {"sequential"},             # procedures that train and decide in turn (planned looks)
     {"cli"},
     {"integrations"},           # other frameworks' adapters (optional extras): nothing imports them
     {"__init__", "__main__"},   # the package's public API and entry point

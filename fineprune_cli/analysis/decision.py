@@ -183,6 +183,19 @@ def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paire
     return None, "; ".join(notes)
 
 
+def bracketing_shares(by: dict[str, dict[int, Run]], policy: str) -> list[float]:
+    """The shorter-schedule budgets (fractions, on 5% steps) that would make the line reach the
+    policy's budget: the side(s) its arms lack; none when it already reaches."""
+    at = paired.mean_budget(by, policy)
+    line = [paired.mean_budget(by, p) for p in by if is_shorter(p)]
+    if any(abs(x - at) < paired.SAME_BUDGET for x in line):
+        return []
+    below = math.floor(at / 5 + 1e-9) * 5 / 100 or round(at / 100, 2)
+    above = math.ceil(at / 5 - 1e-9) * 5 / 100
+    want = ([] if any(x < at for x in line) else [below]) + ([] if any(x > at for x in line) else [above])
+    return sorted(set(s for s in want if 0 < s < 1))
+
+
 def _suggest(by: dict[str, dict[int, Run]], policy: str, kind: str) -> str:
     """The flag that adds an arm on the side the line lacks: at or below the policy's budget when
     every arm lies above it, else at or above."""

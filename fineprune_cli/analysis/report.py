@@ -38,6 +38,7 @@ class Report:
     notes: str = ""
     judging: Judging = Judging()
     verdict: Verdict | None = None
+    looks: str = ""   # looks.md of a `compare --until-decided` folder: its decisions are the procedure's
 
 
 def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "",
@@ -48,7 +49,8 @@ def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: s
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
-    report = Report(out, runs, problems, notes=notes, judging=judging, verdict=build(runs, judging))
+    report = Report(out, runs, problems, notes=notes, judging=judging, verdict=build(runs, judging),
+                    looks="".join(read_looks(p) for p in paths))
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / ".write-check", "ok")
@@ -143,6 +145,8 @@ def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> l
 def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
            figures: list[tuple[str, Path]]) -> str:
     parts = ["# Data fine-pruning: results\n"]
+    if report.looks:
+        parts.append("## Planned looks (`compare --until-decided`)\n\n" + report.looks + "\n" + LOOKS_NOTE)
     if report.verdict:
         parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
     parts += [report.notes.strip() + "\n"] if report.notes else []
@@ -174,6 +178,20 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
     if not runs:
         parts.append("No complete runs were found.\n")
     return "\n".join(parts)
+
+
+LOOKS_NOTE = ("These runs were made by planned looks: the decisions that hold are the ones above, each "
+              "at the level its look spent. The next section recomputes every policy over all seeds at the "
+              "full level, which the procedure did not test: read it as a description.\n")
+
+
+def read_looks(path: Path) -> str:
+    """looks.md of a folder that `compare --until-decided` wrote, else ''."""
+    found = path / "looks.md"
+    try:
+        return found.read_text() if found.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 VERDICT_NOTE = (

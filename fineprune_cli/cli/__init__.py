@@ -184,6 +184,11 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
             return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c)}, as_json)
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
+    if c.until_decided:
+        from ..sequential.looks import until_decided
+
+        dirs, _ = until_decided(build_config(config, rest), c, show_progress=not as_json, command=_invocation())
+        return views.show_looks(summary_rows(load_runs(dirs)[0]), Path(c.out), as_json)
     dirs = run_matrix(build_config(config, rest), c, show_progress=not as_json, command=_invocation())
     runs = load_runs(dirs)[0]
     views.show_compare(summary_rows(runs), as_json, c.out, build(runs))

@@ -115,6 +115,22 @@ TABLE_NOTE = ("n: seeds; mean±std over them. saved: time saved against regular 
               "paired by seed, with the 90% interval the decisions use. Full columns: summary.csv.")
 
 
+def show_looks(rows: list[dict], out: Path, as_json: bool) -> None:
+    """`compare --until-decided`: the runs' table (described), then the procedure's decisions
+    look by look; a decision over all seeds at the full level would not be the procedure's."""
+    import json
+
+    looks = json.loads((out / "looks.json").read_text())
+    if as_json:
+        console.print_json({"rows": _json_rows(rows), "looks": looks})
+        return
+    if rows:
+        _compare_table(rows)
+    for line in (out / "looks.md").read_text().splitlines():
+        console.result(Text(line))
+    console.result(f"run folders and looks.md: {out}  (tables and plots: fineprune report {out})")
+
+
 def _show_verdict(verdict: Any) -> None:
     """The decisions: the family sentence, the table (within 100 columns), each chain and context."""
     if verdict is None:

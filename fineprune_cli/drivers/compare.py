@@ -52,6 +52,16 @@ class CompareConfig:
                         help="Run order: 'seed' trains every arm of seed 0, then of seed 1, ..., so slow drift of "
                              "the machine spreads over the arms; 'arm' trains all seeds of one arm before the next. (default seed)")
     out: str = option("results/runs/compare", help="Folder for the run folders. (default results/runs/compare)")
+    until_decided: bool = option(False, flag="--until-decided",
+                                 help="Add seeds in the planned --looks until every policy is decided (worth it / "
+                                      "not worth it), the error spent over looks by Bonferroni; --seeds is not used.")
+    looks: list[int] = option(factory=list, check=lambda v: None if _increasing(v) else
+                              "takes an increasing list of seed counts, each at least 2, e.g. 3,5,8,12",
+                              help="Seeds at each planned look of --until-decided, e.g. 3,5,8,12.")
+
+
+def _increasing(looks: list[int]) -> bool:
+    return all(n >= 2 for n in looks) and all(a < b for a, b in zip(looks, looks[1:]))
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
@@ -67,6 +77,8 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
     apply_values(c, {k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None},
                  "command line", "compare")
     check_section(c, "compare.")
+    if c.until_decided != bool(c.looks):
+        raise ConfigError("--until-decided and --looks go together: e.g. --until-decided --looks 3,5,8")
     return c
 
 
