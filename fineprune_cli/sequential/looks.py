@@ -134,7 +134,7 @@ def looks_markdown(data: dict[str, Any]) -> str:
     lines = [f"Planned looks after {plan} seeds; {data['alpha']:.0%} family-wise error over the whole "
              f"procedure, spent by {data['rule']} ({data['alpha'] / len(data['looks']):.4g} at each look, "
              "Holm over the policies within a look). A decision reached at a look stands.", "",
-             "| look | seeds | level | arms trained | decided at this look | still can't tell |",
+             "| look | seeds | level | arms (trained or reused) | decided at this look | still can't tell |",
              "| --- | --- | --- | --- | --- | --- |"]
     for k, look in enumerate(data["done"], start=1):
         decided = "; ".join(f"{p}: {r['word']} (Holm p {r['p_holm']:.3g})" for p, r in look["decided"].items())
