@@ -282,6 +282,7 @@ def _dry(monkeypatch):
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
     monkeypatch.setattr(compare, "run_matrix", check_matrix)
     monkeypatch.setattr(views, "show_compare", lambda *args: None)
+    monkeypatch.setattr(views, "show_looks", lambda *args: None)
     return checked
 
 

@@ -83,8 +83,10 @@ def until_decided(cfg: Config, c: CompareConfig, show_progress: bool = True,
     for k, (n, level) in enumerate(zip(c.looks, levels(c.looks)), start=1):
         sub = replace(arms, seeds=list(range(n)))
         console.info(f"look {k} of {len(c.looks)}: seeds 0–{n - 1}, level {level:.4g} ({RULE})")
-        run_matrix(cfg, sub, show_progress, command)
-        runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < n]
+        run_matrix(cfg, sub, show_progress=show_progress, command=command)
+        runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < n] if Path(c.out).is_dir() else []
+        if not runs:   # nothing finished (every run failed, or a dry check): nothing to decide
+            break
         groups = group(runs)
         decisions = decide(groups, Judging(alpha=level))
         new, still = record(decisions, reached, k, n, level)
