@@ -186,25 +186,25 @@ def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paire
 def bracketing_shares(by: dict[str, dict[int, Run]], policy: str) -> list[float]:
     """The shorter-schedule budgets (fractions, on 5% steps) that would make the line reach the
     policy's budget: the side(s) its arms lack; none when it already reaches."""
+    return _missing(by, policy, is_shorter)
+
+
+def _missing(by: dict[str, dict[int, Run]], policy: str, on_line) -> list[float]:
     at = paired.mean_budget(by, policy)
-    line = [paired.mean_budget(by, p) for p in by if is_shorter(p)]
+    line = [paired.mean_budget(by, p) for p in by if on_line(p)]
     if any(abs(x - at) < paired.SAME_BUDGET for x in line):
         return []
-    below = math.floor(at / 5 + 1e-9) * 5 / 100 or round(at / 100, 2)
+    below = math.floor(at / 5 + 1e-9) * 5 / 100 or round(at / 100, 2)   # 5% steps
     above = math.ceil(at / 5 - 1e-9) * 5 / 100
     want = ([] if any(x < at for x in line) else [below]) + ([] if any(x > at for x in line) else [above])
     return sorted(set(s for s in want if 0 < s < 1))
 
 
 def _suggest(by: dict[str, dict[int, Run]], policy: str, kind: str) -> str:
-    """The flag that adds an arm on the side the line lacks: at or below the policy's budget when
-    every arm lies above it, else at or above."""
-    at = paired.mean_budget(by, policy)
+    """The flag that adds the arm(s) on the side the line lacks."""
     shorter = kind == "training fewer epochs"
-    line = [paired.mean_budget(by, p) for p in by if (is_shorter(p) if shorter else is_frontier(p))]
-    step = math.floor(at / 5 + 1e-9) if min(line) > at else math.ceil(at / 5 - 1e-9)   # 5% steps
-    share = step * 5 / 100 or round(at / 100, 2)
-    return f"`compare {'--shorter' if shorter else '--frontier'} {share:g}` would add the arm it lacks"
+    shares = ",".join(f"{x:g}" for x in _missing(by, policy, is_shorter if shorter else is_frontier))
+    return f"`compare {'--shorter' if shorter else '--frontier'} {shares}` would add the arm it lacks"
 
 
 def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, n: Noise, judging: Judging) -> Decision:
