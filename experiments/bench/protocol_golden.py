@@ -2,7 +2,7 @@
 compares the code of today with what this printed at the commit before issue 23's protocol
 change (9cbd47f). Regenerate only when a change is meant to alter those runs:
 
-    PYTHONPATH=. python experiments/bench/protocol_golden.py > tests/data/protocol_golden.json
+    PYTHONPATH=. python experiments/bench/protocol_golden.py   # one machine's entry of tests/data/protocol_golden.json
 
 Each run: LeNet on 200 synthetic samples, 3 epochs, one thread, every pruning setting small
 enough that each policy prunes: the rows as written, and hashes of the final weights and of
@@ -58,7 +58,10 @@ def digest(tensors: list[torch.Tensor]) -> str:
 
 
 def signature() -> dict:
-    return {k: v for k, v in machine_signature(torch.device("cpu")).items() if k in ("processor", "torch")}
+    """What the bits depend on: the processor, the torch build and the instruction set its kernels
+    dispatch to (an AVX2 and an AVX-512 EPYC give different last bits)."""
+    found = {k: v for k, v in machine_signature(torch.device("cpu")).items() if k in ("processor", "torch")}
+    return {**found, "capability": torch.backends.cpu.get_cpu_capability()}
 
 
 if __name__ == "__main__":
