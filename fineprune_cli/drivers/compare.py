@@ -21,7 +21,7 @@ from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
-from ..settings import apply_values, check_section, option
+from ..settings import apply_values, between, check_section, option
 from .progress import MatrixProgress, Planned
 
 
@@ -52,6 +52,16 @@ class CompareConfig:
                         help="Run order: 'seed' trains every arm of seed 0, then of seed 1, ..., so slow drift of "
                              "the machine spreads over the arms; 'arm' trains all seeds of one arm before the next. (default seed)")
     out: str = option("results/runs/compare", help="Folder for the run folders. (default results/runs/compare)")
+    jobs: int = option(1, check=between(1, 1024),
+                       help="Runs at once on this machine: one per visible GPU on CUDA, else the cores split "
+                            "between them, each run pinned to its own. (default 1)")
+    threads: int = option(0, check=between(0, 1024),
+                          help="CPU threads (and pinned cores) of each run; a run's CPU result depends on it, "
+                               "so fix it to compare matrices run with different --jobs. (default: cores // jobs; "
+                               "with --jobs 1, torch's own count in this process)")
+    executor: str = option("local", choices=("local", "slurm"),
+                           help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
+                                "a task of a job array, through submitit). (default local)")
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
@@ -279,21 +289,36 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
                      f"{c.out}; skipping them")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs)
                for job in todo]
+    if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
+        from .parallel import run_tasks
+
+        run_tasks(cfg, c, todo, command, show_progress)
+        return [job.run_dir(c.out) for job in jobs]
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)",
                           show_progress) as bar:
         matrix = MatrixProgress(bar, planned)
         for i, job in enumerate(todo):
-            job_cfg = job_config(cfg, job, c.out)
-            path = Path(job_cfg.run.out)
             with matrix.run(i) as labelled:
-                if states[job] == "incomplete":
-                    if not (path / CHECKPOINT).exists():
-                        console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
-                    elif _resume_or_note(path, labelled):
-                        continue
-                    _clear(path)
-                _train_or_note(job_cfg, command, labelled)
+                train_job(job_config(cfg, job, c.out), states[job], command, labelled)
     return [job.run_dir(c.out) for job in jobs]
+
+
+def in_process(c: CompareConfig) -> bool:
+    """Today's path: one run after the other in this process, with torch's own thread count."""
+    return c.executor == "local" and c.jobs == 1 and c.threads == 0
+
+
+def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
+    """Train one job of the matrix whose folder is in `state` ('new' or 'incomplete'): an
+    incomplete run resumes from its checkpoint where it can."""
+    path = Path(job_cfg.run.out)
+    if state == "incomplete":
+        if not (path / CHECKPOINT).exists():
+            console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")
+        elif _resume_or_note(path, bar):
+            return
+        _clear(path)
+    _train_or_note(job_cfg, command, bar)
 
 
 def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
