@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,25 @@ class CompareConfig:
     executor: str = option("local", choices=("local", "slurm"),
                            help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
                                 "a task of a job array, through submitit). (default local)")
+    detach: bool = option(False, flag="--detach",
+                          help="With --executor slurm: submit and return at once; `compare` again with the same "
+                               "arguments collects what finished and submits what is missing.")
+    slurm_partition: str = option("", help="With --executor slurm: the partition. (default: the cluster's)")
+    slurm_time: int = option(60, check=between(1, 525600),
+                             help="With --executor slurm: minutes per task; a task that runs out is requeued and "
+                                  "resumes from its checkpoint. (default 60)")
+    slurm_gpus_per_task: int = option(0, check=between(0, 64), help="With --executor slurm: GPUs per run. (default 0)")
+    slurm_cpus_per_task: int = option(0, check=between(0, 1024), flag="",
+                                      help="With --executor slurm: CPUs per run. (default: the cluster's)")
+    slurm_account: str = option("", help="With --executor slurm: the account charged. (default: yours)")
+
+    def check(self) -> None:
+        """Slurm settings mean nothing to the local executor: given without it, they are a mistake."""
+        if self.executor != "slurm":
+            given = [f.name for f in fields(self) if (f.name.startswith("slurm_") or f.name == "detach")
+                     and getattr(self, f.name) != f.default]
+            if given:
+                raise ConfigError(f"--{given[0].replace('_', '-')} needs --executor slurm")
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
