@@ -80,3 +80,33 @@ def test_jobs_beyond_the_machine_are_refused_in_one_line(tmp_path):
         assert result.output.startswith("error: --jobs") and result.output.count("\n") == 1
         assert "Traceback" not in result.output
     assert not (tmp_path / "cmp" / "lenet-synthetic").exists()   # nothing trained
+
+
+def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
+    from rich.console import Console
+
+    from fineprune_cli.drivers.executor import Task
+    from fineprune_cli.drivers.grid import Grid
+
+    def task(arm, seed):
+        return Task(f"lenet on synthetic, {arm}, seed {seed}", "lenet-synthetic", arm, seed,
+                    tmp_path / f"{arm}{seed}.yaml", tmp_path / f"{arm}-seed{seed}", 3)
+
+    tasks = [task(a, s) for s in (0, 1) for a in ("regular", "fine")]
+    grid = Grid(tasks, "lines", clock=lambda: 0.0)
+    grid.changed(tasks[0], "running")
+    tasks[0].run_dir.mkdir()
+    (tasks[0].run_dir / "summary.json").write_text('{"epochs_completed": 2}')
+    grid.tick()
+    grid.changed(tasks[1], "failed: boom (exit code 1)")
+    grid.changed(tasks[0], "done")
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["lenet on synthetic, regular, seed 0: running epoch 0/3 (0/4 runs finished, elapsed 0:00:00)",
+                   "lenet on synthetic, regular, seed 0: running epoch 2/3 (0/4 runs finished, elapsed 0:00:00)",
+                   "error: lenet on synthetic, fine, seed 0: boom (exit code 1)",
+                   "lenet on synthetic, fine, seed 0: failed (1/4 runs finished, elapsed 0:00:00)",
+                   "lenet on synthetic, regular, seed 0: done (2/4 runs finished, elapsed 0:00:00)"]
+    console = Console(width=120, record=True)
+    console.print(grid.table())
+    shown = console.export_text()
+    assert "seed 0" in shown and "seed 1" in shown and "failed" in shown and "queued" in shown

@@ -159,8 +159,11 @@ def test_slurm_array_requeues_a_preempted_task_and_reports_as_the_local_executor
 
 def test_detach_returns_at_once_and_a_later_compare_collects(tmp_path, slurm_here):
     out = tmp_path / "slurm"
-    first = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm", "--detach"])
+    first = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm", "--detach",
+                    "--set", "compare.slurm.mem=8G", "--set", "compare.slurm.qos=low"])
     assert first.exit_code == 0, first.output
+    script = next((out / ".jobs" / "slurm").glob("*_submission.sh")).read_text()
+    assert "#SBATCH --mem=8G" in script and "#SBATCH --qos=low" in script   # --set compare.slurm.* reaches sbatch
     assert "queued or running on Slurm" in first.output
     ledger = json.loads((out / ".jobs" / "slurm.json").read_text())
     assert list(ledger.values()) == ["4000"]
@@ -170,10 +173,18 @@ def test_detach_returns_at_once_and_a_later_compare_collects(tmp_path, slurm_her
     assert summary_of(out / "lenet-synthetic" / "regular-seed0")["status"] == "complete"
 
 
+def test_an_unknown_slurm_setting_is_refused_before_anything_is_submitted(tmp_path, slurm_here):
+    result = invoke(["compare", *TINY, "--out", tmp_path, "--executor", "slurm", "--set", "compare.slurm.memory=8"])
+    assert result.exit_code == 2 and result.output.startswith("error: compare.slurm: ") and "'memory'" in result.output
+    assert result.output.count("\n") == 1 and not (slurm_here / "calls.log").exists()
+
+
 def test_slurm_refusals_are_one_line(tmp_path, monkeypatch):
     for extra in (["--slurm-partition", "gpu"], ["--detach"], ["--slurm-account", "x"]):
         result = invoke(["compare", *TINY, "--out", tmp_path, *extra])
         assert result.exit_code == 2 and result.output.startswith("error: --") and "needs --executor slurm" in result.output
+    result = invoke(["compare", *TINY, "--out", tmp_path, "--set", "compare.slurm.mem_gb=8"])
+    assert result.exit_code == 2 and result.output == "error: compare.slurm needs --executor slurm\n"
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     result = invoke(["compare", *TINY, "--out", tmp_path, "--executor", "slurm"])
     assert result.exit_code == 2, result.output

@@ -73,14 +73,20 @@ class CompareConfig:
     slurm_cpus_per_task: int = option(0, check=between(0, 1024), flag="",
                                       help="With --executor slurm: CPUs per run. (default: the cluster's)")
     slurm_account: str = option("", help="With --executor slurm: the account charged. (default: yours)")
+    slurm: dict[str, Any] = option(factory=dict, flag="",
+                                   help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
+                                        "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
+                                        "or a compare.slurm mapping in --config.")
 
     def check(self) -> None:
         """Slurm settings mean nothing to the local executor: given without it, they are a mistake."""
         if self.executor != "slurm":
-            given = [f.name for f in fields(self) if (f.name.startswith("slurm_") or f.name == "detach")
-                     and getattr(self, f.name) != f.default]
+            default = CompareConfig()
+            given = [f.name for f in fields(self) if f.name.startswith("slurm") or f.name == "detach"
+                     if getattr(self, f.name) != getattr(default, f.name)]
             if given:
-                raise ConfigError(f"--{given[0].replace('_', '-')} needs --executor slurm")
+                name = "compare.slurm" if given[0] == "slurm" else f"--{given[0].replace('_', '-')}"
+                raise ConfigError(f"{name} needs --executor slurm")
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:

@@ -61,7 +61,7 @@ def parameters(c: "CompareConfig") -> dict[str, Any]:
     given = {"partition": c.slurm_partition or None, "time": c.slurm_time,
              "gpus_per_task": c.slurm_gpus_per_task or None, "account": c.slurm_account or None,
              "cpus_per_task": c.slurm_cpus_per_task or None, "job_name": "fineprune"}
-    return {k: v for k, v in given.items() if v is not None}
+    return {**{k: v for k, v in given.items() if v is not None}, **c.slurm}
 
 
 def failure_line(error: BaseException | None) -> str:
@@ -103,7 +103,10 @@ class SlurmRunner:
         missing = [t for t in tasks if t not in jobs]
         if missing:
             executor = submitit.SlurmExecutor(folder=self.folder)
-            executor.update_parameters(**parameters(self.c))
+            try:
+                executor.update_parameters(**parameters(self.c))
+            except ValueError as exc:   # a compare.slurm name submitit does not know: its list follows
+                raise ConfigError(f"compare.slurm: {' '.join(str(exc).split())}") from None
             new = executor.map_array(FinepruneTask(), [str(t.config) for t in missing],
                                      [t.command for t in missing])
             jobs.update(zip(missing, new))
