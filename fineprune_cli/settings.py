@@ -97,6 +97,10 @@ def coerce(value: Any, annotation: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise ConfigError(f"{where}: expected a list, got {short_repr(value)}")
         return [coerce(v, args[0], where) for v in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {short_repr(value)}")
+        return {str(k): v for k, v in value.items()}
     if annotation is bool and isinstance(value, bool):
         return value
     if annotation is int and isinstance(value, int) and not isinstance(value, bool):

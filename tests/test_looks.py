@@ -92,7 +92,9 @@ def test_the_arms_that_bracket_an_undecided_policys_budget():
 def test_looks_go_with_until_decided_and_increase():
     for flags, words in (({"compare.looks": [3, 5]}, "--until-decided and --looks go together"),
                          ({"compare.until_decided": True}, "--until-decided and --looks go together"),
-                         ({"compare.until_decided": True, "compare.looks": [5, 3]}, "increasing list")):
+                         ({"compare.until_decided": True, "compare.looks": [5, 3]}, "increasing list"),
+                         ({"compare.until_decided": True, "compare.looks": [3, 5], "compare.executor": "slurm",
+                           "compare.detach": True}, "cannot --detach")):
         with pytest.raises(ConfigError, match=words):
             load_compare(None, flags)
 

@@ -171,7 +171,9 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     from ..drivers.compare import load_compare, run_matrix
 
     matrix, rest = _split(settings, "compare")
-    rest.update(parse_set(set_))
+    set_matrix, set_rest = _split(parse_set(set_), "compare")   # --set compare.jobs=2 fills the matrix
+    matrix.update(set_matrix)
+    rest.update(set_rest)
     c = load_compare(config, matrix)
     if dry_run or print_config:
         from dataclasses import asdict

@@ -89,7 +89,15 @@ def parse_set(items: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, text = item.partition("=")
+        key = key.strip()
+        if sep and key.startswith(MAPPINGS) and key.count(".") == 2:  # compare.slurm.mem_gb=32
+            mapping, _, name = key.rpartition(".")
+            out.setdefault(mapping, {})[name] = setting_value(key, text)
+            continue
         if not sep or key.count(".") != 1:
             raise ConfigError(f"--set takes section.key=value, got '{item}'")
-        out[key.strip()] = setting_value(key.strip(), text)
+        out[key] = setting_value(key, text)
     return out
+
+
+MAPPINGS = ("compare.slurm.",)   # settings that are mappings: --set section.key.name=value fills one name

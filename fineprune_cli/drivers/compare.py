@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, load_run_config, read_summary
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
-from ..settings import apply_values, check_section, option
+from ..settings import apply_values, between, check_section, option
 from .progress import MatrixProgress, Planned
 
 
@@ -58,6 +58,41 @@ class CompareConfig:
     looks: list[int] = option(factory=list, check=lambda v: None if _increasing(v) else
                               "takes an increasing list of seed counts, each at least 2, e.g. 3,5,8,12",
                               help="Seeds at each planned look of --until-decided, e.g. 3,5,8,12.")
+    jobs: int = option(1, check=between(1, 1024),
+                       help="Runs at once on this machine: one per visible GPU on CUDA, else the cores split "
+                            "between them, each run pinned to its own. (default 1)")
+    threads: int = option(0, check=between(0, 1024),
+                          help="CPU threads (and pinned cores) of each run; a run's CPU result depends on it, "
+                               "so fix it to compare matrices run with different --jobs. (default: cores // jobs; "
+                               "with --jobs 1, torch's own count in this process)")
+    executor: str = option("local", choices=("local", "slurm"),
+                           help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
+                                "a task of a job array, through submitit). (default local)")
+    detach: bool = option(False, flag="--detach",
+                          help="With --executor slurm: submit and return at once; `compare` again with the same "
+                               "arguments collects what finished and submits what is missing.")
+    slurm_partition: str = option("", help="With --executor slurm: the partition. (default: the cluster's)")
+    slurm_time: int = option(60, check=between(1, 525600),
+                             help="With --executor slurm: minutes per task; a task that runs out is requeued and "
+                                  "resumes from its checkpoint. (default 60)")
+    slurm_gpus_per_task: int = option(0, check=between(0, 64), help="With --executor slurm: GPUs per run. (default 0)")
+    slurm_cpus_per_task: int = option(0, check=between(0, 1024), flag="",
+                                      help="With --executor slurm: CPUs per run. (default: the cluster's)")
+    slurm_account: str = option("", help="With --executor slurm: the account charged. (default: yours)")
+    slurm: dict[str, Any] = option(factory=dict, flag="",
+                                   help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
+                                        "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
+                                        "or a compare.slurm mapping in --config.")
+
+    def check(self) -> None:
+        """Slurm settings mean nothing to the local executor: given without it, they are a mistake."""
+        if self.executor != "slurm":
+            default = CompareConfig()
+            given = [f.name for f in fields(self) if f.name.startswith("slurm") or f.name == "detach"
+                     if getattr(self, f.name) != getattr(default, f.name)]
+            if given:
+                name = "compare.slurm" if given[0] == "slurm" else f"--{given[0].replace('_', '-')}"
+                raise ConfigError(f"{name} needs --executor slurm")
 
 
 def _increasing(looks: list[int]) -> bool:
@@ -79,6 +114,8 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
     check_section(c, "compare.")
     if c.until_decided != bool(c.looks):
         raise ConfigError("--until-decided and --looks go together: e.g. --until-decided --looks 3,5,8")
+    if c.until_decided and c.detach:   # a look decides on finished runs: it must wait for them
+        raise ConfigError("--until-decided waits for each look's runs; it cannot --detach")
     return c
 
 
@@ -291,21 +328,36 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True,
                      f"{c.out}; skipping them")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs)
                for job in todo]
+    if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
+        from .parallel import run_tasks
+
+        run_tasks(cfg, c, todo, command, show_progress)
+        return [job.run_dir(c.out) for job in jobs]
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)",
                           show_progress) as bar:
         matrix = MatrixProgress(bar, planned)
         for i, job in enumerate(todo):
-            job_cfg = job_config(cfg, job, c.out)
-            path = Path(job_cfg.run.out)
             with matrix.run(i) as labelled:
-                if states[job] == "incomplete":
-                    if not (path / CHECKPOINT).exists():
-                        console.info(f"{job}: an earlier attempt left no checkpoint; training it again")
-                    elif _resume_or_note(path, labelled):
-                        continue
-                    _clear(path)
-                _train_or_note(job_cfg, command, labelled)
+                train_job(job_config(cfg, job, c.out), states[job], command, labelled)
     return [job.run_dir(c.out) for job in jobs]
+
+
+def in_process(c: CompareConfig) -> bool:
+    """Today's path: one run after the other in this process, with torch's own thread count."""
+    return c.executor == "local" and c.jobs == 1 and c.threads == 0
+
+
+def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
+    """Train one job of the matrix whose folder is in `state` ('new' or 'incomplete'): an
+    incomplete run resumes from its checkpoint where it can."""
+    path = Path(job_cfg.run.out)
+    if state == "incomplete":
+        if not (path / CHECKPOINT).exists():
+            console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")
+        elif _resume_or_note(path, bar):
+            return
+        _clear(path)
+    _train_or_note(job_cfg, command, bar)
 
 
 def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:

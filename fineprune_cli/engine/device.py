@@ -47,8 +47,21 @@ def machine_signature(device: torch.device) -> dict[str, object]:
     """What decides how fast a run trains, beyond its settings: wall times are compared only
     between runs whose signatures are equal."""
     processor = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_model()
-    return {"processor": processor, "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "device": device.type}
+    signature: dict[str, object] = {"processor": processor, "threads": torch.get_num_threads(),
+                                    "torch": torch.__version__, "device": device.type}
+    concurrency = concurrent_runs()
+    if concurrency > 1:  # runs beside it share memory bandwidth and caches: another pace
+        signature["concurrency"] = concurrency
+    return signature
+
+
+def concurrent_runs() -> int:
+    """How many runs `compare --jobs` ran at once with this one (1 when alone). Only above 1 is
+    it recorded, so runs made alone keep the signature they had before it existed."""
+    try:
+        return max(1, int(os.environ.get("FINEPRUNE_CONCURRENCY", "1")))
+    except ValueError:
+        return 1
 
 
 def load_average() -> list[float]:

@@ -1,0 +1,82 @@
+"""`compare --jobs N` and `compare --executor slurm`: the matrix's runs as tasks of an executor.
+
+Each job's config is written to <out>/.jobs/<model>-<dataset>/<arm>-seed<seed>.yaml (with the
+task's log beside it), so a task, here or on a cluster node, needs nothing but that file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import console
+from ..engine import yamlvalues
+from ..engine.config import Config
+from ..engine.files import atomic_write_text
+from ..errors import FinepruneError
+from .executor import LocalExecutor, Task, available_cores, slots, visible_gpus
+from .grid import Grid
+
+if TYPE_CHECKING:
+    from .compare import CompareConfig, Job
+
+JOBS = ".jobs"
+
+
+class RunsFailed(FinepruneError):
+    """Some runs failed (each reported on its own line); the others finished and are kept."""
+
+    exit_code = 1
+
+
+def on_cuda(device: str) -> bool:
+    if device.startswith("cuda"):
+        return True
+    if device != "auto":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def local_executor(cfg: Config, c: "CompareConfig") -> LocalExecutor:
+    """The slots of this machine; --jobs or --threads beyond it is refused before anything trains."""
+    return LocalExecutor(slots(c.jobs, c.threads, available_cores(),
+                               visible_gpus() if on_cuda(cfg.run.device) else None))
+
+
+def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None) -> list[Task]:
+    from .compare import job_config
+
+    tasks = []
+    for job in todo:
+        job_cfg = job_config(cfg, job, c.out)
+        where = Path(c.out) / JOBS / f"{job.model}-{job.dataset}" / f"{job.arm}-seed{job.seed}.yaml"
+        where.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(where, yamlvalues.dump(job_cfg.to_dict()))
+        tasks.append(Task(str(job), f"{job.model}-{job.dataset}", job.arm, job.seed, where.resolve(),
+                          Path(job_cfg.run.out).resolve(), job_cfg.train.epochs, command))
+    return tasks
+
+
+def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None,
+              show_progress: bool) -> None:
+    """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
+    end when some failed."""
+    if c.executor == "slurm":
+        from .slurm import slurm_executor
+
+        executor = slurm_executor(c)
+    else:
+        executor = local_executor(cfg, c)
+    tasks = write_tasks(cfg, c, todo, command)
+    if not tasks:
+        return
+    mode = "off" if not show_progress else ("live" if console.err.is_terminal else "lines")
+    with Grid(tasks, mode) as grid:
+        outcomes = executor.run(tasks, grid)
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        raise RunsFailed(f"{len(failed)} of {len(tasks)} runs failed (each said why above; logs beside "
+                         f"their configs in {Path(c.out) / JOBS}); the others are kept, and `compare` "
+                         "again trains only what is missing")

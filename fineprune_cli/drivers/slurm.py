@@ -1,0 +1,139 @@
+"""`compare --executor slurm`: each run one task of a Slurm job array, submitted through submitit.
+
+The task is the local executor's (`drivers/task.py` on the job's config), wrapped as a
+submitit Checkpointable: on preemption or time-out Slurm signals it, submitit requeues it
+with the same arguments, and the requeued task finds its run incomplete and resumes from the
+run's own checkpoint (written every epoch). The job ids are kept in <out>/.jobs/slurm.json,
+so `--detach` can return at once and a later `compare` with the same arguments collects
+what finished, waits for what is still queued or running, and submits only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import submitit
+
+from .. import console
+from ..engine.files import atomic_write_text
+from ..errors import ConfigError, FinepruneError
+from .executor import POLL_S, Outcome, Task, Watch
+
+if TYPE_CHECKING:
+    from .compare import CompareConfig
+
+LEDGER = "slurm.json"
+FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
+            "DEADLINE", "PREEMPTED")
+
+
+class Detached(FinepruneError):
+    """`--detach`: the runs are submitted; not a failure."""
+
+    exit_code = 0
+    stop = True
+
+
+class FinepruneTask(submitit.helpers.Checkpointable):
+    """One run on a Slurm node. Checkpointable's own `checkpoint` resubmits it with the same
+    arguments, which is all a requeue needs: the run's folder holds its state."""
+
+    def __call__(self, config: str, command: str | None) -> None:
+        from .task import run
+
+        run(config, command)
+
+
+def slurm_executor(c: "CompareConfig") -> "SlurmRunner":
+    if shutil.which("sbatch") is None:
+        raise ConfigError("--executor slurm needs Slurm's sbatch on the PATH, and there is none here")
+    return SlurmRunner(c)
+
+
+def parameters(c: "CompareConfig") -> dict[str, Any]:
+    """sbatch settings from the compare section (None: Slurm's own default)."""
+    given = {"partition": c.slurm_partition or None, "time": c.slurm_time,
+             "gpus_per_task": c.slurm_gpus_per_task or None, "account": c.slurm_account or None,
+             "cpus_per_task": c.slurm_cpus_per_task or None, "job_name": "fineprune"}
+    return {**{k: v for k, v in given.items() if v is not None}, **c.slurm}
+
+
+def failure_line(error: BaseException | None) -> str:
+    """The task's own error line out of submitit's report (a traceback between rulers)."""
+    text = str(error or "")
+    raised = [m.group(1) for m in re.finditer(r"^\w[\w.]*(?:Error|Exception|Exit)\w*: (.+)$", text, re.M)]
+    lines = [x for x in text.splitlines() if x.strip()]
+    return raised[-1] if raised else (lines[0] if lines else "the task ended without a result")
+
+
+@dataclass
+class SlurmRunner:
+    c: "CompareConfig"
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.c.out).resolve() / ".jobs" / "slurm"
+
+    def _ledger(self) -> dict[str, str]:
+        try:
+            data = json.loads((self.folder.parent / LEDGER).read_text())
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, ledger: dict[str, str]) -> None:
+        atomic_write_text(self.folder.parent / LEDGER, json.dumps(ledger, indent=1) + "\n")
+
+    def submit(self, tasks: list[Task]) -> dict[Task, submitit.SlurmJob]:
+        """The tasks' jobs: those still queued or running from an earlier `compare`, and new ones."""
+        ledger, jobs = self._ledger(), {}
+        for task in tasks:
+            known = ledger.get(str(task.config))
+            if known:
+                job = submitit.SlurmJob(folder=self.folder, job_id=known)
+                state = job.get_info(mode="force").get("State", "UNKNOWN").split()[0]
+                if not job.paths.result_pickle.exists() and state not in FINISHED + ("UNKNOWN",):
+                    jobs[task] = job
+        missing = [t for t in tasks if t not in jobs]
+        if missing:
+            executor = submitit.SlurmExecutor(folder=self.folder)
+            try:
+                executor.update_parameters(**parameters(self.c))
+            except ValueError as exc:   # a compare.slurm name submitit does not know: its list follows
+                raise ConfigError(f"compare.slurm: {' '.join(str(exc).split())}") from None
+            new = executor.map_array(FinepruneTask(), [str(t.config) for t in missing],
+                                     [t.command for t in missing])
+            jobs.update(zip(missing, new))
+            ledger.update({str(t.config): j.job_id for t, j in zip(missing, new)})
+            self._save(ledger)
+            console.info(f"submitted {len(missing)} run(s) to Slurm: job {new[0].job_id.split('_')[0]}")
+        return jobs
+
+    def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
+        jobs = self.submit(tasks)
+        if self.c.detach:
+            raise Detached(f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
+                           "arguments collects what finished and submits what is missing")
+        outcomes, running = [], set()
+        while jobs:
+            for task, job in list(jobs.items()):
+                if job.done():
+                    error = job.exception()
+                    outcome = Outcome(task, error is None, "" if error is None else
+                                      f"{failure_line(error)} (Slurm job {job.job_id}; logs: {job.paths.stderr})")
+                    outcomes.append(outcome)
+                    del jobs[task]
+                    watch.changed(task, "done" if outcome.ok else f"failed: {outcome.error}")
+                elif task not in running and (task.run_dir / "summary.json").exists():
+                    running.add(task)
+                    watch.changed(task, "running")
+            watch.tick()
+            if jobs:
+                time.sleep(POLL_S)
+        return outcomes

@@ -1,0 +1,192 @@
+"""`compare --executor slurm` end to end without a cluster: stand-in sbatch, srun, sacct,
+scontrol and scancel on the PATH run the submitted job array here, as Slurm would (array
+task ids and SLURM_* variables, srun's %A/%a output names, sacct's --parsable2 table,
+`scontrol requeue`), and one task is preempted once (SIGUSR2, the signal submitit's sbatch
+script asks for) after its first checkpoint: it must be requeued and resume, not start over."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import invoke, metrics_rows, summary_of
+
+TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "300",
+        "--epochs", "3", "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
+        "--milestones", "2", "--policies", "regular,fine,random"]
+
+STANDIN = r'''
+import os, re, signal, subprocess, sys, time
+from pathlib import Path
+
+STATE = Path(os.environ["STANDIN_STATE"])
+STATE.mkdir(exist_ok=True)
+name, args = sys.argv[1], sys.argv[2:]
+
+
+def log(line):
+    with open(STATE / "calls.log", "a") as f:
+        f.write(line + "\n")
+
+
+log(" ".join([name] + args))
+if name == "sbatch":
+    script = Path(args[-1]).read_text()
+    counter = STATE / "next_id"
+    job = int(counter.read_text()) if counter.exists() else 4000
+    counter.write_text(str(job + 1))
+    found = re.search(r"^#SBATCH --array=0-(\d+)", script, re.M)
+    keys = [(f"{job}_{i}", str(i)) for i in range(int(found.group(1)) + 1)] if found else [(str(job), None)]
+    for key, index in keys:
+        (STATE / f"{key}.state").write_text("PENDING")
+        env = {k: v for k, v in os.environ.items() if k != "SLURM_STEP_NUM_TASKS"}
+        env.update(SLURM_JOB_ID=key.replace("_", "0"), SLURM_NTASKS="1", SLURM_PROCID="0", SLURM_LOCALID="0",
+                   SLURM_NODEID="0", SLURM_JOB_NUM_NODES="1", SLURM_JOB_NODELIST="localhost", STANDIN_KEY=key)
+        if index is not None:
+            env.update(SLURM_ARRAY_JOB_ID=str(job), SLURM_ARRAY_TASK_ID=index)
+        subprocess.Popen([sys.executable, __file__, "runner", args[-1]], env=env, start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"Submitted batch job {job}")
+elif name == "runner":  # one array task, run again while `scontrol requeue` asked for it
+    key = os.environ["STANDIN_KEY"]
+    attempt = 0
+    while True:
+        attempt += 1
+        (STATE / f"{key}.state").write_text("RUNNING")
+        proc = subprocess.Popen(["bash", args[0]])
+        watch = os.environ.get("STANDIN_PREEMPT_WATCH")
+        if attempt == 1 and key.endswith("_" + os.environ.get("STANDIN_PREEMPT_INDEX", "x")) and watch:
+            while proc.poll() is None and not Path(watch).exists():
+                time.sleep(0.05)
+            pid = STATE / f"{key}.pid"
+            if proc.poll() is None and pid.exists():
+                log(f"preempt {key}")
+                os.kill(int(pid.read_text()), signal.SIGUSR2)
+        code = proc.wait()
+        flag = STATE / f"{key}.requeue"
+        if flag.exists():
+            flag.unlink()
+            (STATE / f"{key}.state").write_text("REQUEUED")
+            continue
+        (STATE / f"{key}.state").write_text("COMPLETED" if code == 0 else "FAILED")
+        break
+elif name == "srun":  # run the step in this process, output where srun's --output/--error say
+    key = os.environ["STANDIN_KEY"]
+    names = {"%A": os.environ.get("SLURM_ARRAY_JOB_ID", ""), "%a": os.environ.get("SLURM_ARRAY_TASK_ID", ""),
+             "%j": os.environ["SLURM_JOB_ID"], "%t": "0"}
+    files, i = {}, 0
+    while args[i].startswith("--"):
+        if args[i] in ("--output", "--error"):
+            path = args[i + 1]
+            for k, v in names.items():
+                path = path.replace(k, v)
+            files[args[i]] = path
+            i += 2
+        else:
+            i += 1
+    for flag, fd in (("--output", 1), ("--error", 2)):
+        if flag in files:
+            os.dup2(os.open(files[flag], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), fd)
+    (STATE / f"{key}.pid").write_text(str(os.getpid()))
+    os.execvp(args[i], args[i:])
+elif name == "sacct":
+    jobs = [args[i + 1] for i, a in enumerate(args) if a == "-j"]
+    print("JobID|State|NodeList")
+    for f in sorted(STATE.glob("*.state")):
+        key = f.name[:-len(".state")]
+        if key.split("_")[0] in jobs:
+            print(f"{key}|{f.read_text()}|localhost")
+elif name == "scontrol":
+    assert args[0] == "requeue", args
+    (STATE / f"{args[1]}.requeue").write_text("")
+elif name == "scancel":
+    sig = args[args.index("--signal") + 1] if "--signal" in args else "SIGTERM"
+    pid = STATE / f"{args[0]}.pid"
+    if pid.exists():
+        os.kill(int(pid.read_text()), getattr(signal, sig if sig.startswith("SIG") else "SIG" + sig))
+'''
+
+
+@pytest.fixture
+def slurm_here(tmp_path, monkeypatch):
+    """A bin folder of stand-in Slurm commands first on the PATH; returns the state folder."""
+    bin_dir, state = tmp_path / "bin", tmp_path / "slurm-state"
+    bin_dir.mkdir()
+    (bin_dir / "standin.py").write_text(STANDIN)
+    for name in ("sbatch", "srun", "sacct", "scontrol", "scancel"):
+        path = bin_dir / name
+        path.write_text(f"#!/bin/sh\nexec {sys.executable} {bin_dir / 'standin.py'} {name} \"$@\"\n")
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_STATE", str(state))
+    return state
+
+
+@pytest.mark.slow
+def test_slurm_array_requeues_a_preempted_task_and_reports_as_the_local_executor(tmp_path, slurm_here, monkeypatch):
+    out = tmp_path / "slurm"
+    fine = out / "lenet-synthetic" / "fine-seed0"
+    monkeypatch.setenv("STANDIN_PREEMPT_INDEX", "1")            # the array's second task: fine, seed 0
+    monkeypatch.setenv("STANDIN_PREEMPT_WATCH", str(fine / "checkpoint.pt"))
+    result = invoke(["compare", *TINY, "--out", out, "--executor", "slurm", "--slurm-time", "30",
+                     "--slurm-partition", "debug"])
+    assert result.exit_code == 0, result.output
+    calls = (slurm_here / "calls.log").read_text()
+    assert calls.count("sbatch ") == 1 and "preempt 4000_1" in calls and "scontrol requeue 4000_1" in calls
+    script = next((out / ".jobs" / "slurm").glob("*_submission.sh")).read_text()
+    assert "#SBATCH --array=0-2%3" in script and "#SBATCH --partition=debug" in script
+    assert "#SBATCH --time=30" in script
+    assert summary_of(fine)["resumed_after_epochs"] and summary_of(fine)["status"] == "complete"
+    assert "resumed_after_epochs" not in summary_of(out / "lenet-synthetic" / "regular-seed0") or \
+        not summary_of(out / "lenet-synthetic" / "regular-seed0")["resumed_after_epochs"]
+
+    local = tmp_path / "local"
+    assert invoke(["compare", *TINY, "--out", local]).exit_code == 0
+    for arm in ("regular", "fine", "random"):   # resumed, yet the very run trained without a break
+        assert metrics_rows(out / "lenet-synthetic" / f"{arm}-seed0", drop_timing=True) == \
+            metrics_rows(local / "lenet-synthetic" / f"{arm}-seed0", drop_timing=True)
+    tables = []
+    for folder in (out, local):
+        made = invoke(["report", folder, "--out", tmp_path / f"report-{folder.name}", "--no-plots"])
+        assert made.exit_code == 0, made.output
+        tables.append((tmp_path / f"report-{folder.name}" / "table2_accuracy.md").read_text())
+    assert tables[0] == tables[1] and "fine" in tables[0]
+
+    again = invoke(["compare", *TINY, "--out", out, "--executor", "slurm"])   # all there: nothing submitted
+    assert again.exit_code == 0 and (slurm_here / "calls.log").read_text().count("sbatch ") == 1
+
+
+def test_detach_returns_at_once_and_a_later_compare_collects(tmp_path, slurm_here):
+    out = tmp_path / "slurm"
+    first = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm", "--detach",
+                    "--set", "compare.slurm.mem=8G", "--set", "compare.slurm.qos=low"])
+    assert first.exit_code == 0, first.output
+    script = next((out / ".jobs" / "slurm").glob("*_submission.sh")).read_text()
+    assert "#SBATCH --mem=8G" in script and "#SBATCH --qos=low" in script   # --set compare.slurm.* reaches sbatch
+    assert "queued or running on Slurm" in first.output
+    ledger = json.loads((out / ".jobs" / "slurm.json").read_text())
+    assert list(ledger.values()) == ["4000"]
+    second = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm"])
+    assert second.exit_code == 0, second.output
+    assert (slurm_here / "calls.log").read_text().count("sbatch ") == 1   # waited for it, not resubmitted
+    assert summary_of(out / "lenet-synthetic" / "regular-seed0")["status"] == "complete"
+
+
+def test_an_unknown_slurm_setting_is_refused_before_anything_is_submitted(tmp_path, slurm_here):
+    result = invoke(["compare", *TINY, "--out", tmp_path, "--executor", "slurm", "--set", "compare.slurm.memory=8"])
+    assert result.exit_code == 2 and result.output.startswith("error: compare.slurm: ") and "'memory'" in result.output
+    assert result.output.count("\n") == 1 and not (slurm_here / "calls.log").exists()
+
+
+def test_slurm_refusals_are_one_line(tmp_path, monkeypatch):
+    for extra in (["--slurm-partition", "gpu"], ["--detach"], ["--slurm-account", "x"]):
+        result = invoke(["compare", *TINY, "--out", tmp_path, *extra])
+        assert result.exit_code == 2 and result.output.startswith("error: --") and "needs --executor slurm" in result.output
+    result = invoke(["compare", *TINY, "--out", tmp_path, "--set", "compare.slurm.mem_gb=8"])
+    assert result.exit_code == 2 and result.output == "error: compare.slurm needs --executor slurm\n"
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    result = invoke(["compare", *TINY, "--out", tmp_path, "--executor", "slurm"])
+    assert result.exit_code == 2, result.output
+    assert result.output == "error: --executor slurm needs Slurm's sbatch on the PATH, and there is none here\n"
+
