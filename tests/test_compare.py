@@ -5,7 +5,8 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan, run_matrix, shorter_schedule
+from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan, shorter_schedule
+from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from conftest import summary_of
@@ -292,7 +293,7 @@ def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
 
 COMMITTED = [  # (experiment file, compare flags, the folder its runs are in), as their commands say
     ("experiments/demo.yaml", {}, "results/demo/runs"),
-    ("experiments/demo.yaml", {"compare.seeds": [0, 1, 2, 3, 4],
+    ("experiments/demo.yaml", {"compare.seeds": [0, 1, 2, 3, 4, 5, 6, 7],   # seeds 5-7: the looks' arms
                                "compare.policies": ["regular", "fine", "random", "infobatch", "ucb", "egreedy",
                                                     "kakurenbo"],
                                "compare.frontier": [0.1, 0.2, 0.3, 0.4, 0.5],
@@ -321,4 +322,4 @@ def test_committed_run_folders_still_count_as_complete(experiment, matrix, folde
         if (root / job_cfg.run.out) in found:
             assert existing_state(job_cfg, {}) == "complete", job_cfg.run.out
             checked.add(root / job_cfg.run.out)
-    assert checked == found
+    assert checked == found   # every committed folder is a job of its command (look 2 trained a subset)

@@ -5,7 +5,8 @@ import os
 import pytest
 
 from conftest import invoke, metrics_rows, summary_of
-from fineprune_cli.drivers.compare import load_compare, run_matrix
+from fineprune_cli.drivers.compare import load_compare
+from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.drivers.executor import slots
 from fineprune_cli.drivers.parallel import RunsFailed
 from fineprune_cli.engine.config import build_config

@@ -266,7 +266,7 @@ def _dry(monkeypatch):
     (and a launch of several processes its layout), `compare` plans and validates every run."""
     from fineprune_cli.cli import views
     from fineprune_cli.distributed import launch
-    from fineprune_cli.drivers import compare
+    from fineprune_cli.drivers import compare, matrix
     from fineprune_cli.engine.config import validate
 
     checked = []
@@ -280,7 +280,7 @@ def _dry(monkeypatch):
 
     monkeypatch.setattr(launch, "train", check_train)
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
-    monkeypatch.setattr(compare, "run_matrix", check_matrix)
+    monkeypatch.setattr(matrix, "run_matrix", check_matrix)
     monkeypatch.setattr(views, "show_compare", lambda *args: None)
     monkeypatch.setattr(views, "show_looks", lambda *args: None)
     return checked

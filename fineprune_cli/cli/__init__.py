@@ -168,7 +168,8 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     from ..analysis.runs import load_runs
     from ..analysis.tables import summary_rows
     from ..analysis.verdict import build
-    from ..drivers.compare import load_compare, run_matrix
+    from ..drivers.compare import load_compare
+    from ..drivers.matrix import run_matrix
 
     matrix, rest = _split(settings, "compare")
     set_matrix, set_rest = _split(parse_set(set_), "compare")   # --set compare.jobs=2 fills the matrix

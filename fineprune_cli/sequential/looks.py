@@ -25,7 +25,8 @@ from ..analysis.runs import load_runs
 from ..analysis.stats import ALPHA
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
-from ..drivers.compare import CompareConfig, frontier_fraction, run_matrix, shorter_budget
+from ..drivers.compare import CompareConfig, frontier_fraction, shorter_budget
+from ..drivers import matrix
 
 RULE = "Bonferroni over looks"
 
@@ -83,7 +84,7 @@ def until_decided(cfg: Config, c: CompareConfig, show_progress: bool = True,
     for k, (n, level) in enumerate(zip(c.looks, levels(c.looks)), start=1):
         sub = replace(arms, seeds=list(range(n)))
         console.info(f"look {k} of {len(c.looks)}: seeds 0–{n - 1}, level {level:.4g} ({RULE})")
-        run_matrix(cfg, sub, show_progress=show_progress, command=command)
+        matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command)
         runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < n] if Path(c.out).is_dir() else []
         if not runs:   # nothing finished (every run failed, or a dry check): nothing to decide
             break
