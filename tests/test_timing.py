@@ -63,6 +63,17 @@ def test_the_target_compares_in_whole_test_images(tmp_path):
     assert timing.on_grid(73.34000000000002, 0.01) == pytest.approx(73.34, abs=1e-12)
 
 
+def test_runs_made_beside_others_compare_only_within_one_concurrency():
+    class R:
+        def __init__(self, machine):
+            self.summary = type("S", (), {"machine": machine})()
+    alone = {"processor": "P", "threads": 1, "torch": "t", "device": "cpu"}
+    two = {**alone, "concurrency": 2}
+    assert timing.signature(R(two)).endswith(", 2 runs at once")
+    assert timing.comparable(R(alone), R(two)) == "different machines"
+    assert timing.comparable(R(two), R(dict(two))) is None
+
+
 def test_optimizer_steps_use_the_runs_batch_size(tmp_path):
     run = _run(tmp_path, batch=40)   # 100, 70, 100, 100 samples in batches of 40: 3 + 2 + 3 + 3
     assert timing.optimizer_steps(run) == 11 and timing.sample_epochs(run) == pytest.approx(3.7)

@@ -1,7 +1,7 @@
 """Costs and times: what may be compared, and time-to-accuracy.
 
 Wall times are compared only between runs with one machine signature (processor, torch
-threads, torch version, device; recorded since schema 3). Runs without one are "unknown
+threads, runs at once (`compare --jobs`), torch version, device; recorded since schema 3). Runs without one are "unknown
 machine" and a run resumed on another machine is "mixed machines": their times are shown,
 never compared. The machine-independent costs (sample-epochs trained, optimizer steps)
 are always comparable.
@@ -26,9 +26,10 @@ def signature(run: Run) -> str:
         return UNKNOWN
     if "mixed" in m:
         return MIXED
-    threads = m.get("threads")
+    threads, at_once = m.get("threads"), m.get("concurrency", 1)   # runs beside it share the memory bus
     return (f"{m.get('processor', '?')}, {threads} thread{'s' if threads != 1 else ''}, "
-            f"torch {m.get('torch', '?')}, {m.get('device', '?')}")
+            f"torch {m.get('torch', '?')}, {m.get('device', '?')}"
+            + (f", {at_once} runs at once" if at_once != 1 else ""))
 
 
 def comparable(a: Run, b: Run) -> str | None:
