@@ -262,6 +262,11 @@ def test_a_call_of_one_epoch_still_says_the_run_continues(tmp_path):
                                                                         epoch_s=None), run))
     assert "the other 3 epochs need more call(s) (one epoch here: no pace yet) of reproduce-random" in untimed
     assert "s an epoch" not in untimed
+    # a slow start on a loaded machine: at that pace not one epoch fits a call, yet the run goes on
+    # from its checkpoint (the two-call test failed in CI when this branch printed no next step)
+    slow = "\n".join(reproduce.projection(ctx, "random", _call_record(startup_s=560.0), run))
+    assert "not one epoch fits a call after such a start" in slow
+    assert "the other 2 epochs need more call(s) (at this call's pace not one epoch fits" in slow
     no_checkpoint = reproduce.projection(ctx, "random", _call_record(checkpoint_mib=None, epoch_s=None), run)
     assert not any("more call" in line for line in no_checkpoint)
 

@@ -142,9 +142,12 @@ def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
                      f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs")
         if calls is None:
             lines.append("  not one epoch fits a call after such a start")
-    if rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None and (calls or per_call is None):
-        # one epoch in a call times no epoch apart from the start: the run still continues
-        count = f"{calls} more call(s)" if calls else "more call(s) (one epoch here: no pace yet)"
+    if rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None:
+        # the run continues from its checkpoint whatever this call's pace said: one epoch times no
+        # epoch apart from the start, and a slow start (a loaded machine) may fit none at that pace
+        count = (f"{calls} more call(s)" if calls else "more call(s) (one epoch here: no pace yet)"
+                 if per_call is None else "more call(s) (at this call's pace not one epoch fits: a "
+                 "faster start may)")
         lines.append(f"  the other {rest} epochs need {count} of {name} on this machine: its "
                      f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
                      "starts the run again")
