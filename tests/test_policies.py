@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, PruneSchedule, create, get, list_policies
 from fineprune_cli.pruning.estimate import estimate
+from fineprune_cli.pruning.policy import global_mean
 from fineprune_cli.settings import check_section
 
 EVERY_EPOCH = dict(window=1, start=0, block=1, count=1, attenuation=1.0)  # fine/random prune always
@@ -223,6 +224,61 @@ def test_fine_at_a_windows_first_epoch_selects_as_its_random_control(window, sta
     assert len(chosen) == len(random_chosen) == 3
     assert (chosen == random_chosen) is same_as_random
     assert same_as_random or chosen == {7, 8, 9}
+
+
+# --- fine and random: which epochs prune, and how many samples --------------------------------
+
+@pytest.mark.parametrize("name", ["fine", "random"])
+def test_planned_samples_is_the_plans_exact_count_in_every_epoch(name):
+    # window 4, start 2, block 1: epochs 2, 3, 6, 7 on the schedule; --anneal 0.75 of 8 stops
+    # after epoch 6. m = round(0.3 x 10) = 3. Catches: planned_samples off by one or N in a
+    # pruning epoch, or asking the schedule without --anneal (7 planned for epoch 7).
+    cfg = PruneConfig(window=4, start=2, block=1, count=1, attenuation=1.0, prune_fraction=0.3, anneal=0.75)
+    policy = create(name, 10, cfg, seed=1, epochs=8)
+    plans = [policy.plan(e) for e in range(1, 9)]
+    assert [policy.planned_samples(e) for e in range(1, 9)] == [10, 7, 7, 10, 10, 7, 10, 10]
+    assert [p.samples for p in plans] == [policy.planned_samples(e) for e in range(1, 9)]
+    assert [p.pruned for p in plans] == [policy.prunes(e) for e in range(1, 9)]
+
+
+@pytest.mark.parametrize("n, fraction, m", [(4, 0.375, 2), (4, 0.625, 2), (4, 0.75, 3), (8, 0.0625, 0)])
+@pytest.mark.parametrize("name", ["fine", "random", "ucb"])
+def test_the_prune_count_is_fraction_times_n_rounded_half_to_even(name, n, fraction, m):
+    # m = round(f x N), Python's round: 1.5 -> 2, 2.5 -> 2, 0.5 -> 0 (no epoch prunes then).
+    # Catches: int()/floor (1.5 -> 1), ceil or half-up (2.5 -> 3, 0.5 -> 1), and a refusal
+    # that starts one early (3 of 4 is allowed: 0.75 is what the refusal below suggests).
+    plan = create(name, n, PruneConfig(prune_fraction=fraction, **EVERY_EPOCH), seed=0).plan(1)
+    assert plan.samples == n - m and plan.pruned == (m > 0)
+
+
+@pytest.mark.parametrize("name", ["fine", "random", "ucb"])
+def test_a_prune_count_that_rounds_to_every_sample_is_refused(name):
+    # 0.875 x 4 = 3.5 rounds to 4 = N: an epoch without samples. Catches `m > N` for `m >= N`.
+    with pytest.raises(ConfigError, match="--prune-fraction 0.875 leaves none of the 4 training samples; "
+                                          "use at most 0.75"):
+        create(name, 4, PruneConfig(prune_fraction=0.875, **EVERY_EPOCH))
+
+
+def test_the_global_batch_mean_is_the_summed_losses_over_the_summed_counts():
+    # This rank: 3 samples, loss sum 6; the other: 1 sample, loss 4. Mean of the whole batch
+    # 10 / 4 = 2.5. Catches the mean of the ranks' means ((2 + 4) / 2 = 3) or a sum of one part.
+    other = torch.tensor([4.0, 1.0])
+    mean = global_mean(torch.tensor(6.0), 3, lambda t: t + other)
+    assert mean.item() == 2.5 and mean.shape == ()
+
+
+def test_fine_load_state_dict_drops_what_was_observed_before_the_load():
+    # The target has observed a step that was never synced; after the load its next sync must
+    # add nothing to the saved DroppingCount. Catches a load that keeps that pending step
+    # (the round-trip test below cannot see it: fine's window resets before it compares).
+    cfg = PruneConfig(window=4, start=2, block=1, count=1, attenuation=1.0)
+    saved = create("fine", 4, cfg, seed=0)
+    observe_all(saved, [0.0, 0.0, 0.0, 8.0])
+    target = create("fine", 4, cfg, seed=0)
+    target.observe(torch.arange(4), torch.tensor([5.0, 5.0, 0.0, 0.0]))
+    target.load_state_dict(saved.state_dict())
+    target.sync()
+    assert target.scores.tolist() == [0, 0, 0, 1]
 
 
 # --- every policy: --anneal, resume, DDP folding ---------------------------------------------

@@ -55,6 +55,19 @@ def test_plain_loop_trains_exactly_the_keep_list_and_counts_match_by_hand():
 def test_prune_fraction_zero_never_prunes():
     pruner = Pruner(50, PruneSchedule(window=2, start=0, attenuation=1, block=1, count=1), 0.0)
     assert all(len(pruner.begin_epoch(e)) == 50 for e in range(1, 6))
+    assert not any(pruner.prunes(e) for e in range(1, 6))     # the schedule's epochs, but m = 0
+
+
+def test_begin_epoch_folds_the_last_epochs_observations_in_before_it_plans():
+    # Epoch 1 trains all 10 (position 1 < start 2) and gives samples 7, 8, 9 the only counts;
+    # epoch 2 prunes m = 3: exactly those. Nothing that syncs (`counts`, `state_dict`) is read
+    # between the epochs, as it is in the loop test above, so a plan made before the sync
+    # (from all-zero counts: a seeded random three) is caught here.
+    pruner = Pruner(10, PruneSchedule(window=4, start=2, attenuation=1, block=1, count=1), 0.3, seed=0)
+    assert len(pruner.begin_epoch(1)) == 10 and not pruner.prunes(1)
+    pruner.update(torch.arange(10), (torch.arange(10) >= 7).float())      # mean 0.3
+    keep = pruner.begin_epoch(2)
+    assert pruner.prunes(2) and set(range(10)) - set(keep.tolist()) == {7, 8, 9}
 
 
 def test_window_edge_resets_counts():
@@ -114,6 +127,8 @@ GOOD = create_policy("fine", 10, PruneConfig(window=4, start=1))
     (lambda: Pruner(10, PruneSchedule(window=4, start=1), prune_fraction="0.3"), TypeError, "prune_fraction must be a number"),
     (lambda: Pruner(10, PruneSchedule(window=4, start=1), reduce=3), TypeError, "reduce must be a function"),
     (lambda: Pruner(-3, PruneSchedule(window=4, start=1)), ValueError, "num_samples must be at least 1"),
+    (lambda: Pruner(10, PruneSchedule(window=4, start=1), policy="ucb").prunes(1), TypeError,
+     "policy 'ucb' chooses from the losses which epochs prune"),
 ])
 def test_the_library_api_checks_its_arguments_at_the_call_in_one_line(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(")) as caught:

@@ -20,6 +20,14 @@ def test_small_case_by_hand():
     assert s.pruning_epochs(12) == [3, 6, 7, 9, 10, 12]
 
 
+def test_the_last_pruning_epoch_itself_still_prunes():
+    # --anneal's last pruning epoch 9 (epochs <= 9 may prune) cuts the case above after 9.
+    # Catches `epoch >= last` for `epoch > last` (9 lost), or the bound ignored (10, 12 kept).
+    s = PruneSchedule(window=4, start=2, attenuation=2, block=3, count=2)
+    assert s.pruning_epochs(12, last=9) == [3, 6, 7, 9] and s.pruning_epochs(12, last=None)[-1] == 12
+    assert s.prunes(9, last=9) and not s.prunes(10, last=9) and s.prunes(10)
+
+
 def test_attenuation_once_per_window_not_per_epoch():
     s = PruneSchedule(window=10, start=8, attenuation=2, block=1, count=1)
     assert [s.starting_point(k) for k in range(5)] == [8, 4, 2, 1, 0]

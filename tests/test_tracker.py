@@ -69,3 +69,29 @@ def test_flush_threshold_bounds_the_buffer(monkeypatch):
     for _ in range(5):
         t.update(torch.tensor([0, 1]), torch.tensor([0.0, 1.0]))
     assert len(t._indices) == 1 and t.counts.tolist() == [0, 5, 0, 0]
+
+
+def test_a_sample_observed_twice_counts_twice_in_a_step_and_across_buffered_steps():
+    # Sample 1 sits twice in one batch (mean 2.5: both above) and twice more across two steps
+    # that one flush counts together (above both times): four. Catches `counts[idx] += above`,
+    # which adds once per distinct index of a flush (2 here).
+    t = DroppingCount(4)
+    t.update(torch.tensor([1, 1, 2, 3]), torch.tensor([5.0, 5.0, 0.0, 0.0]))
+    t.update(torch.tensor([1, 0]), torch.tensor([4.0, 0.0]))
+    t.update(torch.tensor([1, 2]), torch.tensor([4.0, 0.0]))
+    assert t.counts.tolist() == [0, 4, 0, 0]
+
+
+def test_load_state_dict_gives_exactly_the_saved_state_whatever_the_tracker_held():
+    # The target holds other counts, a buffered step not yet counted and another tolerance.
+    # Catches a load that keeps the buffered step (flushed on top of the loaded counts) or the
+    # old tolerance (the step after the load judged by 0.0 instead of 0.5).
+    saved = DroppingCount(4, 0.5)
+    saved.update(torch.arange(4), torch.tensor([0.0, 0.0, 1.0, 9.0]))   # mean 2.5, bar 3.75: sample 3
+    state = saved.state_dict()
+    target = DroppingCount(4, 0.0)
+    target.update(torch.arange(4), torch.tensor([7.0, 7.0, 0.0, 0.0]))  # buffered, not yet counted
+    target.load_state_dict(state)
+    assert target.counts.tolist() == [0, 0, 0, 1] and target.tolerance == 0.5
+    target.update(torch.arange(4), torch.tensor([1.0, 1.0, 1.0, 1.4]))  # mean 1.1: 1.4 > 1.1, not > 1.65
+    assert target.counts.tolist() == [0, 0, 0, 1]

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import ConfigError
-from ..pruning.policy import EpochPlan
+from ..pruning.policy import EpochPlan, global_mean
 from .config import TrainConfig, paper_milestones
 from .data import Dataset
 from .world import SINGLE, World, all_sum, shard_range, step_slices
@@ -271,11 +271,8 @@ class Trainer:
             else:
                 observe(idx, losses)  # as before predictions existed: the other policies' calls unchanged
             return
-        # compare with the global batch's mean; torch.full is a fill kernel, torch.tensor
-        # would copy from the host and sync
-        count = torch.full((), float(real), device=self.device, dtype=total.dtype)
-        both = all_sum(torch.stack([total, count]), self.world)
-        observe(idx, losses, both[0] / both[1], *seen)
+        # compare with the global batch's mean, as one process training the whole batch would
+        observe(idx, losses, global_mean(total, real, lambda t: all_sum(t, self.world)), *seen)
 
     def _batches(self, order: torch.Tensor) -> list[torch.Tensor]:
         if self.world.active:

@@ -33,9 +33,7 @@ def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
     """t_regular = n T b (F2); a pruning epoch runs (1 - f) of the batches (F5);
     t_prune = sum of epoch times + n_prune t_0 (F6); t_save = t_regular - t_prune (F7).
     `anneal` (--anneal δ): no pruning epoch after floor(δ·n), which the formulas ignore."""
-    last = last_pruning_epoch(anneal, epochs)
-    pruning = [e for e in schedule.pruning_epochs(epochs) if last is None or e <= last] \
-        if prune_fraction > 0 else []
+    pruning = schedule.pruning_epochs(epochs, last_pruning_epoch(anneal, epochs)) if prune_fraction > 0 else []
     formula = formula_n_prune(epochs, schedule.window, schedule.start, schedule.block, schedule.count)
     return from_epochs(pruning, epochs, prune_fraction, epoch_seconds, overhead, formula)
 

@@ -30,9 +30,18 @@ from ..errors import ConfigError
 from ..settings import check_section
 from .config import PruneConfig
 from .registry import get
-from .schedule import last_pruning_epoch
+from .schedule import annealed, last_pruning_epoch
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
+
+
+def global_mean(total: torch.Tensor, count: int, reduce: Reduce) -> torch.Tensor:
+    """The mean loss of a data-parallel batch, which each rank's losses are compared with: this
+    rank's loss sum `total` over its `count` samples, both summed over the ranks in one reduce."""
+    # torch.full is a fill kernel; torch.tensor would copy from the host and sync
+    samples = torch.full((), float(count), device=total.device, dtype=total.dtype)
+    both = reduce(torch.stack([total, samples]))
+    return both[0] / both[1]
 
 
 @dataclass(frozen=True)
@@ -147,7 +156,7 @@ class Policy:
     # --- helpers for subclasses ---
     def annealed(self, epoch: int) -> bool:
         """Past δ·n (`--anneal`): the epoch trains every sample, whatever the policy."""
-        return self.last_pruning_epoch is not None and epoch > self.last_pruning_epoch
+        return annealed(epoch, self.last_pruning_epoch)
 
     def keep_all_but(self, dropped: torch.Tensor) -> torch.Tensor:
         keep = torch.ones(self.num_samples, dtype=torch.bool, device=self.device)

@@ -16,6 +16,7 @@ import torch
 
 from ..settings import check_section
 from .config import PruneConfig
+from .policies.scheduled import Scheduled
 from .policy import Policy, Reduce, create
 from .schedule import PruneSchedule
 
@@ -53,7 +54,11 @@ class Pruner:
         return getattr(self.policy, "num_pruned", 0)
 
     def prunes(self, epoch: int) -> bool:
-        return self.num_pruned > 0 and self.schedule.prunes(epoch)
+        """Whether epoch `epoch` leaves samples out: the policy's own rule, without planning it."""
+        if not isinstance(self.policy, Scheduled):
+            raise TypeError(f"policy {self.policy.name!r} chooses from the losses which epochs prune; "
+                            "read begin_epoch's keep-list instead")
+        return self.policy.prunes(epoch)
 
     def begin_epoch(self, epoch: int) -> torch.Tensor:
         """Fold the last epoch's observations in, then return the indices epoch `epoch` trains."""

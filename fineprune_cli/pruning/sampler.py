@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
-from .policy import EpochPlan, Policy, require_int
+from .policy import EpochPlan, Policy, global_mean, require_int
 
 
 class IndexedDataset(Dataset):
@@ -247,9 +247,7 @@ class DistributedPruningSampler(PruningSampler, DistributedSampler):
     def _batch_mean(self, losses: torch.Tensor) -> torch.Tensor | None:
         if not (self.global_mean and self._collective()):
             return None
-        count = torch.full((), float(losses.numel()), device=losses.device)
-        both = _all_sum(torch.stack([losses.float().sum(), count]))
-        return both[0] / both[1]
+        return global_mean(losses.float().sum(), losses.numel(), _all_sum)
 
 
 def _initialized() -> bool:

@@ -98,12 +98,14 @@ class PruneSchedule:
         """The schedule of a `PruneConfig`'s fields (raises ConfigError when invalid)."""
         return cls(cfg.window, cfg.start, cfg.attenuation, cfg.block, cfg.count)
 
-    def prunes(self, epoch: int) -> bool:
+    def prunes(self, epoch: int, last: int | None = None) -> bool:
+        """Algorithm 2, lines 5-6, and not past `last` (`--anneal`: `last_pruning_epoch`). The
+        schedule's half of a policy's `prunes`, which adds that m > 0."""
         a = self.starting_point(self.window_index(epoch))
-        return self.position(epoch) >= a and epoch % self.block < self.count
+        return not annealed(epoch, last) and self.position(epoch) >= a and epoch % self.block < self.count
 
-    def pruning_epochs(self, epochs: int) -> list[int]:
-        return [e for e in range(1, epochs + 1) if self.prunes(e)]
+    def pruning_epochs(self, epochs: int, last: int | None = None) -> list[int]:
+        return [e for e in range(1, epochs + 1) if self.prunes(e, last)]
 
     def first_pruning_epoch(self) -> int | None:
         """The first epoch that prunes in a run of any length, None if none ever does (window
@@ -139,3 +141,8 @@ def last_pruning_epoch(anneal: float | None, epochs: int | None) -> int | None:
     if epochs is None:
         raise ConfigError(f"--anneal {anneal:g} needs the run's length: create the policy with epochs=n")
     return math.floor(anneal * epochs + 1e-9)  # 0.29 x 100 is 28.999...: still epoch 29
+
+
+def annealed(epoch: int, last: int | None) -> bool:
+    """Past `last_pruning_epoch`: the epoch trains every sample, whatever the policy."""
+    return last is not None and epoch > last

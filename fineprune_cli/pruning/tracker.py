@@ -23,6 +23,10 @@ class DroppingCount:
     Steps are buffered and counted together (a handful of vectorised ops per flush instead
     of per step), so tracking costs the training loop almost nothing; reading `counts`
     flushes first, so callers always see every update. No host synchronisation anywhere.
+
+    On its own, reset at each window's start, it is the window's DroppingCount. Inside `fine`
+    it holds one process's counts since the last sync (`pending`), which each sync adds, summed
+    over the ranks, into the window's `dropping_count`.
     """
 
     def __init__(self, num_samples: int, tolerance: float = 0.0, device: torch.device | str = "cpu"):
@@ -82,11 +86,9 @@ class DroppingCount:
         self._losses.clear()
         self._means.clear()
 
-    def highest(self, m: int, generator: torch.Generator | None = None,
-                counts: torch.Tensor | None = None) -> torch.Tensor:
-        """Indices of the m highest counts (ours, or `counts` given); equal counts ordered by a
-        seeded random permutation."""
-        return highest(self.counts if counts is None else counts, m, generator)
+    def highest(self, m: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Indices of the m highest counts; equal counts ordered by a seeded random permutation."""
+        return highest(self.counts, m, generator)
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.clone(), "tolerance": self.tolerance}

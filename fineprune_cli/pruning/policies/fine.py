@@ -8,7 +8,7 @@ import torch
 
 from ..config import PruneConfig
 from ..registry import register
-from ..tracker import DroppingCount
+from ..tracker import DroppingCount, highest
 from .scheduled import Scheduled
 
 
@@ -25,42 +25,45 @@ class FinePruning(Scheduled):
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):
         super().__init__(num_samples, cfg, seed, device, epochs)
-        self.tracker = DroppingCount(num_samples, cfg.tolerance, self.device)  # since the last sync
-        self.counts = torch.zeros(num_samples, dtype=torch.int32, device=self.device)  # the window's
+        # this process's steps since the last sync, counted by Algorithm 1's rule
+        self.pending = DroppingCount(num_samples, cfg.tolerance, self.device)
+        # the window's DroppingCount: every sync's pending counts (summed over the ranks) added up
+        self.dropping_count = torch.zeros(num_samples, dtype=torch.int32, device=self.device)
 
     def begin_window(self, epoch: int) -> None:
         if self.schedule.resets(epoch):  # Algorithm 1, line 1
-            self.counts.zero_()
-            self.tracker.reset()
+            self.dropping_count.zero_()
+            self.pending.reset()
 
     def select(self) -> torch.Tensor:
         # --drop easy (not the paper): leave out the lowest counts, as InfoBatch & co. do
-        counts = self.counts if self.cfg.drop == "hard" else -self.counts
-        return self.tracker.highest(self.num_pruned, self.generator, counts)
+        ranked = self.dropping_count if self.cfg.drop == "hard" else -self.dropping_count
+        return highest(ranked, self.num_pruned, self.generator)
 
     def observe(self, indices, losses, mean=None) -> None:
-        self.tracker.update(indices, losses, mean)
+        self.pending.update(indices, losses, mean)
 
     def take_pending(self) -> list[torch.Tensor]:
-        pending = self.tracker.counts.clone()
-        self.tracker.reset()
+        pending = self.pending.counts.clone()
+        self.pending.reset()
         return [pending]
 
     def fold(self, pending: list[torch.Tensor]) -> None:
-        self.counts += pending[0].to(self.counts.device, self.counts.dtype)
+        self.dropping_count += pending[0].to(self.dropping_count.device, self.dropping_count.dtype)
 
     @property
     def scores(self) -> torch.Tensor:
-        return self.counts
+        return self.dropping_count
 
     def snapshot_due(self, epoch: int, epochs: int) -> int | None:
         ends = self.schedule.window_ends(epoch, epochs)
         return self.schedule.window_index(epoch) if ends else None
 
+    # the key stays "counts": checkpoints written before the rename resume unchanged
     def state_dict(self) -> dict:
-        return {**super().state_dict(), "counts": self.counts.clone()}
+        return {**super().state_dict(), "counts": self.dropping_count.clone()}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        self.tracker.reset()
-        self.counts.copy_(state["counts"])
+        self.pending.reset()
+        self.dropping_count.copy_(state["counts"])

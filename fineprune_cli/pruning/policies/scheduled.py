@@ -7,7 +7,7 @@ import torch
 from ..config import PruneConfig
 from ...errors import ConfigError
 from ..policy import EpochPlan, Policy, pruned_count
-from ..schedule import PruneSchedule, last_pruning_epoch
+from ..schedule import PruneSchedule, annealed, last_pruning_epoch
 
 
 class Scheduled(Policy):
@@ -27,7 +27,7 @@ class Scheduled(Policy):
         schedule = PruneSchedule.from_config(cfg)
         first, anneal = schedule.first_pruning_epoch(), cls.anneal_of(cfg)
         last = last_pruning_epoch(anneal, epochs)
-        if first is not None and first <= (epochs if last is None else min(epochs, last)):
+        if first is not None and first <= epochs and not annealed(first, last):
             return None
         if first is None:
             return (f"window {schedule.window} with start {schedule.start} never meets an epoch that block "
@@ -39,7 +39,9 @@ class Scheduled(Policy):
                 f"lower --start or --window, or leave both unset (15% and 30% of --epochs)")
 
     def prunes(self, epoch: int) -> bool:
-        return self.num_pruned > 0 and not self.annealed(epoch) and self.schedule.prunes(epoch)
+        """Whether `epoch` leaves samples out: the one rule, which `plan`, `planned_samples` and
+        the library's `Pruner` ask (the schedule's epochs up to `--anneal`, when m > 0)."""
+        return self.num_pruned > 0 and self.schedule.prunes(epoch, self.last_pruning_epoch)
 
     def plan(self, epoch: int) -> EpochPlan:
         self.begin_window(epoch)
