@@ -4,29 +4,21 @@ import csv
 import json
 
 import pytest
-import yaml
 
 from fineprune_cli.analysis import timing
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.tables import Judging, summary_rows, table1, table3
-from test_report import MACHINE, make_run
+from fineprune_cli.analysis.decision import Judging
+from fineprune_cli.analysis.numbers import summary_rows
+from fineprune_cli.analysis.tables import table1, table3
+from factories import MACHINE, make_run
 
 OTHER = {**MACHINE, "processor": "Other CPU"}
 
 
 def _run(tmp_path, accs=(50.0, 70.0, 60.0, 74.0), pruned=(2,), times=(3.0, 2.0, 2.5, 2.0), batch=None):
-    path = make_run(tmp_path, "lenet", "fine", 0, sum(times), list(accs), skipped_epochs=pruned)
-    rows = list(csv.DictReader(open(path / "metrics.csv")))
-    for row, t in zip(rows, times):
-        row["train_seconds"] = t
-    with open(path / "metrics.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    if batch:
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        (path / "config.yaml").write_text(yaml.safe_dump({**config, "train": {"batch_size": batch}}))
+    make_run(tmp_path, "lenet", "fine", 0, sum(times), list(accs), skipped_epochs=pruned, times=times,
+             settings={"train.batch_size": batch} if batch else None)
     return load_runs([tmp_path])[0][0]
 
 
