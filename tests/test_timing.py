@@ -135,3 +135,15 @@ def test_every_committed_run_folder_is_grouped_by_machine():
     old = [r for r in runs if r.summary.schema < 3 or "schema" not in json.loads((r.path / "summary.json").read_text())]
     assert old and all(timing.signature(r) == timing.UNKNOWN for r in old)
     assert all(timing.signature(r) != timing.MIXED for r in runs)
+
+
+def test_time_saved_pairs_by_seed_when_the_arms_have_different_seeds(tmp_path):
+    """regular has seeds 0 and 1 (100 s, 200 s), fine seeds 1 and 2 (150 s, 50 s): only seed 1 has
+    both, 25% saved; paired by position, fine's 150 s would meet regular's 100 s (-50%)."""
+    for seed, seconds in ((0, 100.0), (1, 200.0)):
+        make_run(tmp_path, "lenet", "regular", seed, seconds, [60.0, 70.0])
+    for seed, seconds in ((1, 150.0), (2, 50.0)):
+        make_run(tmp_path, "lenet", "fine", seed, seconds, [60.0, 70.0], skipped_epochs=(2,))
+    by = {p: {r.seed: r for r in load_runs([tmp_path])[0] if r.policy == p} for p in ("regular", "fine")}
+    saved, left = timing.savings(by, "fine")
+    assert saved == pytest.approx({1: 25.0}) and left == []
