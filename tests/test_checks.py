@@ -2,41 +2,24 @@
 numbers, a summary that contradicts its metrics.csv, numbers too large for the statistics and
 non-numbers where numbers belong are left out under 'Runs left out' with the reason."""
 
-import csv
-import json
-
 import pytest
 from typer.testing import CliRunner
 
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
 from fineprune_cli.cli import app
-from test_report import make_run
+from factories import make_run
 
 runner = CliRunner()
 
 
-def _pair(root):
-    """Regular and fine of seeds 0 and 1; fine seed 1 is the one each test edits."""
+def _pair(root, **edits):
+    """Regular and fine of seeds 0 and 1; fine seed 1 carries the test's edits (`summary=`, `rows=`)."""
     for seed in range(2):
         make_run(root, "lenet", "regular", seed, 10.0, [50.0, 60.0 + seed])
-        path = make_run(root, "lenet", "fine", seed, 9.0, [50.0, 59.0 + seed], skipped_epochs=(2,))
+        path = make_run(root, "lenet", "fine", seed, 9.0, [50.0, 59.0 + seed], skipped_epochs=(2,),
+                        **(edits if seed == 1 else {}))
     return path
-
-
-def _edit_summary(path, **changes):
-    data = json.loads((path / "summary.json").read_text())
-    data.update(changes)
-    (path / "summary.json").write_text(json.dumps(data))
-
-
-def _edit_row(path, number, changes):
-    rows = list(csv.DictReader((path / "metrics.csv").read_text().splitlines()))
-    rows[number - 1].update({k: str(v) for k, v in changes.items()})
-    with open(path / "metrics.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 SUMMARY_EDITS = {   # the issue's findings first
@@ -61,8 +44,7 @@ SUMMARY_EDITS = {   # the issue's findings first
 @pytest.mark.parametrize("name", SUMMARY_EDITS)
 def test_an_impossible_or_contradicting_summary_is_left_out_with_the_reason(tmp_path, name):
     changes, words = SUMMARY_EDITS[name]
-    edited = _pair(tmp_path)
-    _edit_summary(edited, **changes)
+    edited = _pair(tmp_path, summary=changes)
     runs, problems = load_runs([tmp_path])
     assert len(runs) == 3 and [str(p.path) for p in problems] == [str(edited)]
     assert problems[0].status == "implausible" and words in problems[0].reason, problems[0].reason
@@ -80,8 +62,7 @@ ROW_EDITS = {
 @pytest.mark.parametrize("name", ROW_EDITS)
 def test_an_impossible_metrics_row_is_left_out_with_the_reason(tmp_path, name):
     epoch, changes, words = ROW_EDITS[name]
-    edited = _pair(tmp_path)
-    _edit_row(edited, epoch, changes)
+    edited = _pair(tmp_path, rows={epoch: changes})
     runs, problems = load_runs([tmp_path])
     assert len(runs) == 3 and [str(p.path) for p in problems] == [str(edited)]
     assert words in problems[0].reason, problems[0].reason
@@ -89,8 +70,7 @@ def test_an_impossible_metrics_row_is_left_out_with_the_reason(tmp_path, name):
 
 def test_the_edited_run_never_enters_the_verdict(tmp_path):
     """final 150 entered the paired differences before: fine's mean difference read +45 pt."""
-    edited = _pair(tmp_path)
-    _edit_summary(edited, final_accuracy=150.0)
+    _pair(tmp_path, summary={"final_accuracy": 150.0})
     report = write_report([tmp_path], tmp_path / "rep", with_plots=False)
     index = (tmp_path / "rep" / "index.md").read_text()
     assert "Runs left out" in index and "final_accuracy 150" in index
@@ -100,8 +80,7 @@ def test_the_edited_run_never_enters_the_verdict(tmp_path):
 @pytest.mark.parametrize("changes", [{"train_seconds": 1e308}, {"load_average": ["x", {}]}])
 def test_report_and_compare_tables_take_huge_and_non_numeric_fields_without_a_traceback(tmp_path, changes):
     """Both crashed before: an overflow in the std, a format of a string as a number."""
-    edited = _pair(tmp_path)
-    _edit_summary(edited, **changes)
+    _pair(tmp_path, summary=changes)
     result = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep"), "--no-plots"])
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     assert "1 left out" in result.output or "left out" in (tmp_path / "rep" / "index.md").read_text()

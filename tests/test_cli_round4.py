@@ -90,7 +90,7 @@ def test_sigterm_while_a_report_is_written_leaves_the_previous_report_and_no_sta
     import signal
 
     from fineprune_cli.analysis import report
-    from test_report import make_run
+    from factories import make_run
     make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])
     assert runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots"]).exit_code == 0
     before = {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()}

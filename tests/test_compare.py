@@ -5,27 +5,19 @@ import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan, shorter_schedule
+from fineprune_cli.arms import shorter_schedule
+from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan
 from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from conftest import summary_of
+from factories import tiny_compare as _cfg
 
 runner = CliRunner()
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "500", "--epochs", "4",
         "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
         "--milestones", "3"]
 
-
-
-def _cfg(tmp_path, **compare):
-    """(run config, compare matrix) for a tiny matrix in tmp_path/cmp."""
-    cfg = build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 500,
-        "train.epochs": 4, "train.batch_size": 50, "train.milestones": [3], "run.device": "cpu",
-        "prune.window": 2, "prune.start": 1})
-    return cfg, load_compare(None, {"compare.out": str(tmp_path / "cmp"),
-                                    **{f"compare.{k}": v for k, v in compare.items()}})
 
 
 def test_plan_runs_whole_seeds_first(tmp_path):

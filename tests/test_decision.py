@@ -12,47 +12,10 @@ from scipy import stats as sps
 from fineprune_cli.analysis import decision, paired, stats
 from fineprune_cli.analysis.decision import CANT_TELL, NOT_WORTH, WORTH, Judging, decide
 from fineprune_cli.analysis.groups import Context
-from fineprune_cli.analysis.runs import Run
-from fineprune_cli.engine.record import EpochRow, RunSummary, Status
+from fineprune_cli.engine.record import EpochRow
+from factories import N, context, make, pruned, shorter
 
-N = 100          # training samples per epoch
-EPOCHS = 10
 CTX = Context("lenet", "toy")
-
-
-def make(policy, seed, final, epochs=EPOCHS, skipped=0, arm=""):
-    """An in-memory run: `final` % at its last epoch (on a 10,000-image test set's grid)."""
-    summary = RunSummary(model="lenet", dataset="toy", epochs=epochs, seed=seed, policy=policy, arm=arm,
-                         status=Status.COMPLETE, epochs_completed=epochs, num_train=N,
-                         final_accuracy=final, best3_accuracy=final, samples_skipped=skipped)
-    rows = [EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0)
-            for e in range(1, epochs + 1)]
-    return Run(Path(f"/runs/{arm or policy}-seed{seed}"), summary, {}, rows)
-
-
-NOISE = [0.11, -0.07, 0.03, -0.12, 0.05, 0.09, -0.04, -0.06]   # seed effects + noise, fixed
-
-
-def context(arms, seeds=range(5), shape=None):
-    """arms: name -> (true mean change against regular, kwargs for make); a small fixed jitter per
-    (arm, seed) so spreads are realistic, never zero."""
-    by = {}
-    for i, (name, (delta, kw)) in enumerate(arms.items()):
-        by[name] = {}
-        for s in seeds:
-            jitter = NOISE[(s + 3 * i) % len(NOISE)] if name != "regular" else 0.0
-            by[name][s] = make(kw.get("policy", name), s, round(90.0 + NOISE[s] + delta + jitter, 2),
-                               **{k: v for k, v in kw.items() if k != "policy"})
-    return by
-
-
-def shorter(share):
-    return (f"shorter-{round(share * 100)}", {"policy": "regular", "arm": f"shorter-{round(share * 100)}",
-                                               "epochs": round(EPOCHS * (1 - share))})
-
-
-def pruned(name, share):
-    return {"policy": name, "skipped": round(share * EPOCHS * N)}
 
 
 def one(by, **judging):
@@ -197,6 +160,40 @@ def test_the_seeds_for_80_percent_against_the_noncentral_t():
     assert power(d.seeds_80) >= 0.8 > power(d.seeds_80 - 1)
 
 
+def _by_diffs(diffs, base=(80.0, 80.4, 79.7)):
+    """regular's final per seed, and ucb (30% skipped) that far from it in each seed."""
+    return {"regular": {s: make("regular", s, b) for s, b in enumerate(base)},
+            "ucb": {s: make("ucb", s, round(b + d, 2), skipped=300) for s, (b, d) in enumerate(zip(base, diffs))}}
+
+
+def test_the_seeds_for_a_decision_start_from_the_observed_mean_not_from_zero():
+    """ucb 0.9 pt below regular on average (-0.5, -1.4, -0.8), no C(p): only 'worse than regular by
+    more than m' can be reached, and its effect is how far the mean lies beyond -m (0.6), not m."""
+    d, = one(_by_diffs([-0.5, -1.4, -0.8]))
+    assert d.word == CANT_TELL and d.cheap is None and d.route == "worse"
+    reg = d.vs_regular
+    assert reg.mean == pytest.approx(-0.9)
+    effect, level = -(reg.mean + 0.3), 0.05 / 2
+
+    def power(n):
+        return sps.nct.sf(sps.t.ppf(1 - level, n - 1), n - 1, effect / reg.sd * math.sqrt(n))
+    assert power(d.seeds_80) >= 0.8 > power(d.seeds_80 - 1)
+
+
+@pytest.mark.parametrize("gain", [0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, 1.0])
+@pytest.mark.parametrize("below", [0.0, 0.1, 0.2, 0.3])
+def test_worth_it_only_where_both_intervals_clear_their_bounds(gain, below):
+    """'Worth it' (better than C(p), not worse than regular) is claimed exactly when, in a family of
+    one, the 90% interval against C(p) lies above 0 and the one against regular above -m: never
+    while either interval reaches its bound. The sweep crosses both bounds."""
+    d, = one(context(line(-gain - below, {"ucb": (-below, pruned("ucb", 0.3))}), seeds=range(3)))
+    clear = d.vs_cheap.low > 0 and d.vs_regular.low > -0.3
+    if d.word == WORTH:
+        assert clear, (d.vs_regular.fmt(), d.vs_cheap.fmt())
+    if clear and d.route == "worth":   # (a smaller p for 'short of the minimum gain' may win instead)
+        assert d.word == WORTH, (d.vs_regular.fmt(), d.vs_cheap.fmt())
+
+
 def test_the_quantum_is_read_off_the_recorded_accuracies():
     assert decision.quantum([make("regular", 0, 91.17)]) == pytest.approx(0.01)
     coarse = make("regular", 0, 50.0)
@@ -246,7 +243,7 @@ def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
     """Regular's mean final 73.84 - 0.5 is 73.34000000000002 as floats: epochs at exactly 73.34%
     did not count. On the test set's grid the target is 73.34 and regular seed 1 reaches it at 164."""
     from fineprune_cli.analysis import timing
-    from fineprune_cli.analysis.tables import quantum_of, target_for
+    from fineprune_cli.analysis.numbers import quantum_of, target_for
     _, by = _committed(CIFAR)
     q = quantum_of(by)
     assert q == pytest.approx(0.01)

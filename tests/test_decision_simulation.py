@@ -11,19 +11,10 @@ import pytest
 
 from fineprune_cli.analysis import stats
 from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, Judging, claims, settle
+from factories import CLEARLY_WORTH, NOT_WORTH_EDGE, WORTH_EDGE, residual_sd, wrong
 
 REPS = 2000
 BOUND = 0.05 + 3 * math.sqrt(0.05 * 0.95 / REPS)   # 5% plus three Monte Carlo standard errors
-M = Judging().margin
-GAIN = Judging().gain
-
-
-def residual_sd(y):
-    """Two-way additive residual of a complete arms x seeds table (checked against the
-    statsmodels fit in test_stats)."""
-    r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
-    df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return math.sqrt((r ** 2).sum() / df), df
 
 
 def one_report(rng, truths, seeds, sigma):
@@ -43,13 +34,6 @@ def one_report(rng, truths, seeds, sigma):
     return found
 
 
-def wrong(word, truth):
-    d_reg, d_c = truth
-    worth_true = d_reg > -M and d_c > 0
-    not_worth_true = d_reg < -M or d_c < GAIN
-    return (word == WORTH and not worth_true) or (word == NOT_WORTH and not not_worth_true)
-
-
 def error_rate(truths, seeds=5, sigma=0.05, adjust=True, seed=0):
     rng = np.random.default_rng(seed)
     bad = 0
@@ -61,11 +45,6 @@ def error_rate(truths, seeds=5, sigma=0.05, adjust=True, seed=0):
             words = [(WORTH if r == "worth" else NOT_WORTH) if r and p <= 0.05 else "" for r, p in found]
         bad += any(wrong(w, t) for w, t in zip(words, truths))
     return bad / REPS
-
-
-WORTH_EDGE = (-M - 1e-9, 1.0)  # just past m below regular: "worth it" is false, "not worth it" true
-NOT_WORTH_EDGE = (0.0, GAIN)  # exactly the minimum gain over C(p): "not worth it" is false
-CLEARLY_WORTH = (0.0, 1.0)
 
 
 @pytest.mark.parametrize("truths", [

@@ -1,37 +1,26 @@
 """analysis.groups: runs that differ in any setting are different rows; seed, machine and
 fields added later (read as their defaults) never split a row; each row meets its own regular."""
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from fineprune_cli.analysis.groups import Context, group
 from fineprune_cli.analysis.runs import load_runs, policy_label
-from fineprune_cli.analysis.tables import csv_cells, summary_rows
+from fineprune_cli.analysis.numbers import csv_cells, summary_rows
 from fineprune_cli.cli import app
-from test_report import make_run
+from factories import make_run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
-def run(root, policy, seed, final, skipped_epochs=(), arm=None, **settings):
+def run(root, policy, seed, final, skipped_epochs=(), arm=None, summary=None, **settings):
     """A 2-epoch run of `policy` (folder named by `arm` or the policy, as compare names it)
     whose config.yaml also holds `settings` ({'prune.prune_fraction': 0.5, ...})."""
-    path = make_run(root, "lenet", arm or policy, seed, 100.0, [60.0, final], skipped_epochs=skipped_epochs)
-    config = yaml.safe_load((path / "config.yaml").read_text())
-    for key, value in settings.items():
-        section, name = key.split(".")
-        config.setdefault(section, {})[name] = value
-    if arm:
-        config["prune"]["enabled"] = policy != "regular"
-        summary = json.loads((path / "summary.json").read_text())
-        (path / "summary.json").write_text(json.dumps({**summary, "policy": policy, "arm": arm}))
-    (path / "config.yaml").write_text(yaml.safe_dump(config))
-    return path
+    return make_run(root, "lenet", policy, seed, 100.0, [60.0, final], skipped_epochs=skipped_epochs, arm=arm or "",
+                    settings=settings, summary=summary)
 
 
 def rows_of(*roots):
@@ -49,6 +38,20 @@ def test_a_sweep_of_two_prune_fractions_is_two_rows(tmp_path):
     assert rows["fine (prune_fraction 0.1)"]["seeds"] == 2
     assert rows["fine (prune_fraction 0.1)"]["d_final_mean"] == pytest.approx(1.0)
     assert rows["fine (prune_fraction 0.5)"]["d_final_mean"] == pytest.approx(-2.5)
+
+
+def test_prune_settings_that_never_acted_do_not_split_regular_runs(tmp_path):
+    """A regular run given --prune-fraction 0.5 (and another policy and window) trained like any
+    other: its seed joins the regular row, and fine pairs with both seeds (differences -1, -1)."""
+    run(tmp_path / "a", "regular", 0, 70.0)
+    run(tmp_path / "b", "regular", 1, 72.0, **{"prune.prune_fraction": 0.5, "prune.policy": "ucb", "prune.window": 5})
+    for seed, final in enumerate((69.0, 71.0)):
+        run(tmp_path / "c", "fine", seed, final, (2,))
+    groups = group(load_runs([tmp_path])[0])
+    assert list(groups) == [Context("lenet", "CIFAR-10 (JPEG q75)")]
+    rows = rows_of(tmp_path)
+    assert set(rows) == {"regular", "fine"} and rows["regular"]["seeds"] == 2
+    assert rows["fine"]["d_final_mean"] == pytest.approx(-1.0) and rows["fine"]["d_final_n"] == 2
 
 
 def test_a_setting_at_its_default_is_not_named(tmp_path):
@@ -80,11 +83,9 @@ def test_seed_machine_place_and_fields_added_later_never_split_a_row(tmp_path):
     """Seed 0 was written before infobatch_rescale and loader existed (read as their defaults),
     seed 1 names them, on another machine, device and folder: one row of two seeds."""
     run(tmp_path / "old", "regular", 0, 70.0, **{"run.out": "somewhere", "run.device": "auto"})
-    new = run(tmp_path / "new", "regular", 1, 71.0, **{"data.loader": "auto", "data.workers": 7,
-                                                       "run.device": "cpu", "run.checkpoint_every": 5})
-    summary = json.loads((new / "summary.json").read_text())
-    summary["machine"] = {"processor": "Other CPU", "threads": 1, "torch": "2.0", "device": "cpu"}
-    (new / "summary.json").write_text(json.dumps(summary))
+    other = {"processor": "Other CPU", "threads": 1, "torch": "2.0", "device": "cpu"}
+    run(tmp_path / "new", "regular", 1, 71.0, summary={"machine": other},
+        **{"data.loader": "auto", "data.workers": 7, "run.device": "cpu", "run.checkpoint_every": 5})
     for folder, seed in (("old", 0), ("new", 1)):
         run(tmp_path / folder, "infobatch", seed, 69.0, (2,),
             **({"prune.infobatch_rescale": True} if seed else {}))
@@ -133,19 +134,14 @@ def test_a_shorter_arm_of_another_recipe_is_its_own_row_never_fewer_epochs_of_th
     assert rows["shorter-50 (epochs 10, milestones 3,6,8, warmup_epochs 0.5)"].get("d_final_mean", "") == ""
 
 
-def _recorded_data(path, data):
-    summary = json.loads((path / "summary.json").read_text())
-    (path / "summary.json").write_text(json.dumps({**summary, "data": data}))
-
-
 def test_runs_on_other_data_from_one_folder_are_never_paired(tmp_path):
     """The class folders were swapped between the arms: the same path, other recorded
     listings. Paired before: '-100.00 [-100.00, -100.00] pt, worse than regular'."""
     before = {"train": "6 files, 1111111111111111", "test": "4 files, 2222222222222222"}
     swapped = {"train": "6 files, 3333333333333333", "test": "4 files, 4444444444444444"}
     for seed in range(2):
-        _recorded_data(run(tmp_path / "a", "regular", seed, 100.0, **{"data.data_dir": "imgs"}), before)
-        _recorded_data(run(tmp_path / "b", "fine", seed, 0.0, (2,), **{"data.data_dir": "imgs"}), swapped)
+        run(tmp_path / "a", "regular", seed, 100.0, **{"data.data_dir": "imgs"}, summary={"data": before})
+        run(tmp_path / "b", "fine", seed, 0.0, (2,), **{"data.data_dir": "imgs"}, summary={"data": swapped})
     groups = group(load_runs([tmp_path])[0])
     assert len(groups) == 2 and all(c.variant.startswith("data #") for c in groups)
     assert sorted(list(rows) for rows in groups.values()) == [["fine"], ["regular"]]
@@ -156,10 +152,10 @@ def test_runs_on_other_data_from_one_folder_are_never_paired(tmp_path):
 def test_runs_that_recorded_no_data_stay_with_the_one_identity_recorded(tmp_path):
     """Folder runs made before identities were recorded (the committed CIFAR-10 runs) still
     pair with later runs of the same folder; a copy of a run on other data is no duplicate."""
-    _recorded_data(run(tmp_path / "a", "regular", 0, 70.0), {})
-    _recorded_data(run(tmp_path / "b", "fine", 0, 69.0, (2,)), {"train": "6 files, 11", "test": "4 files, 22"})
+    run(tmp_path / "a", "regular", 0, 70.0, summary={"data": {}})
+    run(tmp_path / "b", "fine", 0, 69.0, (2,), summary={"data": {"train": "6 files, 11", "test": "4 files, 22"}})
     assert rows_of(tmp_path)["fine"]["d_final_mean"] == pytest.approx(-1.0)
-    _recorded_data(run(tmp_path / "c", "fine", 0, 30.0, (2,)), {"train": "6 files, 33", "test": "4 files, 44"})
+    run(tmp_path / "c", "fine", 0, 30.0, (2,), summary={"data": {"train": "6 files, 33", "test": "4 files, 44"}})
     from fineprune_cli.analysis.groups import duplicates
     assert duplicates(load_runs([tmp_path])[0]) == [] and len(group(load_runs([tmp_path])[0])) == 3
 

@@ -14,8 +14,9 @@ LAYERS = [
     {"pruning"},
     {"engine"},
     {"distributed"},
+    {"arms"},                   # a comparison's arm names, parsed once for drivers and analysis
+    {"analysis"},               # reads finished run folders: needs nothing of how drivers made them
     {"drivers"},
-    {"analysis"},
     {"sequential"},             # procedures that train and decide in turn (planned looks)
     {"cli"},
     {"integrations"},           # other frameworks' adapters (optional extras): nothing imports them
@@ -128,3 +129,12 @@ def test_the_checker_sees_a_violation():
     _, graph = _graph()
     assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.session"]
     assert _layer("fineprune_cli.cli.views") > _layer("fineprune_cli.engine.session")
+
+
+def test_analysis_reads_arm_names_below_the_drivers():
+    """analysis parses arm names from `arms`, never from the compare driver it sits below."""
+    _, graph = _graph()
+    assert _layer("fineprune_cli.analysis.groups") < _layer("fineprune_cli.drivers.compare")
+    assert "fineprune_cli.arms" in graph["fineprune_cli.analysis.groups"]
+    assert not any(t.startswith("fineprune_cli.drivers") for a, targets in graph.items()
+                   if a.startswith("fineprune_cli.analysis") for t in targets)

@@ -15,8 +15,7 @@ from fineprune_cli.analysis.stats import pooled_estimate
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.sequential.looks import levels, record, until_decided
-from test_decision import pruned
-from test_decision_simulation import WORTH_EDGE, residual_sd, wrong
+from factories import WORTH_EDGE, context, pruned, residual_sd, shorter, tiny_compare, wrong
 
 LOOKS = [5, 8, 12]
 REPS = 1500
@@ -79,7 +78,6 @@ def test_a_decision_once_reached_stands_and_only_new_ones_are_recorded():
 
 def test_the_arms_that_bracket_an_undecided_policys_budget():
     """Fine-pruning at 11%: with shorter-10 only, 15% is what is missing; with none, 10% and 15%."""
-    from test_decision import context, shorter
     name, kw = shorter(0.1)
     with_line = context({"regular": (0.0, {}), name: (0.0, kw), "fine": (0.0, pruned("fine", 0.11))})
     assert bracketing_shares(with_line, "fine") == [0.15]
@@ -101,8 +99,7 @@ def test_looks_go_with_until_decided_and_increase():
 
 @pytest.mark.slow
 def test_a_tiny_procedure_trains_look_by_look_and_replays_when_started_again(tmp_path):
-    from test_compare import _cfg
-    cfg, c = _cfg(tmp_path, policies=["regular", "ucb"], shorter=[0.5], until_decided=True, looks=[2, 3])
+    cfg, c = tiny_compare(tmp_path, policies=["regular", "ucb"], shorter=[0.5], until_decided=True, looks=[2, 3])
     cfg.train.epochs = 2
     _, done = until_decided(cfg, c, show_progress=False)
     out = Path(c.out)

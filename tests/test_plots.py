@@ -6,7 +6,7 @@ from matplotlib.figure import Figure
 from fineprune_cli.analysis import plots
 from fineprune_cli.analysis.groups import group
 from fineprune_cli.analysis.runs import load_runs
-from test_report import make_run
+from factories import make_run
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def two_frontier_arms(root, seeds):
     for seed in seeds:
         make_run(root, "lenet", "regular", seed, 100.0, [50.0, 60.0])
         for arm in ("random-every-10", "random-every-20"):
-            make_run(root, "lenet", arm, seed, 90.0, [50.0, 59.0], skipped_epochs=(2,))
+            make_run(root, "lenet", "random", seed, 90.0, [50.0, 59.0], skipped_epochs=(2,), arm=arm)
 
 
 def test_one_seed_is_not_called_a_mean_and_frontier_arms_get_distinct_colours(tmp_path, saved):

@@ -1,57 +1,19 @@
-import csv
 import json
 import math
 import os
 from pathlib import Path
 
 import pytest
-import torch
-import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.tables import epoch_ratio, pace_saving, paper_results, summary_rows, table1, table2
+from fineprune_cli.analysis.numbers import epoch_ratio, pace_saving, summary_rows
+from fineprune_cli.analysis.tables import paper_results, table1, table2
+from factories import make_run
 
 runner = CliRunner()
-MACHINE = {"processor": "Test CPU", "threads": 2, "torch": "2.14.1", "device": "cpu"}
-
-
-def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epochs=(), status="complete",
-             num_train=100, label="CIFAR-10 (JPEG q75)", machine=MACHINE):
-    """A run folder as `fineprune train` writes it, with chosen numbers (machine None: written
-    before machine signatures were recorded)."""
-    path = root / f"{model}-folder" / f"{policy}-seed{seed}"
-    path.mkdir(parents=True)
-    n = len(accs)
-    rows = [{"epoch": e, "lr": 0.1, "samples": 70 if e in skipped_epochs else num_train,
-             "train_seconds": train_s / n, "train_loss": 1.0, "test_loss": 2.0 - acc / 100,
-             "test_accuracy": acc, "pruned": int(e in skipped_epochs), "overhead_seconds": 0.0}
-            for e, acc in enumerate(accs, start=1)]
-    with open(path / "metrics.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    enabled = policy != "regular"
-    config = {"model": {"name": model}, "data": {"dataset": "folder", "label": label},
-              "prune": {"enabled": enabled, "policy": policy if enabled else "fine", "window": 2}}
-    (path / "config.yaml").write_text(yaml.safe_dump(config))
-    top3 = sorted(accs, reverse=True)[:3]
-    summary = {"status": status, "model": model, "dataset": "folder", "dataset_label": label,
-               "policy": policy, "seed": seed, "epochs": n, "epochs_completed": n,
-               "num_train": num_train, "train_seconds": train_s, "final_accuracy": accs[-1],
-               "best3_accuracy": sum(top3) / len(top3), "samples_skipped": 30 * len(skipped_epochs),
-               "device": "cpu: test machine, 2 threads", "torch": "2.14.1", "git_commit": "abc1234",
-               "command": "fineprune compare --config x.yaml"}
-    if machine is not None:
-        summary.update(machine=machine, load_average=[0.5, 0.4, 0.3], schema=3)
-    if enabled:
-        summary.update(overhead_seconds=overhead, pruning_epochs=list(skipped_epochs),
-                       schedule={"window": 2})
-        torch.save(torch.tensor([0, 1, 1, 2, 0], dtype=torch.int32), path / "dropping_counts_window0.pt")
-    (path / "summary.json").write_text(json.dumps(summary))
-    return path
 
 
 @pytest.fixture
@@ -99,26 +61,16 @@ def test_savings_and_accuracy_changes_are_paired_by_seed(runs_root):
 
 
 def test_own_pace_saving_compares_a_run_with_its_own_full_epochs(tmp_path):
-    path = make_run(tmp_path, "lenet", "fine", 0, 10.0, [50.0] * 5, skipped_epochs=(3, 5))
-    lines = (path / "metrics.csv").read_text().splitlines()
     # epoch 1 (warm-up) 2.5 s, left out of the pace; full epochs 1.8 and 2.2 s, median 2 s (with
     # epoch 1 it would be 2.2: catches the warm-up counted); pruned epochs 1.4 s
-    times = {1: 2.5, 2: 1.8, 3: 1.4, 4: 2.2, 5: 1.4}
-    rows = [lines[0]] + [_with_time(line, times) for line in lines[1:]]
-    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
-    run = load_runs([tmp_path])[0][0]
+    times = [2.5, 1.8, 1.4, 2.2, 1.4]
+    make_run(tmp_path / "a", "lenet", "fine", 0, 10.0, [50.0] * 5, skipped_epochs=(3, 5), times=times)
+    run = load_runs([tmp_path / "a"])[0][0]
     assert epoch_ratio(run) == pytest.approx(0.7)
     assert pace_saving(run) == pytest.approx(100 * (1 - 9.3 / (5 * 2.0)))  # epoch 1's time counts
-    rows = [lines[0]] + [_with_time(line, dict.fromkeys(times, 0.0)) for line in lines[1:]]
-    (path / "metrics.csv").write_text("\n".join(rows) + "\n")
-    run = load_runs([tmp_path])[0][0]  # epochs too short to time: no figure, no crash
+    make_run(tmp_path / "b", "lenet", "fine", 0, 10.0, [50.0] * 5, skipped_epochs=(3, 5), times=[0.0] * 5)
+    run = load_runs([tmp_path / "b"])[0][0]  # epochs too short to time: no figure, no crash
     assert math.isnan(pace_saving(run)) and math.isnan(epoch_ratio(run))
-
-
-def _with_time(line, times):
-    cells = line.split(",")
-    cells[3] = str(times[int(cells[0])])  # train_seconds column
-    return ",".join(cells)
 
 
 def test_table1_has_the_papers_rows_and_column(runs_root):
@@ -239,10 +191,7 @@ def test_a_fifo_named_summary_is_left_out_not_waited_on(tmp_path):
 @pytest.mark.parametrize("field, value", [("train_seconds", "4.2"), ("seed", "abc"), ("final_accuracy", None),
                                           ("train_seconds", 0), ("num_train", 0)])
 def test_wrong_typed_summaries_are_left_out_with_a_reason(tmp_path, field, value):
-    path = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
-    s = json.loads((path / "summary.json").read_text())
-    s[field] = value
-    (path / "summary.json").write_text(json.dumps(s))
+    make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0], summary={field: value})
     runs, problems = load_runs([tmp_path])
     assert not runs and problems[0].status == "unreadable" and field in problems[0].reason
 

@@ -1,7 +1,6 @@
 """Reading run folders back (analysis/runs.py) and drawing them (analysis/plots.py): hostile
 records are left out with a reason or lose only their own plot, never fail the report."""
 
-import json
 
 import pytest
 import torch
@@ -10,17 +9,13 @@ from typer.testing import CliRunner
 from fineprune_cli.analysis.plots import slug
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.cli import app
-from test_report import make_run
+from factories import make_run
 
 runner = CliRunner()
 
 
 def _pruned(tmp_path, **summary):
-    path = make_run(tmp_path / "runs", "lenet", "fine", 0, 10.0, [50.0, 60.0], skipped_epochs=(2,))
-    data = json.loads((path / "summary.json").read_text())
-    data.update(summary)
-    (path / "summary.json").write_text(json.dumps(data))
-    return path
+    return make_run(tmp_path / "runs", "lenet", "fine", 0, 10.0, [50.0, 60.0], skipped_epochs=(2,), summary=summary)
 
 
 @pytest.mark.slow
@@ -49,11 +44,7 @@ def test_a_schedule_of_wrong_types_draws_the_timeline_without_resets(tmp_path, s
                                                  ("samples_skipped", 10**30, "samples_skipped must be between"),
                                                  ("samples_skipped", -1, "samples_skipped must be between")])
 def test_impossible_counts_are_left_out_of_the_report_and_refused_by_estimate(tmp_path, field, value, words):
-    path = _pruned(tmp_path, policy="ucb")
-    text = (path / "summary.json").read_text()
-    data = json.loads(text)
-    data[field] = 1234567
-    (path / "summary.json").write_text(json.dumps(data).replace("1234567", str(value)))
+    path = _pruned(tmp_path, policy="ucb", **{field: value})
     report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=False)
     assert not report.runs and words in report.problems[0].reason
     (path / "config.yaml").write_text("prune: {enabled: true, policy: ucb}\n")

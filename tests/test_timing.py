@@ -4,29 +4,21 @@ import csv
 import json
 
 import pytest
-import yaml
 
 from fineprune_cli.analysis import timing
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.tables import Judging, summary_rows, table1, table3
-from test_report import MACHINE, make_run
+from fineprune_cli.analysis.decision import Judging
+from fineprune_cli.analysis.numbers import summary_rows
+from fineprune_cli.analysis.tables import table1, table3
+from factories import MACHINE, make_run
 
 OTHER = {**MACHINE, "processor": "Other CPU"}
 
 
 def _run(tmp_path, accs=(50.0, 70.0, 60.0, 74.0), pruned=(2,), times=(3.0, 2.0, 2.5, 2.0), batch=None):
-    path = make_run(tmp_path, "lenet", "fine", 0, sum(times), list(accs), skipped_epochs=pruned)
-    rows = list(csv.DictReader(open(path / "metrics.csv")))
-    for row, t in zip(rows, times):
-        row["train_seconds"] = t
-    with open(path / "metrics.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    if batch:
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        (path / "config.yaml").write_text(yaml.safe_dump({**config, "train": {"batch_size": batch}}))
+    make_run(tmp_path, "lenet", "fine", 0, sum(times), list(accs), skipped_epochs=pruned, times=times,
+             settings={"train.batch_size": batch} if batch else None)
     return load_runs([tmp_path])[0][0]
 
 
@@ -143,3 +135,15 @@ def test_every_committed_run_folder_is_grouped_by_machine():
     old = [r for r in runs if r.summary.schema < 3 or "schema" not in json.loads((r.path / "summary.json").read_text())]
     assert old and all(timing.signature(r) == timing.UNKNOWN for r in old)
     assert all(timing.signature(r) != timing.MIXED for r in runs)
+
+
+def test_time_saved_pairs_by_seed_when_the_arms_have_different_seeds(tmp_path):
+    """regular has seeds 0 and 1 (100 s, 200 s), fine seeds 1 and 2 (150 s, 50 s): only seed 1 has
+    both, 25% saved; paired by position, fine's 150 s would meet regular's 100 s (-50%)."""
+    for seed, seconds in ((0, 100.0), (1, 200.0)):
+        make_run(tmp_path, "lenet", "regular", seed, seconds, [60.0, 70.0])
+    for seed, seconds in ((1, 150.0), (2, 50.0)):
+        make_run(tmp_path, "lenet", "fine", seed, seconds, [60.0, 70.0], skipped_epochs=(2,))
+    by = {p: {r.seed: r for r in load_runs([tmp_path])[0] if r.policy == p} for p in ("regular", "fine")}
+    saved, left = timing.savings(by, "fine")
+    assert saved == pytest.approx({1: 25.0}) and left == []

@@ -1,7 +1,7 @@
 """The verdict's lines and the lines a decision reads: random and training less at a policy's own
 budget, through the same arms in every seed; what is missing says why."""
 
-import json
+import re
 
 import pytest
 
@@ -10,23 +10,16 @@ from fineprune_cli.analysis import paired
 from fineprune_cli.analysis.decision import Judging
 from fineprune_cli.analysis.groups import group, is_frontier, is_shorter
 from fineprune_cli.analysis.verdict import verdict
-from test_report import make_run
+from fineprune_cli.arms import shorter_schedule
+from factories import make_run
 
 
 def arm(root, policy, seed, final, train_s=100.0, skipped=0, machine="default", arm_name=None):
-    """A 2-epoch run with final accuracy `final` and `skipped` of its 200 sample-epochs left out."""
+    """A 2-epoch run with final accuracy `final` and `skipped` of its 200 sample-epochs left out,
+    half in each epoch."""
     extra = {} if machine == "default" else {"machine": machine}
-    path = make_run(root, "lenet", arm_name or policy, seed, train_s, [60.0, final],
-                    skipped_epochs=(1, 2) if skipped else (), **extra)
-    s = json.loads((path / "summary.json").read_text())
-    s.update(policy=policy, arm=arm_name or "", samples_skipped=skipped)
-    (path / "summary.json").write_text(json.dumps(s))
-    lines = (path / "metrics.csv").read_text().splitlines()   # samples column: half the skip each epoch
-    rows = [line.split(",") for line in lines[1:]]
-    for row in rows:
-        row[2] = str(100 - skipped // 2)
-    (path / "metrics.csv").write_text("\n".join([lines[0]] + [",".join(r) for r in rows]) + "\n")
-    return path
+    return make_run(root, "lenet", policy, seed, train_s, [60.0, final], skipped_epochs=(1, 2) if skipped else (),
+                    kept=100 - skipped // 2, arm=arm_name or "", **extra)
 
 
 def lines_for(root, **judging):
@@ -83,27 +76,19 @@ def shorter_case(root, lines_at=((80.0, 76.0), (78.0, 70.0), (82.0, 78.0)), fine
     79, and another seed's line would give unequal differences."""
     for seed, (y10, y30) in enumerate(lines_at):
         line = y10 + (y30 - y10) / 4
-        _recipe(make_run(root, "lenet", "regular", seed, 100.0, [50.0] * 9 + [y10 + 0.5]), 0.0)
+        make_run(root, "lenet", "regular", seed, 100.0, [50.0] * 9 + [y10 + 0.5], settings=recipe(0.0))
         for name, epochs, y in (("shorter-10", 9, y10), ("shorter-30", 7, y30)):
-            path = make_run(root, "lenet", name, seed, 100.0 * epochs / 10, [50.0] * (epochs - 1) + [y])
-            s = json.loads((path / "summary.json").read_text())
-            (path / "summary.json").write_text(json.dumps({**s, "policy": "regular", "arm": name}))
-            config = path / "config.yaml"
-            config.write_text(config.read_text().replace("enabled: true", "enabled: false"))
-            _recipe(path, 1 - epochs / 10)
-        _recipe(make_run(root, "lenet", "fine", seed, 90.0, [50.0] * 9 + [line + fine_gap],
-                         skipped_epochs=(2, 3, 4, 5, 6)), 0.0)
+            make_run(root, "lenet", "regular", seed, 100.0 * epochs / 10, [50.0] * (epochs - 1) + [y], arm=name,
+                     settings=recipe(1 - epochs / 10))
+        make_run(root, "lenet", "fine", seed, 90.0, [50.0] * 9 + [line + fine_gap], skipped_epochs=(2, 3, 4, 5, 6),
+                 settings=recipe(0.0))
 
 
-def _recipe(path, budget):
-    """The 10-epoch recipe, scaled as `compare --shorter` does: a shorter arm meets only the
-    regular run whose schedule it scales (issue 31)."""
-    import yaml
-    from fineprune_cli.drivers.compare import shorter_schedule
-    config = yaml.safe_load((path / "config.yaml").read_text())
+def recipe(budget):
+    """The 10-epoch recipe's settings, scaled as `compare --shorter` does: a shorter arm meets only
+    the regular run whose schedule it scales (issue 31)."""
     schedule = shorter_schedule(10, [3, 6, 8], 1.0, budget)
-    config["train"] = dict(zip(("epochs", "milestones", "warmup_epochs"), schedule))
-    (path / "config.yaml").write_text(yaml.safe_dump(config))
+    return dict(zip(("train.epochs", "train.milestones", "train.warmup_epochs"), schedule))
 
 
 def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed(tmp_path):
@@ -126,10 +111,8 @@ def test_the_shorter_arms_are_baselines_not_decided(tmp_path):
 def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
     shorter_case(tmp_path)
     for seed in range(3):   # 5% of the sample-epochs: below the line's first arm (10%)
-        _recipe(make_run(tmp_path, "lenet", "ucb", seed, 90.0, [50.0] * 9 + [79.0], skipped_epochs=(9,)), 0.0)
-        path = tmp_path / "lenet-folder" / f"ucb-seed{seed}" / "summary.json"
-        s = json.loads(path.read_text())
-        path.write_text(json.dumps({**s, "samples_skipped": 50}))
+        make_run(tmp_path, "lenet", "ucb", seed, 90.0, [50.0] * 9 + [79.0], skipped_epochs=(9,), kept=50,
+                 settings=recipe(0.0))
     assert isinstance(paired.vs_line(by_policy_of(tmp_path), "ucb", is_shorter), paired.Miss)
     text = "\n".join(lines_for(tmp_path))
     assert "Training fewer epochs does not reach 5.0%" in text and "`compare --shorter 0.05`" in text
@@ -154,3 +137,22 @@ def test_the_tradeoff_plot_draws_both_frontiers_and_the_decisions_intervals(tmp_
     fine_bar = [c for c in ax.containers if c.lines[0].get_color() == colours[labels.index("fine-pruning")]]
     segments = [seg for c in ax.containers for coll in c.lines[2] for seg in coll.get_segments()]
     assert any(abs(seg[0][1] - e.low) < 1e-9 and abs(seg[1][1] - e.high) < 1e-9 for seg in segments), fine_bar
+
+
+RANKING = re.compile(r"\b(most|fastest|quickest|cheapest|ranked|winner)\b|\bbest\b(?!-3)|\bsaves? more\b", re.I)
+
+
+def test_no_policy_is_ranked_by_the_time_it_saves(tmp_path):
+    """fine saves 15-45% of regular's time and random 10-30% (means 30% and 20%, per-seed savings
+    overlapping): the report gives each row its saving and ranks none, in the decisions or the tables."""
+    from fineprune_cli.analysis.report import write_report
+    for seed, (fine_s, random_s) in enumerate(((55.0, 70.0), (70.0, 80.0), (85.0, 90.0))):
+        arm(tmp_path / "runs", "regular", seed, 80.0 + 0.1 * seed)
+        arm(tmp_path / "runs", "fine", seed, 79.9 + 0.1 * seed, train_s=fine_s, skipped=60)
+        arm(tmp_path / "runs", "random", seed, 79.8 + 0.1 * seed, train_s=random_s, skipped=60)
+    write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=False)
+    index = (tmp_path / "rep" / "index.md").read_text()
+    assert "fine-pruning: saved (same machine) | 30.00 ± 15.00%" in index
+    assert "random control: saved (same machine) | 20.00 ± 10.00%" in index
+    found = [line for line in index.splitlines() if RANKING.search(line)]
+    assert not found, found

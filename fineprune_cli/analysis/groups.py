@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..drivers.compare import frontier_fraction, shorter_budget, shorter_schedule
+from ..arms import REGULAR, frontier_fraction, shorter_budget, shorter_schedule
 from ..engine.config import Config, config_from_dict
 from ..engine.fingerprint import drop_unused
 from ..errors import ConfigError
@@ -39,7 +39,6 @@ NOT_SETTINGS = ("run.out", "run.checkpoint_every", "run.dist_timeout", "run.arm"
                 "data.label", "data.workers", "data.download")
 RESCALED = ("train.epochs", "train.milestones", "train.warmup_epochs")   # what a shorter arm changes
 WORLD = "run.world_size"   # from the summary: how many processes trained it (launch, not config)
-REGULAR = "regular"
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,11 @@ def is_frontier(row: str) -> bool:
 
 def is_shorter(row: str) -> bool:
     return shorter_budget(arm_of(row)) is not None
+
+
+def pruned_policies(by_policy: dict[str, dict[int, Run]]) -> list[str]:
+    """Every row but regular."""
+    return [p for p in by_policy if p != REGULAR]
 
 
 @dataclass

@@ -18,8 +18,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..drivers.compare import shorter_budget
-from .groups import REGULAR, is_frontier, is_shorter
+from ..arms import REGULAR, shorter_budget
+from .groups import is_frontier, is_shorter
 from .runs import Run, arm_of
 
 CONTROL = "random"          # the equal-budget control arm of `compare`
@@ -110,7 +110,7 @@ def vs_regular(by_policy: dict[str, dict[int, Run]], policy: str, metric=final) 
     regular = by_policy.get(REGULAR, {}) if policy != REGULAR else {}
     mine = by_policy.get(policy, {})
     both = [s for s in sorted(mine) if s in regular]
-    return Paired("regular", {s: metric(mine[s]) - metric(regular[s]) for s in both}, {s: 2.0 for s in both},
+    return Paired(REGULAR, {s: metric(mine[s]) - metric(regular[s]) for s in both}, {s: 2.0 for s in both},
                   _left_out(mine, {REGULAR: regular}) if regular else {}, (REGULAR,), policy)
 
 

@@ -10,9 +10,9 @@ import torch
 
 from ..errors import ConfigError
 from . import decision, paired, timing
-from .groups import is_frontier, is_shorter
+from .groups import group, is_frontier, is_shorter, pruned_policies
 from .runs import Run, arm_of, policy_color, policy_label
-from .tables import context_title, display_name, group, pruned_policies
+from .tables import context_title, display_name
 
 MARKERS = "os^vD<>p*h"
 SPARE_COLORS = ("#17becf", "#bcbd22", "#e377c2", "#ff7f0e", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5",

@@ -16,11 +16,11 @@ from typing import Any
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
-from .groups import context_of, duplicates, is_shorter, row_name
-from .runs import Problem, Run, load_runs
 from .decision import Judging
-from .tables import (context_title, csv_cells, group, paper_results, pruned_policies, quantum_of, summary_rows,
-                     table1, table2, table3, target_for)
+from .groups import context_of, duplicates, group, is_shorter, pruned_policies, row_name
+from .numbers import csv_cells, quantum_of, summary_rows, target_for
+from .runs import Problem, Run, load_runs
+from .tables import context_title, paper_results, table1, table2, table3
 from .verdict import Verdict, build
 
 RUN_COLUMNS = ("run", "model", "dataset", "policy", "row", "seed", "epochs", "train_seconds",

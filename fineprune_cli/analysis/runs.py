@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..drivers.compare import frontier_fraction, shorter_budget
+from ..arms import frontier_fraction, shorter_budget
 from ..engine.files import read_regular
 from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, finite,
                              load_run_config, read_metrics, read_summary)

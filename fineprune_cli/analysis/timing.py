@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..arms import REGULAR
 from ..engine.config import TrainConfig
 from .runs import Run
 
@@ -50,7 +51,7 @@ class LeftOut:
 
 def savings(by_policy: dict[str, dict[int, Run]], policy: str) -> tuple[dict[int, float], list[LeftOut]]:
     """Time saved (%) against regular of the same seed, for the pairs whose times compare."""
-    regular, mine = by_policy.get("regular", {}), by_policy.get(policy, {})
+    regular, mine = by_policy.get(REGULAR, {}), by_policy.get(policy, {})
     saved, left = {}, []
     for seed in sorted(s for s in mine if s in regular):
         why = comparable(mine[seed], regular[seed])
@@ -105,7 +106,7 @@ def time_to_accuracy(run: Run, target: float, quantum: float) -> Reached | None:
 def default_target(by_policy: dict[str, dict[int, Run]], below: float, quantum: float) -> float | None:
     """Regular's mean final accuracy minus `below` points, on the test set's quantum (None
     without regular runs)."""
-    regular = list(by_policy.get("regular", {}).values())
+    regular = list(by_policy.get(REGULAR, {}).values())
     if not regular:
         return None
     return on_grid(sum(r.summary.final_accuracy for r in regular) / len(regular) - below, quantum)

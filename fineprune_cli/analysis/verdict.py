@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from ..engine.files import to_markdown
 from . import paired, stats
 from .decision import CANT_TELL, Decision, Judging, decide, noise
-from .groups import REGULAR, group, is_frontier, is_shorter
+from ..arms import REGULAR
+from .groups import group, is_frontier, is_shorter, pruned_policies
+from .numbers import row_numbers
 from .runs import Run, policy_label
-from .tables import context_title, policy_stats, pruned_policies
+from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
 HEADER = ["policy", "budget", "− regular [90%]", "C(p)", "− C(p) [90%]", "p (Holm)", "decision"]
@@ -38,7 +40,7 @@ def peq(p: float) -> str:
 
 def short_against(against: str) -> str:
     return {paired.SHORTER_LINE: "fewer epochs", paired.RANDOM_LINE: "random every epoch",
-            paired.THE_CONTROL: "random control", "regular": "regular"}.get(against, against)
+            paired.THE_CONTROL: "random control", REGULAR: REGULAR}.get(against, against)
 
 
 def _est(e: stats.Estimate | None) -> str:
@@ -125,7 +127,7 @@ def _comparison(p: paired.Paired, e: stats.Estimate | None) -> str:
 
 
 def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
-    reg = policy_stats(runs_by, REGULAR)["final_acc"]
+    reg = row_numbers(runs_by, REGULAR).final_acc
     n, fit = len(runs_by.get(REGULAR, {})), noise(runs_by)
     pooled = (f"residual sd {fit.sigma:.2f} pt per run on {fit.df} df (block model over "
               f"{sum(len(v) for v in runs_by.values())} runs)") if fit.sigma is not None else "no pooled sd (no df left)"

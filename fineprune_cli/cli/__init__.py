@@ -166,7 +166,7 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
 
     Runs already complete in --out are reused, so an interrupted compare continues."""
     from ..analysis.runs import load_runs
-    from ..analysis.tables import summary_rows
+    from ..analysis.numbers import summary_rows
     from ..analysis.verdict import build
     from ..drivers.compare import load_compare
     from ..drivers.matrix import run_matrix

@@ -177,7 +177,7 @@ ROW_WIDTH = 26   # the row name's column: the numbers beside it take the rest of
 
 
 def show_report(rep: Any, as_json: bool) -> None:
-    from ..analysis.tables import summary_rows
+    from ..analysis.numbers import summary_rows
 
     if as_json:
         console.print_json({

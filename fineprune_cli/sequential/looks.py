@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
+from ..arms import REGULAR, frontier_arm, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decision import CANT_TELL, Decision, Judging, bracketing_shares, decide
 from ..analysis.groups import group
 from ..analysis.runs import load_runs
 from ..analysis.stats import ALPHA
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
-from ..drivers.compare import CompareConfig, frontier_fraction, shorter_budget
+from ..drivers.compare import CompareConfig
 from ..drivers import matrix
 
 RULE = "Bonferroni over looks"
@@ -101,13 +102,12 @@ def until_decided(cfg: Config, c: CompareConfig, show_progress: bool = True,
 
 
 def _arm_names(c: CompareConfig) -> list[str]:
-    return (list(c.policies) + [f"random-every-{round(100 * f)}" for f in c.frontier]
-            + [f"shorter-{round(100 * b)}" for b in c.shorter])
+    return list(c.policies) + [frontier_arm(f) for f in c.frontier] + [shorter_arm(b) for b in c.shorter]
 
 
 def _next_arms(c: CompareConfig, groups: dict, open_: list[Decision]) -> CompareConfig:
     """Regular, the undecided policies, their C(p) arms, and shorter arms where the line misses."""
-    policies, frontier, shorter = ["regular"], [], []
+    policies, frontier, shorter = [REGULAR], [], []
     for d in open_:
         names = [d.policy] + (list(d.cheap.arms) if d.cheap else [])
         for name in names:
