@@ -28,7 +28,7 @@ test: setup
 # The documentation site (MkDocs Material, pinned in the test extra) into the ignored site/;
 # --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.
 docs: setup
-	$(PY) -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 # docs/reference/settings.md from the settings' declarations (tests/test_docs.py fails while it is stale).
 docs-settings: setup
