@@ -158,7 +158,7 @@ def _other_options() -> list[str]:
         for p in own:
             names = " ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts]) if p.param_type_name == "option" \
                 else f"`{p.name.upper()}` (argument)"
-            default = "—" if p.default in (None, False, ()) else f"`{p.default}`"
+            default = "—" if p.default is None or p.default is False or p.default == () else f"`{p.default}`"
             out.append(f"| {names} | {default} | {_cell(getattr(p, 'help', None) or '')} |")
         out.append("")
     return out
