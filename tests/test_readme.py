@@ -65,6 +65,13 @@ def test_readme_library_example_trains_and_prunes():
     assert scope["policy"].plan(7).samples == 300     # an odd epoch does not
 
 
+def test_every_python_block_of_the_pages_is_run_by_a_test_here():
+    """A new example on a page needs its test above: the blocks each test runs, by page."""
+    found = {str(p.relative_to(ROOT)): len(_blocks(str(p.relative_to(ROOT)))) for p in _pages()}
+    assert {page: n for page, n in found.items() if n} == {
+        "README.md": 1, "docs/howto/own-loop.md": 2, "docs/howto/dataloader.md": 2, "docs/howto/lightning.md": 1}
+
+
 def test_pipeline_sampler_example_trains_and_prunes():
     """The DataLoader example: it trains, reaches the last epoch, and the policy counted."""
     scope = _toy_scope()
