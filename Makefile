@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test demo reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
+.PHONY: setup test demo docs docs-settings reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -24,6 +24,15 @@ $(FMNIST):
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
+
+# The documentation site (MkDocs Material, pinned in the test extra) into the ignored site/;
+# --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# docs/reference/settings.md from the settings' declarations (tests/test_docs.py fails while it is stale).
+docs-settings: setup
+	$(PY) -m fineprune_cli.cli.reference docs/reference/settings.md
 
 FP := $(VENV)/bin/fineprune
 

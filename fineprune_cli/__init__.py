@@ -3,7 +3,7 @@
 Library use in your own loop: `Pruner`, `PruneSchedule`, `DroppingCount`, or any registered
 policy through `create_policy`; in a DataLoader pipeline `IndexedDataset` and `PruningSampler`
 (`DistributedPruningSampler` data-parallel); Lightning: `fineprune_cli.integrations.lightning`
-(see README.md).
+(see docs/howto/own-loop.md, dataloader.md and lightning.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ run by run; prints one line per run and exits 1 on any difference.
 
     python experiments/bench/same_metrics.py BEFORE_DIR AFTER_DIR
 
-The README's equality check (issue 23) runs `fineprune compare` at two commits and passes
+The equality check of docs/development.md (issue 23) runs `fineprune compare` at two commits and passes
 both folders here."""
 
 from __future__ import annotations

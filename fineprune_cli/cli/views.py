@@ -24,7 +24,7 @@ def show_estimate(result: tuple[Estimate, PruneSchedule | None], as_json: bool) 
     table = Table(title="Predicted saving (Section 4.4)", show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
-    formula = f"{est.n_prune_formula}" + ("" if est.formula_agrees else "  (differs: see README)")
+    formula = f"{est.n_prune_formula}" + ("" if est.formula_agrees else "  (differs: see docs/choices.md)")
     for label, value in [
         ("epochs n", f"{est.epochs}"),
         ("pruning epochs n_prune" + (" (schedule)" if schedule else " (measured)"), f"{est.n_prune}"),

@@ -1,7 +1,7 @@
 """One config tree for every command: defaults < YAML file < CLI flags.
 
 Each field is declared once (`settings.option`: default, help, flag, check). The defaults are
-the paper's CIFAR-10 recipe (Section 5) and the schedule chosen in README.md; the ones that
+the paper's CIFAR-10 recipe (Section 5) and the schedule chosen in docs/policies/fine.md; the ones that
 depend on the run's length (milestones, the pruning window and start) are the paper's shares of
 --epochs, filled in by `resolve` once every layer is read, so a run's config.yaml holds numbers.
 """
@@ -79,7 +79,7 @@ class DataConfig:
     label: str = option("", flag="", help="Name shown in reports, e.g. 'CIFAR-10 (JPEG q75)'.")
     image_size: int | None = option(None, check=optional(between(4, 4096)), help="--dataset folder: resize every image to N x N (then crop + flip); default: the images' own size, the same for all.")
     loader: str = option("auto", choices=LOADERS, help="--dataset folder: device (decoded once, held on the device), stream (DataLoader workers decode each epoch's kept samples) or auto (device when it fits). (default auto)")
-    workers: int = option(DEFAULT_WORKERS, check=between(0, 64), help=f"DataLoader workers decoding images when streaming. (default {DEFAULT_WORKERS})")
+    workers: int = option(DEFAULT_WORKERS, check=between(0, 64), help="DataLoader workers decoding images when streaming. (default: min(4, the cores this process may use))")
 
     def check(self) -> None:
         if self.dataset != "folder" and (self.image_size is not None or self.loader == "stream"):
@@ -104,11 +104,11 @@ class TrainConfig:
     lr_schedule: str = option("epochs", choices=("epochs", "progress"),
                               help="Where the milestones fall: epochs (after epoch m) or progress (once the "
                                    "run has trained m/epochs of the samples it will train, estimated from its "
-                                   "policy's plans; README: the definition). (default epochs)")
+                                   "policy's plans; docs: policies, learning rate of pruned runs). (default epochs)")
     lr_scale_pruned: bool | None = option(None, flag="--lr-scale-pruned/--no-lr-scale-pruned",
                                           help="Multiply a pruned epoch's lr by N / (samples it trains), as "
                                                "KAKURENBO does. (default: the policy's; on for kakurenbo only)")
-    warmup_epochs: float = option(1.0, flag="", check=at_least(0), help="Linear lr ramp over the first epochs (README: why).")
+    warmup_epochs: float = option(1.0, flag="", check=at_least(0), help="Linear lr ramp over the first epochs (why: docs, train, the recipe).")
     eval_batch_size: int = option(1000, flag="", check=between(1, MAX_BATCH), help="Batch size for evaluation.")
 
 

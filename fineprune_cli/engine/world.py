@@ -62,7 +62,7 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
     for rank, size, local in keys:
         if size in env and env_int(env, size, 1) > 1:
             if rank == "SLURM_PROCID" and "MASTER_ADDR" not in env:
-                raise ConfigError("under Slurm, set MASTER_ADDR and MASTER_PORT (see README: several GPUs and nodes)")
+                raise ConfigError("under Slurm, set MASTER_ADDR and MASTER_PORT (see docs/howto/distributed.md)")
             if "MASTER_PORT" in env:
                 env_int(env, "MASTER_PORT", 1, 65535)
             return World(env_int(env, rank, 0, int(env[size]) - 1), int(env[size]), env_int(env, local, 0, default=0))
@@ -98,7 +98,7 @@ def init(world: World, device: torch.device, timeout_s: float, init_method: str 
     timeout = timedelta(seconds=timeout_s)
     if init_method is None and "MASTER_ADDR" not in os.environ:
         raise ConfigError(f"{world.size} processes need MASTER_ADDR and MASTER_PORT to meet (torchrun sets them; "
-                          "see README: several GPUs and nodes)")
+                          "see docs/howto/distributed.md)")
     try:
         with quiet_stderr():   # c10d logs each failed try with a 30-line C++ stack
             store = None if init_method else group_store(world, timeout)

@@ -1,6 +1,6 @@
 """`egreedy`: epsilon-greedy selection (Raju et al., 2021): every epoch keep the k - round(ε·k)
 samples with the highest running mean loss, plus round(ε·k) drawn uniformly from the others
-(see bandit.py for the reading)."""
+(bandit.py holds what it shares with ucb). Page: docs/policies/egreedy.md."""
 
 from __future__ import annotations
 

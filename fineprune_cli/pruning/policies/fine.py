@@ -1,6 +1,7 @@
 """`fine`: data fine-pruning (Li et al., 2018). Leaves out the samples with the highest
 DroppingCount (Algorithm 1) in the schedule's pruning epochs (Algorithm 2); `--drop easy`
-leaves out the lowest instead, and `--anneal δ` stops pruning after epoch δ·n."""
+leaves out the lowest instead, and `--anneal δ` stops pruning after epoch δ·n.
+The method, its defaults and our reading of the paper: docs/policies/fine.md, docs/choices.md."""
 
 from __future__ import annotations
 

@@ -1,37 +1,8 @@
 """`infobatch`: InfoBatch (Qin et al., ICLR 2024), soft pruning with expectation rescaling.
 
-Our reading of the paper and of its reference code (NUS-HPC-AI-Lab/InfoBatch,
-infobatch/infobatch.py), and where we differ:
-
-- Score: the sample's latest training loss, before any weighting. Samples that sat out an
-  epoch keep their old score (the code only writes scores of trained samples), so the mean
-  below is over fresh and stale losses alike.
-- Epochs: epoch e = 1..n prunes iff e <= δ·n (the code's sampler counts epochs from 1 and
-  switches to full data when its counter exceeds num_epochs·delta); δ = 0.875 by default, so
-  with n = 200 epochs 1-175 prune and 176-200 train everything with weight 1. Here δ is
-  `--anneal` (the policy's default 0.875) and n the `epochs` the policy is created with.
-- Which samples can sit out: score < mean of the scores (strict '<'; equal to the mean stays).
-  The code initialises every score to 3 and averages over all N; we keep never-seen samples
-  out of both the candidates and the mean, as the issue asks, so epoch 1 (nothing seen yet)
-  trains everything, as in the code (all scores equal there, none below their mean).
-- How many: a uniformly random r of the below-mean set W sits out (r = `--infobatch-ratio`,
-  InfoBatch's `prune_ratio`, default 0.5 as in the paper's CIFAR runs). The code keeps
-  int((1 - r)·|W|) of W, rounding the kept count down; we leave out floor(r·|W|), rounding
-  the left-out count down, so an epoch never trains fewer than its budget (1 - r)·|W|: the
-  two differ by at most one sample. The code also caps r at 0.9; so does our check.
-- Weights: the below-mean samples that train get loss weight 1/(1 - r) (the code's
-  1/keep_ratio); all others 1. EpochPlan.weights is that length-N vector, None after δ·n.
-  (The code resets its weights only when the epoch counter equals δ·n + 1 exactly, so with a
-  fractional δ·n its full-data epochs keep the last weights; we use weight 1 there, the
-  paper's intent.) We apply the weight whenever W is not empty, also when floor(r·|W|) = 0.
-
-`--no-infobatch-rescale` (an ablation, not the paper) trains the kept below-mean samples with
-weight 1, so the plan carries no weights: it tells the loss of the kept samples' rescaling
-apart from the pruning itself.
-
-`--infobatch-ratio` is a setting of its own rather than `--prune-fraction` because it means a
-share of W, not of all N samples, and so that fine/random's fraction (0.3 in the experiment
-files) and InfoBatch's r (0.5) can be set independently.
+A random share r of the samples whose latest loss is below the mean sits out an epoch, and the
+other below-mean samples get loss weight 1/(1 - r), until epoch δ·n; `--no-infobatch-rescale`
+drops the rescaling (an ablation). Our reading of the paper and its code: docs/policies/infobatch.md.
 """
 
 from __future__ import annotations

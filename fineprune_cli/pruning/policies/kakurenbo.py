@@ -1,36 +1,8 @@
 """`kakurenbo`: KAKURENBO (Nguyen et al., NeurIPS 2023, "Adaptively Hiding Samples in Deep
-Neural Network Training").
-
-Each epoch hides up to a fraction F (`--prune-fraction`) of the samples with the lowest loss,
-except those the model mispredicts or predicts with confidence below tau (`--kakurenbo-tau`):
-these "move back" to the training list. Loss, prediction correctness and confidence come from
-the training forward pass; the hidden samples get a forward-only pass at the end of the epoch
-(`refresh`), so their values are fresh when the next epoch chooses. The learning rate of an
-epoch that trains s of N samples is multiplied by N/s (`scales_lr`: the engine's
-`--lr-scale-pruned`, on unless `--no-lr-scale-pruned`).
-
-Our reading, where the paper (and its reference code, TruongThaoNguyen/kakurenbo, read for
-understanding) leaves a choice:
-
-- Scores: a sample's latest loss, whether it was right (argmax == label) and its confidence,
-  the top softmax probability over the classes (the code takes the softmax over the batch
-  dimension, which we read as a slip). A sample observed twice in an epoch keeps the mean of its
-  losses and confidences, and counts as right only if every observation was right.
-- Candidates: the m = round(F·N) lowest losses (the code truncates F·N; we round as every
-  other policy here does); equal losses are ordered by a seeded random permutation, not by
-  index. A candidate stays hidden iff it was right and its confidence >= tau; tau = 0.7, the
-  code's threshold. So F is a maximum: fewer samples hide when the model is unsure.
-- Never-observed samples are never hidden (the code starts every sample as mispredicted), so
-  epoch 1 trains everything.
-- The code lowers F at the learning-rate milestones (x1, 0.8, 0.6, 0.4) and scales the lr by
-  1/(1 - that F) whatever was hidden; we keep F fixed (the pruning layer knows nothing of the
-  lr schedule) and scale by what was actually trained, N/s, as issue 23 asks (the paper's full
-  text was not at hand here; its abstract speaks of accounting for the reduced number of SGD
-  updates). The threshold tau = 0.7 is likewise the code's, not checked against the text.
-- The end-of-epoch pass runs the model in evaluation mode (batch-norm running statistics,
-  which it does not update) on the images without augmentation; its time is part of the run's
-  training time and is reported apart (`refresh_seconds`).
-- `--anneal δ` stops hiding after epoch δ·n like every policy (none by default).
+Neural Network Training"). Each epoch hides up to F (`--prune-fraction`) of the lowest-loss
+samples, except those mispredicted or below confidence tau; the hidden ones get a forward-only
+pass at the epoch's end, and the lr of an epoch training s of N samples is x N/s.
+Our reading of the paper and its code: docs/policies/kakurenbo.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`random`: the equal-budget control. Leaves out m samples drawn uniformly in the same
 epochs as `fine` (same schedule, same fraction). With `--window 1 --start 0 --block 1
 --count 1` it prunes every epoch: uniform dynamic random pruning (Raju et al., 2021; RS2).
-`--anneal δ` stops it after epoch δ·n, like every policy."""
+`--anneal δ` stops it after epoch δ·n, like every policy. Page: docs/policies/random.md."""
 
 from __future__ import annotations
 

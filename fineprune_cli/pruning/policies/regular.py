@@ -1,4 +1,5 @@
-"""`regular`: every sample in every epoch (the baseline; alias `none`)."""
+"""`regular`: every sample in every epoch (the baseline; alias `none`).
+Page: docs/policies/regular.md."""
 
 from ..policy import Policy
 from ..registry import register

@@ -1,6 +1,7 @@
 """`ucb`: upper-confidence-bound selection (Raju et al., 2021): every epoch keep the k samples
-with the highest mean + c·std of their running loss estimates (see bandit.py for the reading).
-A sample whose loss swings (high std) stays even at a middling mean: the exploration term."""
+with the highest mean + c·std of their running loss estimates (bandit.py holds what it shares
+with egreedy). A sample whose loss swings (high std) stays even at a middling mean: the
+exploration term. Page and our reading of the paper: docs/policies/ucb.md."""
 
 from __future__ import annotations
 
