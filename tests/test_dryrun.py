@@ -155,3 +155,29 @@ def test_the_real_probe_runs_at_the_threads_asked_and_gives_them_back(monkeypatc
     assert calls == [1, before] and torch.get_num_threads() == before
     assert (p.threads, p.batch, len(p.train_s), len(p.eval_s)) == (1, 16, probe.REPEATS, probe.REPEATS)
     assert min(p.train_s) > 0 and min(p.eval_s) > 0
+
+
+@pytest.mark.parametrize("load, slower, shown", [
+    (2.0, 4, True),     # load = cores: busy; 1 thread 4x faster
+    (1.9, 4, False),    # not busy: no second probe
+    (2.0, 1.25, False),  # busy, but 1 thread not clearly faster
+])
+def test_a_busy_machine_times_one_thread_too_and_shows_it_where_clearly_faster(capsys, load, slower, shown):
+    seen: list = []
+
+    def timer(cfg, channels, size, classes, threads):
+        seen.append(threads)
+        train = TRAIN if threads == 1 else slower * TRAIN
+        return Probe([train] * 5, [EVAL] * 5, threads or 2, 128, load=load, cores=2)
+
+    dry = dryrun.dry_train(_cfg(), timer)
+    assert seen == ([None, 1] if load >= 2 else [None])
+    assert dry.one_thread_seconds == (ONE_RUN if shown else None)
+    assert ("1 thread a run is faster" in dryrun_view.estimate_text(dry)) == shown
+
+
+def test_slurm_gives_every_run_at_once_to_one_after_the_other(tmp_path):
+    seen: list = []
+    dry = dryrun.dry_compare(_cfg(), _compare(tmp_path, seeds=[0, 1, 2], executor="slurm"), _timer(seen))
+    assert (dry.fewest_seconds, dry.estimated_seconds, seen[0][-1]) == (ONE_RUN, 3 * ONE_RUN, None)
+    assert "as many at once as the queue allows" in dryrun_view.estimate_text(dry)

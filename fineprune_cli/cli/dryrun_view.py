@@ -84,8 +84,10 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
 
 def estimate_text(dry: Any) -> str:
     """The time line: one figure, a range for --until-decided (and Slurm), or why there is none."""
+    faster = (f"\nat this load 1 thread a run is faster: ~{duration(dry.one_thread_seconds)} in all (set "
+              "OMP_NUM_THREADS=1 for train, --threads 1 for compare)") if dry.one_thread_seconds is not None else ""
     if dry.estimated_seconds is None:
-        return f"no time estimate: {dry.cannot_estimate}"
+        return f"no time estimate: {dry.cannot_estimate}{faster}"
     todo = sum(r.state in ("new", "incomplete") for r in dry.runs)
     how = {0: "as many at once as the queue allows", 1: "one after the other"}.get(
         dry.pace.at_once, f"{dry.pace.at_once} at once")
@@ -98,7 +100,7 @@ def estimate_text(dry: Any) -> str:
         span = f"~{duration(dry.fewest_seconds)} to ~{duration(dry.estimated_seconds)}"
     else:
         span = f"~{duration(dry.estimated_seconds)}"
-    return f"estimated time on {dry.device}: {span} ({what})\n({dry.note})"
+    return f"estimated time on {dry.device}: {span} ({what})\n({dry.note}){faster}"
 
 
 def _arms(runs: list[Any]) -> dict[tuple, list[Any]]:

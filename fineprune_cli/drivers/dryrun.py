@@ -24,6 +24,7 @@ from .probe import Probe, busy, probe
 KNOWN = {"fashion-mnist": (60000, 10000, 1, 28, 10), "cifar10": (50000, 10000, 3, 32, 10),
          "cifar100": (50000, 10000, 3, 32, 100), "synthetic": (50000, 10000, 3, 32, 10)}
 TO_TRAIN = ("new", "incomplete")   # compare trains these again; 'complete' and 'diverged' it skips
+ONE_THREAD_GAIN = 1.5   # a busy machine's 1-thread figure is shown when at least this much faster
 
 Timer = Callable[[Config, int, int, int, "int | None"], Probe]   # probe's signature: tests pass their own
 
@@ -67,6 +68,7 @@ class DryRun:
     looks: list[int]
     note: str
     probes: dict[str, Probe] = field(default_factory=dict)
+    one_thread_seconds: float | None = None   # a busy machine: the most at 1 thread a run, where clearly faster
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -194,7 +196,21 @@ def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tupl
     probes = {key: timer(*args, pace.threads) for key, args in costs.items()}
     fewest, most, why = time_runs(runs, probes, pace)
     return DryRun(config, runs, {k: p.train for k, p in probes.items()}, {k: p.eval for k, p in probes.items()},
-                  most, fewest, why, device, pace, list(looks), _note(runs, probes, pace, looks), probes)
+                  most, fewest, why, device, pace, list(looks), _note(runs, probes, pace, looks), probes,
+                  _one_thread(runs, costs, probes, pace, timer, most) if device == "cpu" else None)
+
+
+def _one_thread(runs: list[PlannedRun], costs: dict[str, tuple], probes: dict[str, Probe], pace: Pace,
+                timer: Timer, most: float | None) -> float | None:
+    """On a machine with more work than cores, a run's threads wait for each other at every
+    step (one of them is always descheduled): measured 10x slower at 2 threads than at 1 under
+    load 11 on 2 cores. There the probe times 1 thread too; its figure, where clearly faster."""
+    p = next(iter(probes.values()))
+    if p.threads <= 1 or p.load is None or p.load < p.cores:
+        return None
+    singles = {key: timer(*args, 1) for key, args in costs.items()}
+    _, one, _ = time_runs([replace(r) for r in runs], singles, pace)
+    return one if one is not None and (most is None or one < most / ONE_THREAD_GAIN) else None
 
 
 def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: list[int]) -> str:
