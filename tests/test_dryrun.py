@@ -134,14 +134,18 @@ def test_the_warm_up_runs_long_enough_and_is_not_timed():
     assert steps == [2.0 ** -6] * probe.REPEATS and evals == [2.0 ** -5] * probe.REPEATS
 
 
-def test_a_slow_model_stops_after_the_fewest_repeats_once_over_budget():
-    clock = FakeClock()
+def test_a_slow_model_warms_up_two_steps_and_stops_after_the_fewest_repeats_once_over_budget():
+    clock, calls = FakeClock(), []
 
     def step():
+        calls.append("step")
         clock.now += probe.BUDGET_S / 2
 
-    steps, _ = probe.measure(step, lambda: None, clock)
-    assert len(steps) == probe.MIN_REPEATS   # one step a repeat; past the budget after three
+    steps, evals = probe.measure(step, lambda: calls.append("eval"), clock)
+    # two warm-up steps (past WARMUP_MAX_S), three repeats of one step (past the budget after
+    # two, but three are the fewest), one evaluation (the budget is spent after the first)
+    assert calls == ["step", "step", "step", "eval", "step", "step"]
+    assert len(steps) == probe.MIN_REPEATS and len(evals) == 1
 
 
 def test_the_real_probe_runs_at_the_threads_asked_and_gives_them_back(monkeypatch):

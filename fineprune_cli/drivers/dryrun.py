@@ -18,7 +18,7 @@ from ..pruning.estimate import estimate
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
 from .compare import CompareConfig, existing_state, job_config, plan
-from .probe import Probe, busy, probe
+from .probe import Probe, busy, probe, step_text
 
 # (training images, test images, channels, image size, classes) of the built-in datasets
 KNOWN = {"fashion-mnist": (60000, 10000, 1, 28, 10), "cifar10": (50000, 10000, 3, 32, 10),
@@ -217,7 +217,7 @@ def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: l
     """How the figure was made and what it leaves out."""
     p = next(iter(probes.values()))
     parts = [f"each model's training step and evaluation timed on random inputs: the median of "
-             f"{len(p.train_s)} repeats after a warm-up ({1000 * p.train * p.batch:.3g} ms per step of "
+             f"{len(p.train_s)} repeats after a warm-up ({step_text(p.train * p.batch)} per step of "
              f"{p.batch} images at {p.threads} thread{'s' if p.threads != 1 else ''})"]
     if p.load is not None:
         parts.append(f"machine load {p.load:.1f} on {p.cores} cores when timed: " + (

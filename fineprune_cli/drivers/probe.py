@@ -18,13 +18,14 @@ from typing import Any, Callable
 
 WARMUP_STEPS = 3    # untimed: allocation, first-call and kernel-choice overheads ...
 WARMUP_S = 0.3      # ... and at least this long, so the clock and the caches have settled
+WARMUP_MAX_S = 2.0  # ... but two steps are enough where they took this long (a ResNet on a CPU)
 REPEATS = 5         # timed repeats; the figure is their median
 MIN_REPEATS = 3     # a slow model (a ResNet step on a CPU takes seconds) stops here ...
 BUDGET_S = 15.0     # ... once the probe has taken this long
 REPEAT_S = 0.25     # each repeat: whole steps until this much time has passed (at least one)
 SPREAD_LIMIT = 2.0  # repeats further apart than this: the machine's speed changes, no estimate
 TIMED_BATCH = 128   # the run's batch up to this
-EVAL_IMAGES = 256   # the evaluation batch up to this
+EVAL_IMAGES = 128   # the evaluation batch up to this (a ResNet forward on a CPU is slow too)
 PROBE_LR = 1e-4     # random labels at the run's lr may diverge; the step costs the same
 
 
@@ -54,10 +55,15 @@ class Probe:
         """Why its figure cannot be trusted ('' when it can)."""
         if self.spread() <= SPREAD_LIMIT:
             return ""
-        ms = [1000 * s * self.batch for s in (min(self.train_s), max(self.train_s))]
-        return (f"the probe's {len(self.train_s)} timed repeats took {ms[0]:.3g} to {ms[1]:.3g} ms per step "
+        low, high = (step_text(s * self.batch) for s in (min(self.train_s), max(self.train_s)))
+        return (f"the probe's {len(self.train_s)} timed repeats took {low} to {high} per step "
                 f"({self.spread():.1f}x apart, more than {SPREAD_LIMIT:g}x): the machine's speed is changing"
                 f"{busy(self.load, self.cores)}; run --dry-run again when it is steadier")
+
+
+def step_text(seconds: float) -> str:
+    """'605 ms', '11.4 s'."""
+    return f"{1000 * seconds:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 def busy(load: float | None, cores: int) -> str:
@@ -85,14 +91,14 @@ def measure(step: Callable[[], Any], evaluate: Callable[[], Any], clock: Callabl
             ) -> tuple[list[float], list[float]]:
     """Seconds per training step and per evaluation of each timed repeat, after the warm-up."""
     start, warm = clock(), 0
-    while warm < WARMUP_STEPS or clock() - start < WARMUP_S:
+    while warm < 2 or (warm < WARMUP_STEPS or clock() - start < WARMUP_S) and clock() - start < WARMUP_MAX_S:
         step()
         warm += 1
-    evaluate()
     start, steps, evals = clock(), [], []
     while len(steps) < REPEATS and (len(steps) < MIN_REPEATS or clock() - start < BUDGET_S):
         steps.append(per_call(step, clock, REPEAT_S))
-        evals.append(per_call(evaluate, clock, 0.0))
+        if not evals or clock() - start < BUDGET_S:   # a small share of a run: once is enough when slow
+            evals.append(per_call(evaluate, clock, 0.0))
     return steps, evals
 
 
