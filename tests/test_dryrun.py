@@ -161,23 +161,28 @@ def test_the_real_probe_runs_at_the_threads_asked_and_gives_them_back(monkeypatc
     assert min(p.train_s) > 0 and min(p.eval_s) > 0
 
 
-@pytest.mark.parametrize("load, slower, shown", [
-    (2.0, 4, True),     # load = cores: busy; 1 thread 4x faster
-    (1.9, 4, False),    # not busy: no second probe
-    (2.0, 1.25, False),  # busy, but 1 thread not clearly faster
+@pytest.mark.parametrize("load, process_threads, contended", [
+    (2.0, 2, True),     # load = cores, 2 threads: no pace to estimate; 1 thread timed and given instead
+    (1.9, 2, False),    # less work than cores: the 2-thread figure
+    (5.0, 1, False),    # a 1-thread run has no threads to wait for
 ])
-def test_a_busy_machine_times_one_thread_too_and_shows_it_where_clearly_faster(capsys, load, slower, shown):
+def test_several_threads_on_a_busy_cpu_give_the_one_thread_figure_instead(load, process_threads, contended):
     seen: list = []
 
     def timer(cfg, channels, size, classes, threads):
         seen.append(threads)
-        train = TRAIN if threads == 1 else slower * TRAIN
-        return Probe([train] * 5, [EVAL] * 5, threads or 2, 128, load=load, cores=2)
+        train = TRAIN if (threads or process_threads) == 1 else 4 * TRAIN
+        return Probe([train] * 5, [EVAL] * 5, threads or process_threads, 128, load=load, cores=2)
 
     dry = dryrun.dry_train(_cfg(), timer)
-    assert seen == ([None, 1] if load >= 2 else [None])
-    assert dry.one_thread_seconds == (ONE_RUN if shown else None)
-    assert ("1 thread a run is faster" in dryrun_view.estimate_text(dry)) == shown
+    text = dryrun_view.estimate_text(dry)
+    if contended:
+        assert seen == [None, 1] and dry.estimated_seconds is None and dry.one_thread_seconds == ONE_RUN
+        assert "waits at every step for its descheduled threads" in dry.cannot_estimate
+        assert text.startswith("no time estimate: ") and "with 1 thread a run, at this load: ~" in text
+    else:
+        assert seen == [None] and dry.one_thread_seconds is None and "1 thread a run" not in text
+        assert dry.estimated_seconds == (1 if process_threads == 1 else 4) * EPOCHS * N * TRAIN + EPOCHS * TESTS * EVAL
 
 
 def test_slurm_gives_every_run_at_once_to_one_after_the_other(tmp_path):

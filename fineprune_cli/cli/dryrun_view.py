@@ -84,8 +84,9 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
 
 def estimate_text(dry: Any) -> str:
     """The time line: one figure, a range for --until-decided (and Slurm), or why there is none."""
-    faster = (f"\nat this load 1 thread a run is faster: ~{duration(dry.one_thread_seconds)} in all (set "
-              "OMP_NUM_THREADS=1 for train, --threads 1 for compare)") if dry.one_thread_seconds is not None else ""
+    one = dry.one_thread_seconds
+    faster = "" if one is None else (f"\nwith 1 thread a run, at this load: ~{duration(one)} (set OMP_NUM_THREADS=1 "
+                                     "for train, --threads 1 for compare)")
     if dry.estimated_seconds is None:
         return f"no time estimate: {dry.cannot_estimate}{faster}"
     todo = sum(r.state in ("new", "incomplete") for r in dry.runs)

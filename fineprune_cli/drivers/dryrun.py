@@ -4,8 +4,9 @@ Each planned run's epochs, pruning epochs (the schedule's, cut by annealing, as 
 estimate` counts them) and folder, and a time: the images each run trains and evaluates x a
 cost per image the probe (drivers/probe.py) measures for its model at the thread count it will
 run with; the runs then placed on the slots they will share (`--jobs`), look by look for
-`--until-decided`. No data is loaded and nothing is written (the image folder is listed, and
-one header read, for its size).
+`--until-decided`. Runs of several threads on a CPU with more work than cores get no figure
+(their pace swings with the other work) but the figure at 1 thread. No data is loaded and
+nothing is written (the image folder is listed, and one header read, for its size).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from .probe import Probe, busy, probe, step_text
 KNOWN = {"fashion-mnist": (60000, 10000, 1, 28, 10), "cifar10": (50000, 10000, 3, 32, 10),
          "cifar100": (50000, 10000, 3, 32, 100), "synthetic": (50000, 10000, 3, 32, 10)}
 TO_TRAIN = ("new", "incomplete")   # compare trains these again; 'complete' and 'diverged' it skips
-ONE_THREAD_GAIN = 1.5   # a busy machine's 1-thread figure is shown when at least this much faster
 
 Timer = Callable[[Config, int, int, int, "int | None"], Probe]   # probe's signature: tests pass their own
 
@@ -68,7 +68,7 @@ class DryRun:
     looks: list[int]
     note: str
     probes: dict[str, Probe] = field(default_factory=dict)
-    one_thread_seconds: float | None = None   # a busy machine: the most at 1 thread a run, where clearly faster
+    one_thread_seconds: float | None = None   # a busy CPU, runs of several threads: the most at 1 thread a run
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -194,23 +194,29 @@ def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tupl
     device = str(resolve_device(cfg.run.device))
     timer = timer or probe   # looked up now: a test replaces the module's probe
     probes = {key: timer(*args, pace.threads) for key, args in costs.items()}
-    fewest, most, why = time_runs(runs, probes, pace)
+    one = None
+    why = contended(next(iter(probes.values()))) if device == "cpu" else ""
+    if why:
+        fewest = most = None
+        one = time_runs([replace(r) for r in runs], {k: timer(*args, 1) for k, args in costs.items()}, pace)[1]
+    else:
+        fewest, most, why = time_runs(runs, probes, pace)
     return DryRun(config, runs, {k: p.train for k, p in probes.items()}, {k: p.eval for k, p in probes.items()},
-                  most, fewest, why, device, pace, list(looks), _note(runs, probes, pace, looks), probes,
-                  _one_thread(runs, costs, probes, pace, timer, most) if device == "cpu" else None)
+                  most, fewest, why, device, pace, list(looks), _note(runs, probes, pace, looks), probes, one)
 
 
-def _one_thread(runs: list[PlannedRun], costs: dict[str, tuple], probes: dict[str, Probe], pace: Pace,
-                timer: Timer, most: float | None) -> float | None:
-    """On a machine with more work than cores, a run's threads wait for each other at every
-    step (one of them is always descheduled): measured 10x slower at 2 threads than at 1 under
-    load 11 on 2 cores. There the probe times 1 thread too; its figure, where clearly faster."""
-    p = next(iter(probes.values()))
+def contended(p: Probe) -> str:
+    """Why runs of several threads on a CPU with more work than cores have no pace to estimate
+    ('' where they do). Each step waits for its slowest thread, and one of them is always
+    descheduled: under load 4-11 on 2 cores the demo's LeNet took 50 ms to 1.6 s a step at 2
+    threads (a real run's epochs 63, 88, 116 s) and 25-100 ms at 1 thread, where the estimates
+    came within 2x of the measured runs. The probe times 1 thread as well and gives that figure."""
     if p.threads <= 1 or p.load is None or p.load < p.cores:
-        return None
-    singles = {key: timer(*args, 1) for key, args in costs.items()}
-    _, one, _ = time_runs([replace(r) for r in runs], singles, pace)
-    return one if one is not None and (most is None or one < most / ONE_THREAD_GAIN) else None
+        return ""
+    low, high = (step_text(s * p.batch) for s in (min(p.train_s), max(p.train_s)))
+    return (f"at {p.threads} threads a run on a machine with more work than cores (load {p.load:.1f} on "
+            f"{p.cores}) waits at every step for its descheduled threads, and its pace swings with the other "
+            f"work (the probe: {low} to {high} per step)")
 
 
 def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: list[int]) -> str:
