@@ -91,7 +91,16 @@ def _in(folder: Path, args: list) -> Any:
         os.chdir(old)
 
 
-def test_train_dry_run_writes_nothing_and_lists_the_pruning_epochs(tmp_path):
+@pytest.fixture
+def steady_probe(monkeypatch):
+    """The dry run's probe replaced by a steady one: the figure is tests/test_dryrun.py's concern."""
+    from fineprune_cli.drivers import dryrun
+    from fineprune_cli.drivers.probe import Probe
+
+    monkeypatch.setattr(dryrun, "probe", lambda *args: Probe([1e-3] * 5, [1e-4] * 5, 1, 128))
+
+
+def test_train_dry_run_writes_nothing_and_lists_the_pruning_epochs(tmp_path, steady_probe):
     args = ["train", *TINY, "--epochs", "6", "--prune", "--window", "4", "--start", "2", "--block", "1",
             "--attenuation", "1", "--dry-run", "--json"]
     result = _in(tmp_path, args)
@@ -109,7 +118,9 @@ def test_train_dry_run_writes_nothing_and_lists_the_pruning_epochs(tmp_path):
 def test_train_dry_run_text_says_nothing_is_written(tmp_path):
     result = _in(tmp_path, ["train", *TINY, "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "nothing is written" in result.output and "estimated time" in result.output
+    # the real probe: an estimate, or on a machine whose speed changes while it times, why not
+    assert "nothing is written" in result.output
+    assert "estimated time" in result.output or "no time estimate" in result.output
     assert _files(tmp_path) == []
 
 
@@ -230,7 +241,7 @@ def test_every_help_example_parses():
             pytest.fail(f"help example: {line}: {exc.format_message()}")
 
 
-def test_compare_dry_run_counts_finished_runs_out_of_the_time(tmp_path):
+def test_compare_dry_run_counts_finished_runs_out_of_the_time(tmp_path, steady_probe):
     args = ["compare", *TINY, "--epochs", "1", "--policies", "regular", "--out", str(tmp_path / "cmp")]
     assert _in(tmp_path, args).exit_code == 0
     before = _files(tmp_path)
@@ -238,5 +249,5 @@ def test_compare_dry_run_counts_finished_runs_out_of_the_time(tmp_path):
     assert result.exit_code == 0, result.output
     dry = json.loads(result.output)
     assert [(r["seed"], r["state"]) for r in dry["runs"]] == [(0, "complete"), (1, "new")]
-    assert dry["estimated_seconds"] == pytest.approx(200 * dry["seconds_per_image"]["lenet"])  # seed 1 only
+    assert dry["estimated_seconds"] == dry["runs"][1]["seconds"] > 0   # seed 1 only
     assert _files(tmp_path) == before

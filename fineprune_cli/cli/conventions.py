@@ -63,7 +63,7 @@ def show_version(value: bool) -> None:
 
 VersionOpt = Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
                                           help="Print fineprune's version (and torch's) and exit.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the resolved settings, the pruning epochs, the runs and a rough time estimate, then exit: trains nothing, writes nothing.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the resolved settings, the pruning epochs, the runs and a time estimate (the model timed on random inputs at the threads the runs will use; with --jobs the runs side by side; with --until-decided first look .. all looks; none, and why, when the timing is unsteady), then exit: trains nothing, writes nothing.")]
 PrintConfigOpt = Annotated[bool, typer.Option("--print-config", help="Print the resolved config as YAML (a file --config reads back) and exit.")]
 NameOpt = Annotated[Optional[str], typer.Option(help="Run folder results/runs/<YYYYmmdd-HHMMSS>-NAME instead of <time>-<model>-<dataset>; not with --out.")]
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")

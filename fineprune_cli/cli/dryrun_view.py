@@ -66,8 +66,7 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
         table.add_column(name, justify="right" if name in ("epochs", "per run") else "left")
     for runs in _arms(dry.runs).values():
         first = runs[0]
-        cost = dry.seconds_per_image.get(first.model)
-        each = "?" if first.images is None or cost is None else "~" + duration(first.images * cost)
+        each = "?" if first.seconds is None else "~" + duration(first.seconds)
         pruning = epochs_text(first.pruning_epochs)
         if first.pruning_epochs:
             pruning += f", {100 * first.prune_fraction:g}% left out"
@@ -80,9 +79,29 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
     done = sum(r.state in ("complete", "diverged") for r in dry.runs)
     if done:
         console.result(f"{done} of {len(dry.runs)} runs already finished there: compare would skip them")
-    if dry.estimated_seconds is not None:
-        console.result(f"estimated time on {dry.device}: ~{duration(dry.estimated_seconds)} "
-                       f"({dry.note})")
+    console.result(estimate_text(dry))
+
+
+def estimate_text(dry: Any) -> str:
+    """The time line: one figure, a range for --until-decided (and Slurm), or why there is none."""
+    one = dry.one_thread_seconds
+    faster = "" if one is None else (f"\nwith 1 thread a run, at this load: ~{duration(one)} (set OMP_NUM_THREADS=1 "
+                                     "for train, --threads 1 for compare)")
+    if dry.estimated_seconds is None:
+        return f"no time estimate: {dry.cannot_estimate}{faster}"
+    todo = sum(r.state in ("new", "incomplete") for r in dry.runs)
+    how = {0: "as many at once as the queue allows", 1: "one after the other"}.get(
+        dry.pace.at_once, f"{dry.pace.at_once} at once")
+    what = f"{todo} run to train" if todo == 1 else f"{todo} runs to train{' at most' * bool(dry.looks)}, {how}"
+    if dry.looks:
+        span = (f"~{duration(dry.fewest_seconds)} if the first look ({dry.looks[0]} seeds) decides every "
+                f"policy, up to ~{duration(dry.estimated_seconds)} for all {len(dry.looks)} looks "
+                f"({', '.join(map(str, dry.looks))} seeds)")
+    elif dry.fewest_seconds != dry.estimated_seconds:
+        span = f"~{duration(dry.fewest_seconds)} to ~{duration(dry.estimated_seconds)}"
+    else:
+        span = f"~{duration(dry.estimated_seconds)}"
+    return f"estimated time on {dry.device}: {span} ({what})\n({dry.note}){faster}"
 
 
 def _arms(runs: list[Any]) -> dict[tuple, list[Any]]:

@@ -1,30 +1,32 @@
 """`--dry-run`: what `train` or `compare` would do, from the settings alone.
 
 Each planned run's epochs, pruning epochs (the schedule's, cut by annealing, as `fineprune
-estimate` counts them) and folder, and a rough time: images to train x a per-image cost timed
-on a few SGD steps of a throw-away copy of the model on random inputs. No data is loaded and
+estimate` counts them) and folder, and a time: the images each run trains and evaluates x a
+cost per image the probe (drivers/probe.py) measures for its model at the thread count it will
+run with; the runs then placed on the slots they will share (`--jobs`), look by look for
+`--until-decided`. Runs of several threads on a CPU with more work than cores get no figure
+(their pace swings with the other work) but the figure at 1 thread. No data is loaded and
 nothing is written (the image folder is listed, and one header read, for its size).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable
 
 from ..engine.config import Config, DataConfig, validate
 from ..pruning.estimate import estimate
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
 from .compare import CompareConfig, existing_state, job_config, plan
+from .probe import Probe, busy, probe, step_text
 
-# (training images, channels, image size, classes) of the built-in datasets
-KNOWN = {"fashion-mnist": (60000, 1, 28, 10), "cifar10": (50000, 3, 32, 10),
-         "cifar100": (50000, 3, 32, 100), "synthetic": (50000, 3, 32, 10)}
-WARMUP_STEPS = 2   # untimed: allocation and first-call overheads (CPU kernels, cuDNN choices)
-TIMED_SECONDS = 1.0  # timed steps until this much time has passed ...
-MAX_STEPS = 20       # ... or this many steps (a fast model on a GPU)
-TIMED_BATCH = 128  # the run's batch up to this: a ResNet step on a CPU takes seconds
+# (training images, test images, channels, image size, classes) of the built-in datasets
+KNOWN = {"fashion-mnist": (60000, 10000, 1, 28, 10), "cifar10": (50000, 10000, 3, 32, 10),
+         "cifar100": (50000, 10000, 3, 32, 100), "synthetic": (50000, 10000, 3, 32, 10)}
+TO_TRAIN = ("new", "incomplete")   # compare trains these again; 'complete' and 'diverged' it skips
+
+Timer = Callable[[Config, int, int, int, "int | None"], Probe]   # probe's signature: tests pass their own
 
 
 @dataclass
@@ -38,38 +40,57 @@ class PlannedRun:
     prune_fraction: float
     images: int | None                 # training images over the run (None: dataset size unknown)
     run_dir: str
+    tests: int = 0                     # test images of each epoch's evaluation
     state: str = "new"                 # compare: 'complete' and 'diverged' runs are not trained again
+    look: int = 1                      # --until-decided: the first look that trains it
+    seconds: float | None = None       # its estimated time (None: no estimate)
+
+
+@dataclass
+class Pace:
+    """How the runs share the machine: `at_once` runs side by side (0: as many as a Slurm queue
+    allows), each with `threads` torch threads (None: this process's count)."""
+    at_once: int = 1
+    threads: int | None = None
 
 
 @dataclass
 class DryRun:
     config: dict[str, Any]
     runs: list[PlannedRun]
-    seconds_per_image: dict[str, float]   # model -> measured rough cost (training step only)
-    estimated_seconds: float | None
+    seconds_per_image: dict[str, float]   # 'model-dataset' -> training seconds per image (the probe's median)
+    eval_seconds_per_image: dict[str, float]
+    estimated_seconds: float | None       # wall time of all of it (--until-decided: every look); None: see why
+    fewest_seconds: float | None          # the least it can take (--until-decided: the first look decides all)
+    cannot_estimate: str                  # why there is no estimate ('' when there is one)
     device: str
+    pace: Pace
+    looks: list[int]
     note: str
+    probes: dict[str, Probe] = field(default_factory=dict)
+    one_thread_seconds: float | None = None   # a busy CPU, runs of several threads: the most at 1 thread a run
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def shape_of(d: DataConfig) -> tuple[int, int, int, int]:
-    """(training images, channels, size, classes), without loading the data."""
+def shape_of(d: DataConfig) -> tuple[int, int, int, int, int]:
+    """(training images, test images, channels, size, classes), without loading the data."""
     if d.dataset == "folder":  # as the loader sees it: the file list and the headers, no pixels
         from ..engine.imagefolder import folder_mode
         from ..engine.stream import folder_listing
 
         listing = folder_listing(d)
         mode, shape = folder_mode(listing, d.image_size)
-        n, channels, classes = len(listing["train"]), 3 if mode == "RGB" else 1, len(listing["train_classes"])
+        n, tests = len(listing["train"]), len(listing["test"])
+        channels, classes = 3 if mode == "RGB" else 1, len(listing["train_classes"])
         size = d.image_size or max(shape)
     else:
-        n, channels, size, classes = KNOWN[d.dataset]
-    return (min(n, d.subset) if d.subset else n), channels, size, classes
+        n, tests, channels, size, classes = KNOWN[d.dataset]
+    return (min(n, d.subset) if d.subset else n), min(tests, d.test_subset or tests), channels, size, classes
 
 
-def planned(cfg: Config, arm: str, n: int) -> PlannedRun:
+def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
     """One run: its pruning epochs (None for a policy that picks them from the losses)."""
     p, epochs = cfg.prune, cfg.train.epochs
     pruning: list[int] | None = []
@@ -84,78 +105,139 @@ def planned(cfg: Config, arm: str, n: int) -> PlannedRun:
             pruning, images = est.pruning_epochs, round(est.t_prune * n)
     fraction = p.prune_fraction if p.enabled else 0.0
     return PlannedRun(cfg.model.name, cfg.data.dataset, arm, cfg.run.seed, epochs, pruning, fraction,
-                      images, cfg.run.out or "")
+                      images, cfg.run.out or "", tests)
 
 
-def per_image_seconds(cfg: Config, channels: int, size: int, classes: int) -> float:
-    """Seconds per training image of a few SGD steps on random inputs: rough (no data loading,
-    no evaluation, no compile or bf16, the machine's load now), enough to tell minutes from days."""
-    import torch
-
-    from ..engine.device import resolve_device, synchronize
-    from ..engine.session import build_model
-
-    device = resolve_device(cfg.run.device)
-    model = build_model(cfg, channels, classes).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    batch = min(cfg.train.batch_size, TIMED_BATCH)
-    x = torch.randn(batch, channels, size, size, device=device)
-    y = torch.randint(0, classes, (batch,), device=device)
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    for _ in range(WARMUP_STEPS):
-        step()
-    synchronize(device)
-    start, steps = time.perf_counter(), 0
-    while steps < MAX_STEPS and (steps == 0 or time.perf_counter() - start < TIMED_SECONDS):
-        step()
-        synchronize(device)
-        steps += 1
-    return (time.perf_counter() - start) / (steps * batch)
+def run_seconds(run: PlannedRun, p: Probe) -> float | None:
+    """Training images x the training cost, plus one evaluation of the test images per epoch."""
+    return None if run.images is None else run.images * p.train + run.epochs * run.tests * p.eval
 
 
-def dry_train(cfg: Config) -> DryRun:
+def makespan(seconds: list[float], at_once: int) -> float:
+    """Wall time of runs started in this order, each on the first slot that comes free (as the
+    local executor starts them); `at_once` 0: every run at once."""
+    free = [0.0] * (at_once or max(len(seconds), 1))
+    for s in seconds:
+        free[free.index(min(free))] += s
+    return max(free)
+
+
+def wall(runs: list[PlannedRun], at_once: int, last_look: int) -> float:
+    """The runs still to train, look by look up to `last_look`: a look waits for all its runs."""
+    todo = [r for r in runs if r.state in TO_TRAIN and r.seconds is not None and r.look <= last_look]
+    return sum(makespan([r.seconds for r in todo if r.look == k], at_once) for k in sorted({r.look for r in todo}))
+
+
+def time_runs(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace) -> tuple[float | None, float | None, str]:
+    """(fewest, most seconds, why not): the least is the first look alone, with every run at
+    once on Slurm; the most is every look, on Slurm one run at a time."""
+    why = next((f"{key}: {p.unsteady()}" for key, p in probes.items() if p.unsteady()), "")
+    if why:
+        return None, None, why
+    for r in runs:
+        r.seconds = run_seconds(r, probes[f"{r.model}-{r.dataset}"])
+    last = max((r.look for r in runs), default=1)
+    return wall(runs, pace.at_once, 1), wall(runs, pace.at_once or 1, last), ""
+
+
+def dry_train(cfg: Config, timer: Timer | None = None) -> DryRun:
     """`train --dry-run`: the one run, in the folder it would get (named by the time now)."""
     from ..engine.record import default_run_dir
 
     validate(cfg)
-    n, channels, size, classes = shape_of(cfg.data)
-    run = planned(cfg, cfg.prune.active_policy, n)
+    n, tests, channels, size, classes = shape_of(cfg.data)
+    run = planned(cfg, cfg.prune.active_policy, n, tests)
     run.run_dir = run.run_dir or str(default_run_dir(cfg.model.name, cfg.data.dataset))
-    return _timed(cfg.to_dict(), [run], {cfg.model.name: (cfg, channels, size, classes)}, cfg)
+    return _timed(cfg.to_dict(), [run], {f"{run.model}-{run.dataset}": (cfg, channels, size, classes)},
+                  cfg, Pace(), [], timer)
 
 
-def dry_compare(cfg: Config, c: CompareConfig) -> DryRun:
-    """`compare --dry-run`: every arm x seed of the matrix, in run order."""
+def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> DryRun:
+    """`compare --dry-run`: every arm x seed of the matrix, in run order; with --until-decided
+    the seeds of every look, each run tagged with the first look that trains it."""
     from ..engine.stream import data_identity
 
+    matrix = replace(c, seeds=list(range(c.looks[-1]))) if c.until_decided else c
     runs, shapes, identities, costs = [], {}, {}, {}
-    for job in plan(cfg, c):
+    for job in plan(cfg, matrix):
         job_cfg = job_config(cfg, job, c.out)
         if job.dataset not in shapes:
             shapes[job.dataset], identities[job.dataset] = shape_of(job_cfg.data), data_identity(job_cfg.data)
-        n, channels, size, classes = shapes[job.dataset]
-        runs.append(planned(job_cfg, job.arm, n))
+        n, tests, channels, size, classes = shapes[job.dataset]
+        runs.append(planned(job_cfg, job.arm, n, tests))
+        runs[-1].look = next((k for k, seeds in enumerate(c.looks, 1) if job.seed < seeds), 1)
         # read only: a folder of other settings is refused here as the real compare would
         runs[-1].state = existing_state(job_cfg, identities[job.dataset])
-        costs.setdefault(job.model, (job_cfg, channels, size, classes))
+        costs.setdefault(f"{job.model}-{job.dataset}", (job_cfg, channels, size, classes))
     experiment = {**cfg.to_dict(), "compare": asdict(c)}
-    return _timed(experiment, runs, costs, cfg)
+    return _timed(experiment, runs, costs, cfg, pace_of(cfg, c), c.looks, timer)
 
 
-def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tuple], cfg: Config) -> DryRun:
+def pace_of(cfg: Config, c: CompareConfig) -> Pace:
+    """The slots a real compare would use; --jobs or --threads beyond the machine is refused
+    here as it would be there."""
+    from .matrix import in_process
+    from .parallel import local_executor
+
+    if c.executor == "slurm":
+        return Pace(0, c.slurm_cpus_per_task or None)
+    if in_process(c):
+        return Pace()
+    executor = local_executor(cfg, c)
+    return Pace(len(executor.slots), executor.threads)
+
+
+def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tuple], cfg: Config,
+           pace: Pace, looks: list[int], timer: Timer | None) -> DryRun:
     from ..engine.device import resolve_device
 
     device = str(resolve_device(cfg.run.device))
-    per_image = {model: per_image_seconds(*args) for model, args in costs.items()}
-    total = sum(r.images * per_image[r.model] for r in runs
-                if r.images is not None and r.state in ("new", "incomplete"))
-    dynamic = any(r.pruning_epochs is None for r in runs)
-    note = (f"rough estimate: training steps only, each model's cost per image timed on a few SGD steps of "
-            f"batch {min(cfg.train.batch_size, TIMED_BATCH)} on random inputs now; no data loading or evaluation"
-            + ("; loss-driven policies counted as training every sample" if dynamic else ""))
-    return DryRun(config, runs, per_image, total, device, note)
+    timer = timer or probe   # looked up now: a test replaces the module's probe
+    probes = {key: timer(*args, pace.threads) for key, args in costs.items()}
+    one = None
+    why = contended(next(iter(probes.values()))) if device == "cpu" else ""
+    if why:
+        fewest = most = None
+        one = time_runs([replace(r) for r in runs], {k: timer(*args, 1) for k, args in costs.items()}, pace)[1]
+    else:
+        fewest, most, why = time_runs(runs, probes, pace)
+    return DryRun(config, runs, {k: p.train for k, p in probes.items()}, {k: p.eval for k, p in probes.items()},
+                  most, fewest, why, device, pace, list(looks), _note(runs, probes, pace, looks), probes, one)
+
+
+def contended(p: Probe) -> str:
+    """Why runs of several threads on a CPU with more work than cores have no pace to estimate
+    ('' where they do). Each step waits for its slowest thread, and one of them is always
+    descheduled: under load 4-11 on 2 cores the demo's LeNet took 50 ms to 1.6 s a step at 2
+    threads (a real run's epochs 63, 88, 116 s) and 25-100 ms at 1 thread, where the estimates
+    came within 2x of the measured runs. The probe times 1 thread as well and gives that figure."""
+    if p.threads <= 1 or p.load is None or p.load < p.cores:
+        return ""
+    low, high = (step_text(s * p.batch) for s in (min(p.train_s), max(p.train_s)))
+    return (f"at {p.threads} threads a run on a machine with more work than cores (load {p.load:.1f} on "
+            f"{p.cores}) waits at every step for its descheduled threads, and its pace swings with the other "
+            f"work (the probe: {low} to {high} per step)")
+
+
+def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: list[int]) -> str:
+    """How the figure was made and what it leaves out."""
+    p = next(iter(probes.values()))
+    parts = [f"each model's training step and evaluation timed on random inputs: the median of "
+             f"{len(p.train_s)} repeats after a warm-up ({step_text(p.train * p.batch)} per step of "
+             f"{p.batch} images at {p.threads} thread{'s' if p.threads != 1 else ''})"]
+    if p.load is not None:
+        parts.append(f"machine load {p.load:.1f} on {p.cores} cores when timed: " + (
+            "the figure holds while that load lasts, an idle machine is faster" if busy(p.load, p.cores)
+            else "about idle, other work started meanwhile slows the runs"))
+    if pace.at_once > 1:
+        parts.append(f"{pace.at_once} runs at once on cores of their own; they share the memory bus, "
+                     "so expect them somewhat slower")
+    if pace.at_once == 0:
+        parts.append("timed on this machine, not the cluster's nodes; how many run at once is the queue's")
+    if any(r.pruning_epochs is None for r in runs):
+        parts.append("loss-driven policies counted as training every sample")
+    if looks:
+        parts.append("later looks train only regular, the undecided policies and their alternatives, "
+                     "and may add shorter-schedule arms not counted here")
+    parts.append("not counted: loading the data, starting each run, torch.compile")
+    return "; ".join(parts)
