@@ -14,6 +14,7 @@ LAYERS = [
     {"pruning"},
     {"engine"},
     {"distributed"},
+    {"runner"},                 # the front door of a run: train/resume dispatched to engine or distributed
     {"drivers"},
     {"analysis"},
     {"sequential"},             # procedures that train and decide in turn (planned looks)
@@ -126,5 +127,7 @@ def test_no_module_uses_another_modules_private_names():
 def test_the_checker_sees_a_violation():
     """The walk above must find real imports: the engine does import the pruning layer."""
     _, graph = _graph()
-    assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.session"]
+    assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.build"]
     assert _layer("fineprune_cli.cli.views") > _layer("fineprune_cli.engine.session")
+    assert _layer("fineprune_cli.engine.session") < _layer("fineprune_cli.runner") < _layer("fineprune_cli.drivers.compare")
+    assert _layer("fineprune_cli.distributed.launch") < _layer("fineprune_cli.runner")

@@ -264,6 +264,7 @@ def test_every_readme_make_line_names_a_target_and_its_variables():
 def _dry(monkeypatch):
     """Replace training by the checks a run makes before it trains: `train` validates its config
     (and a launch of several processes its layout), `compare` plans and validates every run."""
+    from fineprune_cli import runner
     from fineprune_cli.cli import views
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import compare, matrix
@@ -278,7 +279,7 @@ def _dry(monkeypatch):
         checked.extend(compare.job_config(cfg, job, c.out) for job in compare.plan(cfg, c))
         return []
 
-    monkeypatch.setattr(launch, "train", check_train)
+    monkeypatch.setattr(runner, "train", check_train)
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
     monkeypatch.setattr(matrix, "run_matrix", check_matrix)
     monkeypatch.setattr(views, "show_compare", lambda *args: None)

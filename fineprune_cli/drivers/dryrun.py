@@ -93,7 +93,7 @@ def per_image_seconds(cfg: Config, channels: int, size: int, classes: int) -> fl
     import torch
 
     from ..engine.device import resolve_device, synchronize
-    from ..engine.session import build_model
+    from ..engine.build import build_model
 
     device = resolve_device(cfg.run.device)
     model = build_model(cfg, channels, classes).to(device)
