@@ -8,9 +8,9 @@ They dispatch by the process this is: a lone process runs the engine's loop
 the same loop as a DDP rank (`--dist-mode sync`) or its part of a parameter-server run
 (async/mixed, distributed/paramserver.py).
 
-The config comes validated from where it was built (`engine.config.validate`: the command
-line, compare's plan, a compare task reading its job file; a resumed run's own config.yaml
-in `resumable`); nothing here checks it again.
+`train` and `launch` validate the config they are given (`engine.config.validate`), once:
+the command line builds it and hands it here unchecked, and nothing below checks it again
+(a resumed run's own config.yaml is validated where it is read, in `resumable`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .engine.config import Config
+from .engine.config import Config, validate
 from .engine.record import RunSummary, Status, read_summary
 from .engine.session import resumable, resume_sync, train_sync
 from .engine.world import World, from_env
@@ -34,6 +34,7 @@ def train(cfg: Config, show_progress: bool = True, command: str | None = None,
     `bar`: a caller's progress bar to advance per epoch. Returns the run's summary (None in a
     parameter-server process other than the chief, which records the run)."""
     world = from_env()
+    validate(cfg)
     if not launched(world, os.environ):
         return train_sync(weak_scaling(cfg, 1), world, show_progress, command, bar)
     return _train_launched(cfg, world, show_progress, command, bar)
@@ -59,7 +60,7 @@ def launch(argv: list[str], cfg: Config | None, nproc: int, nnodes: int | None, 
 
     if cfg is not None:  # refuse bad settings here, not in every rank after loading the data
         size = nproc * (nnodes or 1)
-        check_parallel(weak_scaling(cfg, size, nproc), size, nproc)
+        check_parallel(weak_scaling(validate(cfg), size, nproc), size, nproc)
         argv = naming_the_run(argv, cfg)
     return relaunch(argv, nproc, nnodes, node_rank, endpoint, max_restarts)
 

@@ -163,7 +163,7 @@ class StepBar:
 def test_fit_hands_the_bar_each_epochs_step_count_and_the_trainers_counter(tmp_path):
     """210 samples in batches of 50: 5 steps (the last one partial); the pruned epochs train
     fewer samples and so fewer steps. The counter read at the end equals the total."""
-    from fineprune_cli.engine.config import Config, validate
+    from fineprune_cli.engine.config import Config
     from fineprune_cli.runner import train
     from conftest import metrics_rows
 
@@ -173,7 +173,7 @@ def test_fit_hands_the_bar_each_epochs_step_count_and_the_trainers_counter(tmp_p
     p = cfg.prune
     p.enabled, p.window, p.start, p.block, p.count, p.attenuation, p.prune_fraction = True, 2, 1, 1, 1, 1.0, 0.25
     bar = StepBar()
-    train(validate(cfg), show_progress=False, bar=bar)
+    train(cfg, show_progress=False, bar=bar)
     samples = [int(r["samples"]) for r in metrics_rows(tmp_path / "r")]
     assert samples[1] == 210 and samples[0] < 210
     assert bar.epochs == [(f"epoch {e}", -(-n // 50), -(-n // 50)) for e, n in enumerate(samples, 1)]

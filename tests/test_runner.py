@@ -94,9 +94,10 @@ def test_batch_per_worker_sets_a_lone_process_batch(tmp_path, monkeypatch):
     assert "batch_size: 16" in (tmp_path / "r" / "config.yaml").read_text()
 
 
-def test_train_validates_its_config_once_where_it_is_built(tmp_path, monkeypatch):
-    """A valid run: one validation (in the command, none again in the runner or the engine); a
-    bad one: refused by that one validation, in one line, before any folder is made."""
+def test_train_validates_its_config_once(tmp_path, monkeypatch):
+    """A valid run: one validation (the front door's, none in the command before it nor in the
+    engine after it); a bad one: refused by that one validation, in one line, before any
+    folder is made."""
     from fineprune_cli.engine import config as config_module
 
     calls = []
@@ -106,6 +107,7 @@ def test_train_validates_its_config_once_where_it_is_built(tmp_path, monkeypatch
         calls.append(cfg.model.widen)
         return validate(cfg)
     monkeypatch.setattr(config_module, "validate", counting)
+    monkeypatch.setattr(runner, "validate", counting)
     for var in LAUNCH_ENV:
         monkeypatch.delenv(var, raising=False)
     result = invoke(["train", *TINY, "--out", tmp_path / "ok", "--json"])

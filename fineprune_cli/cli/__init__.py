@@ -137,10 +137,10 @@ def train(
         check_launch(nproc_per_node, nnodes, node_rank, rdzv_endpoint)
     elif resume is not None and (config is not None or any(v is not None for v in settings.values())):
         raise ConfigError(RESUME_ALONE)
-    # the one validation of the run's config, where it is built (a resumed run's: `resumable`)
-    cfg = None if resume is not None else validate(build_config(config, settings))
+    # validated once, by what it is handed to (a resumed run's config: by `resumable`)
+    cfg = None if resume is not None else build_config(config, settings)
     if print_config:
-        return dryrun_view.show_config(cfg.to_dict(), as_json)
+        return dryrun_view.show_config(validate(cfg).to_dict(), as_json)
     if dry_run:
         from ..drivers.dryrun import dry_train
 

@@ -2,8 +2,8 @@
 data-parallel run): its record opened, its parts built, then loop.py's `run_session`.
 
 `fineprune_cli.runner` calls these; it chooses them over a parameter-server run. The config
-reaches them validated where it was built (the command line, compare's plan, a compare task,
-`resumable` for a run folder's own config.yaml)."""
+reaches them validated: by the runner's `train`, or, for a run folder's own config.yaml, by
+`resumable`."""
 
 from __future__ import annotations
 
