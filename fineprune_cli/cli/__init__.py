@@ -103,9 +103,9 @@ def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict
     return ours, {k: v for k, v in settings.items() if k not in ours}
 
 
-@app.command(epilog=EXAMPLES["train"])
+@app.command("train", epilog=EXAMPLES["train"])
 @with_settings(*TRAIN, required=("model.name", "data.dataset"))
-def train(
+def train_command(
     settings: dict[str, Any],
     config: ConfigOpt = None, set_: SetOpt = None,
     name: NameOpt = None,
