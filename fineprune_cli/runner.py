@@ -8,9 +8,10 @@ They dispatch by the process this is: a lone process runs the engine's loop
 the same loop as a DDP rank (`--dist-mode sync`) or its part of a parameter-server run
 (async/mixed, distributed/paramserver.py).
 
-`train` and `launch` validate the config they are given (`engine.config.validate`), once:
-the command line builds it and hands it here unchecked, and nothing below checks it again
-(a resumed run's own config.yaml is validated where it is read, in `resumable`).
+`train` and `launch` validate the config they are given (`engine.config.validate`): the
+command line builds it and hands it over unchecked, and nothing below them checks it again.
+(compare's `plan` also checks every job before the first one trains, so a bad arm stops the
+matrix early; a resumed run's own config.yaml is checked where it is read, in `resumable`.)
 """
 
 from __future__ import annotations
