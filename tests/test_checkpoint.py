@@ -16,7 +16,7 @@ from fineprune_cli.engine.checkpoint import CHECKPOINT, Interrupted
 from fineprune_cli.cli import app
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.engine.session import resume, train
+from fineprune_cli.runner import resume, train
 from fineprune_cli.analysis.runs import load_runs
 from conftest import metrics_rows, summary_of
 

@@ -248,9 +248,9 @@ def test_compare_keeps_a_run_whose_checkpoint_fails_to_load_for_another_reason(t
 
 
 def test_duplicate_arms_are_refused_before_anything_trains(tmp_path, monkeypatch):
-    from fineprune_cli.engine import session
+    from fineprune_cli import runner as front_door
 
-    monkeypatch.setattr(session, "train", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(front_door, "train", lambda *a, **k: pytest.fail("trained"))
     result = runner.invoke(app, ["compare", *TINY, "--policies", "regular,fine,regular", "--out", str(tmp_path / "c")])
     assert result.exit_code == 2 and "regular, seed 0 (lenet on synthetic) is listed twice" in result.output
     assert not (tmp_path / "c").exists()

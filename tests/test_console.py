@@ -164,7 +164,7 @@ def test_fit_hands_the_bar_each_epochs_step_count_and_the_trainers_counter(tmp_p
     """210 samples in batches of 50: 5 steps (the last one partial); the pruned epochs train
     fewer samples and so fewer steps. The counter read at the end equals the total."""
     from fineprune_cli.engine.config import Config
-    from fineprune_cli.engine.session import train
+    from fineprune_cli.runner import train
     from conftest import metrics_rows
 
     cfg = Config()

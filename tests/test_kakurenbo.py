@@ -8,7 +8,7 @@ import torch
 
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.checkpoint import Interrupted
-from fineprune_cli.engine.session import resume, train
+from fineprune_cli.runner import resume, train
 from fineprune_cli.pruning import PruneConfig, create
 from conftest import metrics_rows, summary_of
 

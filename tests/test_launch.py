@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fineprune_cli import cli
+from fineprune_cli import cli, runner
 from fineprune_cli.distributed import launch
 from fineprune_cli.engine.config import Config
 from fineprune_cli.errors import ConfigError
@@ -86,7 +86,7 @@ def test_a_ranks_uncaught_error_goes_to_torchruns_error_file(tmp_path, monkeypat
     """@record on the entry point: torchrun reports the rank's error, not just an exit code."""
     def boom(*args, **kwargs):
         raise RuntimeError("NCCL went away")
-    monkeypatch.setattr(launch, "train", boom)
+    monkeypatch.setattr(runner, "train", boom)
     monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(tmp_path / "error.json"))
     monkeypatch.setattr(sys, "argv", ["fineprune", "train", "--model", "lenet", "--dataset", "synthetic"])
     with pytest.raises(RuntimeError):

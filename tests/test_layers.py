@@ -15,6 +15,7 @@ LAYERS = [
     {"engine"},
     {"distributed"},
     {"arms"},                   # a comparison's arm names, parsed once for drivers and analysis
+    {"runner"},                 # the front door of a run: train/resume dispatched to engine or distributed
     {"analysis"},               # reads finished run folders: needs nothing of how drivers made them
     {"drivers"},
     {"sequential"},             # procedures that train and decide in turn (planned looks)
@@ -127,7 +128,7 @@ def test_no_module_uses_another_modules_private_names():
 def test_the_checker_sees_a_violation():
     """The walk above must find real imports: the engine does import the pruning layer."""
     _, graph = _graph()
-    assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.session"]
+    assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.build"]
     assert _layer("fineprune_cli.cli.views") > _layer("fineprune_cli.engine.session")
 
 

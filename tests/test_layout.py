@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from fineprune_cli.distributed.launch import check_parallel, weak_scaling
+from fineprune_cli.distributed.launch import check_parallel
+from fineprune_cli.runner import weak_scaling
 from fineprune_cli.distributed.layout import Shards, assign_shards, local_size, worker_groups
 from fineprune_cli.engine.config import Config
 from fineprune_cli.errors import ConfigError

@@ -1,13 +1,13 @@
-"""The epoch lr (engine/lrschedule.py): `epochs` is today's milestone schedule to the bit,
-`progress` places milestones at the run's own share of samples trained, `--lr-scale-pruned`
-multiplies a pruned epoch's lr by N / samples."""
+"""The lr rule (engine/lrschedule.py), written once: `epochs` is torch's MultiStepLR to the bit
+(milestone m decays the epochs after it), the warm-up ramps the first steps, `progress` places
+milestones at the run's own share of samples trained, `--lr-scale-pruned` multiplies a pruned
+epoch's lr by N / samples."""
 
 import pytest
 
 from fineprune_cli.engine.config import TrainConfig, build_config
-from fineprune_cli.engine.lrschedule import EpochLr, LrSchedule
-from fineprune_cli.engine.session import train
-from fineprune_cli.engine.trainer import scheduled_lr
+from fineprune_cli.engine.lrschedule import EpochLr, LrSchedule, lr_at, passed_by_epoch, warmup_length
+from fineprune_cli.runner import train
 from conftest import metrics_rows
 
 
@@ -20,11 +20,59 @@ def _decays(schedule, samples):
     return [schedule.at(e, samples[e - 1], samples[:e - 1]).decays for e in range(1, len(samples) + 1)]
 
 
-def test_epochs_mode_is_the_milestone_schedule_to_the_bit():
+def test_epochs_mode_is_torchs_multisteplr_to_the_bit():
+    """An independent reference: MultiStepLR stepped once after each epoch (epoch e runs at
+    its lr after e - 1 steps), over every epoch of the paper's 200, milestones included."""
+    import torch
+
     cfg = TrainConfig(epochs=200, lr=0.1, gamma=0.2, milestones=[60, 120, 160])
     schedule = LrSchedule(cfg, 1000, lambda e: 700, scale_pruned=False)
-    for epoch in (1, 60, 61, 120, 121, 160, 161, 200):
-        assert schedule.at(epoch, 700, [700] * (epoch - 1)).value(cfg) == scheduled_lr(cfg, epoch)
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    steps = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[60, 120, 160], gamma=0.2)
+    for epoch in range(1, 201):
+        expected = opt.param_groups[0]["lr"]
+        assert schedule.at(epoch, 700, [700] * (epoch - 1)).value(cfg) == expected, epoch
+        assert lr_at(cfg, epoch, 10**6, 0) == expected, epoch        # the trainer's lr past the warm-up
+        opt.step()
+        steps.step()
+
+
+def test_a_milestone_decays_the_epoch_after_it_not_its_own():
+    """Milestones 2 and 3: epoch 2 (the milestone itself) still runs at 0.1, epoch 3 is the
+    first decayed, epoch 4 decayed twice; `epoch >= m` would decay epoch 2."""
+    cfg = TrainConfig(epochs=4, lr=0.1, gamma=0.5, milestones=[2, 3])
+    assert [passed_by_epoch(cfg, e) for e in (1, 2, 3, 4)] == [0, 0, 1, 2]
+    assert [lr_at(cfg, e, 100, 4) for e in (1, 2, 3, 4)] == [0.1, 0.1, 0.05, 0.025]
+    schedule = LrSchedule(cfg, 10, lambda e: 10, scale_pruned=False)
+    assert _decays(schedule, [10] * 4) == [0, 0, 1, 2]
+
+
+def test_unset_milestones_are_the_papers_shares_of_the_run():
+    """A TrainConfig made in code, never resolved: 30/60/80% of 10 epochs = 3, 6, 8."""
+    cfg = TrainConfig(epochs=10, lr=0.1, gamma=0.5)
+    assert cfg.milestones is None
+    assert [passed_by_epoch(cfg, e) for e in (3, 4, 6, 7, 8, 9)] == [0, 1, 1, 2, 2, 3]
+
+
+def test_the_warmup_ends_at_full_lr_on_its_last_step():
+    """4 warm-up steps: steps 0-3 ramp 1/4 .. 4/4, step 3 (the last) is the full lr and step 4
+    is not ramped past it; `step <= warmup` would give step 4 5/4 of the lr, `step / warmup`
+    a zero lr at step 0."""
+    cfg = TrainConfig(lr=0.1, milestones=[2, 3], gamma=0.5)
+    assert [lr_at(cfg, 1, s, 4) for s in range(6)] == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1, 0.1])
+    assert lr_at(cfg, 1, 3, 4) == 0.1
+    assert lr_at(cfg, 3, 2, 4) == pytest.approx(0.05 * 3 / 4)   # a ramp still running meets a milestone
+    assert lr_at(cfg, 1, 0, 0) == 0.1                            # no warm-up
+    assert lr_at(cfg, 1, 0, 4, base=0.4) == pytest.approx(0.1)   # an LrSchedule's epoch lr, ramped too
+
+
+def test_the_warmup_counts_a_partial_last_batch_as_a_step():
+    """warmup_epochs of full epochs' steps: 96 samples in 20s take 5 steps (4 full + 1 partial),
+    100 take 5 (not 6: no empty step); half an epoch of 4 steps is 2."""
+    assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=1.0), 96) == 5
+    assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=1.0), 100) == 5
+    assert warmup_length(TrainConfig(batch_size=25, warmup_epochs=0.5), 100) == 2
+    assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=0.0), 100) == 0
 
 
 def test_progress_equals_epochs_when_every_epoch_trains_everything():

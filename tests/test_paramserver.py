@@ -19,7 +19,8 @@ from fineprune_cli.distributed.layout import Shards, flatten
 from fineprune_cli.distributed.worker import worker_step
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
-from fineprune_cli.engine.trainer import DeviceData, Trainer, lr_at
+from fineprune_cli.engine.lrschedule import lr_at
+from fineprune_cli.engine.trainer import DeviceData, Trainer
 from conftest import free_port
 
 
@@ -331,7 +332,7 @@ def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
     from fineprune_cli.engine import checkpoint
     from fineprune_cli.engine.config import Config
     from fineprune_cli.engine.record import RunRecord
-    from fineprune_cli.engine.session import Totals, new_summary
+    from fineprune_cli.engine.totals import Totals, new_summary
     from fineprune_cli.engine.world import World
 
     chief, trainer, _ = _chief(timeout_s=5.0)   # unreleased workers: PeerLost in 5 s, not a hang
@@ -475,7 +476,7 @@ def test_a_server_other_than_the_chief_loads_no_data(monkeypatch):
     """Every server loaded the whole dataset (and took a GPU): now only the chief does; the
     others build the model from the sizes the chief sends, initialised as the chief's."""
     from fineprune_cli.distributed import paramserver
-    from fineprune_cli.engine import session
+    from fineprune_cli.engine import build
     from fineprune_cli.engine.config import build_config
     from fineprune_cli.engine.world import World
 
@@ -489,7 +490,7 @@ def test_a_server_other_than_the_chief_loads_no_data(monkeypatch):
 
         def wait_finished(self):
             pass
-    monkeypatch.setattr(session, "load_data", lambda *a: pytest.fail("a server loaded the data"))
+    monkeypatch.setattr(build, "load_data", lambda *a: pytest.fail("a server loaded the data"))
     monkeypatch.setattr(paramserver, "start", lambda world, cfg: [[2]])
     monkeypatch.setattr(paramserver.dist, "new_group", lambda ranks, **kw: None)
     monkeypatch.setattr(paramserver, "share_sizes", lambda trainer: (3, 10, 1000))
@@ -499,7 +500,7 @@ def test_a_server_other_than_the_chief_loads_no_data(monkeypatch):
     assert paramserver.train_ps(cfg, World(1, 3), None) is None
     (host, shards, k), = served
     assert k == 1 and host.warmup_steps == 32                      # ceil(1000 / 32) steps, 1 epoch
-    reference = session.build_model(cfg, 3, 10)
+    reference = build.build_model(cfg, 3, 10)
     assert all(torch.equal(a, b) for a, b in zip(host.model.parameters(), reference.parameters()))
     assert len(shards.members) == 2
 

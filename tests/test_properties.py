@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fineprune_cli.engine import session as runner_module
+from fineprune_cli.engine import build as engine_build
 from fineprune_cli.cli import app
 from fineprune_cli.engine.data import DataError, load_dataset
 from fineprune_cli.errors import FinepruneError
@@ -39,7 +39,7 @@ def no_training(monkeypatch, tmp_path):
 
     def stop(*args, **kwargs):
         raise Validated("validated")
-    monkeypatch.setattr(runner_module, "load_data", stop)
+    monkeypatch.setattr(engine_build, "load_data", stop)
 
 
 def _one_clean_line(result):

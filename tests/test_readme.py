@@ -300,6 +300,7 @@ def _dry(monkeypatch):
     """Replace training by the checks a run makes before it trains: `train` validates its config
     (and a launch of several processes its layout), `resume` names its folder, `compare` plans
     and validates every run."""
+    from fineprune_cli import runner
     from fineprune_cli.cli import views
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import compare, matrix
@@ -318,8 +319,8 @@ def _dry(monkeypatch):
         checked.extend(compare.job_config(cfg, job, c.out) for job in compare.plan(cfg, c))
         return []
 
-    monkeypatch.setattr(launch, "train", check_train)
-    monkeypatch.setattr(launch, "resume", check_resume)
+    monkeypatch.setattr(runner, "train", check_train)
+    monkeypatch.setattr(runner, "resume", check_resume)
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
     monkeypatch.setattr(matrix, "run_matrix", check_matrix)
     monkeypatch.setattr(views, "show_compare", lambda *args: None)

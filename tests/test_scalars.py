@@ -11,7 +11,7 @@ from fineprune_cli.engine.checkpoint import Interrupted
 from fineprune_cli.engine.config import Config
 from fineprune_cli.engine.fingerprint import fingerprint
 from fineprune_cli.engine.record import EpochRow
-from fineprune_cli.engine.session import resume, train
+from fineprune_cli.runner import resume, train
 
 TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "100",
         "--device", "cpu", "--batch-size", "50"]

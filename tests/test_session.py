@@ -7,7 +7,8 @@ import pytest
 
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.record import RunSummary, Status, read_summary
-from fineprune_cli.engine.session import best3, train
+from fineprune_cli.engine.totals import best3
+from fineprune_cli.runner import resume, train
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning.policies.fine import FinePruning
 from conftest import invoke, metrics_rows
@@ -142,5 +143,5 @@ def test_a_run_resumed_on_another_machine_has_a_mixed_signature(tmp_path, monkey
     first = read_summary(tmp_path / "r").machine
     other = {**first, "processor": "another CPU"}
     monkeypatch.setattr(session, "machine_signature", lambda device: other)
-    session.resume(tmp_path / "r", show_progress=False)
+    resume(tmp_path / "r", show_progress=False)
     assert read_summary(tmp_path / "r").machine == {"mixed": [first, other]}

@@ -160,7 +160,7 @@ def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
     from test_checkpoint import SignalAt
     from fineprune_cli.engine.checkpoint import Interrupted
     from fineprune_cli.engine.config import build_config
-    from fineprune_cli.engine.session import resume, train
+    from fineprune_cli.runner import resume, train
 
     mixed_folder(tmp_path / "imgs")
 

@@ -5,7 +5,7 @@ from fineprune_cli import models
 from fineprune_cli.engine.trainer import CropFlip, pad_images
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import Dataset
-from fineprune_cli.engine.trainer import DeviceData, Trainer, lr_at, scheduled_lr
+from fineprune_cli.engine.trainer import DeviceData, Trainer
 from fineprune_cli.pruning.policy import EpochPlan
 
 
@@ -74,13 +74,6 @@ def test_same_seed_same_numbers():
         assert a.train_epoch(epoch).item() == b.train_epoch(epoch).item()
     assert a.evaluate() == b.evaluate()
     assert _trainer(seed=4).train_epoch(1).item() != a.train_epoch(4).item()
-
-
-def test_lr_is_one_function_of_the_step_warmup_times_milestones():
-    cfg = TrainConfig(lr=0.1, milestones=[2, 3], gamma=0.5)
-    assert [scheduled_lr(cfg, e) for e in (1, 2, 3, 4)] == [0.1, 0.1, 0.05, 0.025]
-    assert [lr_at(cfg, 1, s, 4) for s in range(5)] == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1])
-    assert lr_at(cfg, 3, 2, 4) == pytest.approx(0.05 * 3 / 4)  # a ramp still running meets a milestone
 
 
 def test_trainer_applies_the_warmup_ramp_and_the_milestones():

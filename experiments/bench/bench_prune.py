@@ -15,7 +15,7 @@ from common import median, write_table
 
 from fineprune_cli.engine.config import Config
 from fineprune_cli.engine.record import read_metrics
-from fineprune_cli.engine.session import train
+from fineprune_cli.runner import train
 from fineprune_cli.engine.device import resolve_device
 
 

@@ -87,9 +87,9 @@ def mixed_folder(root: Path, n: int, classes: int = 10) -> None:
 
 
 def mixed_run(n: int, size: int, workers: int) -> dict:
-    """`fineprune train` (session.train) on a generated mixed-size folder, streamed."""
+    """`fineprune train` (runner.train) on a generated mixed-size folder, streamed."""
     from fineprune_cli.engine.config import Config
-    from fineprune_cli.engine.session import train
+    from fineprune_cli.runner import train
     from fineprune_cli.errors import DataError
 
     with tempfile.TemporaryDirectory() as tmp:

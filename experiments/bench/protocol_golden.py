@@ -21,7 +21,7 @@ import torch
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.device import machine_signature
 from fineprune_cli.engine.record import read_metrics
-from fineprune_cli.engine.session import train
+from fineprune_cli.runner import train
 
 POLICIES = ("regular", "fine", "random", "infobatch", "ucb", "egreedy")
 FIELDS = ("epoch", "lr", "samples", "train_loss", "test_loss", "test_accuracy", "pruned")

@@ -241,7 +241,7 @@ def run_all(base: Path, use_exec: bool = False, only: Callable[[Case], bool] = l
     # the children inherit the parent's modules: import what the commands import lazily before
     # forking (each child would otherwise import torch again), but train nothing here
     import importlib
-    for module in ("cli", "engine.session", "drivers.compare", "drivers.scale", "analysis.report",
+    for module in ("cli", "runner", "drivers.compare", "drivers.scale", "analysis.report",
                    "analysis.runs", "distributed.launch"):
         importlib.import_module(f"fineprune_cli.{module}")
     import torch

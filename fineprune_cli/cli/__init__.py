@@ -88,6 +88,7 @@ ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 NOTES_LIMIT = 2**20   # --notes: a page of Markdown, not a stream
+RESUME_ALONE = "--resume takes no other options: the run continues with its saved config"
 SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
 TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainConfig, ()),
          ("prune", PruneConfig, ()), ("run", RunConfig, ()))
@@ -102,9 +103,9 @@ def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict
     return ours, {k: v for k, v in settings.items() if k not in ours}
 
 
-@app.command(epilog=EXAMPLES["train"])
+@app.command("train", epilog=EXAMPLES["train"])
 @with_settings(*TRAIN, required=("model.name", "data.dataset"))
-def train(
+def train_command(
     settings: dict[str, Any],
     config: ConfigOpt = None, set_: SetOpt = None,
     name: NameOpt = None,
@@ -118,43 +119,43 @@ def train(
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
-    from ..distributed.launch import check_launch, check_parallel, naming_the_run, relaunch
-    from ..distributed.launch import resume as resume_training, train as run_training, weak_scaling
+    from .. import runner
     from ..engine.config import validate
     from ..engine.world import from_env
 
     settings.update(parse_set(set_))
     if resume is not None and (name is not None or dry_run or print_config):
-        raise ConfigError("--resume takes no other options: the run continues with its saved config")
+        raise ConfigError(RESUME_ALONE)
     if name is not None:
         settings["run.out"] = named_folder(name, config, settings)
-    if dry_run or print_config:
-        cfg = validate(build_config(config, settings))
-        if print_config:
-            return dryrun_view.show_config(cfg.to_dict(), as_json)
+    looking = dry_run or print_config
+    if not looking and max_restarts is not None and nproc_per_node is None:
+        raise ConfigError("--max-restarts needs --nproc-per-node: it restarts the processes torchrun started")
+    if not looking and nproc_per_node is not None:
+        from ..distributed.launch import check_launch
+
+        check_launch(nproc_per_node, nnodes, node_rank, rdzv_endpoint)
+    elif resume is not None and (config is not None or any(v is not None for v in settings.values())):
+        raise ConfigError(RESUME_ALONE)
+    # validated once, by what it is handed to (a resumed run's config: by `resumable`)
+    cfg = None if resume is not None else build_config(config, settings)
+    if print_config:
+        return dryrun_view.show_config(validate(cfg).to_dict(), as_json)
+    if dry_run:
         from ..drivers.dryrun import dry_train
 
         return dryrun_view.show_dry_run(dry_train(cfg), as_json)
-    if max_restarts is not None and nproc_per_node is None:
-        raise ConfigError("--max-restarts needs --nproc-per-node: it restarts the processes torchrun started")
     if nproc_per_node is not None:
-        check_launch(nproc_per_node, nnodes, node_rank, rdzv_endpoint)
-        argv = sys.argv[1:]
-        if resume is None:  # refuse bad settings here, not in every rank after loading the data
-            size = nproc_per_node * (nnodes or 1)
-            cfg = validate(build_config(config, settings))
-            check_parallel(weak_scaling(cfg, size, nproc_per_node), size, nproc_per_node)
-            argv = naming_the_run(without_name(argv, cfg.run.out) if name else argv, cfg)
-        raise typer.Exit(relaunch(argv, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))
-    if resume is not None:
-        if config is not None or any(v is not None for v in settings.values()):
-            raise ConfigError("--resume takes no other options: the run continues with its saved config")
-        summary = resume_training(resume, show_progress=not as_json)
+        argv = without_name(sys.argv[1:], cfg.run.out) if name is not None else sys.argv[1:]
+        raise typer.Exit(runner.launch(argv, cfg, nproc_per_node, nnodes, node_rank, rdzv_endpoint,
+                                       max_restarts or 0))
+    if cfg is None:
+        summary = runner.resume(resume, show_progress=not as_json)
     else:
-        summary = run_training(build_config(config, settings), show_progress=not as_json,
-                               command=_invocation())
+        summary = runner.train(cfg, show_progress=not as_json, command=_invocation())
     if from_env().main and summary is not None:
         views.show_trained(summary, as_json)
+
 
 
 @app.command(epilog=EXAMPLES["compare"])

@@ -1,6 +1,6 @@
 """The chief parameter server's run (rank 0 of an async/mixed run): it waits for each epoch's
 end, evaluates the whole model, records the epoch, checkpoints, stops on a signal or on
-divergence, and resumes from its checkpoint, as the synchronous loop does (engine/session.py).
+divergence, and resumes from its checkpoint, as the synchronous loop does (engine/loop.py).
 
 A checkpoint holds the whole model (batch-norm buffers included), each server's shard with
 its optimizer state and update count, the policy, the totals and the RNG. Workers hold no
@@ -17,10 +17,10 @@ from ..engine import checkpoint
 from ..engine.config import Config
 from ..engine.device import synchronize
 from ..engine.fingerprint import fingerprint
-from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite
+from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite, read_summary
 from ..engine.lrschedule import lr_schedule
 from ..engine.scalars import ScalarLog
-from ..engine.session import Totals, mark_diverged, new_summary, resumable, summarize
+from ..engine.totals import Totals, mark_diverged, new_summary, summarize
 from ..engine.world import World
 from ..errors import ConfigError
 from .layout import Shards
@@ -54,7 +54,7 @@ def open_record(cfg: Config, trainer: Any, world: World, command: str | None,
         record.write_config(cfg.to_dict())
         summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
         return record, summary, None
-    summary, _ = resumable(resume_dir)
+    summary = read_summary(resume_dir)  # the front door's `resumable` checked it can go on
     record = RunRecord(Path(resume_dir))
     state = checkpoint.load(record.path, trainer.device)
     if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):

@@ -1,4 +1,7 @@
-"""Starting data-parallel runs: `--nproc-per-node` relaunches the command through torchrun."""
+"""Starting a run of several processes: `--nproc-per-node` relaunches the command through
+torchrun, after the launch flags and the run's layout are checked; a process torchrun
+restarted finds the run folder it continues (`restarted`). What each process then runs is
+chosen by `fineprune_cli.runner`."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Mapping
 
 from ..engine.config import Config
 from ..engine.fingerprint import fingerprint
-from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, default_run_dir, load_run_config, read_summary
+from ..engine.record import CHECKPOINT, METRICS, SUMMARY, default_run_dir, load_run_config
 from ..errors import ConfigError
 
 LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint", "--max-restarts")
@@ -99,25 +102,6 @@ def check_parallel(cfg: Config, size: int, per_node: int | None = None) -> None:
                               "--group-size 0 = the workers of a node)")
 
 
-def weak_scaling(cfg: Config, size: int, per_node: int | None = None) -> Config:
-    """--batch-per-worker B: the batch a step of all ranks shares becomes B x ranks (sync); in
-    async mode a worker's batch is B; in mixed mode each group's is B x its workers (recorded:
-    the largest group's). Set before anything reads batch_size."""
-    from .layout import worker_groups
-
-    b = cfg.train.batch_per_worker
-    if not b:
-        return cfg
-    if size < 2 or cfg.run.dist_mode == "async":
-        cfg.train.batch_size = b
-    elif cfg.run.dist_mode == "sync":
-        cfg.train.batch_size = b * size
-    else:
-        groups = worker_groups(size, cfg.run.num_ps, per_node or size, cfg.run.group_size, "mixed")
-        cfg.train.batch_size = b * max(len(g) for g in groups)
-    return cfg
-
-
 def naming_the_run(argv: list[str], cfg: Config) -> list[str]:
     """`argv` with the run folder named once, here: every rank, and every restart of one, then
     writes the same folder, not one named by the time it started."""
@@ -160,37 +144,3 @@ def without_launch_flags(argv: list[str]) -> list[str]:
             continue
         out.append(arg)
     return out
-
-
-def train(cfg, show_progress: bool = True, command: str | None = None):
-    """One process of `fineprune train`: the engine's loop alone or as a DDP rank, or a
-    parameter-server process (async/mixed) when launched that way."""
-    from ..engine import session
-    from ..engine.world import from_env
-    from .layout import local_size
-    from .paramserver import train_ps
-
-    world = from_env()
-    per_node = local_size(os.environ, world.size)
-    cfg = weak_scaling(session.validate(cfg), world.size, per_node)
-    check_parallel(cfg, world.size, per_node)
-    again = restarted(cfg, os.environ, world.main)
-    if again is not None:  # a restart after the last epoch's checkpoint finds the run complete
-        done = read_summary(again)
-        return done if done.status == Status.COMPLETE else resume(again, show_progress)
-    if world.active and cfg.run.dist_mode != "sync":
-        return train_ps(cfg, world, command)
-    return session.train(cfg, show_progress=show_progress, command=command)
-
-
-def resume(run_dir, show_progress: bool = True):
-    """`train --resume`: the synchronous loop's resume, or a parameter-server run's."""
-    from ..engine import session
-    from ..engine.world import from_env
-    from .paramserver import train_ps
-
-    world = from_env()
-    _, cfg = session.resumable(run_dir)
-    if world.active and cfg.run.dist_mode != "sync":
-        return train_ps(cfg, world, None, resume_dir=run_dir)
-    return session.resume(run_dir, show_progress=show_progress)

@@ -33,8 +33,8 @@ from ..engine import checkpoint, world as worlds
 from ..engine.checkpoint import to_device
 from ..engine.config import Config
 from ..engine.record import RunSummary
-from ..engine.session import build, build_model
-from ..engine.trainer import warmup_length
+from ..engine.build import build_model, trainer_and_policy
+from ..engine.lrschedule import warmup_length
 from ..engine.world import World
 from .layout import Shards, gpu_placement, local_size, worker_groups
 from .server import ModelHost, PeerLost, Server
@@ -236,7 +236,7 @@ def build_on_own_device(cfg: Config, world: World) -> tuple[Any, Any]:
     placed.run.device = own_device(cfg, world)
     if world.rank < cfg.run.num_ps:
         placed.run.compile = False  # the chief only evaluates, once an epoch
-    return build(placed)
+    return trainer_and_policy(placed)
 
 
 def share_sizes(trainer: Any | None) -> tuple[int, int, int]:

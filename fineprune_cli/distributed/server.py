@@ -14,7 +14,7 @@ import torch
 
 from ..engine.checkpoint import to_device
 from ..engine.config import TrainConfig
-from ..engine.trainer import lr_at
+from ..engine.lrschedule import lr_at
 from ..errors import FinepruneError
 from .layout import Shards, flatten, load_flat
 

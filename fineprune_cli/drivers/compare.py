@@ -267,7 +267,7 @@ def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> Non
 
 def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
     from ..engine.checkpoint import Diverged
-    from ..engine.session import train
+    from ..runner import train
 
     try:
         train(job_cfg, show_progress=False, command=command, bar=bar)
@@ -280,7 +280,7 @@ def _resume_or_note(path: Path, bar: Any) -> bool:
     other settings), so the run is trained again. Any other failure stops the matrix and keeps
     the folder: a CUDA resume once failed this way on every run, and each was deleted."""
     from ..engine.checkpoint import Diverged, StaleCheckpoint
-    from ..engine.session import resume
+    from ..runner import resume
 
     console.info(f"{bar.label}: resuming from its checkpoint")
     try:

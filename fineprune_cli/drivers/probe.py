@@ -108,7 +108,7 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     import torch
 
     from ..engine.device import resolve_device, synchronize
-    from ..engine.session import build_model
+    from ..engine.build import build_model
     from ..engine.trainer import Trainer, wants_augment
 
     device = resolve_device(cfg.run.device)

@@ -1,2 +1,3 @@
-"""The training engine: config, data, trainer, run record, checkpoints and the session
-(`fit`) that turns a config into a recorded run. It knows nothing of the CLI."""
+"""The training engine: config, data, trainer, lr schedule, run record, checkpoints, and the
+synchronous loop that turns a config into a recorded run (build: its parts; loop: the epochs;
+totals: its figures; session: starting and resuming it). It knows nothing of the CLI."""

@@ -1,5 +1,6 @@
-"""The learning rate of an epoch, before the warm-up ramp: the milestone decays it has passed,
-times KAKURENBO's scale for a pruned epoch.
+"""The learning rate: of an epoch (the milestone decays it has passed, times KAKURENBO's scale
+for a pruned epoch), then of each optimizer step (the linear warm-up ramp over it, `lr_at`).
+The one place the lr rule is written: the trainer and the parameter servers use it.
 
 `--lr-schedule epochs` (the default, and the only behaviour before issue 23): milestone m is
 passed in every epoch e > m.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..pruning.policy import Policy
-from .config import TrainConfig
+from .config import TrainConfig, paper_milestones
 
 Planned = Callable[[int], "int | None"]  # samples epoch j trains, when known before the run
 
@@ -48,7 +49,25 @@ class EpochLr:
 
 
 def passed_by_epoch(cfg: TrainConfig, epoch: int) -> int:
-    return sum(1 for m in cfg.milestones if epoch > m)
+    """Milestones passed in `epoch` (`--lr-schedule epochs`): m in every epoch e > m, so epoch
+    m itself still runs at the lr before it, as torch's MultiStepLR stepped once an epoch."""
+    # unset (a TrainConfig made in code, never resolved): the paper's shares of its epochs
+    milestones = cfg.milestones if cfg.milestones is not None else paper_milestones(cfg.epochs)
+    return sum(1 for m in milestones if epoch > m)
+
+
+def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int, base: float | None = None) -> float:
+    """The learning rate of optimizer step `step` (0-based, counted over the run) in `epoch`:
+    the epoch's lr (`base`: an `LrSchedule`'s; default the milestone schedule by epoch) times a
+    linear warm-up over the first `warmup_steps` steps (step warmup_steps - 1 is its last,
+    at the full lr)."""
+    lr = EpochLr(passed_by_epoch(cfg, epoch)).value(cfg) if base is None else base
+    return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
+
+
+def warmup_length(cfg: TrainConfig, num_train: int) -> int:
+    """Optimizer steps of the linear warm-up: warmup_epochs of full batches."""
+    return round(cfg.warmup_epochs * -(-num_train // cfg.batch_size))
 
 
 def passed(milestones: Sequence[int], epochs: int, done: int, total: int) -> int:

@@ -18,37 +18,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import ConfigError
 from ..pruning.policy import EpochPlan, global_mean
-from .config import TrainConfig, paper_milestones
+from .config import TrainConfig
 from .data import Dataset
+from .lrschedule import lr_at, warmup_length
 from .world import SINGLE, World, all_sum, shard_range, step_slices
 
 Observe = Callable[..., None]  # (indices, losses[, global batch mean when data-parallel])
 CROP_PAD = 4  # pixels of zero padding for the random crop at 32x32 (the paper's CIFAR recipe)
-
-
-def scheduled_lr(cfg: TrainConfig, epoch: int) -> float:
-    """The milestone schedule: lr x gamma after each milestone epoch (multiplied in turn, as
-    torch's MultiStepLR does, so the values match runs made with it to the last bit)."""
-    lr = cfg.lr
-    # unset (a TrainConfig made in code, never resolved): the paper's shares of its epochs
-    milestones = cfg.milestones if cfg.milestones is not None else paper_milestones(cfg.epochs)
-    for milestone in milestones:
-        if epoch > milestone:
-            lr *= cfg.gamma
-    return lr
-
-
-def lr_at(cfg: TrainConfig, epoch: int, step: int, warmup_steps: int, base: float | None = None) -> float:
-    """The learning rate of optimizer step `step` (0-based, counted over the run) in `epoch`:
-    the epoch's lr (`base`: engine/lrschedule.py's; default the milestone schedule) times a
-    linear warm-up over the first `warmup_steps` steps."""
-    lr = scheduled_lr(cfg, epoch) if base is None else base
-    return lr * (step + 1) / warmup_steps if step < warmup_steps else lr
-
-
-def warmup_length(cfg: TrainConfig, num_train: int) -> int:
-    """Optimizer steps of the linear warm-up: warmup_epochs of full batches."""
-    return round(cfg.warmup_epochs * -(-num_train // cfg.batch_size))
 
 
 def wants_augment(mode: str, channels: int) -> bool:

@@ -1,0 +1,40 @@
+"""A run's working parts from its config: the model (its first weights drawn from the run's
+seed), the device-resident trainer on the loaded data, and the pruning policy."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import models
+from ..pruning.policy import Policy, create as create_policy
+from . import world as worlds
+from .config import Config, given_as
+from .device import resolve_device
+from .stream import load_data
+from .trainer import Trainer
+from .world import World
+
+
+def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
+    """The run's model, its initial weights drawn from the run's seed (the same in every
+    process that builds it)."""
+    torch.manual_seed(cfg.run.seed)
+    kwargs = {"widen": cfg.model.widen} if cfg.model.widen else {}
+    return models.create(cfg.model.name, channels, classes, **kwargs)
+
+
+def trainer_and_policy(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
+    """This process's device (and its place in the process group), the data loaded onto it,
+    the trainer and the policy."""
+    device = resolve_device(worlds.device_for(world, cfg.run.device), given_as(cfg, "run.device", "--device"))
+    worlds.place(device)
+    worlds.init(world, device, cfg.run.dist_timeout)
+    data, channels, classes = load_data(cfg.data, cfg.run.seed, device,
+                                        max(cfg.train.batch_size, cfg.train.eval_batch_size))
+    model = build_model(cfg, channels, classes)
+    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile,
+                      cfg.run.compile_mode, world=world)
+    trainer.channels, trainer.classes = channels, classes
+    policy = create_policy(cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1,
+                           device=device, epochs=cfg.train.epochs)
+    return trainer, policy

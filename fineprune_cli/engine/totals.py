@@ -1,0 +1,86 @@
+"""What a run has done so far (`Totals`: its epoch rows and timings) and how that reaches its
+summary: a new run's summary, the figures brought up to date after each epoch, the record of
+a divergence. The synchronous loop (loop.py) and the parameter-server chief share them."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import checkpoint
+from .config import Config
+from .device import describe_device, load_average, machine_signature
+from .record import EpochRow, RunRecord, RunSummary, Status, git_commit
+from .stream import data_identity
+
+
+@dataclass
+class Totals:
+    """What a run has done so far; a checkpoint stores it, a resumed run starts from it."""
+    rows: list[EpochRow] = field(default_factory=list)
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    overhead_s: float = 0.0
+    refresh_s: float = 0.0  # forward-only passes a policy asked for (kakurenbo), part of train_s
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rows": [vars(r) for r in self.rows], "train_s": self.train_s,
+                "eval_s": self.eval_s, "overhead_s": self.overhead_s, "refresh_s": self.refresh_s}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Totals":
+        return cls([EpochRow(**r) for r in state["rows"]], state["train_s"], state["eval_s"],
+                   state["overhead_s"], state.get("refresh_s", 0.0))  # absent from older checkpoints
+
+
+def best3(accuracies: list[float]) -> float:
+    """Mean of the three best test accuracies, as in the paper's Table 2."""
+    top = sorted(accuracies, reverse=True)[:3]
+    return sum(top) / len(top) if top else float("nan")
+
+
+def summarize(summary: RunSummary, totals: Totals) -> None:
+    """Bring the summary's figures up to the rows done so far."""
+    rows = totals.rows
+    seen = sum(r.samples for r in rows)
+    summary.epochs_completed = len(rows)
+    summary.train_seconds = round(totals.train_s, 3)
+    summary.eval_seconds = round(totals.eval_s, 3)
+    summary.overhead_seconds = round(totals.overhead_s, 4)
+    summary.final_accuracy = rows[-1].test_accuracy if rows else float("nan")
+    summary.final_test_loss = rows[-1].test_loss if rows else None
+    summary.best3_accuracy = best3([r.test_accuracy for r in rows])
+    summary.samples_seen = seen
+    summary.samples_skipped = len(rows) * summary.num_train - seen
+    summary.pruning_epochs = [r.epoch for r in rows if r.pruned]
+    if totals.refresh_s:
+        summary.extra["refresh_seconds"] = round(totals.refresh_s, 3)
+
+
+def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
+                world_size: int = 1, command: str | None = None) -> RunSummary:
+    schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
+    return RunSummary(
+        model=cfg.model.name, dataset=cfg.data.dataset, epochs=cfg.train.epochs, seed=cfg.run.seed,
+        policy=cfg.policy, arm=cfg.run.arm, dataset_label=cfg.data.label or cfg.data.dataset,
+        num_train=num_train,
+        device=describe_device(device), run_dir=str(path), torch=torch.__version__,
+        git_commit=git_commit(), started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=command,
+        world_size=world_size, schedule=schedule if cfg.policy != "regular" else {},
+        data=data_identity(cfg.data), machine=machine_signature(device), load_average=load_average())
+
+
+def mark_diverged(record: RunRecord, summary: RunSummary, totals: Totals, row: EpochRow) -> checkpoint.Diverged:
+    """Record the run as diverged at `row`'s epoch; returns the error to raise."""
+    summarize(summary, totals)
+    summary.status, summary.diverged_epoch = Status.DIVERGED, row.epoch
+    record.write_metrics(totals.rows)
+    record.write_summary(summary)
+    return checkpoint.Diverged(
+        f"training diverged at epoch {row.epoch}: train loss {row.train_loss}, test loss "
+        f"{row.test_loss}; the record is kept in {record.path} with status 'diverged' "
+        "(try a lower --lr or a longer train.warmup_epochs)")
