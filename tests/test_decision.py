@@ -251,3 +251,41 @@ def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
     assert target == pytest.approx(73.34, abs=1e-9)
     assert timing.time_to_accuracy(by["regular"][1], target, q).epoch == 164
     assert 73.34 in [r.test_accuracy for r in by["regular"][1].metrics[163:164]]
+
+
+def _seeds(effect, sd, level):
+    """The first n with power >= 80% for a one-sided t test, from the noncentral t (None past 50)."""
+    if effect <= 0:
+        return None
+    return next((n for n in range(2, 51)
+                 if sps.nct.sf(sps.t.ppf(1 - level, n - 1), n - 1, effect / sd * math.sqrt(n)) >= 0.8), None)
+
+
+def test_the_plan_is_the_easiest_route_at_holms_strictest_step_of_the_family():
+    """Two undecided policies share a family of 2: each plan is at 5%/2, and it is the fewest seeds
+    over the three routes (worse; worth = the larger of its two tests; short of the minimum gain)."""
+    found = one(context(line(-0.3, {"ucb": (-0.25, pruned("ucb", 0.3)), "egreedy": (-0.15, pruned("egreedy", 0.3))}),
+                        seeds=range(2)))
+    assert [d.family for d in found] == [2, 2]
+    planned = [d for d in found if d.word == CANT_TELL]
+    assert planned, "the fixture decided every policy"
+    for d in planned:
+        reg, alt, level = d.vs_regular, d.vs_cheap, 0.05 / 2
+        worth = [_seeds(reg.mean + 0.3, reg.sd, level), _seeds(alt.mean, alt.sd, level)]
+        routes = [_seeds(-(reg.mean + 0.3), reg.sd, level / 2),
+                  None if None in worth else max(worth),
+                  _seeds(0.3 - alt.mean, alt.sd, level / 2)]
+        assert d.seeds_80 == min(n for n in routes if n is not None), (d.policy, routes)
+
+
+def test_an_arms_spread_is_judged_against_a_plain_differences_norm_of_two(monkeypatch):
+    """A paired difference of two runs has coefficients +1 and -1: its variance is 2 sigma^2."""
+    seen = []
+    real = stats.out_of_line
+
+    def spy(diffs, norms, sigma, df):
+        seen.append(list(norms))
+        return real(diffs, norms, sigma, df)
+    monkeypatch.setattr(decision.stats, "out_of_line", spy)
+    decision.noise(context(line(0.0, {"ucb": (0.0, pruned("ucb", 0.3))})))
+    assert [n for n in seen if n] == [[2.0] * 5] * 2   # ucb and shorter-30 against regular (regular: none)

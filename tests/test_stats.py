@@ -132,3 +132,27 @@ def test_seeds_for_80_percent_against_the_noncentral_t():
 def test_what_fifty_seeds_resolve():
     d = stats.resolvable(0.3, 0.05)
     assert _power_by_hand(d, 0.3, 0.05, stats.MAX_SEEDS) == pytest.approx(0.8, abs=1e-4)
+
+
+def test_a_spread_of_exactly_one_test_image_has_its_own_interval():
+    """The refusal is for spreads *below* one image: [0, 1, 2] spreads by exactly 1.0 (sd 1.0)."""
+    assert stats.paired_estimate([0.0, 1.0, 2.0], quantum=1.0) is not None
+    assert stats.paired_estimate([0.0, 0.5, 1.0], quantum=1.0) is None
+
+
+def test_out_of_line_is_the_f_tail_on_n_minus_1_and_the_pooled_df():
+    """Four differences (variance 2.9167), sigma 1, plain differences (norm 2): F(3, 10) at 1.4583."""
+    diffs = [0.0, 1.0, 2.0, 4.0]
+    ratio = statistics.variance(diffs) / 2.0
+    assert stats.out_of_line(diffs, [2.0] * 4, 1.0, 10) == pytest.approx(float(sps.f.sf(ratio, 3, 10)))
+    assert stats.out_of_line(diffs, [2.0] * 4, 1.0, 10) != pytest.approx(float(sps.f.sf(ratio, 4, 10)))
+
+
+def test_seeds_for_reaches_max_seeds_itself():
+    """An effect that 50 seeds, and not 49, show with 80% power: 50, the last feasible number, not None."""
+    from statsmodels.stats.power import TTestPower
+
+    size = TTestPower().solve_power(effect_size=None, nobs=stats.MAX_SEEDS, alpha=0.05, power=stats.POWER,
+                                    alternative="larger")
+    assert stats.seeds_for(float(size) * 1.0001, 1.0, 0.05) == stats.MAX_SEEDS
+    assert stats.seeds_for(float(size) * 0.99, 1.0, 0.05) is None
