@@ -58,3 +58,30 @@ def test_a_variant_meets_the_random_control_of_its_own_variant_never_the_plain_o
     assert paired.vs_control(by, "fine").diffs == pytest.approx(dict.fromkeys(seeds, 10.0))
     del by["random (prune_fraction 0.5)"]
     assert paired.vs_control(by, "fine (prune_fraction 0.5)") is None
+
+
+def line_at(budgets, policy_skipped):
+    """Regular at 80; frontier arms at the given skipped counts (of 1,000 sample-epochs: 10 a
+    percent), each at 80 - its percent / 10; ucb at `policy_skipped`, at 80."""
+    seeds = range(3)
+    by = {"regular": arm("regular", dict.fromkeys(seeds, 80.0)),
+          "ucb": arm("ucb", dict.fromkeys(seeds, 80.0), skipped=policy_skipped)}
+    for k in budgets:
+        name = f"random-every-{k // 10}"
+        by[name] = arm("random", dict.fromkeys(seeds, 80.0 - k / 100), skipped=k, name=name)
+    return by
+
+
+def test_a_line_is_read_through_the_nearest_arms_on_either_side():
+    """Arms at 10, 20, 40 and 50% around ucb's 30%: read between 20 and 40 (78.0 there), not 10 and 50."""
+    found = paired.vs_line(line_at([100, 200, 400, 500], 300), "ucb", is_frontier)
+    assert found.arms == ("random-every-20", "random-every-40")
+    assert found.diffs == pytest.approx(dict.fromkeys(range(3), 3.0))
+
+
+def test_an_arm_a_tenth_of_a_point_away_is_not_at_the_budget():
+    """An arm at 29.9% is 0.1 pt from ucb's 30%, beyond SAME_BUDGET (0.05): the line is read between it
+    and the arm at 40%, interpolated (its norm above 1), not taken from the 29.9% arm alone."""
+    found = paired.vs_line(line_at([299, 400], 300), "ucb", is_frontier)
+    assert found.arms == ("random-every-29", "random-every-40")
+    assert all(n > 1.0 for n in found.norms.values())

@@ -293,6 +293,17 @@ def test_anneal_stops_pruning_after_delta_n_for_every_policy(name):
     assert all(p.samples == 40 and p.weights is None for p in plans[3:])
 
 
+@pytest.mark.parametrize("name", PRUNING)
+def test_an_annealed_epoch_is_planned_as_every_sample(name):
+    """planned_samples (what --lr-schedule progress counts on) of epochs past δ·n is N for every
+    policy, and where a policy knows a pruning epoch's count in advance it is what the plan trains."""
+    policy = create(name, 40, PruneConfig(anneal=0.5, **EVERY_EPOCH), seed=6, epochs=7)
+    plans = feed(policy, 7)
+    assert [policy.planned_samples(e) for e in range(4, 8)] == [40] * 4
+    known = [(policy.planned_samples(e), plans[e - 1].samples) for e in (2, 3)]
+    assert all(n is None or n == samples < 40 for n, samples in known), known
+
+
 def test_anneal_needs_the_run_length_unless_it_never_stops():
     # Catches: annealing silently skipped when epochs is unknown.
     with pytest.raises(ConfigError, match="--anneal"):
