@@ -58,3 +58,11 @@ def test_times_from_run_skip_warmup_and_charge_overhead_to_pruning_epochs(tmp_pa
 def test_times_from_run_errors(tmp_path):
     with pytest.raises(ConfigError, match="summary.json|metrics.csv"):
         times_from_run(tmp_path)
+
+
+def test_a_prune_fraction_of_zero_has_no_pruning_epoch():
+    """The schedule prunes epochs (window 5, start 3, block 1), but m = 0 leaves nothing out: no
+    pruning epoch, no saving, and no overhead charged to one."""
+    est = estimate(PruneSchedule(window=5, start=3, block=1, count=1), 10, 0.0, epoch_seconds=10.0, overhead=1.0)
+    assert est.pruning_epochs == [] and est.n_prune == 0 and est.t_save == 0.0
+    assert estimate(PruneSchedule(window=5, start=3, block=1, count=1), 10, 0.5).pruning_epochs == [3, 4, 6, 7, 8, 9, 10]

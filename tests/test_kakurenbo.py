@@ -148,3 +148,15 @@ def test_the_refresh_pass_observes_exactly_the_hidden_samples_unaugmented():
         assert torch.allclose(losses, F.cross_entropy(logits, y, reduction="none"), atol=1e-6)
         assert torch.equal(right, logits.argmax(1) == y)
         assert torch.allclose(conf, logits.softmax(1).max(1).values, atol=1e-6)
+
+
+def test_a_sample_observed_twice_before_a_sync_keeps_its_mean_confidence():
+    """Two observations of one sample (confidence 0.6 and 0.8) fold to 0.7, the mean, not their sum
+    1.4: with tau 0.75 it is unsure and moves back."""
+    policy = create("kakurenbo", 2, PruneConfig(prune_fraction=0.5, kakurenbo_tau=0.75), seed=3, epochs=10)
+    idx = torch.tensor([0, 0, 1])
+    policy.observe(idx, torch.tensor([0.1, 0.1, 5.0]), None, torch.tensor([True, True, True]),
+                   torch.tensor([0.6, 0.8, 0.9]))
+    policy.sync()
+    assert policy.confidence[0].item() == pytest.approx(0.7)
+    assert policy.plan(2).samples == 2   # the lowest loss, sample 0, moves back

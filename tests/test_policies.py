@@ -179,6 +179,10 @@ def test_egreedy_keeps_top_means_plus_an_epsilon_share_of_the_budget_at_random()
         assert len(kept) == 50 and set(range(60, 100)) <= kept
         draws |= kept - set(range(60, 100))
     assert len(draws) > 10 and draws <= set(range(60))
+    odd = create("egreedy", 100, PruneConfig(prune_fraction=0.5, epsilon=0.07), seed=4)
+    observe_all(odd, torch.arange(100.0))   # round(0.07 x 50) = round(3.5) = 4 drawn: the top 46 always,
+    plans = [set(odd.plan(e).indices.tolist()) for e in range(1, 11)]   # not the top 47 (int() draws 3)
+    assert all(set(range(54, 100)) <= kept for kept in plans) and any(53 not in kept for kept in plans)
     greedy = create("egreedy", 100, PruneConfig(prune_fraction=0.5, epsilon=0.0), seed=4)
     observe_all(greedy, torch.arange(100.0))
     assert greedy.plan(1).indices.tolist() == list(range(50, 100))
