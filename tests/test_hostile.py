@@ -18,14 +18,26 @@ def _hostile(*args):
                           cwd=ROOT, timeout=900)
 
 
-@pytest.mark.slow  # the script's inputs, each in a subprocess: minutes
-def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing():
-    done = _hostile()
+GROUPS = ("flags", "files", "launch", "round4")
+
+
+@pytest.mark.slow  # a group's inputs, each in a forked process: a minute
+@pytest.mark.parametrize("group", GROUPS)
+def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing(group):
+    done = _hostile("--group", group)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     last = done.stdout.strip().splitlines()[-1]
     handled, total = last.split(" hostile inputs")[0].split(" of ")
-    assert handled == total and int(total) >= 400, done.stdout
+    assert handled == total and int(total) == len(_harness()[0].GROUPS[group]), done.stdout
     assert ("0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last), last
+
+
+def test_the_groups_hold_every_case_once():
+    """The groups the test above runs apart are the whole suite of 400-odd inputs."""
+    hostile = _harness()[0]
+    assert tuple(hostile.GROUPS) == GROUPS
+    names = [c.name for cases in hostile.GROUPS.values() for c in cases]
+    assert len(names) == len(set(names)) == len(hostile.ALL_CASES) >= 400
 
 
 @pytest.mark.slow  # the script's inputs, each in a subprocess: minutes

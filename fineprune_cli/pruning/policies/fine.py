@@ -38,7 +38,8 @@ class FinePruning(Scheduled):
         counts = self.counts if self.cfg.drop == "hard" else -self.counts
         return self.tracker.highest(self.num_pruned, self.generator, counts)
 
-    def observe(self, indices, losses, mean=None) -> None:
+    def observe(self, indices: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None,
+                correct: torch.Tensor | None = None, confidence: torch.Tensor | None = None) -> None:
         self.tracker.update(indices, losses, mean)
 
     def take_pending(self) -> list[torch.Tensor]:
