@@ -59,7 +59,14 @@ def spawn_ranks(rank_main, size, tmp_path, seconds=120):
     pytest.fail(f"distributed ranks did not finish within {seconds} s")
 
 
-# --- tiny trainer and signal helpers, shared by test_trainer, test_checkpoint, test_kakurenbo, test_stream ---
+# --- suite order, tiny trainer and signal helpers (test_trainer, test_checkpoint, test_kakurenbo, test_stream) ---
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first (a stable sort: file order within each kind): under pytest-xdist the
+    longest start at once and the short ones fill in around them, not one long test left
+    running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
 
 class SignalAt:
     """A progress bar that sends this process a signal once `epoch` epochs are done."""

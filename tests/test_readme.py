@@ -318,6 +318,7 @@ def test_readme_epochs_30_prune_example_prunes_a_proportionate_schedule(monkeypa
 FMNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 
 
+@pytest.mark.slow  # every Fashion-MNIST train line of the README, each a short run
 @pytest.mark.skipif(not FMNIST.exists(), reason="Fashion-MNIST is not installed (make setup installs it)")
 def test_readme_fashion_mnist_train_lines_run_on_tiny_settings(tmp_path):
     """The cheap lines, actually trained: as written, plus a tiny subset and a folder of ours."""
