@@ -22,11 +22,11 @@ $(FMNIST):
 
 # ruff and mypy (pinned in the test extra; rules in pyproject.toml) first: they fail in seconds, the
 # tests take minutes, on 2 pytest-xdist workers (the CI machine's 2 cores; --durations lists the slowest;
-# loadgroup keeps the tests of one xdist_group, which share a module fixture, in one worker)
+# loadscope sends a module, or a test class, to one worker: a module fixture is made once)
 test: setup
 	$(PY) -m ruff check .
 	$(MAKE) --no-print-directory typecheck
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadscope
 
 # the type checker over the packages pyproject's [tool.mypy] names
 typecheck: setup
@@ -34,7 +34,7 @@ typecheck: setup
 
 # the unit tests only (no `slow` mark): the loop while editing, under a minute on 2 cores
 test-fast: setup
-	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+	$(PY) -m pytest -q -n 2 --dist loadscope -m "not slow"
 
 FP := $(VENV)/bin/fineprune
 

@@ -22,10 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GPU_DIR = ROOT / "experiments" / "gpu"
 STEPS = ("check", "bench", "reproduce-regular", "reproduce-fine", "reproduce-random", "report", "dist")
 POLICIES = ("regular", "fine", "random")
-# the tests reading one module-scoped fixture run in one pytest-xdist worker (make test: --dist
-# loadgroup), so the dry run is made once, not once in each worker
-ON_ONE_WORKER_DRY = pytest.mark.xdist_group("gpu-dry-run")
-ON_ONE_WORKER_TWO = pytest.mark.xdist_group("gpu-two-calls")
+# the module fixtures below are made once: make test's pytest-xdist (--dist loadscope) runs a
+# module's tests in one worker
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +51,6 @@ def _members(archive: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_DRY
 def test_every_step_succeeds(dry_run):
     _, _, proc = dry_run
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -62,7 +59,6 @@ def test_every_step_succeeds(dry_run):
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_DRY
 def test_check_runs_the_gpu_tests_and_records_them(dry_run):
     results, out, _ = dry_run
     check = _one("gpu-*/check", results)
@@ -76,7 +72,6 @@ def test_check_runs_the_gpu_tests_and_records_them(dry_run):
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_DRY
 def test_bench_writes_the_device_table(dry_run):
     results, out, _ = dry_run
     table = _one("bench/*.csv", results)
@@ -92,7 +87,6 @@ def test_bench_writes_the_device_table(dry_run):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
-@ON_ONE_WORKER_DRY
 def test_reproduce_trains_one_policy_and_packs_it_without_the_checkpoint(dry_run, policy):
     results, out, _ = dry_run
     run = _one(f"dry-run-lenet-*/runs/lenet-folder/{policy}-seed0", results)
@@ -111,7 +105,6 @@ def test_reproduce_trains_one_policy_and_packs_it_without_the_checkpoint(dry_run
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_DRY
 def test_report_names_device_commands_and_commit(dry_run):
     results, out, _ = dry_run
     exp = _one("dry-run-lenet-*", results)
@@ -131,7 +124,6 @@ def test_report_names_device_commands_and_commit(dry_run):
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_DRY
 def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(dry_run):
     results, out, _ = dry_run
     folder = _one("gpu-*/dist", results)
@@ -152,7 +144,6 @@ def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_DRY
 def test_archives_come_back_whole_and_small(dry_run):
     """The device tool brings back at most 8 files of up to 16 MiB; unpacked at the repository
     root they land in results/; no checkpoint, no half-written temporaries."""
@@ -307,7 +298,6 @@ def two_calls(tmp_path_factory):
 
 
 @pytest.mark.slow
-@ON_ONE_WORKER_TWO
 def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
     results, work, base, (first, second, third) = two_calls
     for proc in (first, second, third):
