@@ -34,8 +34,9 @@ def dry_run(tmp_path_factory):
     results, out = base / "results", base / "out"
     cmd = [sys.executable, "experiments/gpu/gpu.py", "all", "--device", "cpu", "--quick",
            "--results-dir", str(results), "--work-dir", str(base / "work")]
+    # seven steps, each starting processes; under pytest-xdist they share the cores with another worker
     proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)),
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     return results, out, proc
 
 
