@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test demo docs docs-settings reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
+.PHONY: setup test typecheck test-fast demo docs docs-settings reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -20,10 +20,21 @@ $(STAMP): pyproject.toml
 $(FMNIST):
 	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq dataset-fashion-mnist
 
-# ruff (pinned in the test extra; rules in pyproject.toml) first: it fails in a second, the tests take minutes
+# ruff and mypy (pinned in the test extra; rules in pyproject.toml) first: they fail in seconds, the
+# tests take minutes, on 2 pytest-xdist workers (the CI machine's 2 cores; --durations lists the slowest;
+# loadscope sends a module, or a test class, to one worker: a module fixture is made once)
 test: setup
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory typecheck
+	$(PY) -m pytest -q -n 2 --dist loadscope
+
+# the type checker over the packages pyproject's [tool.mypy] names
+typecheck: setup
+	$(PY) -m mypy
+
+# the unit tests only (no `slow` mark): the loop while editing, under a minute on 2 cores
+test-fast: setup
+	$(PY) -m pytest -q -n 2 --dist loadscope -m "not slow"
 
 # The documentation site (MkDocs Material, pinned in the test extra) into the ignored site/;
 # --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.

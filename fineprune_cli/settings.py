@@ -55,10 +55,6 @@ def positive(value: Any) -> str | None:
     return None if value > 0 else "must be positive"
 
 
-def positive_int(value: Any) -> str | None:
-    return None if value > 0 else "must be a positive integer"
-
-
 def between(low: int, high: int) -> Check:
     """Whole numbers in [low, high]: a bound on every count, so no input asks for unbounded work."""
     return lambda v: None if low <= v <= high else f"must be between {low:,} and {high:,}"

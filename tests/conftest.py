@@ -57,3 +57,50 @@ def spawn_ranks(rank_main, size, tmp_path, seconds=120):
     for p in ctx.processes:
         p.kill()
     pytest.fail(f"distributed ranks did not finish within {seconds} s")
+
+
+# --- suite order, tiny trainer and signal helpers (test_trainer, test_checkpoint, test_kakurenbo, test_stream) ---
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first (a stable sort: file order within each kind): under pytest-xdist the
+    longest start at once and the short ones fill in around them, not one long test left
+    running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+class SignalAt:
+    """A progress bar that sends this process a signal once `epoch` epochs are done."""
+
+    def __init__(self, epoch, sig=None):
+        import signal
+        self.epoch, self.sig, self.seen = epoch, signal.SIGTERM if sig is None else sig, 0
+
+    def advance(self, status=""):
+        self.seen += 1
+        if self.seen == self.epoch:
+            os.kill(os.getpid(), self.sig)
+
+
+def toy_dataset(n=96, channels=3, size=32, seed=0):
+    """Four classes whose pixel level grows with the label: learnable in a few steps."""
+    import torch
+
+    from fineprune_cli.engine.data import Dataset
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 4
+    x = (torch.rand(n, channels, size, size, generator=g) * 60 + y.view(-1, 1, 1, 1) * 40).to(torch.uint8)
+    return Dataset("toy", x, y, x[:32].clone(), y[:32].clone(), 4, ["a", "b", "c", "d"])
+
+
+def toy_trainer(seed=0, augment=True, static=None, **train):
+    """A LeNet Trainer on toy_dataset (batch 20, eval batch 16, milestone 2); `train` overrides TrainConfig."""
+    import torch
+
+    from fineprune_cli import models
+    from fineprune_cli.engine.config import TrainConfig
+    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    torch.manual_seed(seed)
+    model = models.create("lenet", 3, 4)
+    cfg = TrainConfig(**{"batch_size": 20, "lr": 0.05, "milestones": [2], "eval_batch_size": 16, **train})
+    return Trainer(model, DeviceData.build(toy_dataset(), torch.device("cpu"), augment), cfg, torch.device("cpu"),
+                   seed, static_batches=static)

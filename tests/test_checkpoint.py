@@ -18,7 +18,7 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.runner import resume, train
 from fineprune_cli.analysis.runs import load_runs
-from conftest import metrics_rows, summary_of
+from conftest import SignalAt, metrics_rows, summary_of
 
 
 
@@ -34,18 +34,6 @@ def _cfg(out, prune, every=1, epochs=6):
 def _weights(path):
     return torch.load(path / CHECKPOINT, weights_only=True)["trainer"]["model"]
 
-
-
-class SignalAt:
-    """A progress bar that sends this process a signal once `epoch` epochs are done."""
-
-    def __init__(self, epoch, sig=signal.SIGTERM):
-        self.epoch, self.sig, self.seen = epoch, sig, 0
-
-    def advance(self, status=""):
-        self.seen += 1
-        if self.seen == self.epoch:
-            os.kill(os.getpid(), self.sig)
 
 
 @pytest.mark.slow

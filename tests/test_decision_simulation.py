@@ -47,6 +47,7 @@ def error_rate(truths, seeds=5, sigma=0.05, adjust=True, seed=0):
     return bad / REPS
 
 
+@pytest.mark.slow  # thousands of simulated decisions: seconds
 @pytest.mark.parametrize("truths", [
     [WORTH_EDGE] * 4,
     [NOT_WORTH_EDGE] * 4,
@@ -56,6 +57,7 @@ def test_the_family_wise_rate_of_wrong_decisions_holds(truths):
     assert error_rate(truths) <= BOUND
 
 
+@pytest.mark.slow  # thousands of simulated decisions: seconds
 def test_the_same_reports_without_holm_break_the_promise():
     """Four policies at the worth-it edge, each judged at 5% on its own: about 1 - 0.95^4."""
     assert error_rate([WORTH_EDGE] * 4, adjust=False) > 0.10

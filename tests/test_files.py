@@ -52,6 +52,7 @@ def _finished_run(tmp_path):
     return out
 
 
+@pytest.mark.slow  # a run trained for each of the four records
 @pytest.mark.parametrize("name", ["metrics.csv", "config.yaml", "summary.json", "dropping_counts_window1.pt"])
 def test_report_and_estimate_do_not_hang_on_a_fifo_in_a_run_folder(tmp_path, name, no_hang):
     run = _finished_run(tmp_path)

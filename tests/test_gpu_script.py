@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GPU_DIR = ROOT / "experiments" / "gpu"
 STEPS = ("check", "bench", "reproduce-regular", "reproduce-fine", "reproduce-random", "report", "dist")
 POLICIES = ("regular", "fine", "random")
+# the module fixtures below are made once: make test's pytest-xdist (--dist loadscope) runs a
+# module's tests in one worker
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +34,9 @@ def dry_run(tmp_path_factory):
     results, out = base / "results", base / "out"
     cmd = [sys.executable, "experiments/gpu/gpu.py", "all", "--device", "cpu", "--quick",
            "--results-dir", str(results), "--work-dir", str(base / "work")]
+    # seven steps, each starting processes; under pytest-xdist they share the cores with another worker
     proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)),
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     return results, out, proc
 
 

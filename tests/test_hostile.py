@@ -18,14 +18,43 @@ def _hostile(*args):
                           cwd=ROOT, timeout=900)
 
 
-@pytest.mark.slow  # the script's inputs, each in a subprocess: minutes
-def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing():
-    done = _hostile()
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    last = done.stdout.strip().splitlines()[-1]
-    handled, total = last.split(" hostile inputs")[0].split(" of ")
-    assert handled == total and int(total) >= 400, done.stdout
-    assert ("0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last), last
+class _Group:
+    """One group of the script's cases. A class each, so that `make test`'s pytest-xdist
+    (--dist loadscope: a class or a module to one worker) runs the groups side by side."""
+    group = ""
+
+    @pytest.mark.slow  # a group's inputs, each in a forked process: a minute
+    def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing(self):
+        done = _hostile("--group", self.group)
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+        last = done.stdout.strip().splitlines()[-1]
+        handled, total = last.split(" hostile inputs")[0].split(" of ")
+        assert handled == total and int(total) == len(_harness()[0].GROUPS[self.group]), done.stdout
+        assert ("0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last), last
+
+
+class TestFlags(_Group):
+    group = "flags"
+
+
+class TestFiles(_Group):
+    group = "files"
+
+
+class TestLaunch(_Group):
+    group = "launch"
+
+
+class TestRound4(_Group):
+    group = "round4"
+
+
+def test_the_groups_hold_every_case_once():
+    """The groups the classes above run apart are the whole suite of 400-odd inputs."""
+    hostile = _harness()[0]
+    assert sorted(hostile.GROUPS) == sorted(c.group for c in _Group.__subclasses__())
+    names = [c.name for cases in hostile.GROUPS.values() for c in cases]
+    assert len(names) == len(set(names)) == len(hostile.ALL_CASES) >= 400
 
 
 @pytest.mark.slow  # the script's inputs, each in a subprocess: minutes

@@ -10,7 +10,7 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.checkpoint import Interrupted
 from fineprune_cli.runner import resume, train
 from fineprune_cli.pruning import PruneConfig, create
-from conftest import metrics_rows, summary_of
+from conftest import SignalAt, metrics_rows, summary_of, toy_trainer
 
 N = 10
 # sample:       0     1     2     3     4     5     6     7     8     9
@@ -118,7 +118,6 @@ def test_a_run_hides_scales_its_lr_and_times_the_refresh(tmp_path):
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path):
     """Interrupted after epoch 2 (hidden samples, lr scaled, progress milestones) and resumed:
     the same rows, to the bit, as a run never stopped."""
-    from test_checkpoint import SignalAt
     extra = {"train.lr_schedule": "progress", "train.milestones": [2]}
     _run(tmp_path, "whole", **extra)
     with pytest.raises(Interrupted):
@@ -133,10 +132,9 @@ def test_the_refresh_pass_observes_exactly_the_hidden_samples_unaugmented():
     store's centre), each given sample once with its loss, correctness and top probability;
     with static batches (compiled runs) the short last batch is filled up and sliced off."""
     import torch.nn.functional as F
-    from test_trainer import _trainer
     hidden = torch.tensor([3, 17, 40, 41, 90])                      # eval batch 16: one short batch
     for static in (False, True):
-        trainer = _trainer(augment=True, static=static)
+        trainer = toy_trainer(augment=True, static=static)
         seen = []
         trainer.refresh(hidden, lambda idx, losses, mean, right, conf, seen=seen: seen.append((idx, losses, right, conf)))
         idx, losses, right, conf = (torch.cat(parts) for parts in zip(*seen))

@@ -44,7 +44,12 @@ def test_registry_order():
     assert list_models() == EXPECTED_ORDER
 
 
-@pytest.mark.parametrize("name", list_models())
+# the deepest models take seconds for one step on a CPU: `slow`, out of the inner loop
+BIG = {"resnet34", "resnet50", "wrn22"}
+MODELS = [pytest.param(n, marks=pytest.mark.slow) if n in BIG else n for n in list_models()]
+
+
+@pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("in_channels", [1, 3])
 @pytest.mark.parametrize("size", [28, 32])
 def test_forward_backward(name, in_channels, size):
@@ -55,7 +60,7 @@ def test_forward_backward(name, in_channels, size):
     _check_forward_backward(model, x, num_classes)
 
 
-@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("name", MODELS)
 def test_channels_last(name):
     torch.manual_seed(0)
     model = create(name).to(memory_format=torch.channels_last)

@@ -157,6 +157,7 @@ def test_slurm_array_requeues_a_preempted_task_and_reports_as_the_local_executor
     assert again.exit_code == 0 and (slurm_here / "calls.log").read_text().count("sbatch ") == 1
 
 
+@pytest.mark.slow  # the detached jobs train in their own processes
 def test_detach_returns_at_once_and_a_later_compare_collects(tmp_path, slurm_here):
     out = tmp_path / "slurm"
     first = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm", "--detach",

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torchvision.io import write_jpeg, write_png
 
-from conftest import invoke, metrics_rows
+from conftest import SignalAt, invoke, metrics_rows
 from fineprune_cli.engine import stream
 from fineprune_cli.engine.config import DataConfig, TrainConfig
 from fineprune_cli.engine.fingerprint import fingerprint
@@ -157,7 +157,6 @@ def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
-    from test_checkpoint import SignalAt
     from fineprune_cli.engine.checkpoint import Interrupted
     from fineprune_cli.engine.config import build_config
     from fineprune_cli.runner import resume, train

@@ -1,19 +1,11 @@
 import pytest
 import torch
 
-from fineprune_cli import models
 from fineprune_cli.engine.trainer import CropFlip, pad_images
 from fineprune_cli.engine.config import TrainConfig
-from fineprune_cli.engine.data import Dataset
 from fineprune_cli.engine.trainer import DeviceData, Trainer
 from fineprune_cli.pruning.policy import EpochPlan
-
-
-def _dataset(n=96, channels=3, size=32, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    y = torch.arange(n) % 4
-    x = (torch.rand(n, channels, size, size, generator=g) * 60 + y.view(-1, 1, 1, 1) * 40).to(torch.uint8)
-    return Dataset("toy", x, y, x[:32].clone(), y[:32].clone(), 4, ["a", "b", "c", "d"])
+from conftest import toy_dataset, toy_trainer
 
 
 def test_pad_images_fills_each_channel():
@@ -39,7 +31,7 @@ def test_crop_flip_returns_a_shifted_possibly_mirrored_window():
 
 
 def test_device_data_normalises_and_pads_for_augmentation():
-    ds = _dataset()
+    ds = toy_dataset()
     plain = DeviceData.build(ds, torch.device("cpu"), augment=False)
     aug = DeviceData.build(ds, torch.device("cpu"), augment=True)
     assert plain.train_x.shape == (96, 3, 32, 32) and aug.train_x.shape == (96, 3, 40, 40)
@@ -47,17 +39,8 @@ def test_device_data_normalises_and_pads_for_augmentation():
     assert torch.allclose(plain.train_x.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-3)
 
 
-def _trainer(seed=0, augment=True, static=None, **train):
-    ds = _dataset()
-    torch.manual_seed(seed)
-    model = models.create("lenet", 3, 4)
-    cfg = TrainConfig(**{"batch_size": 20, "lr": 0.05, "milestones": [2], "eval_batch_size": 16, **train})
-    return Trainer(model, DeviceData.build(ds, torch.device("cpu"), augment), cfg, torch.device("cpu"), seed,
-                   static_batches=static)
-
-
 def test_hook_sees_every_kept_sample_once_with_its_own_loss():
-    trainer = _trainer()
+    trainer = toy_trainer()
     calls = []
     keep = torch.tensor([0, 3, 5, 8, 13, 21, 34, 55, 89, 90, 91, 92, 93, 94, 95, 1, 2, 4, 6, 7, 9, 10])
     loss_sum = trainer.train_epoch(1, EpochPlan(keep), observe=lambda idx, losses: calls.append((idx, losses)))
@@ -69,15 +52,15 @@ def test_hook_sees_every_kept_sample_once_with_its_own_loss():
 
 
 def test_same_seed_same_numbers():
-    a, b = _trainer(seed=3), _trainer(seed=3)
+    a, b = toy_trainer(seed=3), toy_trainer(seed=3)
     for epoch in range(1, 4):
         assert a.train_epoch(epoch).item() == b.train_epoch(epoch).item()
     assert a.evaluate() == b.evaluate()
-    assert _trainer(seed=4).train_epoch(1).item() != a.train_epoch(4).item()
+    assert toy_trainer(seed=4).train_epoch(1).item() != a.train_epoch(4).item()
 
 
 def test_trainer_applies_the_warmup_ramp_and_the_milestones():
-    trainer = _trainer(augment=False, warmup_epochs=1.0)              # 96 samples: 5 steps an epoch
+    trainer = toy_trainer(augment=False, warmup_epochs=1.0)              # 96 samples: 5 steps an epoch
     seen = []
     trainer.optimizer.register_step_pre_hook(lambda opt, a, k: seen.append(opt.param_groups[0]["lr"]))
     for epoch in (1, 2, 3):
@@ -88,13 +71,13 @@ def test_trainer_applies_the_warmup_ramp_and_the_milestones():
 
 def test_plan_weights_scale_each_sample_loss():
     keep = torch.arange(96)
-    doubled = _trainer(augment=False, weight_decay=0.0)
+    doubled = toy_trainer(augment=False, weight_decay=0.0)
     doubled.train_epoch(1, EpochPlan(keep, weights=torch.full((96,), 2.0)))
-    faster = _trainer(augment=False, weight_decay=0.0, lr=0.1)        # SGD: 2 x gradient = 2 x lr
+    faster = toy_trainer(augment=False, weight_decay=0.0, lr=0.1)        # SGD: 2 x gradient = 2 x lr
     faster.train_epoch(1, EpochPlan(keep))
     for a, b in zip(doubled.model.parameters(), faster.model.parameters()):
         assert torch.allclose(a, b, atol=1e-6)
-    frozen = _trainer(augment=False, weight_decay=0.0)
+    frozen = toy_trainer(augment=False, weight_decay=0.0)
     before = [p.clone() for p in frozen.model.parameters()]
     loss = frozen.train_epoch(1, EpochPlan(keep, weights=torch.zeros(96)))
     assert loss.item() > 0                                             # the reported loss is unweighted
@@ -102,7 +85,7 @@ def test_plan_weights_scale_each_sample_loss():
 
 
 def test_training_lowers_the_loss():
-    trainer = _trainer(augment=False)
+    trainer = toy_trainer(augment=False)
     first = trainer.evaluate()[0]
     for epoch in range(1, 7):
         trainer.train_epoch(epoch)
@@ -113,7 +96,7 @@ def test_training_lowers_the_loss():
 def test_static_batches_pad_the_last_batch_without_training_on_the_padding():
     """What --compile uses: one batch shape for every step, padding sliced off before the loss."""
     keep = torch.arange(0, 90, 2)                                        # 45 samples: 20, 20, 5
-    padded, plain = _trainer(augment=False, static=True), _trainer(augment=False, static=False)
+    padded, plain = toy_trainer(augment=False, static=True), toy_trainer(augment=False, static=False)
     shapes = []
     padded.model.register_forward_hook(lambda m, i, o: shapes.append(o.shape[0]))
     calls = []
@@ -131,7 +114,7 @@ def test_static_batches_pad_the_last_batch_without_training_on_the_padding():
 def test_a_last_batch_of_one_trains_under_batch_norm():
     """21 samples in batches of 20 leave one: batch norm cannot train on a single sample, so a
     second passes through the model and is sliced away before the loss."""
-    ds = _dataset()
+    ds = toy_dataset()
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
                                 torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 4))
     trainer = Trainer(model, DeviceData.build(ds, torch.device("cpu"), False),

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 Setup = Callable[[Path, Path, dict], list]
+Train = Callable[[list[str], Path], None]   # `fineprune train ARGV` in a folder; raises if it fails
 
 
 @dataclass
@@ -36,13 +35,15 @@ TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-
 BIG = str(10**20)
 
 
-def make_templates(base: Path) -> dict[str, Path]:
-    """A finished two-epoch run and a two-class image folder, made once for all cases."""
-    base.mkdir(parents=True)
+def make_run(base: Path, train: Train) -> Path:
+    """A finished two-epoch run."""
     run = base / "run"
-    argv = [a if a != "1" else "2" for a in TINY[:-2]] + ["--out", str(run)]
-    subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *argv], check=True,
-                   capture_output=True, timeout=300)
+    train([a if a != "1" else "2" for a in TINY[:-2]] + ["--out", str(run)], base)
+    return run
+
+
+def make_folder(base: Path, train: Train) -> Path:
+    """A two-class image folder."""
     folder = base / "folder"
     from PIL import Image
     for split in ("train", "test"):
@@ -50,7 +51,7 @@ def make_templates(base: Path) -> dict[str, Path]:
             (folder / split / label).mkdir(parents=True)
             for i in range(3):
                 Image.new("RGB", (8, 8), (40 * i, 90, 200)).save(folder / split / label / f"{i}.png")
-    return {"run": run, "folder": folder}
+    return folder
 
 
 def flags(name: str, *argv: str, words: Sequence[str] = ()) -> Case:

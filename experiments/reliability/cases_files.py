@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -16,30 +14,29 @@ import numpy as np
 import torch
 from PIL import Image
 
-from cases import TINY, Case, flags, with_run
+from cases import TINY, Case, Train, flags, with_run
 from crafted import FOLDERS, bigger_test_images_folder, jpeg_header_bomb, make_fifo, png_header_bomb
 
-def make_round3_templates(base: Path) -> dict[str, Path]:
-    """A pruned finished run (score snapshots, a schedule) and an interrupted run on an image
-    folder named relatively (`imgs`), so a case's copy of both can change the data."""
-    out = {}
+
+def make_pruned(base: Path, train: Train) -> Path:
+    """A pruned finished run (score snapshots, a schedule)."""
     pruned = base / "pruned"
-    argv = ["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32", "--device",
-            "cpu", "--epochs", "2", "--prune", "--window", "2", "--start", "1", "--out", str(pruned)]
-    subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *argv], check=True, capture_output=True,
-                   timeout=300)
-    out["pruned"] = pruned
+    train(["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32", "--device",
+           "cpu", "--epochs", "2", "--prune", "--window", "2", "--start", "1", "--out", str(pruned)], base)
+    return pruned
+
+
+def make_folder_run(base: Path, train: Train) -> Path:
+    """An interrupted run on an image folder named relatively (`imgs`), so a case's copy of
+    both can change the data."""
     folder_run = base / "folder-run"
     FOLDERS["grey"](folder_run / "imgs")
-    argv = ["--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device", "cpu", "--epochs", "2",
-            "--batch-size", "4", "--out", "run"]
-    subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *argv], check=True, capture_output=True,
-                   timeout=300, cwd=folder_run)
+    train(["--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device", "cpu", "--epochs", "2",
+           "--batch-size", "4", "--out", "run"], folder_run)
     summary = json.loads((folder_run / "run" / "summary.json").read_text())
     summary["status"] = "interrupted"
     (folder_run / "run" / "summary.json").write_text(json.dumps(summary))
-    out["folder-run"] = folder_run
-    return out
+    return folder_run
 
 
 # -- crafted image files in an otherwise good folder -----------------------------------------

@@ -17,6 +17,7 @@ instead, to check that the fork shortcut changes nothing.
 
     python experiments/reliability/hostile.py            # all cases, a table of failures
     python experiments/reliability/hostile.py --exec     # the same through exec'd subprocesses
+    python experiments/reliability/hostile.py --group files --times   # one group; the costliest cases
 """
 
 from __future__ import annotations
@@ -35,12 +36,16 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import CASES, Case, make_templates  # noqa: E402
-from cases_files import FILE_CASES, make_round3_templates  # noqa: E402
+from cases import CASES, Case, make_folder, make_run  # noqa: E402
+from cases_files import FILE_CASES, make_folder_run, make_pruned  # noqa: E402
 from cases_launch import HELD, LAUNCH_CASES  # noqa: E402
 from cases_round4 import ROUND4_CASES  # noqa: E402
 
-ALL_CASES = CASES + FILE_CASES + LAUNCH_CASES + ROUND4_CASES
+# groups run apart (tests/test_hostile.py runs one per test, so they spread over pytest workers)
+GROUPS = {"flags": CASES, "files": FILE_CASES, "launch": LAUNCH_CASES, "round4": ROUND4_CASES}
+ALL_CASES = [c for cases in GROUPS.values() for c in cases]
+# what cases copy, each made the first time a case asks for it
+TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}
 
 TIME_LIMIT_S = 30
 MEMORY_LIMIT_MB = 3000   # peak RSS of one case; a 921 GB allocation attempt must never start
@@ -61,6 +66,7 @@ class Outcome:
     pwned: bool = False                 # a payload ran
     torn: list[str] = field(default_factory=list)   # records that do not parse
     wrong: str | None = None            # a "done" case's check
+    cpu: float = 0.0                    # CPU seconds of the case's process (wall time varies with load)
 
     def classes(self) -> set[str]:
         found = set()
@@ -181,28 +187,33 @@ def _in_child(case: Case, argv: list[str], work: Path, out_file: Path, err_file:
         os._exit(code)
 
 
-def _wait(pid: int) -> tuple[int | None, float]:
+def _wait(pid: int) -> tuple[int | None, float, float]:
+    """Exit code (None: killed at the time limit), peak memory in MB and CPU seconds."""
     deadline = time.monotonic() + TIME_LIMIT_S
     while True:
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             code = os.waitstatus_to_exitcode(status)
-            return code, usage.ru_maxrss / 1024
+            return code, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             os.wait4(pid, 0)
-            return None, 0.0
+            return None, 0.0, 0.0
         time.sleep(0.005)
 
 
-def _exec(case: Case, argv: list[str], work: Path, out_file: Path, err_file: Path) -> tuple[int | None, float]:
+def _exec(case: Case, argv: list[str], work: Path, out_file: Path, err_file: Path,
+          ) -> tuple[int | None, float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out_file, "w") as out, open(err_file, "w") as err:
         try:
             proc = subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, stdout=out,
                                   stderr=err, timeout=TIME_LIMIT_S, preexec_fn=lambda: _limits(case))
         except subprocess.TimeoutExpired:
-            return None, 0.0
-    return proc.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            return None, 0.0, 0.0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return proc.returncode, after.ru_maxrss / 1024, cpu
 
 
 def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool = False) -> Outcome:
@@ -215,12 +226,12 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
     out_file, err_file = logs / "stdout", logs / "stderr"
     start = time.monotonic()
     if use_exec:
-        code, peak = _exec(case, argv, work, out_file, err_file)
+        code, peak, cpu = _exec(case, argv, work, out_file, err_file)
     else:
         pid = os.fork()
         if pid == 0:
             _in_child(case, argv, work, out_file, err_file)
-        code, peak = _wait(pid)
+        code, peak, cpu = _wait(pid)
     seconds = time.monotonic() - start
     while HELD:  # locks a case's setup took, as another writer would
         os.close(HELD.pop())
@@ -233,25 +244,60 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
             wrong = f"check failed: {type(exc).__name__}: {exc}"[:300]
     return Outcome(case, code, err_file.read_text(errors="replace"), out_file.read_text(errors="replace"),
                    seconds, peak, [] if case.expect == "done" else changed,
-                   any(Path(p).name == "PWNED" for p in changed), torn_records(changed), wrong)
+                   any(Path(p).name == "PWNED" for p in changed), torn_records(changed), wrong, cpu)
+
+
+def train_in_fork(argv: list[str], cwd: Path) -> None:
+    """`fineprune train ARGV` in a forked child working in `cwd` (a template run: no new
+    interpreter, no second import of torch); raises with its last lines if it fails."""
+    log = cwd / "train.log"
+    pid = os.fork()
+    if pid == 0:
+        _in_child(Case("template", []), ["train", *argv], cwd, Path(os.devnull), log)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"template run failed: fineprune train {' '.join(argv)}\n{log.read_text()[-2000:]}")
+    log.unlink()
+
+
+class Templates(dict):
+    """TEMPLATES made on first use under `base`, so a group of cases pays only for its own."""
+
+    def __init__(self, base: Path):
+        super().__init__()
+        self.base = base
+
+    def __missing__(self, name: str) -> Path:
+        self.base.mkdir(parents=True, exist_ok=True)
+        self[name] = TEMPLATES[name](self.base, train_in_fork)
+        return self[name]
 
 
 def run_all(base: Path, use_exec: bool = False, only: Callable[[Case], bool] = lambda c: True,
-            ) -> list[Outcome]:
+            cases: list[Case] = ALL_CASES) -> list[Outcome]:
     # the children inherit the parent's modules: import what the commands import lazily before
-    # forking (each child would otherwise import torch again), but train nothing here
+    # forking (each child would otherwise import torch again, and typer's parser and the
+    # policies half the cost of a refused case), but train nothing here
     import importlib
-    for module in ("cli", "runner", "drivers.compare", "drivers.scale", "analysis.report",
-                   "analysis.runs", "distributed.launch"):
-        importlib.import_module(f"fineprune_cli.{module}")
+    for module in ("fineprune_cli.cli", "fineprune_cli.runner", "fineprune_cli.drivers.compare",
+                   "fineprune_cli.drivers.scale", "fineprune_cli.analysis.report", "fineprune_cli.analysis.runs",
+                   "fineprune_cli.distributed.launch", "fineprune_cli.distributed.paramserver", "typer._adapters"):
+        importlib.import_module(module)
     import torch
     import torch._dynamo  # noqa: F401 - the optimizer imports it on first use (2.5 s)
     from fineprune_cli.engine.data import make_synthetic
+    from fineprune_cli.pruning import list_policies
+    list_policies()  # imports every policy module
+    try:  # `report` cases draw plots (the plot extra may be absent: those cases then say so)
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError:
+        pass
     torch.set_num_threads(1)  # no OpenMP pool exists in the parent when it forks
     make_synthetic()  # cached per process: the children inherit the 60,000 images
-    templates = make_templates(base / "templates")
-    templates.update(make_round3_templates(base / "templates"))
-    return [run_case(c, base, templates, use_exec) for c in ALL_CASES if only(c)]
+    templates = Templates(base / "templates")
+    return [run_case(c, base, templates, use_exec) for c in cases if only(c)]
 
 
 def main() -> int:
@@ -259,15 +305,18 @@ def main() -> int:
     parser.add_argument("--exec", action="store_true", help="exec each case instead of forking")
     parser.add_argument("--times", action="store_true", help="list the slowest cases")
     parser.add_argument("-k", default="", help="only cases whose name contains this")
+    parser.add_argument("--group", choices=list(GROUPS), help="only this group's cases")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fineprune-hostile-") as tmp:
-        outcomes = run_all(Path(tmp), args.exec, lambda c: args.k in c.name)
+        outcomes = run_all(Path(tmp), args.exec, lambda c: args.k in c.name,
+                           GROUPS[args.group] if args.group else ALL_CASES)
     failed = [(o, o.problems()) for o in outcomes if o.problems()]
     for o, problems in failed:
         print(f"FAIL {o.case.name}: {'; '.join(problems)}")
     if args.times:
-        for o in sorted(outcomes, key=lambda o: -o.seconds)[:15]:
-            print(f"{o.seconds:6.2f} s  {o.case.name}")
+        for o in sorted(outcomes, key=lambda o: -o.cpu)[:15]:
+            print(f"{o.cpu:6.2f} s CPU {o.seconds:6.2f} s  {o.case.name}")
+        print(f"cases: {sum(o.cpu for o in outcomes):.1f} s CPU, {sum(o.seconds for o in outcomes):.1f} s")
     slowest = max(outcomes, key=lambda o: o.seconds)
     counts = {c: sum(c in o.classes() for o in outcomes) for c in CLASSES}
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} hostile inputs handled "

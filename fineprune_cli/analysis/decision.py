@@ -90,7 +90,8 @@ def noise(by_policy: dict[str, dict[int, Run]]) -> Noise:
             loud.add(arm)
     cells = _cells(by_policy, loud)
     fit = stats.block_residual(cells) if cells else None
-    return Noise(*(fit or (None, 0)), quantum=q, loud=frozenset(loud))
+    sigma, df = fit if fit else (None, 0)
+    return Noise(sigma, df, quantum=q, loud=frozenset(loud))
 
 
 def estimate(p: paired.Paired, n: Noise) -> stats.Estimate | None:
@@ -154,7 +155,7 @@ def claims(reg: stats.Estimate | None, alt: stats.Estimate | None,
     if "worse" in p and "better" in p:
         routes["worth"] = max(p["not_worse"], p["better"])
         routes["short"] = min(1.0, 2 * p["short"])
-    route = min(routes, key=routes.get) if routes else ""
+    route = min(routes, key=routes.__getitem__) if routes else ""
     return p, route, routes.get(route, 1.0)
 
 
@@ -169,7 +170,7 @@ def settle(found: list[tuple[str, float]], alpha: float) -> tuple[list[str], lis
 def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paired.Paired | None, str]:
     """C(p) and a sentence on the choice: the first of fewer epochs, the random frontier, the
     random control that the runs hold at the policy's budget."""
-    notes = []
+    notes: list[str] = []
     for kind, found in (("training fewer epochs", paired.vs_line(by, policy, is_shorter)),
                         ("random pruning in every epoch", paired.vs_line(by, policy, is_frontier)),
                         ("the random control", paired.vs_control(by, policy))):
@@ -226,7 +227,14 @@ def _plan(d: Decision, judging: Judging, level: float) -> Decision:
     if alt is not None:
         routes.append([(reg.mean + m, reg.sd, level), (alt.mean, alt.sd, level)])   # worth it
         routes.append([(judging.gain - alt.mean, alt.sd, level / 2)])              # short of C(p)
-    needs = [max(n) for route in routes if None not in (n := [stats.seeds_for(e, sd, a) for e, sd, a in route])]
+    needs = [k for k in map(_route_seeds, routes) if k is not None]
     if needs:
         return replace(d, seeds_80=min(needs))
     return replace(d, resolvable=stats.resolvable(reg.sd, level))
+
+
+def _route_seeds(route: list[tuple[float, float, float]]) -> int | None:
+    """Seeds for every test of a route (effect, sd, level) to pass at 80%; None when one cannot by MAX_SEEDS."""
+    counts = [stats.seeds_for(effect, sd, level) for effect, sd, level in route]
+    feasible = [k for k in counts if k is not None]
+    return max(feasible) if len(feasible) == len(counts) else None

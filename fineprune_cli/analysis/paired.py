@@ -144,7 +144,7 @@ def vs_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> Paire
     where = {p: mean_budget(by_policy, p) for p in line}
     arms = _bracket(where, at)
     if arms is None:
-        reach = ", ".join(f"{where[p]:.1f}%" for p in sorted(line, key=where.get))
+        reach = ", ".join(f"{where[p]:.1f}%" for p in sorted(line, key=where.__getitem__))
         return Miss(against, f"its arms are at {reach}, none at or beyond {at:.1f}% on both sides")
     diffs, norms = {}, {}
     for s in sorted(mine):
@@ -162,7 +162,7 @@ def _bracket(where: dict[str, float], at: float) -> tuple[str, ...] | None:
     above = [p for p in where if where[p] > at]
     if not below or not above:
         return None
-    return max(below, key=where.get), min(above, key=where.get)
+    return max(below, key=where.__getitem__), min(above, key=where.__getitem__)
 
 
 def _read(by_policy: dict[str, dict[int, Run]], runs: list[Run], at: float) -> tuple[float, float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import statistics
 from pathlib import Path
 
 import torch
@@ -68,7 +69,7 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _mean_curve(runs: list[Run], column: str) -> tuple[list[float], list[float]]:
+def _mean_curve(runs: list[Run], column: str) -> tuple[list[int], list[float]]:
     epochs = [row.epoch for row in runs[0].metrics]
     values = [sum(getattr(r.metrics[i], column) for r in runs) / len(runs) for i in range(len(epochs))]
     return epochs, values
@@ -186,9 +187,10 @@ def _point(by_policy: dict[str, dict[int, Run]], policy: str, fit) -> tuple[floa
     if not p.diffs:
         return None
     e = decision.estimate(p, fit)
-    mean = e.mean if e else p.mean
-    bar = [mean - e.low, e.high - mean] if e else [0.0, 0.0]
-    return paired.mean_budget(by_policy, policy), mean, bar
+    at = paired.mean_budget(by_policy, policy)
+    if e is None:
+        return at, statistics.fmean(p.diffs.values()), [0.0, 0.0]
+    return at, e.mean, [e.mean - e.low, e.high - e.mean]
 
 
 def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tuple[float, float, list[float]]]:
@@ -229,8 +231,8 @@ def tradeoff_figure(runs: list[Run]):
                                               (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)")):
             points = _frontier_points(by_policy, on_line)
             if points:
-                x, y, bars = zip(*points)
-                ax.errorbar(x, y, yerr=[[b[0] for b in bars], [b[1] for b in bars]], fmt=style + ("s" if on_line is is_shorter else "o"),
+                xs, ys, bars = zip(*points)
+                ax.errorbar(xs, ys, yerr=[[b[0] for b in bars], [b[1] for b in bars]], fmt=style + ("s" if on_line is is_shorter else "o"),
                             markersize=4, color=palette[i % len(palette)], capsize=2,
                             label=what + (f" ({name})" if name else ""))
     for i, policy in enumerate(shown):

@@ -90,11 +90,11 @@ def _write_all(report: Report, with_plots: bool) -> None:
     groups = group(runs)
     targets = {context: target_for(by, judging) for context, by in groups.items()}
     quanta = {context: quantum_of(by) for context, by in groups.items()}
-    rows = {str(run.path): row_name(c, name) for c, by in groups.items() for name, seeds in by.items()
-            for run in seeds.values()}
+    row_of = {str(run.path): row_name(c, name) for c, by in groups.items() for name, seeds in by.items()
+              for run in seeds.values()}
     contexts = context_of(runs)
     report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), [
-        _run_row(r, rows[str(r.path)], targets[contexts[str(r.path)]], quanta[contexts[str(r.path)]])
+        _run_row(r, row_of[str(r.path)], targets[contexts[str(r.path)]], quanta[contexts[str(r.path)]])
         for r in runs])))
     figures = _plots(runs, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
@@ -154,8 +154,8 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
     if runs:
         commits = sorted({r.summary.git_commit or "unknown" for r in runs})
         commands = sorted({r.summary.command for r in runs if r.summary.command})
-        rows = sum(len(by) for by in group(runs).values())
-        parts.append(f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {rows} row{'s' if rows != 1 else ''} "
+        n_rows = sum(len(by) for by in group(runs).values())
+        parts.append(f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {n_rows} row{'s' if n_rows != 1 else ''} "
                      f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n")
         if commands:
             parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))

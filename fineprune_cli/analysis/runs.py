@@ -213,9 +213,11 @@ def estimate_for(settings: dict[str, Any], epoch_seconds: float | None, run: Pat
     cfg = build_config(config_file, settings, base)
     check_section(cfg.train, "train.")
     check_section(cfg.prune, "prune.")
-    if not policies.get(cfg.prune.policy).budget_before_run:
+    policy = cfg.prune.policy
+    assert policy is not None, "build_config resolves prune.policy"
+    if not policies.get(policy).budget_before_run:
         if run is None:
-            raise ConfigError(f"{cfg.prune.policy} chooses its samples from the losses it sees: its budget "
+            raise ConfigError(f"{policy} chooses its samples from the losses it sees: its budget "
                               "is only known after a run; pass --run RUN_DIR of one")
         return _measured(run), None
     overhead = 0.0

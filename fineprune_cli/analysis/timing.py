@@ -69,8 +69,8 @@ def sample_epochs(run: Run, upto: int | None = None) -> float:
 
 
 def batch_size(run: Run) -> int:
-    train = run.config.get("train") if isinstance(run.config.get("train"), dict) else {}
-    size = train.get("batch_size") or TrainConfig().batch_size
+    train = run.config.get("train")
+    size = (train.get("batch_size") if isinstance(train, dict) else None) or TrainConfig().batch_size
     return size if isinstance(size, int) and size > 0 else TrainConfig().batch_size
 
 

@@ -190,7 +190,9 @@ class PruningSampler(Sampler[int]):
         self.order = self._shard(self._shuffled(self.plan.indices, self.epoch))
 
 
-class DistributedPruningSampler(PruningSampler, DistributedSampler):
+# DistributedSampler declares epoch, num_replicas and rank as plain ints and requires a dataset; this
+# sampler has no epoch before the first plan, reads the world when an epoch is entered and has no dataset
+class DistributedPruningSampler(PruningSampler, DistributedSampler):  # type: ignore[misc]
     """Every rank computes the same plan and order and takes `order[rank::num_replicas]`, as
     DistributedSampler does for the whole set: the order is padded with its own first indices
     to a multiple of the world size, so shards are equal and disjoint as positions of the
@@ -214,16 +216,16 @@ class DistributedPruningSampler(PruningSampler, DistributedSampler):
         if not isinstance(global_mean, bool):
             raise TypeError(f"global_mean must be True or False, got {type(global_mean).__name__}")
         self.replicas, self.rank_given, self.global_mean = num_replicas, rank, global_mean
-        self.shuffle, self.drop_last, self.dataset = True, False, None  # DistributedSampler's fields
+        self.shuffle, self.drop_last, self.dataset = True, False, None  # type: ignore[assignment]
 
     @property
-    def num_replicas(self) -> int:
+    def num_replicas(self) -> int:  # type: ignore[override]
         if self.replicas is not None:
             return self.replicas
         return dist.get_world_size() if _initialized() else 1
 
     @property
-    def rank(self) -> int:
+    def rank(self) -> int:  # type: ignore[override]
         if self.rank_given is not None:
             return self.rank_given
         return dist.get_rank() if _initialized() else 0

@@ -41,7 +41,8 @@ class FinePruning(Scheduled):
         ranked = self.dropping_count if self.cfg.drop == "hard" else -self.dropping_count
         return highest(ranked, self.num_pruned, self.generator)
 
-    def observe(self, indices, losses, mean=None) -> None:
+    def observe(self, indices: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None,
+                correct: torch.Tensor | None = None, confidence: torch.Tensor | None = None) -> None:
         self.pending.update(indices, losses, mean)
 
     def take_pending(self) -> list[torch.Tensor]:

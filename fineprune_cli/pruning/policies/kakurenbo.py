@@ -15,7 +15,7 @@ from ..config import PruneConfig
 from ..policy import EpochPlan, pruned_count
 from ..registry import register
 from ..tracker import highest
-from .dynamic import LossScored, WholeRunState
+from .dynamic import WholeRunState
 
 LOSS, COUNT, RIGHT, CONF = range(4)  # columns of the pending observations
 
@@ -40,7 +40,7 @@ class Kakurenbo(WholeRunState):
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
         if cfg.prune_fraction == 0:
             return "--prune-fraction 0 hides no sample; give the share it may hide"
-        return LossScored.idle_reason.__func__(cls, cfg, epochs)   # the epochs and --anneal
+        return super().idle_reason(cfg, epochs)   # the epochs and --anneal
 
     def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
                  device: torch.device | str = "cpu", epochs: int | None = None):
