@@ -25,6 +25,7 @@ $(FMNIST):
 # loadscope sends a module, or a test class, to one worker: a module fixture is made once)
 test: setup
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(MAKE) --no-print-directory typecheck
 	$(PY) -m pytest -q -n 2 --dist loadscope
 
