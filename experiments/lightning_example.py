@@ -38,7 +38,7 @@ class Classifier(L.LightningModule):
         self.lr = lr
 
     def training_step(self, batch, batch_idx):
-        idx, x, y = batch                          # IndexedDataset puts the index first
+        idx, x, y = batch  # IndexedDataset puts the index first
         return F.cross_entropy(self.net(x), y, reduction="none")
 
     def validation_step(self, batch, batch_idx):
@@ -49,8 +49,10 @@ class Classifier(L.LightningModule):
         sampler = self.trainer.train_dataloader.sampler
         if self.trainer.is_global_zero:
             acc = self.trainer.callback_metrics.get("val_acc", torch.tensor(float("nan")))
-            print(f"epoch {self.current_epoch + 1}: {sampler.plan.samples} of "
-                  f"{sampler.policy.num_samples} samples trained, val accuracy {100 * acc:.1f}%")
+            print(
+                f"epoch {self.current_epoch + 1}: {sampler.plan.samples} of "
+                f"{sampler.policy.num_samples} samples trained, val accuracy {100 * acc:.1f}%"
+            )
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
@@ -68,15 +70,22 @@ def main() -> None:
     # fine: windows of 3 epochs whose third epoch leaves out the 30% highest DroppingCounts
     cfg = PruneConfig(window=3, start=2, attenuation=1, block=1, count=1, prune_fraction=0.3)
     policy = create_policy(args.policy, len(train), cfg, seed=0, epochs=args.epochs)
-    sampler = DistributedPruningSampler(policy)   # one process: the whole plan; DDP: a shard
+    sampler = DistributedPruningSampler(policy)  # one process: the whole plan; DDP: a shard
     loader = DataLoader(IndexedDataset(train), batch_size=64, sampler=sampler)
     val = DataLoader(blobs(1000, seed=2), batch_size=500)
 
     torch.manual_seed(0)
-    trainer = L.Trainer(max_epochs=args.epochs, accelerator="cpu", devices=args.devices,
-                        strategy="ddp" if args.devices > 1 else "auto", logger=False,
-                        enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False,
-                        callbacks=[PruningCallback(sampler)])
+    trainer = L.Trainer(
+        max_epochs=args.epochs,
+        accelerator="cpu",
+        devices=args.devices,
+        strategy="ddp" if args.devices > 1 else "auto",
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=False,
+        callbacks=[PruningCallback(sampler)],
+    )
     trainer.fit(Classifier(), loader, val)
 
 

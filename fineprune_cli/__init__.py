@@ -10,8 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DistributedPruningSampler", "DroppingCount", "EpochPlan", "IndexedDataset", "Policy",
-           "PruneConfig", "PruneSchedule", "Pruner", "PruningSampler", "create_policy", "list_policies"]
+__all__ = [
+    "DistributedPruningSampler",
+    "DroppingCount",
+    "EpochPlan",
+    "IndexedDataset",
+    "Policy",
+    "PruneConfig",
+    "PruneSchedule",
+    "Pruner",
+    "PruningSampler",
+    "create_policy",
+    "list_policies",
+]
 __version__ = "0.2.0"
 
 _RENAMED = {"create_policy": "create"}

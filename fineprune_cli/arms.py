@@ -12,9 +12,9 @@ import math
 
 from .errors import ConfigError
 
-REGULAR = "regular"         # the baseline arm: no pruning
+REGULAR = "regular"  # the baseline arm: no pruning
 FRONTIER = "random-every-"  # arm names of the random frontier: random-every-20 = 20% every epoch
-SHORTER = "shorter-"        # arm names of the shorter-schedule frontier: shorter-30 = 30% fewer epochs
+SHORTER = "shorter-"  # arm names of the shorter-schedule frontier: shorter-30 = 30% fewer epochs
 
 
 def _arm_name(prefix: str, share: float) -> str:
@@ -24,7 +24,7 @@ def _arm_name(prefix: str, share: float) -> str:
 def _arm_share(prefix: str, arm: str) -> float | None:
     """The share in an arm's name with this prefix (random-every-20 -> 0.2), None for any other arm."""
     try:
-        return float(arm[len(prefix):]) / 100 if arm.startswith(prefix) else None
+        return float(arm[len(prefix) :]) / 100 if arm.startswith(prefix) else None
     except ValueError:
         return None
 
@@ -51,8 +51,12 @@ def _half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def shorter_schedule(epochs: int, milestones: list[int], warmup: float, budget: float,
-                     ) -> tuple[int, list[int], float]:
+def shorter_schedule(
+    epochs: int,
+    milestones: list[int],
+    warmup: float,
+    budget: float,
+) -> tuple[int, list[int], float]:
     """Epochs, milestones and warm-up of regular training compressed by (1 - budget): each epoch
     count rounded half up (200 epochs at 0.3: 140, milestones 60/120/160 -> 42/84/112), the
     warm-up (fractional epochs, counted in steps) scaled exactly; milestones that land on or
@@ -63,7 +67,9 @@ def shorter_schedule(epochs: int, milestones: list[int], warmup: float, budget: 
     # whose milestones would meet there (2 epochs at b = 0.5: 1,2 -> 1,1 on a 1-epoch arm) still run
     scaled = [m for m in (_half_up(m * factor) for m in milestones) if m < short]
     if any(m < 1 for m in scaled) or any(a >= b for a, b in zip(scaled, scaled[1:])):
-        raise ConfigError(f"{shorter_arm(budget)}: milestones {','.join(map(str, milestones))} scaled by "
-                          f"{factor:g} give {','.join(map(str, scaled))}, which is not strictly increasing "
-                          "from epoch 1; use a smaller budget or fewer milestones")
+        raise ConfigError(
+            f"{shorter_arm(budget)}: milestones {','.join(map(str, milestones))} scaled by "
+            f"{factor:g} give {','.join(map(str, scaled))}, which is not strictly increasing "
+            "from epoch 1; use a smaller budget or fewer milestones"
+        )
     return short, scaled, warmup * factor

@@ -74,18 +74,22 @@ class Bar:
     on stderr otherwise (a log file or a pipe), nothing when disabled. Within a unit, `steps`
     moves a second bar from a host-side counter, so a long epoch is seen to move."""
 
-    def __init__(self, total: int, description: str, mode: str,
-                 now: Callable[[], float] = time.monotonic):
+    def __init__(self, total: int, description: str, mode: str, now: Callable[[], float] = time.monotonic):
         self.total, self.description, self.mode, self.now = total, description, mode, now
-        self.done = 0           # units done, those of an earlier process included
-        self._fresh = 0         # units done by this process: the rate of the ETA
+        self.done = 0  # units done, those of an earlier process included
+        self._fresh = 0  # units done by this process: the rate of the ETA
         self._start = now()
         self._progress: Progress | None = None
         self._task = self._steps_task = None
 
     def _open(self) -> None:
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[status]}"))
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.fields[status]}"),
+        )
         self._progress = Progress(*columns, console=err, transient=False)
         self._progress.start()
         self._task = self._progress.add_task(self.description, total=self.total, eta="", status="")
@@ -109,8 +113,7 @@ class Bar:
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
 
-    def advance(self, status: str = "", seconds_left: float | None = None, untimed: int = 0,
-                label: str = "") -> None:
+    def advance(self, status: str = "", seconds_left: float | None = None, untimed: int = 0, label: str = "") -> None:
         """One epoch done. A caller may give its own ETA (compare sums each model's cost):
         `seconds_left`, plus `untimed` runs whose cost is not known yet; `label`: what is
         training, for the status column and the plain line."""

@@ -29,8 +29,7 @@ from .engine.world import World, from_env
 RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
 
 
-def train(cfg: Config, show_progress: bool = True, command: str | None = None,
-          bar: Any = None) -> RunSummary | None:
+def train(cfg: Config, show_progress: bool = True, command: str | None = None, bar: Any = None) -> RunSummary | None:
     """Train a new run as `cfg` says. `command` (how it was launched) goes into the summary;
     `bar`: a caller's progress bar to advance per epoch. Returns the run's summary (None in a
     parameter-server process other than the chief, which records the run)."""
@@ -52,8 +51,15 @@ def resume(run_dir: Path, show_progress: bool = True, bar: Any = None) -> RunSum
     return resume_sync(run_dir, summary, cfg, world, show_progress, bar)
 
 
-def launch(argv: list[str], cfg: Config | None, nproc: int, nnodes: int | None, node_rank: int | None,
-           endpoint: str | None, max_restarts: int) -> int:
+def launch(
+    argv: list[str],
+    cfg: Config | None,
+    nproc: int,
+    nnodes: int | None,
+    node_rank: int | None,
+    endpoint: str | None,
+    max_restarts: int,
+) -> int:
     """`fineprune <argv>` (a `train`) again in nproc processes on this node through torchrun,
     the run's layout checked and its folder named here first (`cfg` None: a --resume, whose
     processes check their run folder); returns the launcher's exit code."""
@@ -71,8 +77,7 @@ def launched(world: World, env: Mapping[str, str]) -> bool:
     return world.active or RESTART_COUNT in env
 
 
-def _train_launched(cfg: Config, world: World, show_progress: bool, command: str | None,
-                    bar: Any) -> RunSummary | None:
+def _train_launched(cfg: Config, world: World, show_progress: bool, command: str | None, bar: Any) -> RunSummary | None:
     from .distributed.launch import check_parallel, restarted
     from .distributed.layout import local_size
 

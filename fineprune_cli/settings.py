@@ -19,9 +19,15 @@ from .errors import ConfigError
 Check = Callable[[Any], "str | None"]  # returns what is wrong, or None
 
 
-def option(default: Any = dataclasses.MISSING, *, help: str, check: Check | None = None,
-           flag: str | None = None, choices: tuple[str, ...] | None = None,
-           factory: Callable[[], Any] | None = None) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    check: Check | None = None,
+    flag: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    factory: Callable[[], Any] | None = None,
+) -> Any:
     """A settings field. `flag`: the CLI flag ('' = none; default --key-with-dashes);
     `choices`: the allowed strings; `check(value)`: a message when the value is wrong."""
     metadata = {"help": help, "check": check, "flag": flag, "choices": choices}
@@ -51,6 +57,7 @@ def type_of(section_type: type, name: str) -> Any:
 
 # --- value checks, shared by the fields that need them --------------------------------------
 
+
 def positive(value: Any) -> str | None:
     return None if value > 0 else "must be positive"
 
@@ -68,6 +75,7 @@ def in_range(low: float, high: float, closed_high: bool = False) -> Check:
     def check(v: Any) -> str | None:
         ok = low <= v <= high if closed_high else low <= v < high
         return None if ok else f"must be in [{low:g}, {high:g}{']' if closed_high else ')'}"
+
     return check
 
 
@@ -76,6 +84,7 @@ def optional(check: Check) -> Check:
 
 
 # --- filling and checking ----------------------------------------------------------------
+
 
 def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation).replace("typing.", ""))
@@ -138,8 +147,7 @@ def check_section(section: Any, prefix: str) -> None:
         value = getattr(section, f.name)
         choices = f.metadata.get("choices")
         if choices and value not in choices:
-            raise ConfigError(f"{flag_name(f, prefix)} must be one of: {', '.join(choices)}; "
-                              f"got {short_repr(value)}")
+            raise ConfigError(f"{flag_name(f, prefix)} must be one of: {', '.join(choices)}; got {short_repr(value)}")
         check = f.metadata.get("check")
         problem = check(value) if check is not None else None
         if problem:

@@ -1,4 +1,5 @@
 """LeNet-5 in the form commonly used for CIFAR-10."""
+
 from __future__ import annotations
 
 import torch
@@ -12,12 +13,18 @@ class LeNet(nn.Module):
     def __init__(self, in_channels: int = 3, num_classes: int = 10):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, 6, 5), nn.ReLU(inplace=True), nn.MaxPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+            nn.Conv2d(in_channels, 6, 5),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
         )
         self.classifier = nn.Sequential(
-            nn.Linear(16 * 5 * 5, 120), nn.ReLU(inplace=True),
-            nn.Linear(120, 84), nn.ReLU(inplace=True),
+            nn.Linear(16 * 5 * 5, 120),
+            nn.ReLU(inplace=True),
+            nn.Linear(120, 84),
+            nn.ReLU(inplace=True),
             nn.Linear(84, num_classes),
         )
 

@@ -1,4 +1,5 @@
 """The model registry: a name -> constructor map; the package imports every model module."""
+
 from __future__ import annotations
 
 from typing import Callable
@@ -28,9 +29,7 @@ def create(name: str, in_channels: int = 3, num_classes: int = 10, **kwargs) -> 
     try:
         ctor = _REGISTRY[name]
     except KeyError:
-        raise ValueError(
-            f"unknown model '{name}'; choose one of: {', '.join(list_models())}"
-        ) from None
+        raise ValueError(f"unknown model '{name}'; choose one of: {', '.join(list_models())}") from None
     return ctor(in_channels=in_channels, num_classes=num_classes, **kwargs)
 
 

@@ -3,6 +3,7 @@
 Unlike the ImageNet model, the stem is a single stride-1 3x3 conv with no max-pool,
 so 32x32 (or 28x28) inputs are not downsampled to almost nothing by stage 4.
 """
+
 from __future__ import annotations
 
 import torch

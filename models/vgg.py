@@ -1,4 +1,5 @@
 """VGG with BatchNorm in the CIFAR form (kuangliu/pytorch-cifar): 3x3 convs, one Linear."""
+
 from __future__ import annotations
 
 import torch
@@ -8,10 +9,8 @@ from .registry import register
 
 _CFG: dict[str, list[int | str]] = {
     "vgg13": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M",
-              512, 512, 512, "M", 512, 512, 512, "M"],
-    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
-              512, 512, 512, 512, "M", 512, 512, 512, 512, "M"],
+    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"],
+    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M", 512, 512, 512, 512, "M"],
 }
 
 

@@ -1,4 +1,5 @@
 """Wide residual networks WRN-d-k (Zagoruyko & Komodakis, 2016)."""
+
 from __future__ import annotations
 
 import torch
@@ -35,8 +36,7 @@ class WideBlock(nn.Module):
 
 
 class WideResNet(nn.Module):
-    def __init__(self, depth: int, widen: int, in_channels: int = 3, num_classes: int = 10,
-                 dropout: float = 0.0):
+    def __init__(self, depth: int, widen: int, in_channels: int = 3, num_classes: int = 10, dropout: float = 0.0):
         super().__init__()
         if depth < 10 or (depth - 4) % 6 != 0:
             raise ValueError(f"WRN depth must be 6n+4 with n >= 1 (10, 16, 22, 28, ...), got {depth}")
@@ -62,8 +62,7 @@ class WideResNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-def wide_resnet(depth: int, widen: int, in_channels: int = 3, num_classes: int = 10,
-                dropout: float = 0.0) -> nn.Module:
+def wide_resnet(depth: int, widen: int, in_channels: int = 3, num_classes: int = 10, dropout: float = 0.0) -> nn.Module:
     return WideResNet(depth, widen, in_channels, num_classes, dropout)
 
 
@@ -71,8 +70,7 @@ def _make(depth: int):
     name = f"wrn{depth}"
 
     @register(name)
-    def ctor(in_channels: int = 3, num_classes: int = 10, widen: int = 8,
-             dropout: float = 0.0) -> nn.Module:
+    def ctor(in_channels: int = 3, num_classes: int = 10, widen: int = 8, dropout: float = 0.0) -> nn.Module:
         return WideResNet(depth, widen, in_channels, num_classes, dropout)
 
     ctor.__name__ = ctor.__qualname__ = name

@@ -61,6 +61,7 @@ def spawn_ranks(rank_main, size, tmp_path, seconds=120):
 
 # --- suite order, tiny trainer and signal helpers (test_trainer, test_checkpoint, test_kakurenbo, test_stream) ---
 
+
 def pytest_collection_modifyitems(config, items):
     """Slow tests first (a stable sort: file order within each kind): under pytest-xdist the
     longest start at once and the short ones fill in around them, not one long test left
@@ -73,6 +74,7 @@ class SignalAt:
 
     def __init__(self, epoch, sig=None):
         import signal
+
         self.epoch, self.sig, self.seen = epoch, signal.SIGTERM if sig is None else sig, 0
 
     def advance(self, status=""):
@@ -86,6 +88,7 @@ def toy_dataset(n=96, channels=3, size=32, seed=0):
     import torch
 
     from fineprune_cli.engine.data import Dataset
+
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(n) % 4
     x = (torch.rand(n, channels, size, size, generator=g) * 60 + y.view(-1, 1, 1, 1) * 40).to(torch.uint8)
@@ -99,8 +102,15 @@ def toy_trainer(seed=0, augment=True, static=None, **train):
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
     from fineprune_cli.engine.trainer import DeviceData, Trainer
+
     torch.manual_seed(seed)
     model = models.create("lenet", 3, 4)
     cfg = TrainConfig(**{"batch_size": 20, "lr": 0.05, "milestones": [2], "eval_batch_size": 16, **train})
-    return Trainer(model, DeviceData.build(toy_dataset(), torch.device("cpu"), augment), cfg, torch.device("cpu"),
-                   seed, static_batches=static)
+    return Trainer(
+        model,
+        DeviceData.build(toy_dataset(), torch.device("cpu"), augment),
+        cfg,
+        torch.device("cpu"),
+        seed,
+        static_batches=static,
+    )

@@ -23,9 +23,27 @@ MACHINE = {"processor": "Test CPU", "threads": 2, "torch": "2.14.1", "device": "
 LABEL = "CIFAR-10 (JPEG q75)"
 
 
-def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epochs=(), status="complete",
-             num_train=100, label=LABEL, machine=MACHINE, *, arm="", times=None, kept=70, settings=None,
-             rows=None, summary=None):
+def make_run(
+    root,
+    model,
+    policy,
+    seed,
+    train_s,
+    accs,
+    overhead=0.0,
+    skipped_epochs=(),
+    status="complete",
+    num_train=100,
+    label=LABEL,
+    machine=MACHINE,
+    *,
+    arm="",
+    times=None,
+    kept=70,
+    settings=None,
+    rows=None,
+    summary=None,
+):
     """A run folder under root/<model>-folder/<arm or policy>-seed<seed>, with chosen numbers: test
     accuracy `accs` per epoch, `train_s` seconds spread evenly (or `times` per epoch), `kept`
     samples trained in each of `skipped_epochs` (the rest skipped), `settings` ({'train.epochs': 10})
@@ -34,28 +52,57 @@ def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epo
     path = Path(root) / f"{model}-folder" / f"{arm or policy}-seed{seed}"
     n = len(accs)
     times = list(times) if times is not None else [train_s / n] * n
-    epochs = [EpochRow(epoch=e, lr=0.1, samples=kept if e in skipped_epochs else num_train,
-                       train_seconds=times[e - 1], train_loss=1.0, test_loss=2.0 - acc / 100, test_accuracy=acc,
-                       pruned=int(e in skipped_epochs), overhead_seconds=0.0)
-              for e, acc in enumerate(accs, start=1)]
+    epochs = [
+        EpochRow(
+            epoch=e,
+            lr=0.1,
+            samples=kept if e in skipped_epochs else num_train,
+            train_seconds=times[e - 1],
+            train_loss=1.0,
+            test_loss=2.0 - acc / 100,
+            test_accuracy=acc,
+            pruned=int(e in skipped_epochs),
+            overhead_seconds=0.0,
+        )
+        for e, acc in enumerate(accs, start=1)
+    ]
     enabled = policy != REGULAR
-    config = {"model": {"name": model}, "data": {"dataset": "folder", "label": label},
-              "prune": {"enabled": enabled, "policy": policy if enabled else "fine", "window": 2}}
+    config = {
+        "model": {"name": model},
+        "data": {"dataset": "folder", "label": label},
+        "prune": {"enabled": enabled, "policy": policy if enabled else "fine", "window": 2},
+    }
     for key, value in (settings or {}).items():
         section, name = key.split(".")
         config.setdefault(section, {})[name] = value
     top3 = sorted(accs, reverse=True)[:3]
     record = RunSummary(
-        model=model, dataset="folder", epochs=n, seed=seed, policy=policy, arm=arm, status=Status(status),
-        epochs_completed=n, dataset_label=label, num_train=num_train, device="cpu: test machine, 2 threads",
-        torch="2.14.1", git_commit="abc1234", command="fineprune compare --config x.yaml",
-        train_seconds=train_s, final_accuracy=accs[-1], best3_accuracy=sum(top3) / len(top3),
-        samples_skipped=sum(num_train - r.samples for r in epochs if r.pruned), schema=2)
+        model=model,
+        dataset="folder",
+        epochs=n,
+        seed=seed,
+        policy=policy,
+        arm=arm,
+        status=Status(status),
+        epochs_completed=n,
+        dataset_label=label,
+        num_train=num_train,
+        device="cpu: test machine, 2 threads",
+        torch="2.14.1",
+        git_commit="abc1234",
+        command="fineprune compare --config x.yaml",
+        train_seconds=train_s,
+        final_accuracy=accs[-1],
+        best3_accuracy=sum(top3) / len(top3),
+        samples_skipped=sum(num_train - r.samples for r in epochs if r.pruned),
+        schema=2,
+    )
     if machine is not None:
         record = dataclasses.replace(record, machine=machine, load_average=[0.5, 0.4, 0.3], schema=3)
     if enabled:
-        record = dataclasses.replace(record, overhead_seconds=overhead, pruning_epochs=list(skipped_epochs),
-                                     schedule={"window": 2})
+        record = dataclasses.replace(
+            record, overhead_seconds=overhead, pruning_epochs=list(skipped_epochs), schedule={"window": 2}
+        )
     record = dataclasses.replace(record, **(summary or {}))
     for e, changes in (rows or {}).items():
         epochs[e - 1] = dataclasses.replace(epochs[e - 1], **changes)
@@ -72,18 +119,30 @@ def make_run(root, model, policy, seed, train_s, accs, overhead=0.0, skipped_epo
 
 
 # in-memory runs: the decisions' fixtures, without folders
-N = 100          # training samples per epoch
+N = 100  # training samples per epoch
 EPOCHS = 10
-NOISE = [0.11, -0.07, 0.03, -0.12, 0.05, 0.09, -0.04, -0.06]   # seed effects + noise, fixed
+NOISE = [0.11, -0.07, 0.03, -0.12, 0.05, 0.09, -0.04, -0.06]  # seed effects + noise, fixed
 
 
 def make(policy, seed, final, epochs=EPOCHS, skipped=0, arm=""):
     """An in-memory run: `final` % at its last epoch (on a 10,000-image test set's grid)."""
-    summary = RunSummary(model="lenet", dataset="toy", epochs=epochs, seed=seed, policy=policy, arm=arm,
-                         status=Status.COMPLETE, epochs_completed=epochs, num_train=N,
-                         final_accuracy=final, best3_accuracy=final, samples_skipped=skipped)
-    rows = [EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0)
-            for e in range(1, epochs + 1)]
+    summary = RunSummary(
+        model="lenet",
+        dataset="toy",
+        epochs=epochs,
+        seed=seed,
+        policy=policy,
+        arm=arm,
+        status=Status.COMPLETE,
+        epochs_completed=epochs,
+        num_train=N,
+        final_accuracy=final,
+        best3_accuracy=final,
+        samples_skipped=skipped,
+    )
+    rows = [
+        EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0) for e in range(1, epochs + 1)
+    ]
     return Run(Path(f"/runs/{arm or policy}-seed{seed}"), summary, {}, rows)
 
 
@@ -95,8 +154,12 @@ def context(arms, seeds=range(5)):
         by[name] = {}
         for s in seeds:
             jitter = NOISE[(s + 3 * i) % len(NOISE)] if name != REGULAR else 0.0
-            by[name][s] = make(kw.get("policy", name), s, round(90.0 + NOISE[s] + delta + jitter, 2),
-                               **{k: v for k, v in kw.items() if k != "policy"})
+            by[name][s] = make(
+                kw.get("policy", name),
+                s,
+                round(90.0 + NOISE[s] + delta + jitter, 2),
+                **{k: v for k, v in kw.items() if k != "policy"},
+            )
     return by
 
 
@@ -124,7 +187,7 @@ def residual_sd(y):
     statsmodels fit in test_stats)."""
     r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
     df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return math.sqrt((r ** 2).sum() / df), df
+    return math.sqrt((r**2).sum() / df), df
 
 
 def wrong(word, truth):
@@ -139,10 +202,21 @@ def tiny_compare(tmp_path, **compare):
     """(run config, compare matrix) for a tiny matrix in tmp_path/cmp."""
     from fineprune_cli.drivers.compare import load_compare
 
-    cfg = build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 500,
-        "train.epochs": 4, "train.batch_size": 50, "train.milestones": [3], "run.device": "cpu",
-        "prune.window": 2, "prune.start": 1})
-    return cfg, load_compare(None, {"compare.out": str(tmp_path / "cmp"),
-                                    **{f"compare.{k}": v for k, v in compare.items()}})
-
+    cfg = build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 200,
+            "data.test_subset": 500,
+            "train.epochs": 4,
+            "train.batch_size": 50,
+            "train.milestones": [3],
+            "run.device": "cpu",
+            "prune.window": 2,
+            "prune.start": 1,
+        },
+    )
+    return cfg, load_compare(
+        None, {"compare.out": str(tmp_path / "cmp"), **{f"compare.{k}": v for k, v in compare.items()}}
+    )

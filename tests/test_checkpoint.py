@@ -21,19 +21,32 @@ from fineprune_cli.analysis.runs import load_runs
 from conftest import SignalAt, metrics_rows, summary_of
 
 
-
 def _cfg(out, prune, every=1, epochs=6):
-    return build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 300, "data.test_subset": 200,
-        "train.epochs": epochs, "train.batch_size": 64, "train.milestones": [4], "run.device": "cpu",
-        "run.seed": 3, "run.out": str(out), "run.checkpoint_every": every, "prune.enabled": prune,
-        "prune.window": 4, "prune.start": 1, "prune.attenuation": 1, "prune.block": 1})
-
+    return build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 300,
+            "data.test_subset": 200,
+            "train.epochs": epochs,
+            "train.batch_size": 64,
+            "train.milestones": [4],
+            "run.device": "cpu",
+            "run.seed": 3,
+            "run.out": str(out),
+            "run.checkpoint_every": every,
+            "prune.enabled": prune,
+            "prune.window": 4,
+            "prune.start": 1,
+            "prune.attenuation": 1,
+            "prune.block": 1,
+        },
+    )
 
 
 def _weights(path):
     return torch.load(path / CHECKPOINT, weights_only=True)["trainer"]["model"]
-
 
 
 @pytest.mark.slow
@@ -65,7 +78,7 @@ def test_restore_rng_puts_back_the_cpu_generator_the_checkpoint_saved(tmp_path):
         torch.manual_seed(5)
         checkpoint.save(tmp_path, {})
         expected = torch.rand(4)
-        torch.rand(100)                    # the interrupted (or a new) process draws on
+        torch.rand(100)  # the interrupted (or a new) process draws on
         checkpoint.restore_rng(checkpoint.load(tmp_path, torch.device("cpu")))
         assert torch.equal(torch.rand(4), expected)
 
@@ -89,6 +102,7 @@ def test_checkpoint_refuses_pickled_code(tmp_path):
     class Evil:
         def __reduce__(self):
             return (os.system, ("echo owned",))
+
     torch.save({"trainer": Evil()}, tmp_path / CHECKPOINT)
     with pytest.raises(ConfigError, match="unreadable or corrupt"):
         checkpoint.load(tmp_path, torch.device("cpu"))
@@ -110,9 +124,29 @@ def test_diverged_run_keeps_its_record(tmp_path):
 @pytest.mark.slow
 def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
-    args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
-            "--subset", "300", "--test-subset", "200", "--epochs", "40", "--device", "cpu",
-            "--batch-size", "64", "--out", str(out), "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "train",
+        "--model",
+        "lenet",
+        "--dataset",
+        "synthetic",
+        "--subset",
+        "300",
+        "--test-subset",
+        "200",
+        "--epochs",
+        "40",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "64",
+        "--out",
+        str(out),
+        "--json",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
@@ -137,9 +171,28 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
 @pytest.mark.slow
 def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
     out = tmp_path / "run"
-    args = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "synthetic",
-            "--subset", "300", "--test-subset", "200", "--epochs", "40", "--device", "cpu",
-            "--checkpoint-every", "0", "--out", str(out)]
+    args = [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "train",
+        "--model",
+        "lenet",
+        "--dataset",
+        "synthetic",
+        "--subset",
+        "300",
+        "--test-subset",
+        "200",
+        "--epochs",
+        "40",
+        "--device",
+        "cpu",
+        "--checkpoint-every",
+        "0",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline and not (out / "metrics.csv").exists():
@@ -178,7 +231,7 @@ def test_one_writer_per_run_folder(tmp_path):
     first = RunRecord(tmp_path / "r")
     with pytest.raises(ConfigError, match="being written by another fineprune process"):
         RunRecord(tmp_path / "r")
-    first.close()                              # released (as it is when a writer dies)
+    first.close()  # released (as it is when a writer dies)
     RunRecord(tmp_path / "r").close()
 
 
@@ -196,7 +249,7 @@ def test_two_runs_started_together_on_one_folder_do_not_both_write(tmp_path):
     with pytest.raises(ConfigError, match="already holds a run"):
         second.open()
     assert (tmp_path / "r" / "config.yaml").read_text() == "model: first\n"
-    RunRecord(tmp_path / "r").close()                   # the refusal released the lock
+    RunRecord(tmp_path / "r").close()  # the refusal released the lock
 
 
 def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
@@ -208,7 +261,7 @@ def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
     cfg = _cfg(tmp_path / "r", True, epochs=3)
     with pytest.raises(Interrupted):
         train(cfg, show_progress=False, bar=SignalAt(1))
-    orphan = tmp_path / "r" / ".checkpoint.pt.x1y2.tmp"       # as a SIGKILL mid-write leaves it
+    orphan = tmp_path / "r" / ".checkpoint.pt.x1y2.tmp"  # as a SIGKILL mid-write leaves it
     orphan.write_bytes(b"half")
     resume(tmp_path / "r", show_progress=False)
     assert not orphan.exists() and summary_of(tmp_path / "r")["status"] == "complete"
@@ -230,15 +283,39 @@ def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path,
 
     monkeypatch.setattr(files, "atomic_write_bytes", full_at_third_metrics)
     cfg = _cfg(out, True, epochs=4)
-    result = CliRunner().invoke(app, ["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "300",
-                                      "--test-subset", "200", "--epochs", "4", "--batch-size", "64",
-                                      "--device", "cpu", "--seed", "3", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "300",
+            "--test-subset",
+            "200",
+            "--epochs",
+            "4",
+            "--batch-size",
+            "64",
+            "--device",
+            "cpu",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+    )
     *progress, last = result.output.strip().splitlines()
     assert result.exit_code == 1, result.output
-    assert [line.split(",")[0] for line in progress] == ["lenet on synthetic: epoch 1/4", "lenet on synthetic: epoch 2/4"]
+    assert [line.split(",")[0] for line in progress] == [
+        "lenet on synthetic: epoch 1/4",
+        "lenet on synthetic: epoch 2/4",
+    ]
     assert "No space left on device" in last and f"fineprune train --resume {out}" in last
     assert len(metrics_rows(out)) == 2 and summary_of(out)["status"] == "incomplete"
-    monkeypatch.setattr(files, "atomic_write_bytes", real)     # space again
+    monkeypatch.setattr(files, "atomic_write_bytes", real)  # space again
     resume(out, show_progress=False)
     assert summary_of(out)["status"] == "complete" and len(metrics_rows(out)) == 4
     assert cfg.train.epochs == 4
@@ -263,18 +340,24 @@ def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path, terminal
                 # two signals before Python's handler runs would count as one: wait for the first
                 while signal.getsignal(signal.SIGINT) is ours:
                     pass
-                os.kill(os.getpid(), signal.SIGINT)        # the impatient second press
+                os.kill(os.getpid(), signal.SIGINT)  # the impatient second press
 
     out = tmp_path / "r"
-    with pytest.raises(Interrupted, match=rf"again before the epoch's checkpoint; no epoch was checkpointed "
-                                          rf"yet: delete {out} and train again"):
+    with pytest.raises(
+        Interrupted,
+        match=rf"again before the epoch's checkpoint; no epoch was checkpointed "
+        rf"yet: delete {out} and train again",
+    ):
         train(_cfg(out, True, epochs=4), show_progress=False, bar=TwoSignals(1, signal.SIGINT))
     out = tmp_path / "r2"
-    with pytest.raises(Interrupted, match=r"again before the epoch's checkpoint; continue with: fineprune "
-                                          rf"train --resume {out} \(from its last checkpoint\)"):
+    with pytest.raises(
+        Interrupted,
+        match=r"again before the epoch's checkpoint; continue with: fineprune "
+        rf"train --resume {out} \(from its last checkpoint\)",
+    ):
         train(_cfg(out, True, epochs=4), show_progress=False, bar=TwoSignals(2, signal.SIGINT))
     assert summary_of(out)["status"] == "incomplete"
-    resume(out, show_progress=False)                   # epoch 2 is trained again from epoch 1's checkpoint
+    resume(out, show_progress=False)  # epoch 2 is trained again from epoch 1's checkpoint
     assert [int(r["epoch"]) for r in metrics_rows(out)] == [1, 2, 3, 4]
 
 
@@ -292,8 +375,9 @@ def test_a_nan_test_loss_in_the_last_epoch_marks_the_run_diverged(tmp_path, monk
     from fineprune_cli.engine.trainer import Trainer
 
     real = Trainer.evaluate
-    monkeypatch.setattr(Trainer, "evaluate", lambda self: (float("nan"), 10.0) if self.steps >= 15
-                        else real(self))          # 300 samples / 64 = 5 steps an epoch: epoch 3
+    monkeypatch.setattr(
+        Trainer, "evaluate", lambda self: (float("nan"), 10.0) if self.steps >= 15 else real(self)
+    )  # 300 samples / 64 = 5 steps an epoch: epoch 3
     with pytest.raises(checkpoint.Diverged, match="diverged at epoch 3"):
         train(_cfg(tmp_path / "d", False, epochs=3), show_progress=False)
     assert summary_of(tmp_path / "d")["status"] == "diverged"
@@ -320,8 +404,9 @@ def test_a_checkpoint_loaded_for_another_device_keeps_generator_states_on_the_cp
     generators = [(p, t) for p, t in _tensors(state) if "generator" in p or p[0] == "rng"]
     others = [(p, t) for p, t in _tensors(state) if not ("generator" in p or p[0] == "rng")]
     assert {p[0] for p, _ in generators} == {"trainer", "policy", "rng"}
-    assert all(t.device.type == "cpu" and t.dtype == torch.uint8 for _, t in generators), \
-        [(p, t.device) for p, t in generators]
+    assert all(t.device.type == "cpu" and t.dtype == torch.uint8 for _, t in generators), [
+        (p, t.device) for p, t in generators
+    ]
     assert others and all(t.device.type == "meta" for _, t in others)
     torch.Generator().set_state(state["trainer"]["generator"])  # what resume hands it
     torch.Generator().set_state(state["policy"]["generator"])
@@ -331,20 +416,29 @@ def test_resume_refuses_a_run_whose_class_folders_were_swapped(tmp_path):
     """The same files, every label flipped: the checkpoint's weights and counts belong to other labels."""
     import sys
     from pathlib import Path
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
     from crafted import grey_folder, swap_class_folders
 
     grey_folder(tmp_path / "imgs")
     cfg = _cfg(tmp_path / "r", True, epochs=3)
-    cfg.data.dataset, cfg.data.data_dir, cfg.data.subset, cfg.data.test_subset = "folder", str(tmp_path / "imgs"), None, None
+    cfg.data.dataset, cfg.data.data_dir, cfg.data.subset, cfg.data.test_subset = (
+        "folder",
+        str(tmp_path / "imgs"),
+        None,
+        None,
+    )
     cfg.train.batch_size = 4
     with pytest.raises(Interrupted):
         train(cfg, show_progress=False, bar=SignalAt(1))
     assert summary_of(tmp_path / "r")["data"]["train"].startswith("12 files, ")
     swap_class_folders(tmp_path / "imgs" / "train")
-    with pytest.raises(ConfigError, match=r"r: the train images in .*imgs changed since the run started "
-                                          r"\(12 files, \w+ then, 12 files, \w+ now.*resume refused"):
+    with pytest.raises(
+        ConfigError,
+        match=r"r: the train images in .*imgs changed since the run started "
+        r"\(12 files, \w+ then, 12 files, \w+ now.*resume refused",
+    ):
         resume(tmp_path / "r", show_progress=False)
-    swap_class_folders(tmp_path / "imgs" / "train")                 # put back: the same data again
+    swap_class_folders(tmp_path / "imgs" / "train")  # put back: the same data again
     resume(tmp_path / "r", show_progress=False)
     assert summary_of(tmp_path / "r")["status"] == "complete"

@@ -17,16 +17,19 @@ def _pair(root, **edits):
     """Regular and fine of seeds 0 and 1; fine seed 1 carries the test's edits (`summary=`, `rows=`)."""
     for seed in range(2):
         make_run(root, "lenet", "regular", seed, 10.0, [50.0, 60.0 + seed])
-        path = make_run(root, "lenet", "fine", seed, 9.0, [50.0, 59.0 + seed], skipped_epochs=(2,),
-                        **(edits if seed == 1 else {}))
+        path = make_run(
+            root, "lenet", "fine", seed, 9.0, [50.0, 59.0 + seed], skipped_epochs=(2,), **(edits if seed == 1 else {})
+        )
     return path
 
 
-SUMMARY_EDITS = {   # the issue's findings first
+SUMMARY_EDITS = {  # the issue's findings first
     "final 150": ({"final_accuracy": 150.0}, "not a test accuracy"),
     "final -50": ({"final_accuracy": -50.0}, "not a test accuracy"),
-    "final 40 points off its metrics": ({"final_accuracy": 20.0, "best3_accuracy": 40.0},
-                                        "not the last epoch's test accuracy"),
+    "final 40 points off its metrics": (
+        {"final_accuracy": 20.0, "best3_accuracy": 40.0},
+        "not the last epoch's test accuracy",
+    ),
     "seed -1": ({"seed": -1}, "seed -1"),
     "world_size 0": ({"world_size": 0}, "world_size 0"),
     "overhead above train": ({"overhead_seconds": 20.0}, "not part of train_seconds"),
@@ -89,6 +92,7 @@ def test_report_and_compare_tables_take_huge_and_non_numeric_fields_without_a_tr
 def test_every_committed_record_passes(tmp_path):
     """The checks hold for what fineprune wrote, in every version whose runs are committed."""
     from pathlib import Path
+
     results = Path(__file__).resolve().parents[1] / "results"
     runs, problems = load_runs([results])
     assert len(runs) >= 100 and problems == []

@@ -11,10 +11,20 @@ from typer.testing import CliRunner
 from conftest import invoke, metrics_rows, summary_of
 
 runner = CliRunner()
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--epochs", "2",
-        "--device", "cpu", "--batch-size", "50"]
-
-
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--epochs",
+    "2",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+]
 
 
 @pytest.mark.slow
@@ -27,13 +37,32 @@ def test_train_writes_a_complete_run_folder(tmp_path):
     assert config["model"]["name"] == "lenet" and config["train"]["epochs"] == 2
     rows = metrics_rows(out)
     assert [r["epoch"] for r in rows] == ["1", "2"]
-    assert set(rows[0]) >= {"epoch", "lr", "samples", "train_seconds", "train_loss", "test_loss",
-                            "test_accuracy", "pruned"}
+    assert set(rows[0]) >= {
+        "epoch",
+        "lr",
+        "samples",
+        "train_seconds",
+        "train_loss",
+        "test_loss",
+        "test_accuracy",
+        "pruned",
+    }
     assert rows[0]["samples"] == "200"
     s = json.loads((out / "summary.json").read_text())
     assert s["status"] == "complete" and s["epochs_completed"] == 2
-    for key in ("model", "dataset", "epochs", "seed", "device", "train_seconds", "eval_seconds",
-                "final_accuracy", "best3_accuracy", "torch", "git_commit"):
+    for key in (
+        "model",
+        "dataset",
+        "epochs",
+        "seed",
+        "device",
+        "train_seconds",
+        "eval_seconds",
+        "final_accuracy",
+        "best3_accuracy",
+        "torch",
+        "git_commit",
+    ):
         assert key in s
     assert s["final_accuracy"] == pytest.approx(float(rows[-1]["test_accuracy"]))
     assert not list(out.glob("*.tmp"))
@@ -42,8 +71,28 @@ def test_train_writes_a_complete_run_folder(tmp_path):
 @pytest.mark.slow
 def test_prune_run_records_schedule_and_skips(tmp_path):
     out = tmp_path / "run"
-    args = ["train", *TINY, "--epochs", "4", "--prune", "--window", "2", "--start", "1", "--block", "1",
-            "--count", "1", "--attenuation", "1", "--prune-fraction", "0.25", "--out", str(out), "--json"]
+    args = [
+        "train",
+        *TINY,
+        "--epochs",
+        "4",
+        "--prune",
+        "--window",
+        "2",
+        "--start",
+        "1",
+        "--block",
+        "1",
+        "--count",
+        "1",
+        "--attenuation",
+        "1",
+        "--prune-fraction",
+        "0.25",
+        "--out",
+        str(out),
+        "--json",
+    ]
     result = invoke(args)
     assert result.exit_code == 0, result.output
     s = json.loads(result.output)
@@ -53,7 +102,10 @@ def test_prune_run_records_schedule_and_skips(tmp_path):
     assert [r["pruned"] for r in metrics_rows(out)] == ["1", "0", "1", "0"]
     assert [r["samples"] for r in metrics_rows(out)] == ["150", "200", "150", "200"]
     assert sorted(p.name for p in out.glob("dropping_counts_window*.pt")) == [
-        "dropping_counts_window0.pt", "dropping_counts_window1.pt", "dropping_counts_window2.pt"]
+        "dropping_counts_window0.pt",
+        "dropping_counts_window1.pt",
+        "dropping_counts_window2.pt",
+    ]
 
 
 @pytest.mark.slow
@@ -68,8 +120,10 @@ def test_same_seed_gives_identicalmetrics_rows(tmp_path):
 @pytest.mark.slow
 def test_yaml_config_then_flags(tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\n"
-                   "train: {epochs: 5, batch_size: 50}\nrun: {device: cpu}\n")
+    cfg.write_text(
+        "model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\n"
+        "train: {epochs: 5, batch_size: 50}\nrun: {device: cpu}\n"
+    )
     out = tmp_path / "run"
     assert invoke(["train", "--config", str(cfg), "--epochs", "1", "--out", str(out)]).exit_code == 0
     assert len(metrics_rows(out)) == 1 and metrics_rows(out)[0]["samples"] == "100"
@@ -107,34 +161,39 @@ def test_estimate_from_run_folder(tmp_path):
     assert est["time_unit"] == "seconds" and est["epochs"] == 3 and est["epoch_seconds"] > 0
 
 
-@pytest.mark.parametrize("args, words", [
-    (["train", "--model", "resnet9", "--dataset", "synthetic"], "--model must be one of: lenet, vgg13"),
-    (["train", "--model", "lenet", "--dataset", "mnist"], "--dataset must be one of: fashion-mnist"),
-    (["train", "--dataset", "synthetic"], "no model given"),
-    (["train", *TINY, "--epochs", "0"], "--epochs must be between 1 and 100,000"),
-    (["train", *TINY, "--epochs", "-3"], "--epochs must be between 1 and 100,000"),
-    (["train", *TINY, "--batch-size", "0"], "--batch-size must be between 1 and 16,777,216"),
-    (["train", *TINY, "--lr", "-0.1"], "--lr must be positive"),
-    (["train", *TINY, "--milestones", "120,60"], "strictly increasing"),
-    (["train", *TINY, "--milestones", "a,b"], "comma-separated integers"),
-    (["train", *TINY, "--epochs", "ten"], "Invalid value for '--epochs'"),
-    (["train", *TINY, "--prune", "--window", "0"], "--window must be >= 1"),
-    (["train", *TINY, "--prune", "--window", "60", "--start", "70"], "--start must be in [0, window=60)"),
-    (["train", *TINY, "--prune", "--start", "5"], "--start must be in [0, window=1)"),  # 30% of 2 epochs
-    (["train", *TINY, "--prune", "--window", "60", "--start", "30"],
-     "--policy fine prunes no epoch of 2: window 60 with start 30 first prunes epoch 30; lower --start"),
-    (["train", *TINY, "--policy", "infobatch", "--epochs", "1"], "--policy infobatch prunes no epoch of 1"),
-    (["train", *TINY, "--prune", "--policy", "regular"], "--prune asks for pruning but --policy regular"),
-    (["train", *TINY, "--prune", "--count", "3"], "--count must be in [1, block=2]"),
-    (["train", *TINY, "--prune", "--attenuation", "0.5"], "--attenuation must be >= 1"),
-    (["train", *TINY, "--prune-fraction", "1.5"], "--prune-fraction must be in [0, 1)"),
-    (["train", *TINY, "--tolerance", "-1"], "--tolerance must be >= 0"),
-    (["train", *TINY, "--widen", "4"], "--widen"),
-    (["train", *TINY, "--bogus"], "No such option"),
-    (["estimate", "--window", "0"], "--window must be >= 1"),
-    (["estimate", "--epoch-seconds", "-1"], "--epoch-seconds must be positive"),
-    (["estimate", "--epoch-seconds", "1", "--run", "x"], "not both"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["train", "--model", "resnet9", "--dataset", "synthetic"], "--model must be one of: lenet, vgg13"),
+        (["train", "--model", "lenet", "--dataset", "mnist"], "--dataset must be one of: fashion-mnist"),
+        (["train", "--dataset", "synthetic"], "no model given"),
+        (["train", *TINY, "--epochs", "0"], "--epochs must be between 1 and 100,000"),
+        (["train", *TINY, "--epochs", "-3"], "--epochs must be between 1 and 100,000"),
+        (["train", *TINY, "--batch-size", "0"], "--batch-size must be between 1 and 16,777,216"),
+        (["train", *TINY, "--lr", "-0.1"], "--lr must be positive"),
+        (["train", *TINY, "--milestones", "120,60"], "strictly increasing"),
+        (["train", *TINY, "--milestones", "a,b"], "comma-separated integers"),
+        (["train", *TINY, "--epochs", "ten"], "Invalid value for '--epochs'"),
+        (["train", *TINY, "--prune", "--window", "0"], "--window must be >= 1"),
+        (["train", *TINY, "--prune", "--window", "60", "--start", "70"], "--start must be in [0, window=60)"),
+        (["train", *TINY, "--prune", "--start", "5"], "--start must be in [0, window=1)"),  # 30% of 2 epochs
+        (
+            ["train", *TINY, "--prune", "--window", "60", "--start", "30"],
+            "--policy fine prunes no epoch of 2: window 60 with start 30 first prunes epoch 30; lower --start",
+        ),
+        (["train", *TINY, "--policy", "infobatch", "--epochs", "1"], "--policy infobatch prunes no epoch of 1"),
+        (["train", *TINY, "--prune", "--policy", "regular"], "--prune asks for pruning but --policy regular"),
+        (["train", *TINY, "--prune", "--count", "3"], "--count must be in [1, block=2]"),
+        (["train", *TINY, "--prune", "--attenuation", "0.5"], "--attenuation must be >= 1"),
+        (["train", *TINY, "--prune-fraction", "1.5"], "--prune-fraction must be in [0, 1)"),
+        (["train", *TINY, "--tolerance", "-1"], "--tolerance must be >= 0"),
+        (["train", *TINY, "--widen", "4"], "--widen"),
+        (["train", *TINY, "--bogus"], "No such option"),
+        (["estimate", "--window", "0"], "--window must be >= 1"),
+        (["estimate", "--epoch-seconds", "-1"], "--epoch-seconds must be positive"),
+        (["estimate", "--epoch-seconds", "1", "--run", "x"], "not both"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, words):
     result = invoke(args)
     assert result.exit_code == 2, result.output
@@ -145,15 +204,29 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 
 def test_bad_config_files(tmp_path):
     bad = tmp_path / "bad.yaml"
-    for text, words in [("train: {epochs: [\n", "not valid YAML"), ("train: {epoch: 3}\n", "unknown key 'train.epoch'")]:
+    for text, words in [
+        ("train: {epochs: [\n", "not valid YAML"),
+        ("train: {epoch: 3}\n", "unknown key 'train.epoch'"),
+    ]:
         bad.write_text(text)
         result = invoke(["train", *TINY, "--config", str(bad)])
         assert result.exit_code == 2 and words in result.output
 
 
 def test_missing_data_files(tmp_path):
-    result = invoke(["train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", str(tmp_path),
-                      "--out", str(tmp_path / "run")])
+    result = invoke(
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "cifar10",
+            "--data-dir",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert str(tmp_path) in result.output
 
@@ -169,12 +242,22 @@ def test_unwritable_out_is_caught_before_training(tmp_path):
 def test_real_subprocess(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    ok = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", *TINY, "--epochs", "1",
-                         "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    ok = subprocess.run(
+        [sys.executable, "-m", "fineprune_cli", "train", *TINY, "--epochs", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ok.returncode == 0, ok.stderr
     assert (out / "summary.json").exists()
-    bad = subprocess.run([sys.executable, "-m", "fineprune_cli", "train", "--model", "nope",
-                          "--dataset", "synthetic"], capture_output=True, text=True, env=env, timeout=300)
+    bad = subprocess.run(
+        [sys.executable, "-m", "fineprune_cli", "train", "--model", "nope", "--dataset", "synthetic"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --model must be one of: lenet")
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
@@ -193,7 +276,7 @@ def test_estimate_of_a_dynamic_policy_reads_its_budget_from_a_run(tmp_path):
     est = json.loads(invoke(["estimate", "--run", out, "--json"]).output)
     s, rows = summary_of(out), metrics_rows(out)
     pruned = [int(r["epoch"]) for r in rows if r["pruned"] == "1"]
-    assert est["pruning_epochs"] == pruned == [2, 3]   # epoch 1 sees no scores; 4 > 0.875 x 4
+    assert est["pruning_epochs"] == pruned == [2, 3]  # epoch 1 sees no scores; 4 > 0.875 x 4
     assert est["prune_fraction"] == pytest.approx(s["samples_skipped"] / (2 * 200))
     # the measured epoch time and overhead give the saving (its sign depends on the machine's load)
     per_epoch = est["prune_fraction"] * est["epoch_seconds"] - est["overhead_per_pruning_epoch"]
@@ -233,17 +316,19 @@ def test_the_resume_hint_is_shell_quoted(tmp_path):
 def test_a_ctrl_c_while_the_error_line_is_printed_is_no_traceback(tmp_path):
     """A second Ctrl-C 0.1 s after the first lands while the process prints its resume hint
     and exits; made certain here: the signal comes from inside the printing."""
-    script = ("import os, signal, sys\n"
-              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-              "from fineprune_cli import console\n"
-              "real = console.error\n"
-              "def error(text):\n"
-              "    real(text)\n"
-              "    os.kill(os.getpid(), signal.SIGINT)\n"
-              "console.error = error\n"
-              "sys.argv = ['fineprune', 'train', '--model', 'lenet', '--dataset', 'synthetic', '--epochs', '0']\n"
-              "from fineprune_cli.cli import main\n"
-              "main()\n")
+    script = (
+        "import os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from fineprune_cli import console\n"
+        "real = console.error\n"
+        "def error(text):\n"
+        "    real(text)\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "console.error = error\n"
+        "sys.argv = ['fineprune', 'train', '--model', 'lenet', '--dataset', 'synthetic', '--epochs', '0']\n"
+        "from fineprune_cli.cli import main\n"
+        "main()\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -262,7 +347,7 @@ def test_main_called_in_process_leaves_later_commands_their_signal_handlers(monk
     monkeypatch.setattr(sys, "argv", ["fineprune", "train", "--model", "nope", "--dataset", "synthetic"])
     try:
         with pytest.raises(SystemExit):
-            cli.main()                 # owns the process: it ignores signals while it ends
+            cli.main()  # owns the process: it ignores signals while it ends
         for sig, handler in saved.items():
             signal.signal(sig, handler)
         assert invoke(["train", "--model", "nope", "--dataset", "synthetic"]).exit_code == 2
@@ -275,10 +360,12 @@ def test_main_called_in_process_leaves_later_commands_their_signal_handlers(monk
 def test_a_pruning_policy_alone_prunes(tmp_path):
     """`--policy random` without --prune used to train regular and record policy 'regular'."""
     out = tmp_path / "run"
-    result = invoke(["train", *TINY, "--epochs", "4", "--test-subset", "100", "--policy", "random", "--out", str(out), "--json"])
+    result = invoke(
+        ["train", *TINY, "--epochs", "4", "--test-subset", "100", "--policy", "random", "--out", str(out), "--json"]
+    )
     assert result.exit_code == 0, result.output
     s = json.loads(result.output)
-    assert s["policy"] == "random" and s["pruning_epochs"] == [2, 4]   # window 1, start 0 of 4 epochs
+    assert s["policy"] == "random" and s["pruning_epochs"] == [2, 4]  # window 1, start 0 of 4 epochs
     config = yaml.safe_load((out / "config.yaml").read_text())
     assert config["prune"]["enabled"] is True and config["prune"]["policy"] == "random"
 
@@ -305,13 +392,17 @@ def test_no_prune_wins_over_a_policy(tmp_path):
 def test_a_config_files_device_is_named_as_the_files(tmp_path, monkeypatch):
     """The user passed no --device: the error names the YAML file's run.device."""
     import torch
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     f = tmp_path / "c.yaml"
-    f.write_text("model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\ntrain: {epochs: 2}\n"
-                 "run: {device: cuda}\n")
+    f.write_text(
+        "model: {name: lenet}\ndata: {dataset: synthetic, subset: 100}\ntrain: {epochs: 2}\nrun: {device: cuda}\n"
+    )
     result = invoke(["train", "--config", str(f), "--out", str(tmp_path / "run")])
     assert result.exit_code == 2
-    assert result.output.strip() == (f"error: {f}: run.device cuda asked for, but CUDA is not available here; "
-                                     "pass --device cpu (flags override the file)")
+    assert result.output.strip() == (
+        f"error: {f}: run.device cuda asked for, but CUDA is not available here; "
+        "pass --device cpu (flags override the file)"
+    )
     result = invoke(["train", *TINY, "--device", "cuda", "--out", str(tmp_path / "run2")])
     assert "error: --device cuda asked for" in result.output

@@ -35,17 +35,29 @@ def test_no_help_example_writes_into_the_committed_results():
 
 def test_compare_json_writes_null_for_a_missing_number(capsys):
     from fineprune_cli.cli.views import show_compare
-    show_compare([{"model": "lenet", "dataset": "x", "variant": "", "policy": "fine", "seeds": 1,
-                   "d_final_ci_low": ""}], as_json=True)
+
+    show_compare(
+        [{"model": "lenet", "dataset": "x", "variant": "", "policy": "fine", "seeds": 1, "d_final_ci_low": ""}],
+        as_json=True,
+    )
     row = json.loads(capsys.readouterr().out)[0]
     assert row["d_final_ci_low"] is None and row["variant"] == "" and row["seeds"] == 1
 
 
-@pytest.mark.parametrize("extra, words", [(["--epochs", "1"], "first epoch that can leave samples out is epoch 2"),
-                                          (["--prune-fraction", "0"], "--prune-fraction 0 hides no sample")])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--epochs", "1"], "first epoch that can leave samples out is epoch 2"),
+        (["--prune-fraction", "0"], "--prune-fraction 0 hides no sample"),
+    ],
+)
 def test_kakurenbo_that_can_hide_nothing_is_refused(extra, words):
-    settings = {"model.name": "lenet", "data.dataset": "synthetic", "prune.policy": "kakurenbo",
-                "train.epochs": int(extra[1]) if extra[0] == "--epochs" else 3}
+    settings = {
+        "model.name": "lenet",
+        "data.dataset": "synthetic",
+        "prune.policy": "kakurenbo",
+        "train.epochs": int(extra[1]) if extra[0] == "--epochs" else 3,
+    }
     if extra[0] == "--prune-fraction":
         settings["prune.prune_fraction"] = 0.0
     with pytest.raises(ConfigError, match=words):
@@ -91,8 +103,12 @@ def test_sigterm_while_a_report_is_written_leaves_the_previous_report_and_no_sta
 
     from fineprune_cli.analysis import report
     from factories import make_run
+
     make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])
-    assert runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots"]).exit_code == 0
+    assert (
+        runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots"]).exit_code
+        == 0
+    )
     before = {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()}
     real = report._write_all
 
@@ -102,8 +118,9 @@ def test_sigterm_while_a_report_is_written_leaves_the_previous_report_and_no_sta
 
     monkeypatch.setattr(report, "_write_all", killed_midway)
     handler = signal.getsignal(signal.SIGTERM)
-    result = runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots",
-                                 "--margin", "0.5"])
-    assert result.exit_code == 130, result.output                                     # as Ctrl-C
-    assert {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()} == before   # no .report-*, no new file
+    result = runner.invoke(
+        app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots", "--margin", "0.5"]
+    )
+    assert result.exit_code == 130, result.output  # as Ctrl-C
+    assert {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()} == before  # no .report-*, no new file
     assert signal.getsignal(signal.SIGTERM) == handler

@@ -12,16 +12,27 @@ from fineprune_cli.analysis.report import write_report
 from fineprune_cli.engine.files import read_regular_text
 
 ROOT = Path(__file__).resolve().parents[1]
-REPORTS = {   # out folder: (run folders, notes), as each report's commands make it
+REPORTS = {  # out folder: (run folders, notes), as each report's commands make it
     "results/demo": (["results/demo/runs"], None),
-    "results/policies/fashion-mnist": (["results/policies/fashion-mnist/runs"],
-                                       "results/policies/fashion-mnist/notes.md"),
-    "results/cifar10-jpeg-lenet-cpu": (["results/cifar10-jpeg-lenet-cpu/runs",
-                                        "results/cifar10-jpeg-lenet-cpu/runs-no-rescale"],
-                                       "results/cifar10-jpeg-lenet-cpu/notes.md"),
+    "results/policies/fashion-mnist": (
+        ["results/policies/fashion-mnist/runs"],
+        "results/policies/fashion-mnist/notes.md",
+    ),
+    "results/cifar10-jpeg-lenet-cpu": (
+        ["results/cifar10-jpeg-lenet-cpu/runs", "results/cifar10-jpeg-lenet-cpu/runs-no-rescale"],
+        "results/cifar10-jpeg-lenet-cpu/notes.md",
+    ),
 }
-FILES = ("table1_time.csv", "table1_time.md", "table2_accuracy.csv", "table2_accuracy.md",
-         "table3_time_to_accuracy.csv", "table3_time_to_accuracy.md", "summary.csv", "runs.csv")
+FILES = (
+    "table1_time.csv",
+    "table1_time.md",
+    "table2_accuracy.csv",
+    "table2_accuracy.md",
+    "table3_time_to_accuracy.csv",
+    "table3_time_to_accuracy.md",
+    "summary.csv",
+    "runs.csv",
+)
 
 
 def decisions(index: str) -> str:
@@ -31,7 +42,7 @@ def decisions(index: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("out", sorted(REPORTS))
 def test_the_committed_report_is_current(out, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)   # runs.csv names the run folders as the report's command did
+    monkeypatch.chdir(ROOT)  # runs.csv names the run folders as the report's command did
     runs, notes = REPORTS[out]
     text = read_regular_text(Path(notes), 1 << 20) if notes else ""
     write_report([Path(r) for r in runs], tmp_path, with_plots=False, notes=text, judging=Judging())

@@ -14,10 +14,28 @@ from conftest import summary_of
 from factories import tiny_compare as _cfg
 
 runner = CliRunner()
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "500", "--epochs", "4",
-        "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
-        "--milestones", "3"]
-
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--test-subset",
+    "500",
+    "--epochs",
+    "4",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+    "--window",
+    "2",
+    "--start",
+    "1",
+    "--milestones",
+    "3",
+]
 
 
 def test_plan_runs_whole_seeds_first(tmp_path):
@@ -34,21 +52,32 @@ def test_plan_order_arm_keeps_each_arms_seeds_together(tmp_path):
     assert [(j.arm, j.seed) for j in jobs][:4] == [("regular", 2), ("fine", 2), ("random-every-20", 2), ("regular", 0)]
     by_arm = plan(*_cfg(tmp_path, seeds=[2, 0, 1], policies=["regular", "fine"], frontier=[0.2], order="arm"))
     assert [(j.arm, j.seed) for j in by_arm] == [
-        ("regular", 2), ("regular", 0), ("regular", 1), ("fine", 2), ("fine", 0), ("fine", 1),
-        ("random-every-20", 2), ("random-every-20", 0), ("random-every-20", 1)]
+        ("regular", 2),
+        ("regular", 0),
+        ("regular", 1),
+        ("fine", 2),
+        ("fine", 0),
+        ("fine", 1),
+        ("random-every-20", 2),
+        ("random-every-20", 0),
+        ("random-every-20", 1),
+    ]
     with pytest.raises(ConfigError, match="order must be one of: seed, arm"):
         plan(*_cfg(tmp_path, order="policy"))
 
 
-@pytest.mark.parametrize("compare, words", [
-    ({"policies": ["fine", "lucky"]}, "--policies takes policies from: regular, fine, random.*not 'lucky'"),
-    ({"seeds": []}, "at least one seed"),
-    ({"models": ["nope"]}, "--model must be one of: lenet"),
-    ({"seeds": [0, 1, 0]}, "regular, seed 0 .* is listed twice"),
-    ({"policies": ["fine", "regular", "fine"]}, "fine, seed 0 .* is listed twice"),
-    ({"models": ["lenet", "lenet"]}, "is listed twice"),
-    ({"frontier": [0.2, 0.201]}, "random-every-20, seed 0 .* and random-every-20 share it"),
-])
+@pytest.mark.parametrize(
+    "compare, words",
+    [
+        ({"policies": ["fine", "lucky"]}, "--policies takes policies from: regular, fine, random.*not 'lucky'"),
+        ({"seeds": []}, "at least one seed"),
+        ({"models": ["nope"]}, "--model must be one of: lenet"),
+        ({"seeds": [0, 1, 0]}, "regular, seed 0 .* is listed twice"),
+        ({"policies": ["fine", "regular", "fine"]}, "fine, seed 0 .* is listed twice"),
+        ({"models": ["lenet", "lenet"]}, "is listed twice"),
+        ({"frontier": [0.2, 0.201]}, "random-every-20, seed 0 .* and random-every-20 share it"),
+    ],
+)
 def test_plan_rejects_bad_matrices(tmp_path, compare, words):
     with pytest.raises(ConfigError, match=words):
         plan(*_cfg(tmp_path, **compare))
@@ -56,7 +85,9 @@ def test_plan_rejects_bad_matrices(tmp_path, compare, words):
 
 def test_job_config_sets_policy_and_folder(tmp_path):
     cfg, c = _cfg(tmp_path)
-    regular, fine, rand = (job_config(cfg, Job("lenet", "synthetic", p, 3), c.out) for p in ("regular", "fine", "random"))
+    regular, fine, rand = (
+        job_config(cfg, Job("lenet", "synthetic", p, 3), c.out) for p in ("regular", "fine", "random")
+    )
     assert not regular.prune.enabled and fine.prune.enabled and rand.prune.policy == "random"
     assert fine.prune.policy == "fine" and rand.run.seed == 3
     assert cfg.prune.enabled is False  # the shared config is not modified
@@ -103,17 +134,16 @@ def test_compare_refuses_a_folder_made_with_other_settings(tmp_path):
 @pytest.mark.slow
 def test_cli_compare_table_json_and_yaml_matrix(tmp_path):
     out = tmp_path / "cmp"
-    result = runner.invoke(app, ["compare", *TINY, "--seeds", "0", "--policies", "regular,fine",
-                                 "--out", str(out)])
+    result = runner.invoke(app, ["compare", *TINY, "--seeds", "0", "--policies", "regular,fine", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    table = result.output.split("n: seeds;")[0]   # the decisions below it name random pruning as a C(p) not measured
+    table = result.output.split("n: seeds;")[0]  # the decisions below it name random pruning as a C(p) not measured
     assert "fine" in table and "saved" in table and "random" not in table
-    assert "can't tell yet" in result.output   # one seed: the decision is printed, and it is no claim
+    assert "can't tell yet" in result.output  # one seed: the decision is printed, and it is no claim
     cfg = tmp_path / "m.yaml"
     cfg.write_text(yaml.safe_dump({"compare": {"policies": ["regular", "fine"], "seeds": [0]}}))
     result = runner.invoke(app, ["compare", *TINY, "--config", str(cfg), "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output[result.output.index("["):])
+    rows = json.loads(result.output[result.output.index("[") :])
     assert [r["policy"] for r in rows] == ["regular", "fine"]
     assert rows[1]["skipped_pct_mean"] > 0 and rows[0]["saved_pct_mean"] == 0
 
@@ -131,21 +161,31 @@ def test_frontier_arms_prune_every_epoch_at_their_budget(tmp_path):
     arm = job_config(cfg, jobs[3], c.out)
     p = arm.prune
     assert (p.enabled, p.policy, p.prune_fraction, p.window, p.start, p.block, p.count) == (
-        True, "random", 0.25, 1, 0, 1, 1)
+        True,
+        "random",
+        0.25,
+        1,
+        0,
+        1,
+        1,
+    )
     assert arm.run.arm == "random-every-25" and arm.run.out.endswith("random-every-25-seed0")
-    assert job_config(cfg, jobs[1], c.out).run.arm == ""           # a plain policy is its own arm
+    assert job_config(cfg, jobs[1], c.out).run.arm == ""  # a plain policy is its own arm
     with pytest.raises(ConfigError, match="--frontier takes fractions in"):
         load_compare(None, {"compare.frontier": [0.5, 1.0]})
 
 
-@pytest.mark.parametrize("epochs, milestones, warmup, budget, expected", [
-    (200, [60, 120, 160], 1.0, 0.3, (140, [42, 84, 112], 0.7)),    # the paper's recipe at 30%
-    (200, [60, 120, 160], 1.0, 0.1, (180, [54, 108, 144], 0.9)),
-    (23, [7, 14, 19], 1.0, 0.5, (12, [4, 7, 10], 0.5)),             # 11.5 -> 12, 3.5 -> 4: half up
-    (23, [7, 14, 19], 2.0, 0.1, (21, [6, 13, 17], 1.8)),            # 20.7, 6.3, 12.6, 17.1
-    (2, [1, 2], 1.0, 0.5, (1, [], 0.5)),                            # both land on the only epoch: no effect
-    (10, [3, 6, 8], 1.0, 0.3, (7, [2, 4, 6], 0.7)),                 # 5.6 -> 6 stays, below the 7th epoch
-])
+@pytest.mark.parametrize(
+    "epochs, milestones, warmup, budget, expected",
+    [
+        (200, [60, 120, 160], 1.0, 0.3, (140, [42, 84, 112], 0.7)),  # the paper's recipe at 30%
+        (200, [60, 120, 160], 1.0, 0.1, (180, [54, 108, 144], 0.9)),
+        (23, [7, 14, 19], 1.0, 0.5, (12, [4, 7, 10], 0.5)),  # 11.5 -> 12, 3.5 -> 4: half up
+        (23, [7, 14, 19], 2.0, 0.1, (21, [6, 13, 17], 1.8)),  # 20.7, 6.3, 12.6, 17.1
+        (2, [1, 2], 1.0, 0.5, (1, [], 0.5)),  # both land on the only epoch: no effect
+        (10, [3, 6, 8], 1.0, 0.3, (7, [2, 4, 6], 0.7)),  # 5.6 -> 6 stays, below the 7th epoch
+    ],
+)
 def test_a_shorter_arm_compresses_epochs_milestones_and_warm_up(epochs, milestones, warmup, budget, expected):
     # Catches: banker's rounding (12.5 -> 12, 3.5 -> 4 but 4.5 -> 4), truncation, epochs scaled
     # by b instead of 1 - b, milestones left at their full-schedule epochs.
@@ -161,7 +201,7 @@ def test_shorter_arms_train_regular_with_the_compressed_schedule(tmp_path):
     arm = job_config(cfg, jobs[1], c.out)
     # 3 -> 1.5 -> 2 falls on the arm's last epoch: it would change no epoch's lr, so it goes
     assert (arm.train.epochs, arm.train.milestones, arm.prune.enabled, arm.run.arm) == (2, [1], False, "shorter-50")
-    cfg.train.milestones = [1, 2]                                    # 0.5 -> 1 and 1 -> 1 collide before the end
+    cfg.train.milestones = [1, 2]  # 0.5 -> 1 and 1 -> 1 collide before the end
     with pytest.raises(ConfigError, match="shorter-50: milestones 1,2 scaled by 0.5 give 1,1"):
         plan(cfg, c)
     with pytest.raises(ConfigError, match="--shorter takes fractions in"):
@@ -201,8 +241,13 @@ def test_a_run_folder_of_the_first_release_is_reused(tmp_path):
         (d / "summary.json").write_text(json.dumps(s))
         old = yaml.safe_load((d / "config.yaml").read_text())
         old["run"].pop("arm")
-        old["compare"] = {"models": [], "datasets": [], "policies": ["regular", "fine", "random"],
-                          "seeds": [0], "out": "results/runs/compare"}
+        old["compare"] = {
+            "models": [],
+            "datasets": [],
+            "policies": ["regular", "fine", "random"],
+            "seeds": [0],
+            "out": "results/runs/compare",
+        }
         (d / "config.yaml").write_text(yaml.safe_dump(old))
     stamps = [(d / "metrics.csv").stat().st_mtime_ns for d in first]
     assert run_matrix(cfg, c, show_progress=False) == first
@@ -241,7 +286,7 @@ def test_compare_keeps_a_run_whose_checkpoint_fails_to_load_for_another_reason(t
     with pytest.raises(ConfigError, match=r"does not fit this run .*compare keeps .* as it is"):
         run_matrix(cfg, c, show_progress=False)
     assert summary_of(run)["status"] == "interrupted" and (run / "checkpoint.pt").exists()
-    state["format"] = 1                                   # an older format: trained again
+    state["format"] = 1  # an older format: trained again
     torch.save(state, run / "checkpoint.pt")
     run_matrix(cfg, c, show_progress=False)
     assert summary_of(run)["status"] == "complete"
@@ -260,14 +305,30 @@ def test_compare_refuses_a_run_made_on_other_data(tmp_path):
     """Class folders swapped after the run: same files, every label flipped."""
     import sys
     from pathlib import Path
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
     from crafted import grey_folder, swap_class_folders
 
     grey_folder(tmp_path / "imgs")
-    args = ["compare", "--model", "lenet", "--dataset", "folder", "--data-dir", str(tmp_path / "imgs"),
-            "--epochs", "1", "--policies", "regular", "--device", "cpu", "--out", str(tmp_path / "c")]
+    args = [
+        "compare",
+        "--model",
+        "lenet",
+        "--dataset",
+        "folder",
+        "--data-dir",
+        str(tmp_path / "imgs"),
+        "--epochs",
+        "1",
+        "--policies",
+        "regular",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "c"),
+    ]
     assert runner.invoke(app, args).exit_code == 0
-    assert runner.invoke(app, args).exit_code == 0                     # unchanged: reused
+    assert runner.invoke(app, args).exit_code == 0  # unchanged: reused
     swap_class_folders(tmp_path / "imgs" / "train")
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "made on other data: the train images in" in result.output, result.output
@@ -277,6 +338,7 @@ def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
     """Milestones left unset are 30/60/80% of the full run, made concrete before --shorter
     scales them: 20 epochs -> 6, 12, 16, then x 0.5 -> 3, 6, 8 over 10 epochs."""
     from fineprune_cli.engine.config import Config
+
     cfg = Config()
     cfg.model.name, cfg.data.dataset, cfg.train.epochs = "lenet", "synthetic", 20
     arm = job_config(cfg, Job("lenet", "synthetic", "regular", 0, shorter=0.5), str(tmp_path))
@@ -285,13 +347,17 @@ def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
 
 COMMITTED = [  # (experiment file, compare flags, the folder its runs are in), as their commands say
     ("experiments/demo.yaml", {}, "results/demo/runs"),
-    ("experiments/demo.yaml", {"compare.seeds": [0, 1, 2, 3, 4, 5, 6, 7],   # seeds 5-7: the looks' arms
-                               "compare.policies": ["regular", "fine", "random", "infobatch", "ucb", "egreedy",
-                                                    "kakurenbo"],
-                               "compare.frontier": [0.1, 0.2, 0.3, 0.4, 0.5],
-                               "compare.shorter": [0.1, 0.2, 0.3, 0.4, 0.5],
-                               "compare.out": "results/policies/fashion-mnist/runs"},
-     "results/policies/fashion-mnist/runs"),
+    (
+        "experiments/demo.yaml",
+        {
+            "compare.seeds": [0, 1, 2, 3, 4, 5, 6, 7],  # seeds 5-7: the looks' arms
+            "compare.policies": ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo"],
+            "compare.frontier": [0.1, 0.2, 0.3, 0.4, 0.5],
+            "compare.shorter": [0.1, 0.2, 0.3, 0.4, 0.5],
+            "compare.out": "results/policies/fashion-mnist/runs",
+        },
+        "results/policies/fashion-mnist/runs",
+    ),
 ]
 
 
@@ -314,4 +380,4 @@ def test_committed_run_folders_still_count_as_complete(experiment, matrix, folde
         if (root / job_cfg.run.out) in found:
             assert existing_state(job_cfg, {}) == "complete", job_cfg.run.out
             checked.add(root / job_cfg.run.out)
-    assert checked == found   # every committed folder is a job of its command (look 2 trained a subset)
+    assert checked == found  # every committed folder is a job of its command (look 2 trained a subset)

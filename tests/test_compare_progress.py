@@ -25,6 +25,7 @@ class FakeBar:
 
     def steps(self, total, read, label):
         from contextlib import nullcontext
+
         return nullcontext()
 
 
@@ -48,12 +49,19 @@ def test_eta_sums_each_models_own_epochs_not_one_pace_for_all():
     would give 2 epochs x 26/3 s = 17.3 s after ResNet's first; the right figure is ResNet's
     last epoch (20 s) plus the LeNet run still to come (1 s start-up + 2 s)."""
     clock, bar = Clock(), FakeBar()
-    matrix = MatrixProgress(bar, [Planned("lenet", "lenet, regular", 2), Planned("resnet", "resnet, regular", 2),
-                                  Planned("lenet", "lenet, shorter-50", 1)], clock=clock)
+    matrix = MatrixProgress(
+        bar,
+        [
+            Planned("lenet", "lenet, regular", 2),
+            Planned("resnet", "resnet, regular", 2),
+            Planned("lenet", "lenet, shorter-50", 1),
+        ],
+        clock=clock,
+    )
     with matrix.run(0) as run:
-        clock.t += 1.0                                 # start-up: data, model
+        clock.t += 1.0  # start-up: data, model
         _epoch(run, clock, 2.0)
-        assert bar.advances[-1][2:] == (2.0 + 0 + 1.0 + 2.0, 1)   # ResNet not timed yet: counted apart
+        assert bar.advances[-1][2:] == (2.0 + 0 + 1.0 + 2.0, 1)  # ResNet not timed yet: counted apart
         _epoch(run, clock, 2.0)
     with matrix.run(1) as run:
         clock.t += 1.0
@@ -65,8 +73,11 @@ def test_eta_sums_each_models_own_epochs_not_one_pace_for_all():
         assert bar.advances[-1][2:] == (0.0, 0)
     assert bar.advances[0][:2] == ("lenet, regular (run 1/3)", "epoch 1/2, acc 1.00%")
     assert bar.advances[-1][:2] == ("lenet, shorter-50 (run 3/3)", "epoch 1/1, acc 1.00%")
-    assert bar.notes == ["done lenet, regular (run 1/3, 0:00:05)", "done resnet, regular (run 2/3, 0:00:41)",
-                         "done lenet, shorter-50 (run 3/3, 0:00:02)"]
+    assert bar.notes == [
+        "done lenet, regular (run 1/3, 0:00:05)",
+        "done resnet, regular (run 2/3, 0:00:41)",
+        "done lenet, shorter-50 (run 3/3, 0:00:02)",
+    ]
 
 
 def test_a_run_that_fails_prints_no_done_line():
@@ -82,27 +93,55 @@ def test_a_resumed_run_counts_only_its_remaining_epochs():
     matrix = MatrixProgress(bar, [Planned("m", "a", 5), Planned("m", "b", 5)], clock=clock)
     with matrix.run(0) as run:
         run.resumed(3)
-        _epoch(run, clock, 4.0)                         # epoch 4 of 5 of run a, 5 of run b to come
+        _epoch(run, clock, 4.0)  # epoch 4 of 5 of run a, 5 of run b to come
         assert bar.resumes == [3]
         assert bar.advances[-1][1:3] == ("epoch 4/5, acc 1.00%", 4.0 * (1 + 5))
 
 
 def test_costs_take_the_median_epoch_so_a_slow_first_epoch_does_not_set_the_pace():
     costs = Costs()
-    costs.epoch_s["m"] += [30.0, 2.0, 3.0]              # compilation in the first epoch
+    costs.epoch_s["m"] += [30.0, 2.0, 3.0]  # compilation in the first epoch
     assert costs.per_epoch("m") == 3.0
     assert costs.seconds_left([("m", 2, True), ("other", 4, False), ("m", 0, False)]) == (6.0, 1)
 
 
 @pytest.mark.slow
 def test_compare_piped_prints_a_line_per_epoch_and_per_run_with_shorter_arms_shorter(tmp_path):
-    result = invoke(["compare", "--model", "lenet", "--dataset", "synthetic", "--subset", "200",
-                     "--test-subset", "100", "--epochs", "2", "--batch-size", "50", "--device", "cpu",
-                     "--policies", "regular", "--shorter", "0.5", "--out", tmp_path / "c"])
+    result = invoke(
+        [
+            "compare",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "200",
+            "--test-subset",
+            "100",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "50",
+            "--device",
+            "cpu",
+            "--policies",
+            "regular",
+            "--shorter",
+            "0.5",
+            "--out",
+            tmp_path / "c",
+        ]
+    )
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    epochs = [re.search(r"\(run (\d)/2\): epoch (\d)/(\d), .*; compare \(2 runs\): (\d)/3 epochs, "
-                        r"elapsed \d+:\d\d:\d\d, eta ", line) for line in lines]
+    epochs = [
+        re.search(
+            r"\(run (\d)/2\): epoch (\d)/(\d), .*; compare \(2 runs\): (\d)/3 epochs, "
+            r"elapsed \d+:\d\d:\d\d, eta ",
+            line,
+        )
+        for line in lines
+    ]
     assert [m.groups() for m in epochs if m] == [("1", "1", "2", "1"), ("1", "2", "2", "2"), ("2", "1", "1", "3")]
     done = [line for line in lines if line.startswith("done ")]
     assert [d.split(" (run ")[1].split(",")[0] for d in done] == ["1/2", "2/2"]

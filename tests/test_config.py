@@ -19,16 +19,19 @@ def test_precedence_defaults_then_yaml_then_flags(tmp_path):
     assert cfg.prune.enabled and cfg.data.dataset == "synthetic" and cfg.train.batch_size == 128
 
 
-@pytest.mark.parametrize("text, word", [
-    ("model: {nmae: lenet}", "unknown key 'model.nmae'"),
-    ("modle: {name: lenet}", "unknown section 'modle'"),
-    ("train: {epochs: ten}", "train.epochs: expected int"),
-    ("train: {milestones: 60}", "expected a list"),
-    ("train: [1, 2]", "section 'train' must be a mapping"),
-    ("- a\n- b", "expected a mapping"),
-    ("train: {epochs: 3\n", "not valid YAML"),
-    ("prune: {enabled: 1}", "expected bool"),
-])
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        ("model: {nmae: lenet}", "unknown key 'model.nmae'"),
+        ("modle: {name: lenet}", "unknown section 'modle'"),
+        ("train: {epochs: ten}", "train.epochs: expected int"),
+        ("train: {milestones: 60}", "expected a list"),
+        ("train: [1, 2]", "section 'train' must be a mapping"),
+        ("- a\n- b", "expected a mapping"),
+        ("train: {epochs: 3\n", "not valid YAML"),
+        ("prune: {enabled: 1}", "expected bool"),
+    ],
+)
 def test_bad_yaml_is_one_clear_error(tmp_path, text, word):
     f = tmp_path / "c.yaml"
     f.write_text(text)
@@ -50,20 +53,23 @@ def _valid(**changes):
     return cfg
 
 
-@pytest.mark.parametrize("changes, word", [
-    ({"model__name": "resnet9"}, "--model must be one of: lenet, .*got 'resnet9'"),
-    ({"data__dataset": "mnist"}, "--dataset must be one of: fashion-mnist, .*got 'mnist'"),
-    ({"train__epochs": 0}, "--epochs must be between 1 and 100,000, got 0"),
-    ({"train__batch_size": -1}, "--batch-size must be between 1 and 16,777,216, got -1"),
-    ({"train__lr": 0.0}, "--lr must be positive"),
-    ({"train__milestones": [120, 60]}, "strictly increasing"),
-    ({"prune__prune_fraction": 1.0}, "prune-fraction"),
-    ({"prune__tolerance": -0.1}, "tolerance"),
-    ({"prune__window": 0}, "window"),
-    ({"prune__policy": "greedy"}, "policy"),
-    ({"run__device": "tpu"}, "--device"),
-    ({"data__subset": 0}, "--subset"),
-])
+@pytest.mark.parametrize(
+    "changes, word",
+    [
+        ({"model__name": "resnet9"}, "--model must be one of: lenet, .*got 'resnet9'"),
+        ({"data__dataset": "mnist"}, "--dataset must be one of: fashion-mnist, .*got 'mnist'"),
+        ({"train__epochs": 0}, "--epochs must be between 1 and 100,000, got 0"),
+        ({"train__batch_size": -1}, "--batch-size must be between 1 and 16,777,216, got -1"),
+        ({"train__lr": 0.0}, "--lr must be positive"),
+        ({"train__milestones": [120, 60]}, "strictly increasing"),
+        ({"prune__prune_fraction": 1.0}, "prune-fraction"),
+        ({"prune__tolerance": -0.1}, "tolerance"),
+        ({"prune__window": 0}, "window"),
+        ({"prune__policy": "greedy"}, "policy"),
+        ({"run__device": "tpu"}, "--device"),
+        ({"data__subset": 0}, "--subset"),
+    ],
+)
 def test_validate_rejects(changes, word):
     with pytest.raises(ConfigError, match=word):
         validate(_valid(**changes))
@@ -83,7 +89,9 @@ def test_yaml_alias_bomb_gives_a_short_error_quickly(tmp_path):
     lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
     for i, name in enumerate("bcdefghi"):
         prev = "abcdefgh"[i]
-        lines.append(f"{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]")
+        lines.append(
+            f"{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]"
+        )
     lines.append("train: {milestones: *i}")
     f = tmp_path / "bomb.yaml"
     f.write_text("\n".join(lines) + "\n")
@@ -109,6 +117,7 @@ def test_a_key_given_twice_is_an_error(tmp_path):
 
 # --- defaults that are shares of --epochs, and pruning implied by a policy ----------------
 
+
 def test_length_defaults_resolve_to_the_papers_numbers_at_200_epochs():
     cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic"})
     assert cfg.train.milestones == [60, 120, 160]
@@ -122,13 +131,14 @@ def test_length_defaults_scale_with_epochs_and_explicit_values_win(tmp_path):
     assert cfg.train.milestones == [9, 18, 24] and (cfg.prune.window, cfg.prune.start) == (9, 5)
     f = tmp_path / "c.yaml"
     f.write_text("train: {epochs: 200, milestones: [50]}\nprune: {window: 40}\n")
-    cfg = build_config(f, {"train.epochs": 20})   # the flag's 20 scales only what is unset
+    cfg = build_config(f, {"train.epochs": 20})  # the flag's 20 scales only what is unset
     assert cfg.train.milestones == [50] and (cfg.prune.window, cfg.prune.start) == (40, 3)
     assert build_config(None, {"train.epochs": 10, "train.milestones": []}).train.milestones == []
 
 
 def test_tiny_runs_drop_milestones_that_coincide():
     from fineprune_cli.engine.config import paper_milestones
+
     assert paper_milestones(4) == [1, 2, 3] and paper_milestones(3) == [1, 2] and paper_milestones(1) == [1]
 
 
@@ -146,8 +156,10 @@ def test_a_pruning_policy_implies_pruning_and_no_prune_wins(tmp_path):
 
 def test_yaml_schedule_that_prunes_no_epoch_is_refused(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text("model: {name: lenet}\ndata: {dataset: synthetic}\ntrain: {epochs: 20}\n"
-                 "prune: {enabled: true, window: 60, start: 30}\n")
+    f.write_text(
+        "model: {name: lenet}\ndata: {dataset: synthetic}\ntrain: {epochs: 20}\n"
+        "prune: {enabled: true, window: 60, start: 30}\n"
+    )
     with pytest.raises(ConfigError, match="prunes no epoch of 20: window 60 with start 30 first prunes epoch 30"):
         validate(build_config(f, {}))
     f.write_text("model: {name: lenet}\ndata: {dataset: synthetic}\ntrain: {epochs: 20}\nprune: {enabled: true}\n")
@@ -157,6 +169,7 @@ def test_yaml_schedule_that_prunes_no_epoch_is_refused(tmp_path):
 def test_a_resolved_config_round_trips_through_a_run_folder():
     """config.yaml holds numbers: reading it back changes nothing (resolving twice is a no-op)."""
     from fineprune_cli.engine.config import config_from_dict
+
     cfg = build_config(None, {"train.epochs": 30, "prune.policy": "random"})
     again = config_from_dict(yaml.safe_load(yaml.safe_dump(cfg.to_dict())))
     assert again.to_dict() == cfg.to_dict()

@@ -16,14 +16,37 @@ from rich.console import Console
 from conftest import invoke, summary_of
 from fineprune_cli import console
 
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "100",
-        "--device", "cpu", "--batch-size", "50"]
-LINE = re.compile(r"^lenet on synthetic: epoch (\d+)/3, acc \d+\.\d\d%, elapsed \d+:\d\d:\d\d, "
-                  r"eta (\d+:\d\d:\d\d)$")
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--test-subset",
+    "100",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+]
+LINE = re.compile(
+    r"^lenet on synthetic: epoch (\d+)/3, acc \d+\.\d\d%, elapsed \d+:\d\d:\d\d, "
+    r"eta (\d+:\d\d:\d\d)$"
+)
 
 
-@pytest.mark.parametrize("seconds, text", [(None, "-:--:--"), (-1.0, "-:--:--"), (float("nan"), "-:--:--"),
-                                           (0.4, "0:00:00"), (59.6, "0:01:00"), (3 * 3600 + 62, "3:01:02")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (None, "-:--:--"),
+        (-1.0, "-:--:--"),
+        (float("nan"), "-:--:--"),
+        (0.4, "0:00:00"),
+        (59.6, "0:01:00"),
+        (3 * 3600 + 62, "3:01:02"),
+    ],
+)
 def test_clock(seconds, text):
     assert console.clock(seconds) == text
 
@@ -33,8 +56,8 @@ def test_train_piped_prints_one_line_per_epoch_on_stderr_and_nothing_extra_on_st
     assert result.exit_code == 0, result.output
     matches = [LINE.match(line) for line in result.stderr.splitlines()]
     assert [int(m.group(1)) for m in matches if m] == [1, 2, 3], result.stderr
-    assert matches[2].group(2) == "0:00:00"                       # nothing left after the last epoch
-    assert "epoch 1/3" not in result.stdout                       # results only on stdout
+    assert matches[2].group(2) == "0:00:00"  # nothing left after the last epoch
+    assert "epoch 1/3" not in result.stdout  # results only on stdout
 
 
 def test_json_stdout_stays_one_json_object_and_progress_stays_off(tmp_path):
@@ -74,7 +97,7 @@ def test_the_step_bar_moves_within_an_epoch_from_the_counter(monkeypatch):
             assert _wait_for(lambda: " 37/469" in screen.getvalue()), screen.getvalue()[-400:]
             counter.value = 250
             assert _wait_for(lambda: "250/469" in screen.getvalue())
-        assert bar.done == 0                          # the epoch bar did not move meanwhile
+        assert bar.done == 0  # the epoch bar did not move meanwhile
         bar.advance("acc 50.00%")
     assert "1/2" in screen.getvalue()
 
@@ -83,7 +106,7 @@ def test_steps_without_a_terminal_start_no_thread_and_print_nothing(monkeypatch)
     screen = io.StringIO()
     monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=False))
     with console.progress(2, "lenet") as bar, bar.steps(10, lambda: 1 / 0, "epoch 1"):
-        pass                                           # read() is never called
+        pass  # read() is never called
     assert screen.getvalue() == ""
 
 
@@ -92,7 +115,7 @@ def test_resumed_epochs_move_the_bar_but_not_the_rate(monkeypatch):
     from 9 epochs 'done' in the time of one."""
     lines = []
     monkeypatch.setattr(console, "info", lines.append)
-    ticks = iter([100.0, 110.0, 110.0])              # start, the ETA's elapsed, the line's elapsed
+    ticks = iter([100.0, 110.0, 110.0])  # start, the ETA's elapsed, the line's elapsed
     bar = console.Bar(10, "lenet on synthetic", "lines", now=lambda: next(ticks))
     bar.resumed(8)
     bar.advance("acc 1.00%")
@@ -102,11 +125,13 @@ def test_resumed_epochs_move_the_bar_but_not_the_rate(monkeypatch):
 def test_a_comparisons_line_names_the_run_the_whole_and_the_runs_not_timed_yet(monkeypatch):
     lines = []
     monkeypatch.setattr(console, "info", lines.append)
-    ticks = iter([0.0, 75.0])                        # start, the line's elapsed (the ETA is given)
+    ticks = iter([0.0, 75.0])  # start, the line's elapsed (the ETA is given)
     bar = console.Bar(7, "compare (4 runs)", "lines", now=lambda: next(ticks))
     bar.advance("epoch 1/2, acc 8.57%", seconds_left=61.0, untimed=2, label="lenet, regular (run 1/4)")
-    assert lines == ["lenet, regular (run 1/4): epoch 1/2, acc 8.57%; compare (4 runs): 1/7 epochs, "
-                     "elapsed 0:01:15, eta 0:01:01 + 2 runs not timed yet"]
+    assert lines == [
+        "lenet, regular (run 1/4): epoch 1/2, acc 8.57%; compare (4 runs): 1/7 epochs, "
+        "elapsed 0:01:15, eta 0:01:01 + 2 runs not timed yet"
+    ]
 
 
 def test_a_callers_bar_without_steps_or_resumed_still_works():
@@ -130,7 +155,7 @@ def test_a_sigterm_stop_is_a_plain_line_not_an_error(tmp_path):
     args = [sys.executable, "-m", "fineprune_cli", "train", *TINY, "--epochs", "40", "--out", str(out)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (out / "metrics.csv").exists():   # training
+    while time.monotonic() < deadline and not (out / "metrics.csv").exists():  # training
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
@@ -143,6 +168,7 @@ def test_a_sigterm_stop_is_a_plain_line_not_an_error(tmp_path):
 
 # --- the engine's hooks: what fit hands the bar --------------------------------------------
 
+
 class StepBar:
     """A bar with a per-step view: records each epoch's (label, total, counter at the end)."""
 
@@ -154,9 +180,9 @@ class StepBar:
 
     @contextmanager
     def steps(self, total, read, label):
-        assert read() == 0                              # the counter starts at this epoch's first step
+        assert read() == 0  # the counter starts at this epoch's first step
         yield
-        assert type(read()) is int                      # a Python int: reading it never syncs a device
+        assert type(read()) is int  # a Python int: reading it never syncs a device
         self.epochs.append((label, total, read()))
 
 

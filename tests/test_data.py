@@ -20,10 +20,12 @@ def _idx_bytes(arr: np.ndarray) -> bytes:
 
 def _write_fashion(d, n_train=6, n_test=4, gz=True):
     rng = np.random.default_rng(0)
-    arrays = {"train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
-              "train-labels-idx1-ubyte": (np.arange(n_train) % 10).astype(np.uint8),
-              "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
-              "t10k-labels-idx1-ubyte": (np.arange(n_test) % 10).astype(np.uint8)}
+    arrays = {
+        "train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+        "train-labels-idx1-ubyte": (np.arange(n_train) % 10).astype(np.uint8),
+        "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+        "t10k-labels-idx1-ubyte": (np.arange(n_test) % 10).astype(np.uint8),
+    }
     for name, arr in arrays.items():
         if gz:
             with gzip.open(d / f"{name}.gz", "wb") as f:
@@ -75,7 +77,7 @@ def test_cifar10_pickles_round_trip_chw(tmp_path):
         pickle.dump({b"label_names": [f"c{i}".encode() for i in range(10)]}, f)
     ds = load_dataset("cifar10", tmp_path)
     assert ds.train_x.shape == (15, 3, 32, 32) and ds.test_x.shape == (2, 3, 32, 32)
-    first = batches[0][b"data"][1].reshape(3, 32, 32)             # R plane, then G, then B
+    first = batches[0][b"data"][1].reshape(3, 32, 32)  # R plane, then G, then B
     assert np.array_equal(ds.train_x[1].numpy(), first)
     assert ds.test_y.tolist() == [int(v) for v in test[b"labels"]] and ds.classes[3] == "c3"
 
@@ -107,8 +109,10 @@ def _image_folder(root, size=8):
         for cls in ("zebra", "apple"):
             (root / split / cls).mkdir(parents=True)
             for i in range(n):
-                write_png(torch.randint(0, 256, (3, size, size), generator=g, dtype=torch.uint8),
-                          str(root / split / cls / f"{i}.png"))
+                write_png(
+                    torch.randint(0, 256, (3, size, size), generator=g, dtype=torch.uint8),
+                    str(root / split / cls / f"{i}.png"),
+                )
 
 
 def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
@@ -117,7 +121,7 @@ def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
     ds = load_dataset("folder", tmp_path)
     assert ds.classes == ["apple", "zebra"] and ds.train_y.tolist() == [0, 0, 0, 1, 1, 1]
     assert ds.train_x.shape == (6, 3, 8, 8) and imagefolder.cache_path(tmp_path).is_file()
-    assert sorted(tmp_path.rglob("*")) == before     # the dataset folder is only read
+    assert sorted(tmp_path.rglob("*")) == before  # the dataset folder is only read
     monkeypatch.setattr(imagefolder, "_decode_all", lambda items, size=None: pytest.fail("decoded again"))
     again = load_dataset("folder", tmp_path)
     assert torch.equal(again.train_x, ds.train_x) and torch.equal(again.test_y, ds.test_y)
@@ -130,7 +134,7 @@ def test_cache_follows_files_that_move_between_classes(tmp_path):
     src, dst = tmp_path / "train" / "apple" / "0.png", tmp_path / "train" / "zebra" / "9.png"
     stat = src.stat()
     src.rename(dst)
-    os.utime(dst, ns=(stat.st_atime_ns, stat.st_mtime_ns))     # the same mtime as before
+    os.utime(dst, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same mtime as before
     moved = load_dataset("folder", tmp_path)
     assert first.train_y.tolist() == [0, 0, 0, 1, 1, 1] and moved.train_y.tolist() == [0, 0, 1, 1, 1, 1]
 
@@ -140,7 +144,7 @@ def test_a_cache_of_the_wrong_shape_is_rebuilt(tmp_path):
     good = load_dataset("folder", tmp_path)
     cache = imagefolder.cache_path(tmp_path)
     saved = torch.load(cache, weights_only=True)
-    saved["train_x"] = saved["train_x"][:, 0]                    # 3-D: not images
+    saved["train_x"] = saved["train_x"][:, 0]  # 3-D: not images
     torch.save(saved, cache)
     assert torch.equal(load_dataset("folder", tmp_path).train_x, good.train_x)
 
@@ -167,7 +171,7 @@ def test_synthetic_is_deterministic_and_learnable():
     means = torch.stack([x[a.train_y == c].mean(0) for c in range(10)])
     pred = torch.cdist(a.test_x.float().flatten(1), means).argmin(1)
     acc = (pred == a.test_y).float().mean().item()
-    assert 0.3 < acc < 0.995                       # learnable, well above chance (0.1)
+    assert 0.3 < acc < 0.995  # learnable, well above chance (0.1)
 
 
 def test_balanced_subset():
@@ -186,8 +190,9 @@ def test_unknown_dataset():
         load_dataset("mnist")
 
 
-@pytest.mark.skipif(not data.FASHION_MNIST_SYSTEM_DIR.is_dir(),
-                    reason="Debian's dataset-fashion-mnist is not installed")
+@pytest.mark.skipif(
+    not data.FASHION_MNIST_SYSTEM_DIR.is_dir(), reason="Debian's dataset-fashion-mnist is not installed"
+)
 def test_system_fashion_mnist():
     ds = load_dataset("fashion-mnist")
     assert (ds.num_train, ds.test_y.numel(), ds.in_channels, ds.image_size) == (60000, 10000, 1, 28)
@@ -197,7 +202,7 @@ def test_test_subset_is_balanced_and_fixed():
     a = load_dataset("synthetic", subset=100, seed=1, test_subset=200)
     b = load_dataset("synthetic", subset=100, seed=2, test_subset=200)
     assert a.test_y.numel() == 200 and torch.bincount(a.test_y, minlength=10).tolist() == [20] * 10
-    assert torch.equal(a.test_x, b.test_x)          # the same test samples for every seed
+    assert torch.equal(a.test_x, b.test_x)  # the same test samples for every seed
     assert not torch.equal(a.train_x, b.train_x)
     with pytest.raises(DataError, match="--test-subset must be between"):
         load_dataset("synthetic", test_subset=10**6)
@@ -207,7 +212,7 @@ def test_sixteen_bit_pngs_are_scaled_not_wrapped(tmp_path):
     from PIL import Image
 
     _image_folder(tmp_path, size=2)
-    deep = np.array([[65535, 32768], [256, 0]], dtype=np.uint16)   # wrapped: 255, 0, 0, 0
+    deep = np.array([[65535, 32768], [256, 0]], dtype=np.uint16)  # wrapped: 255, 0, 0, 0
     for split in ("train", "test"):
         for cls in ("apple", "zebra"):
             for f in (tmp_path / split / cls).iterdir():

@@ -14,7 +14,7 @@ from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, Judging, claims, s
 from factories import CLEARLY_WORTH, NOT_WORTH_EDGE, WORTH_EDGE, residual_sd, wrong
 
 REPS = 2000
-BOUND = 0.05 + 3 * math.sqrt(0.05 * 0.95 / REPS)   # 5% plus three Monte Carlo standard errors
+BOUND = 0.05 + 3 * math.sqrt(0.05 * 0.95 / REPS)  # 5% plus three Monte Carlo standard errors
 
 
 def one_report(rng, truths, seeds, sigma):
@@ -48,11 +48,15 @@ def error_rate(truths, seeds=5, sigma=0.05, adjust=True, seed=0):
 
 
 @pytest.mark.slow  # thousands of simulated decisions: seconds
-@pytest.mark.parametrize("truths", [
-    [WORTH_EDGE] * 4,
-    [NOT_WORTH_EDGE] * 4,
-    [CLEARLY_WORTH, CLEARLY_WORTH, WORTH_EDGE, WORTH_EDGE],
-], ids=["four at the worth-it edge", "four at the not-worth-it edge", "two true, two at the edge"])
+@pytest.mark.parametrize(
+    "truths",
+    [
+        [WORTH_EDGE] * 4,
+        [NOT_WORTH_EDGE] * 4,
+        [CLEARLY_WORTH, CLEARLY_WORTH, WORTH_EDGE, WORTH_EDGE],
+    ],
+    ids=["four at the worth-it edge", "four at the not-worth-it edge", "two true, two at the edge"],
+)
 def test_the_family_wise_rate_of_wrong_decisions_holds(truths):
     assert error_rate(truths) <= BOUND
 

@@ -36,7 +36,7 @@ def _feed(pruner, world, epochs=3):
     for epoch in range(1, epochs + 1):
         keep = pruner.begin_epoch(epoch)
         keeps.append(keep.tolist())
-        order = keep[_order(epoch)[:keep.numel()].argsort()]   # any shared shuffle of keep
+        order = keep[_order(epoch)[: keep.numel()].argsort()]  # any shared shuffle of keep
         losses = _losses(epoch)
         for batch in order.split(BATCH):
             mine = step_slices(batch, BATCH, world)
@@ -48,19 +48,20 @@ def _feed(pruner, world, epochs=3):
 
 
 def _rank_main(rank, size, init_file, out_dir):
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
+    )
     world = World(rank, size, rank)
 
     def reduce(counts):
         counts = counts.clone()
         dist.all_reduce(counts)
         return counts
+
     pruner = Pruner(N, PruneSchedule(**SCHEDULE), 0.25, seed=5, reduce=reduce)
     keeps = _feed(pruner, world)
     torch.save({"keeps": keeps, "counts": pruner.counts.clone()}, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()
-
 
 
 @pytest.mark.slow
@@ -71,10 +72,10 @@ def test_ranks_agree_and_counts_equal_a_single_process(tmp_path, size):
     # the single process sees the same global batches, cut the same way
     single_keeps = _feed_single(single, size)
     for r in results:
-        assert r["keeps"] == results[0]["keeps"]               # identical keep-lists on every rank
-        assert torch.equal(r["counts"], single.counts)         # global counts = one process's
+        assert r["keeps"] == results[0]["keeps"]  # identical keep-lists on every rank
+        assert torch.equal(r["counts"], single.counts)  # global counts = one process's
     assert results[0]["keeps"] == single_keeps
-    assert any(len(k) < N for k in single_keeps)               # pruning happened
+    assert any(len(k) < N for k in single_keeps)  # pruning happened
 
 
 def _feed_single(pruner, size):
@@ -82,7 +83,7 @@ def _feed_single(pruner, size):
     for epoch in range(1, 4):
         keep = pruner.begin_epoch(epoch)
         keeps.append(keep.tolist())
-        order = keep[_order(epoch)[:keep.numel()].argsort()]
+        order = keep[_order(epoch)[: keep.numel()].argsort()]
         losses = _losses(epoch)
         for batch in order.split(BATCH):
             batch = batch[: batch.numel() // size * size]
@@ -95,7 +96,7 @@ def test_step_slices_split_each_global_batch_evenly():
     order = torch.arange(29)
     parts = [step_slices(order, 8, World(r, 3)) for r in range(3)]
     assert [len(p) for p in parts] == [4, 4, 4]
-    assert [p.numel() for p in parts[0]] == [2, 2, 2, 1]             # last global batch: 5 -> 3 used
+    assert [p.numel() for p in parts[0]] == [2, 2, 2, 1]  # last global batch: 5 -> 3 used
     together = torch.cat([torch.cat([parts[r][s] for r in range(3)]) for s in range(4)])
     assert together.tolist() == list(range(6)) + list(range(8, 14)) + list(range(16, 22)) + [24, 25, 26]
 
@@ -111,14 +112,30 @@ def test_world_from_env():
         from_env({**step, "SLURM_PROCID": "0"})
 
 
-@pytest.mark.parametrize("env", [
-    # the batch script of `sbatch --ntasks 8` (or an salloc shell): the allocation's variables, no step
-    {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "8", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
-     "SLURM_TASKS_PER_NODE": "4(x2)", "MASTER_ADDR": "n1"},
-    # `srun --ntasks 1 fineprune ...` inside that allocation: a step of one task
-    {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "8", "SLURM_STEP_ID": "3", "SLURM_STEP_NUM_TASKS": "1",
-     "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "MASTER_ADDR": "n1"},
-])
+@pytest.mark.parametrize(
+    "env",
+    [
+        # the batch script of `sbatch --ntasks 8` (or an salloc shell): the allocation's variables, no step
+        {
+            "SLURM_JOB_ID": "7",
+            "SLURM_NTASKS": "8",
+            "SLURM_PROCID": "0",
+            "SLURM_LOCALID": "0",
+            "SLURM_TASKS_PER_NODE": "4(x2)",
+            "MASTER_ADDR": "n1",
+        },
+        # `srun --ntasks 1 fineprune ...` inside that allocation: a step of one task
+        {
+            "SLURM_JOB_ID": "7",
+            "SLURM_NTASKS": "8",
+            "SLURM_STEP_ID": "3",
+            "SLURM_STEP_NUM_TASKS": "1",
+            "SLURM_PROCID": "0",
+            "SLURM_LOCALID": "0",
+            "MASTER_ADDR": "n1",
+        },
+    ],
+)
 def test_a_lone_process_in_a_multi_task_slurm_allocation_is_no_rank(env):
     """Only srun's tasks of a multi-task step are ranks; anything else inside the allocation
     would wait --dist-timeout for peers that never come."""
@@ -136,14 +153,16 @@ def test_a_rank_restarted_by_torchrun_joins_under_its_attempt_not_the_dead_ones_
     agent = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=timeout)
     env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(agent.port), "TORCHELASTIC_USE_AGENT_STORE": "True"}
     assert restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "0"}, timeout) is None
-    assert restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_USE_AGENT_STORE": "False"},
-                         timeout) is None                       # rank 0's own store died with it
+    assert (
+        restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_USE_AGENT_STORE": "False"}, timeout)
+        is None
+    )  # rank 0's own store died with it
     agent.set("rank_0", "dead rank's address")
     agent.set("rank_1", "the other dead rank's address")
     store = restart_store({**env, "TORCHELASTIC_RESTART_COUNT": "2"}, timeout)
     store.set("rank_0", "new address")
     assert agent.get("rank_0") == b"dead rank's address" and store.get("rank_0") == b"new address"
-    assert not store.check(["rank_1"])                         # nothing of the attempt before shows through
+    assert not store.check(["rank_1"])  # nothing of the attempt before shows through
 
 
 def test_launch_flags_are_not_passed_on():
@@ -151,22 +170,51 @@ def test_launch_flags_are_not_passed_on():
     assert without_launch_flags(argv) == ["train", "--model", "lenet", "--start", "1"]
 
 
-
 @pytest.mark.slow
 def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", "2", "--model", "lenet",
-           "--dataset", "synthetic", "--subset", "512", "--test-subset", "500", "--epochs", "3",
-           "--batch-size", "64", "--prune", "--window", "2", "--start", "1", "--block", "1",
-           "--attenuation", "1", "--device", "cpu", "--out", str(out), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "train",
+        "--nproc-per-node",
+        "2",
+        "--model",
+        "lenet",
+        "--dataset",
+        "synthetic",
+        "--subset",
+        "512",
+        "--test-subset",
+        "500",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "64",
+        "--prune",
+        "--window",
+        "2",
+        "--start",
+        "1",
+        "--block",
+        "1",
+        "--attenuation",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--json",
+    ]
     env = dict(os.environ, MASTER_PORT=str(free_port()))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["status"] == "complete" and s["world_size"] == 2 and s["pruning_epochs"] == [1, 3]
     assert s["samples_skipped"] == 2 * round(0.3 * 512)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]       # one folder, written by rank 0
-    assert proc.stdout.count('"status": "complete"') == 1               # rank 0 alone prints
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # one folder, written by rank 0
+    assert proc.stdout.count('"status": "complete"') == 1  # rank 0 alone prints
 
 
 def _padded_rank_main(rank, size, init_file, out_dir):
@@ -177,8 +225,9 @@ def _padded_rank_main(rank, size, init_file, out_dir):
     from fineprune_cli.engine.data import make_synthetic
     from fineprune_cli.engine.trainer import DeviceData, Trainer
 
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
+    )
     torch.set_num_threads(1)
     cpu = torch.device("cpu")
     data = DeviceData.build(make_synthetic(num_train=100, num_test=10, image_size=16), cpu, augment=False)
@@ -201,7 +250,7 @@ def test_static_batches_pad_each_rank_to_its_own_share_of_the_batch(tmp_path):
     one too), and the padding trains nothing: the same losses and weights as unpadded."""
     for r in spawn_ranks(_padded_rank_main, 2, tmp_path):
         padded, plain = r[True], r[False]
-        assert padded[0] == [8] * 7                     # 16 / 2 per step; the last 2 padded to 8
+        assert padded[0] == [8] * 7  # 16 / 2 per step; the last 2 padded to 8
         assert plain[0] == [8] * 6 + [2]
         assert padded[1] == pytest.approx(plain[1], rel=1e-5)
         for a, b in zip(padded[2], plain[2]):
@@ -217,14 +266,21 @@ def _eval_rank_main(rank, size, init_file, out_dir):
     from fineprune_cli.engine.data import make_synthetic
     from fineprune_cli.engine.trainer import DeviceData, Trainer
 
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=20))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=20)
+    )
     torch.set_num_threads(1)
     cpu = torch.device("cpu")
     data = DeviceData.build(make_synthetic(num_train=64, num_test=1), cpu, augment=True)
     torch.manual_seed(0)
-    trainer = Trainer(models.create("resnet18", 3, 10), data, TrainConfig(batch_size=16, milestones=[]), cpu,
-                      seed=3, world=World(rank, size))
+    trainer = Trainer(
+        models.create("resnet18", 3, 10),
+        data,
+        TrainConfig(batch_size=16, milestones=[]),
+        cpu,
+        seed=3,
+        world=World(rank, size),
+    )
     idx = torch.arange(8)
     crops = [data.batch(idx, trainer.augment_generator(e)) for e in (1, 1, 2)]
     trainer.train_epoch(1)
@@ -242,11 +298,11 @@ def test_ddp_evaluation_ends_with_an_empty_shard_and_ranks_draw_their_own_augmen
     rank 0's, the model the checkpoint keeps, broadcast once outside the batch loop. Every rank
     drew the same crops and flips (one shared generator): N ranks augmented alike."""
     zero, one = spawn_ranks(_eval_rank_main, 2, tmp_path, seconds=100)
-    assert zero["eval"] == one["eval"]                      # both ended, with one result
+    assert zero["eval"] == one["eval"]  # both ended, with one result
     assert all(torch.equal(a, b) for a, b in zip(zero["buffers"], one["buffers"]))
     assert torch.equal(zero["crops"][0], zero["crops"][1])  # a rank's draw is fixed by its epoch ...
-    assert not torch.equal(zero["crops"][0], one["crops"][0])   # ... and rank
-    assert not torch.equal(one["crops"][0], one["crops"][2])    # ... and epoch
+    assert not torch.equal(zero["crops"][0], one["crops"][0])  # ... and rank
+    assert not torch.equal(one["crops"][0], one["crops"][2])  # ... and epoch
 
 
 def test_ranks_that_share_a_gpu_are_told_so_through_the_store():
@@ -256,9 +312,9 @@ def test_ranks_that_share_a_gpu_are_told_so_through_the_store():
 
     store = dist.HashStore()
     store.set("fineprune/gpu/1", "GPU-aaaa")
-    assert shared_gpu(store, World(0, 2), "GPU-aaaa") is True       # both on one GPU
+    assert shared_gpu(store, World(0, 2), "GPU-aaaa") is True  # both on one GPU
     store.set("fineprune/gpu/1", "GPU-bbbb")
-    assert shared_gpu(store, World(0, 2), "GPU-aaaa") is False      # a GPU each
+    assert shared_gpu(store, World(0, 2), "GPU-aaaa") is False  # a GPU each
     store.set("fineprune/gpu/1", "")
     store.set("fineprune/gpu/2", "")
-    assert shared_gpu(store, World(0, 3), "") is False              # CPU ranks share no GPU
+    assert shared_gpu(store, World(0, 3), "") is False  # CPU ranks share no GPU

@@ -33,13 +33,28 @@ def _nav_pages() -> list[str]:
     return found
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                    reason="mkdocs is not installed (the test extra installs mkdocs-material)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None,
+    reason="mkdocs is not installed (the test extra installs mkdocs-material)",
+)
 def test_site_builds_strictly_without_a_warning(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                           str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
-                          capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})  # Material's end-of-life banner
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # Material's end-of-life banner
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "WARNING" not in output, output
@@ -49,8 +64,9 @@ def test_site_builds_strictly_without_a_warning(tmp_path):
 def test_settings_page_is_current():
     from fineprune_cli.cli.reference import settings_page
 
-    assert PAGE.read_text() == settings_page(), \
+    assert PAGE.read_text() == settings_page(), (
         "docs/reference/settings.md is stale: run `make docs-settings` and commit it"
+    )
 
 
 def _row(page: str, key: str) -> str:
@@ -64,16 +80,16 @@ def test_settings_page_reads_each_declaration():
     from fineprune_cli.cli.reference import settings_page
 
     page = settings_page()
-    assert "must be between 1 and 64" in _row(page, "model.widen")              # between(1, MAX_WIDEN)
-    assert "strictly increasing epochs" in _row(page, "train.milestones")      # optional(_increasing)
-    assert "must be in (0, 1]" in _row(page, "prune.anneal")                   # a lambda, optional
+    assert "must be between 1 and 64" in _row(page, "model.widen")  # between(1, MAX_WIDEN)
+    assert "strictly increasing epochs" in _row(page, "train.milestones")  # optional(_increasing)
+    assert "must be in (0, 1]" in _row(page, "prune.anneal")  # a lambda, optional
     assert "one of: auto, device, stream" in _row(page, "data.loader")
-    assert "30% of --epochs" in _row(page, "prune.window")                     # stated, not `null`
-    assert "`0.0005`" in _row(page, "train.weight_decay")                      # declared, no help default
-    assert "| — | `0.0005`" in _row(page, "train.weight_decay")                # flag="": no flag
+    assert "30% of --epochs" in _row(page, "prune.window")  # stated, not `null`
+    assert "`0.0005`" in _row(page, "train.weight_decay")  # declared, no help default
+    assert "| — | `0.0005`" in _row(page, "train.weight_decay")  # flag="": no flag
     jobs, epochs = _row(page, "compare.jobs"), _row(page, "train.epochs")
     assert "| compare |" in jobs and "| compare, estimate, scale, train |" in epochs
-    assert "`--resume`" in page and "`--margin`" in page                      # options that are not settings
+    assert "`--resume`" in page and "`--margin`" in page  # options that are not settings
 
 
 def test_every_policy_has_a_page_in_the_nav_and_its_module_links_it():
@@ -85,7 +101,9 @@ def test_every_policy_has_a_page_in_the_nav_and_its_module_links_it():
         assert (ROOT / "docs" / page).exists() and page in nav, f"{name}: no docs/{page} in the nav"
         module = sys.modules[get(name).__module__]
         assert f"docs/{page}" in (module.__doc__ or ""), f"{module.__name__}: its docstring does not link docs/{page}"
-        assert len(module.__doc__.strip().splitlines()) <= 6, f"{module.__name__}: the reading notes belong in docs/{page}"
+        assert len(module.__doc__.strip().splitlines()) <= 6, (
+            f"{module.__name__}: the reading notes belong in docs/{page}"
+        )
 
 
 def test_every_page_is_in_the_nav():

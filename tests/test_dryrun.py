@@ -13,9 +13,9 @@ from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.probe import Probe
 from fineprune_cli.engine.config import Config
 
-TRAIN, EVAL = 2.0 ** -10, 2.0 ** -12   # seconds per image: binary fractions, so every sum is exact
-N, TESTS, EPOCHS = 1000, 500, 3        # --subset, --test-subset, --epochs
-ONE_RUN = EPOCHS * N * TRAIN + EPOCHS * TESTS * EVAL   # a regular run: every epoch trains N, evaluates TESTS
+TRAIN, EVAL = 2.0**-10, 2.0**-12  # seconds per image: binary fractions, so every sum is exact
+N, TESTS, EPOCHS = 1000, 500, 3  # --subset, --test-subset, --epochs
+ONE_RUN = EPOCHS * N * TRAIN + EPOCHS * TESTS * EVAL  # a regular run: every epoch trains N, evaluates TESTS
 
 
 def _cfg(**train) -> Config:
@@ -29,33 +29,42 @@ def _cfg(**train) -> Config:
 
 def _timer(seen: list, train_s: list[float] | None = None):
     """A probe that measured `train_s` (default: TRAIN five times) and EVAL, recording its calls."""
+
     def timer(cfg, channels, size, classes, threads):
         seen.append((cfg.model.name, channels, size, classes, threads))
         return Probe(train_s or [TRAIN] * 5, [EVAL] * 5, threads or 7, 128, load=0.5, cores=2)
+
     return timer
 
 
 def test_a_known_cost_per_image_gives_the_exact_time_of_training_and_evaluating():
     seen: list = []
     dry = dryrun.dry_train(_cfg(), _timer(seen))
-    assert seen == [("lenet", 3, 32, 10, None)]   # synthetic's shape; None: this process's threads
+    assert seen == [("lenet", 3, 32, 10, None)]  # synthetic's shape; None: this process's threads
     assert dry.estimated_seconds == dry.fewest_seconds == ONE_RUN == dry.runs[0].seconds
     assert dry.runs[0].tests == TESTS and dry.cannot_estimate == ""
 
 
 def _compare(tmp_path, **matrix):
-    overrides = {"compare.policies": ["regular"], "compare.out": str(tmp_path / "cmp"),
-                 **{f"compare.{k}": v for k, v in matrix.items()}}
+    overrides = {
+        "compare.policies": ["regular"],
+        "compare.out": str(tmp_path / "cmp"),
+        **{f"compare.{k}": v for k, v in matrix.items()},
+    }
     return load_compare(None, overrides)
 
 
-@pytest.mark.parametrize("jobs, threads, at_once_seconds, probe_threads", [
-    (1, 0, 3 * ONE_RUN, None),   # in this process, one after the other, torch's own thread count
-    (2, 0, 2 * ONE_RUN, 2),      # 4 cores / 2 jobs: three runs on two slots take two runs' time, not 1.5
-    (3, 1, 1 * ONE_RUN, 1),
-])
+@pytest.mark.parametrize(
+    "jobs, threads, at_once_seconds, probe_threads",
+    [
+        (1, 0, 3 * ONE_RUN, None),  # in this process, one after the other, torch's own thread count
+        (2, 0, 2 * ONE_RUN, 2),  # 4 cores / 2 jobs: three runs on two slots take two runs' time, not 1.5
+        (3, 1, 1 * ONE_RUN, 1),
+    ],
+)
 def test_jobs_place_the_runs_on_their_slots_at_the_per_job_thread_count(
-        tmp_path, monkeypatch, jobs, threads, at_once_seconds, probe_threads):
+    tmp_path, monkeypatch, jobs, threads, at_once_seconds, probe_threads
+):
     monkeypatch.setattr(parallel, "available_cores", lambda: [0, 1, 2, 3])
     seen: list = []
     c = _compare(tmp_path, seeds=[0, 1, 2], jobs=jobs, threads=threads)
@@ -69,10 +78,15 @@ def test_until_decided_gives_the_first_look_to_all_looks(tmp_path):
     c = _compare(tmp_path, frontier=[0.5], until_decided=True, looks=[2, 3])
     dry = dryrun.dry_compare(_cfg(), c, _timer([]))
     assert [(r.arm, r.seed, r.look) for r in dry.runs] == [
-        ("regular", 0, 1), ("random-every-50", 0, 1), ("regular", 1, 1), ("random-every-50", 1, 1),
-        ("regular", 2, 2), ("random-every-50", 2, 2)]
+        ("regular", 0, 1),
+        ("random-every-50", 0, 1),
+        ("regular", 1, 1),
+        ("random-every-50", 1, 1),
+        ("regular", 2, 2),
+        ("random-every-50", 2, 2),
+    ]
     random = next(r for r in dry.runs if r.arm == "random-every-50")
-    assert random.images < EPOCHS * N   # it prunes: a different cost from regular's
+    assert random.images < EPOCHS * N  # it prunes: a different cost from regular's
     pair = ONE_RUN + random.images * TRAIN + EPOCHS * TESTS * EVAL
     assert (dry.fewest_seconds, dry.estimated_seconds) == (2 * pair, 3 * pair)
     text = dryrun_view.estimate_text(dry)
@@ -81,7 +95,7 @@ def test_until_decided_gives_the_first_look_to_all_looks(tmp_path):
 
 def test_repeats_further_apart_than_the_limit_give_no_estimate_and_say_why(capsys):
     steady = dryrun.dry_train(_cfg(), _timer([], [TRAIN] * 4 + [probe.SPREAD_LIMIT * TRAIN]))
-    assert steady.estimated_seconds is not None   # exactly at the limit: still an estimate
+    assert steady.estimated_seconds is not None  # exactly at the limit: still an estimate
     dry = dryrun.dry_train(_cfg(), _timer([], [TRAIN] * 4 + [2.5 * TRAIN]))
     assert dry.estimated_seconds is None and dry.fewest_seconds is None and dry.runs[0].seconds is None
     assert "2.5x apart" in dry.cannot_estimate and "again" in dry.cannot_estimate
@@ -97,10 +111,10 @@ def test_the_figure_is_the_median_of_the_repeats():
 
 
 def test_makespan_starts_runs_in_order_on_the_first_free_slot():
-    assert dryrun.makespan([1, 1, 2], 2) == 3      # the executor does not reorder (the best order takes 2)
+    assert dryrun.makespan([1, 1, 2], 2) == 3  # the executor does not reorder (the best order takes 2)
     assert dryrun.makespan([2, 2, 2], 2) == 4
     assert dryrun.makespan([2, 2, 2], 1) == 6
-    assert dryrun.makespan([3, 1, 2], 0) == 3      # 0: every run at once (a Slurm queue's best)
+    assert dryrun.makespan([3, 1, 2], 0) == 3  # 0: every run at once (a Slurm queue's best)
     assert dryrun.makespan([], 2) == 0
 
 
@@ -108,7 +122,7 @@ def test_finished_runs_and_later_looks_count_apart():
     run = lambda look, state="new": SimpleNamespace(look=look, state=state, seconds=10.0)  # noqa: E731
     runs = [run(1, "complete"), run(1), run(2), run(2), run(3, "diverged")]
     assert dryrun.wall(runs, 1, 1) == 10 and dryrun.wall(runs, 1, 3) == 30
-    assert dryrun.wall(runs, 2, 3) == 20    # look 2's two runs side by side; a look waits for its runs
+    assert dryrun.wall(runs, 2, 3) == 20  # look 2's two runs side by side; a look waits for its runs
 
 
 class FakeClock:
@@ -122,16 +136,16 @@ class FakeClock:
 def test_the_warm_up_runs_long_enough_and_is_not_timed():
     """Five slow first steps (1/16 s): three steps are not yet WARMUP_S, so a warm-up by count
     alone would time two slow steps in the first repeat."""
-    clock, costs = FakeClock(), iter([2.0 ** -4] * 5 + [2.0 ** -6] * 10_000)
+    clock, costs = FakeClock(), iter([2.0**-4] * 5 + [2.0**-6] * 10_000)
 
     def step():
         clock.now += next(costs)
 
     def evaluate():
-        clock.now += 2.0 ** -5
+        clock.now += 2.0**-5
 
     steps, evals = probe.measure(step, evaluate, clock)
-    assert steps == [2.0 ** -6] * probe.REPEATS and evals == [2.0 ** -5] * probe.REPEATS
+    assert steps == [2.0**-6] * probe.REPEATS and evals == [2.0**-5] * probe.REPEATS
 
 
 def test_a_slow_model_warms_up_two_steps_and_stops_after_the_fewest_repeats_once_over_budget():
@@ -161,11 +175,14 @@ def test_the_real_probe_runs_at_the_threads_asked_and_gives_them_back(monkeypatc
     assert min(p.train_s) > 0 and min(p.eval_s) > 0
 
 
-@pytest.mark.parametrize("load, process_threads, contended", [
-    (2.0, 2, True),     # load = cores, 2 threads: no pace to estimate; 1 thread timed and given instead
-    (1.9, 2, False),    # less work than cores: the 2-thread figure
-    (5.0, 1, False),    # a 1-thread run has no threads to wait for
-])
+@pytest.mark.parametrize(
+    "load, process_threads, contended",
+    [
+        (2.0, 2, True),  # load = cores, 2 threads: no pace to estimate; 1 thread timed and given instead
+        (1.9, 2, False),  # less work than cores: the 2-thread figure
+        (5.0, 1, False),  # a 1-thread run has no threads to wait for
+    ],
+)
 def test_several_threads_on_a_busy_cpu_give_the_one_thread_figure_instead(load, process_threads, contended):
     seen: list = []
 

@@ -47,11 +47,20 @@ def _run_folder(tmp_path, rows, summary):
 
 
 def test_times_from_run_skip_warmup_and_charge_overhead_to_pruning_epochs(tmp_path):
-    run = _run_folder(tmp_path, [(1, 100, 9.0, 0), (2, 100, 2.0, 0), (3, 70, 1.4, 1), (4, 100, 4.0, 0)],
-                      {"model": "lenet", "dataset": "synthetic", "epochs": 4, "seed": 0,
-                       "pruning_epochs": [3], "overhead_seconds": 0.3})
+    run = _run_folder(
+        tmp_path,
+        [(1, 100, 9.0, 0), (2, 100, 2.0, 0), (3, 70, 1.4, 1), (4, 100, 4.0, 0)],
+        {
+            "model": "lenet",
+            "dataset": "synthetic",
+            "epochs": 4,
+            "seed": 0,
+            "pruning_epochs": [3],
+            "overhead_seconds": 0.3,
+        },
+    )
     epoch_s, overhead = times_from_run(run)
-    assert epoch_s == pytest.approx(3.0)          # mean of epochs 2 and 4
+    assert epoch_s == pytest.approx(3.0)  # mean of epochs 2 and 4
     assert overhead == pytest.approx(0.3)
 
 
@@ -65,4 +74,12 @@ def test_a_prune_fraction_of_zero_has_no_pruning_epoch():
     pruning epoch, no saving, and no overhead charged to one."""
     est = estimate(PruneSchedule(window=5, start=3, block=1, count=1), 10, 0.0, epoch_seconds=10.0, overhead=1.0)
     assert est.pruning_epochs == [] and est.n_prune == 0 and est.t_save == 0.0
-    assert estimate(PruneSchedule(window=5, start=3, block=1, count=1), 10, 0.5).pruning_epochs == [3, 4, 6, 7, 8, 9, 10]
+    assert estimate(PruneSchedule(window=5, start=3, block=1, count=1), 10, 0.5).pruning_epochs == [
+        3,
+        4,
+        6,
+        7,
+        8,
+        9,
+        10,
+    ]

@@ -18,11 +18,13 @@ from fineprune_cli.engine.files import read_regular  # noqa: E402
 def no_hang():
     """A read that blocks (a FIFO with no writer) fails the test after 20 s instead of hanging
     it; the alarm starts once the test has made its run folder."""
-    class Blocked(BaseException):   # not an OSError: code that handles read errors must not swallow it
+
+    class Blocked(BaseException):  # not an OSError: code that handles read errors must not swallow it
         pass
 
     def stop(signum, frame):
         raise Blocked("a read blocked for 20 s")
+
     previous = signal.signal(signal.SIGALRM, stop)
     yield lambda: signal.alarm(20)
     signal.alarm(0)
@@ -46,8 +48,25 @@ def test_read_regular_refuses_fifos_devices_and_oversized_files(tmp_path, no_han
 
 def _finished_run(tmp_path):
     out = tmp_path / "run"
-    r = invoke(["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32",
-                "--device", "cpu", "--epochs", "1", "--out", out])
+    r = invoke(
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "64",
+            "--test-subset",
+            "32",
+            "--device",
+            "cpu",
+            "--epochs",
+            "1",
+            "--out",
+            out,
+        ]
+    )
     assert r.exit_code == 0, r.output
     return out
 

@@ -25,7 +25,7 @@ def _before_the_layout_fields(config):
 def test_old_sync_checkpoints_still_match_and_layout_changes_do_not_matter_to_sync():
     new = _config()
     assert fingerprint(_before_the_layout_fields(new)) == fingerprint(new)
-    assert fingerprint(_config(num_ps=3, group_size=5)) == fingerprint(new)   # unused by sync
+    assert fingerprint(_config(num_ps=3, group_size=5)) == fingerprint(new)  # unused by sync
 
 
 def test_server_layout_and_weak_scaling_change_a_server_run():

@@ -19,8 +19,10 @@ from fineprune_cli.engine.device import Stopwatch
 from fineprune_cli.engine.trainer import DeviceData, Trainer
 from fineprune_cli.pruning import PruneConfig, create, tracker
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: no GPU on this machine")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: no GPU on this machine"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.device("cuda")
@@ -41,6 +43,7 @@ def _session(compile: bool, num_train: int = 1000):
     def observe(*args):
         with watch.section():
             policy.observe(*args)
+
     return trainer, policy, observe
 
 
@@ -101,7 +104,7 @@ def test_no_host_sync_inside_a_training_epoch(compile, monkeypatch):
     sizes = [_epoch(trainer, policy, observe, epoch, _host_syncs_fail) for epoch in range(first, first + 4)]
     assert sorted(set(sizes)) == [700, 1000]  # pruned and full epochs were both checked
     policy.sync()
-    assert policy.scores.sum() > 0            # and the tracker counted in them
+    assert policy.scores.sum() > 0  # and the tracker counted in them
 
 
 def test_compiled_training_does_not_recompile_after_a_full_and_a_pruned_epoch():
@@ -122,8 +125,11 @@ def test_compiled_training_does_not_recompile_after_a_full_and_a_pruned_epoch():
 
 def _fashion_mnist_dir() -> str:
     """Debian's copy, or the one `make gpu-data` puts in .gpu-data/ for the GPU machine."""
-    for d in (os.environ.get("FINEPRUNE_FMNIST_DIR"), ROOT / ".gpu-data" / "fashion-mnist",
-              "/usr/share/datasets/fashion-mnist"):
+    for d in (
+        os.environ.get("FINEPRUNE_FMNIST_DIR"),
+        ROOT / ".gpu-data" / "fashion-mnist",
+        "/usr/share/datasets/fashion-mnist",
+    ):
         if d and Path(d, "train-images-idx3-ubyte.gz").exists():
             return str(d)
     pytest.skip("Fashion-MNIST not found: `make gpu-data` copies it to .gpu-data/fashion-mnist; carry that")
@@ -131,9 +137,29 @@ def _fashion_mnist_dir() -> str:
 
 def _final_accuracy(device: str, data_dir: str, out: Path) -> float:
     """LeNet, 5 epochs, seed 0, through the command line as a user runs it."""
-    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--model", "lenet", "--dataset", "fashion-mnist",
-           "--data-dir", data_dir, "--epochs", "5", "--seed", "0", "--device", device,
-           "--checkpoint-every", "0", "--out", str(out), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "train",
+        "--model",
+        "lenet",
+        "--dataset",
+        "fashion-mnist",
+        "--data-dir",
+        data_dir,
+        "--epochs",
+        "5",
+        "--seed",
+        "0",
+        "--device",
+        device,
+        "--checkpoint-every",
+        "0",
+        "--out",
+        str(out),
+        "--json",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads((out / "summary.json").read_text())["final_accuracy"]

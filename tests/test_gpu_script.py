@@ -32,11 +32,22 @@ def dry_run(tmp_path_factory):
     it wrote on disk only); returns the results root, $OUT and the finished process."""
     base = tmp_path_factory.mktemp("gpu-dry-run")
     results, out = base / "results", base / "out"
-    cmd = [sys.executable, "experiments/gpu/gpu.py", "all", "--device", "cpu", "--quick",
-           "--results-dir", str(results), "--work-dir", str(base / "work")]
+    cmd = [
+        sys.executable,
+        "experiments/gpu/gpu.py",
+        "all",
+        "--device",
+        "cpu",
+        "--quick",
+        "--results-dir",
+        str(results),
+        "--work-dir",
+        str(base / "work"),
+    ]
     # seven steps, each starting processes; under pytest-xdist they share the cores with another worker
-    proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)), capture_output=True, text=True, timeout=600
+    )
     return results, out, proc
 
 
@@ -130,14 +141,18 @@ def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(
     folder = _one("gpu-*/dist", results)
     rows = json.loads((folder / "dist.json").read_text())["runs"]
     # the dry run: sync with 2 ranks (a process group) and async with 2 servers; on CUDA mixed too
-    assert [(r["mode"], r["processes"], r["servers"], r["status"], r["epochs"]) for r in rows] == \
-        [("sync", 2, 0, "complete", 4), ("async", 3, 2, "complete", 4)]
+    assert [(r["mode"], r["processes"], r["servers"], r["status"], r["epochs"]) for r in rows] == [
+        ("sync", 2, 0, "complete", 4),
+        ("async", 3, 2, "complete", 4),
+    ]
     for row in rows:  # stopped by SIGTERM after epoch 1 or 2, then `train --resume` to epoch 4
         assert 1 <= row["interrupted_after"] <= 3 and row["resumed_ok"] is True
         assert row["exit"].endswith("/0") and row["images_per_s"] > 0
         run = folder / "runs" / f"lenet-{row['mode']}-p{row['processes']}"
         summary = json.loads((run / "summary.json").read_text())
-        assert summary["resumed_after_epochs"] == [row["interrupted_after"]] and summary["world_size"] == row["processes"]
+        assert (
+            summary["resumed_after_epochs"] == [row["interrupted_after"]] and summary["world_size"] == row["processes"]
+        )
         assert "an interruption after epoch 1" in (folder / "logs" / f"{row['mode']}.json").read_text()
     assert rows[1]["staleness_mean"] != ""
     assert "| sync | 2 | 0 |" in (folder / "dist.md").read_text()
@@ -161,14 +176,20 @@ def test_archives_come_back_whole_and_small(dry_run):
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given where CUDA is missing")
 def test_cuda_steps_refuse_to_start_without_cuda(tmp_path):
-    proc = subprocess.run([sys.executable, "experiments/gpu/gpu.py", "check", "--results-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "experiments/gpu/gpu.py", "check", "--results-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0 and "CUDA is not available" in proc.stderr
     assert not any(tmp_path.iterdir())
 
 
 def test_git_commit_comes_from_the_launcher_where_the_copy_has_no_git(monkeypatch):
     """The GPU machine gets the working tree without .git: `make gpu COMMIT=...` names it."""
+
     def no_git(*args, **kwargs):
         raise OSError("no git here")
 
@@ -195,10 +216,12 @@ def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
     runner = _gpu_module("runner")
     ctx = runner.Ctx("cpu", True, tmp_path, tmp_path, None, "t", budget=runner.PACK_RESERVE_S + runner.TERM_GRACE_S + 3)
     ctx.start_step()
-    code = ("import signal, sys, time\n"
-            "signal.signal(signal.SIGTERM, lambda *a: (print('asked to stop', flush=True), sys.exit(130)))\n"
-            "print('started', flush=True)\n"
-            "time.sleep(60)\n")
+    code = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print('asked to stop', flush=True), sys.exit(130)))\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)\n"
+    )
     rc = runner.run_logged([sys.executable, "-c", code], tmp_path / "step.log", ctx)
     record = json.loads((tmp_path / "step.json").read_text())
     assert rc == 130 and record["stopped_at_deadline"] and record["stop_reason"] == "time limit"
@@ -208,12 +231,13 @@ def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
 
 # --- a run longer than one call ------------------------------------------------------------
 
+
 def test_epochs_that_fit_keeps_the_margin_at_the_boundary():
     sizing = _gpu_module("sizing")
-    assert sizing.epochs_that_fit(100, 2.7, margin_s=20) == 29      # 80 / 2.7 = 29.6
-    assert sizing.epochs_that_fit(26.0, 3.0, margin_s=20) == 2      # exactly two epochs and the margin
+    assert sizing.epochs_that_fit(100, 2.7, margin_s=20) == 29  # 80 / 2.7 = 29.6
+    assert sizing.epochs_that_fit(26.0, 3.0, margin_s=20) == 2  # exactly two epochs and the margin
     assert sizing.epochs_that_fit(25.99, 3.0, margin_s=20) == 1
-    assert sizing.epochs_that_fit(10, 3.0, margin_s=20) == 0        # not even the margin is left
+    assert sizing.epochs_that_fit(10, 3.0, margin_s=20) == 0  # not even the margin is left
     assert sizing.calls_needed(140, 140) == 1 and sizing.calls_needed(141, 140) == 2
     assert sizing.calls_needed(5, 0) is None
 
@@ -247,8 +271,16 @@ def test_a_call_trains_the_epochs_that_fit_its_budget_and_stops_inside_it(startu
 
 
 def _call_record(**changes) -> dict:
-    record = {"status": "interrupted", "epochs": 4, "epochs_before": 0, "epochs_after": 2, "seconds": 20.0,
-              "startup_s": 10.0, "epoch_s": 2.0, "checkpoint_mib": 0.5}
+    record = {
+        "status": "interrupted",
+        "epochs": 4,
+        "epochs_before": 0,
+        "epochs_after": 2,
+        "seconds": 20.0,
+        "startup_s": 10.0,
+        "epoch_s": 2.0,
+        "checkpoint_mib": 0.5,
+    }
     return {**record, **changes}
 
 
@@ -261,8 +293,9 @@ def test_a_call_of_one_epoch_still_says_the_run_continues(tmp_path):
     run = tmp_path / "runs" / "x" / "lenet-folder" / "random-seed0"
     timed = "\n".join(reproduce.projection(ctx, "random", _call_record(), run))
     assert "the other 2 epochs need 1 more call(s) of reproduce-random on this machine" in timed
-    untimed = "\n".join(reproduce.projection(ctx, "random", _call_record(epochs_after=1, startup_s=None,
-                                                                        epoch_s=None), run))
+    untimed = "\n".join(
+        reproduce.projection(ctx, "random", _call_record(epochs_after=1, startup_s=None, epoch_s=None), run)
+    )
     assert "the other 3 epochs need more call(s) (one epoch here: no pace yet) of reproduce-random" in untimed
     assert "s an epoch" not in untimed
     # a slow start on a loaded machine: at that pace not one epoch fits a call, yet the run goes on
@@ -289,10 +322,24 @@ def two_calls(tmp_path_factory):
     procs = []
     for i, extra in enumerate((["--chunk-epochs", "2"], [], [])):
         out = base / f"out{i}"
-        cmd = [sys.executable, "experiments/gpu/gpu.py", "reproduce-random", "--device", "cpu", "--quick",
-               "--results-dir", str(results), "--work-dir", str(work), *extra]
-        procs.append(subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)),
-                                    capture_output=True, text=True, timeout=300))
+        cmd = [
+            sys.executable,
+            "experiments/gpu/gpu.py",
+            "reproduce-random",
+            "--device",
+            "cpu",
+            "--quick",
+            "--results-dir",
+            str(results),
+            "--work-dir",
+            str(work),
+            *extra,
+        ]
+        procs.append(
+            subprocess.run(
+                cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)), capture_output=True, text=True, timeout=300
+            )
+        )
         run = _one("dry-run-lenet-*/runs/lenet-folder/random-seed0", results)
         procs[-1].summary = json.loads((run / "summary.json").read_text())
     return results, work, base, procs
@@ -302,7 +349,9 @@ def two_calls(tmp_path_factory):
 def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
     results, work, base, (first, second, third) = two_calls
     for proc in (first, second, third):
-        assert proc.returncode == 0 and "\nreproduce-random: ok (" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert proc.returncode == 0 and "\nreproduce-random: ok (" in proc.stdout, (
+            proc.stdout[-3000:] + proc.stderr[-3000:]
+        )
     stopped = first.summary["epochs_completed"]
     assert first.summary["status"] == "interrupted" and 1 <= stopped <= 3
     assert "stopping it after this epoch: --chunk-epochs 2" in first.stdout
@@ -314,8 +363,10 @@ def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
     with open(run / "metrics.csv", newline="") as f:
         assert [int(r["epoch"]) for r in csv.DictReader(f)] == [1, 2, 3, 4]
     calls = json.loads(_one("dry-run-lenet-*/logs/calls/reproduce-random.json", results).read_text())
-    assert [(c["epochs_before"], c["epochs_after"], c["status"]) for c in calls] == \
-        [(0, stopped, "interrupted"), (stopped, 4, "complete")]
+    assert [(c["epochs_before"], c["epochs_after"], c["status"]) for c in calls] == [
+        (0, stopped, "interrupted"),
+        (stopped, 4, "complete"),
+    ]
     assert calls[0]["checkpoint_mib"] > 0 and calls[0]["epoch_s"] > 0
     assert "reproduce-random: complete in " in third.stdout and "nothing to train" in third.stdout
     assert "$ python" not in third.stdout  # no command ran, no call recorded
@@ -347,17 +398,22 @@ def test_the_scaled_recipe_keeps_its_fractions_and_says_so():
         reproduce.scaled_recipe(yaml.safe_load((GPU_DIR / "cifar10-resnet18.yaml").read_text()), 3)
 
 
-@pytest.mark.parametrize("epochs, resumed_after, first_status, ok", [
-    ([1, 2, 3, 4], [2], "interrupted", True),
-    ([1, 2, 2, 3, 4], [2], "interrupted", False),   # an epoch recorded twice: the resume went back
-    ([1, 2, 3, 4], [], "interrupted", False),       # trained again from the start, not resumed
-    ([1, 2, 3, 4], [], "complete", False),          # the interruption never came: nothing resumed
-])
-def test_a_dist_row_passes_only_a_resume_that_continues_where_the_run_stopped(tmp_path, epochs, resumed_after,
-                                                                                first_status, ok):
+@pytest.mark.parametrize(
+    "epochs, resumed_after, first_status, ok",
+    [
+        ([1, 2, 3, 4], [2], "interrupted", True),
+        ([1, 2, 2, 3, 4], [2], "interrupted", False),  # an epoch recorded twice: the resume went back
+        ([1, 2, 3, 4], [], "interrupted", False),  # trained again from the start, not resumed
+        ([1, 2, 3, 4], [], "complete", False),  # the interruption never came: nothing resumed
+    ],
+)
+def test_a_dist_row_passes_only_a_resume_that_continues_where_the_run_stopped(
+    tmp_path, epochs, resumed_after, first_status, ok
+):
     distcheck = _gpu_module("distcheck")
-    (tmp_path / "summary.json").write_text(json.dumps(
-        {"status": "complete", "epochs_completed": 4, "resumed_after_epochs": resumed_after}))
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"status": "complete", "epochs_completed": 4, "resumed_after_epochs": resumed_after})
+    )
     (tmp_path / "metrics.csv").write_text("epoch,lr\n" + "".join(f"{e},0.1\n" for e in epochs))
     row = distcheck.dist_row("async", 3, 2, tmp_path, [1, 0], {"status": first_status, "epochs_completed": 2})
     assert row["resumed_ok"] is ok and row["interrupted_after"] == (2 if first_status == "interrupted" else None)

@@ -19,8 +19,18 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 def run(root, policy, seed, final, skipped_epochs=(), arm=None, summary=None, **settings):
     """A 2-epoch run of `policy` (folder named by `arm` or the policy, as compare names it)
     whose config.yaml also holds `settings` ({'prune.prune_fraction': 0.5, ...})."""
-    return make_run(root, "lenet", policy, seed, 100.0, [60.0, final], skipped_epochs=skipped_epochs, arm=arm or "",
-                    settings=settings, summary=summary)
+    return make_run(
+        root,
+        "lenet",
+        policy,
+        seed,
+        100.0,
+        [60.0, final],
+        skipped_epochs=skipped_epochs,
+        arm=arm or "",
+        settings=settings,
+        summary=summary,
+    )
 
 
 def rows_of(*roots):
@@ -73,7 +83,7 @@ def test_the_ablation_folder_is_its_own_row_paired_with_regular_of_the_same_seed
     rows = rows_of(main, ablation)
     assert set(rows) == {"regular", "infobatch", "infobatch (infobatch_rescale off)"}
     off = rows["infobatch (infobatch_rescale off)"]
-    assert off["seeds"] == 3 and off["d_final_mean"] == pytest.approx(-3.0)        # -2, -3, -4
+    assert off["seeds"] == 3 and off["d_final_mean"] == pytest.approx(-3.0)  # -2, -3, -4
     assert off["d_final_n"] == 3 and off["d_final_seeds"] == "0 1 2"
     assert off["d_final_ci90_low"] < -3.0 < off["d_final_ci90_high"]
     assert rows["infobatch"]["d_final_mean"] == pytest.approx(-1.0) and rows["infobatch"]["d_final_std"] == 0
@@ -84,11 +94,16 @@ def test_seed_machine_place_and_fields_added_later_never_split_a_row(tmp_path):
     seed 1 names them, on another machine, device and folder: one row of two seeds."""
     run(tmp_path / "old", "regular", 0, 70.0, **{"run.out": "somewhere", "run.device": "auto"})
     other = {"processor": "Other CPU", "threads": 1, "torch": "2.0", "device": "cpu"}
-    run(tmp_path / "new", "regular", 1, 71.0, summary={"machine": other},
-        **{"data.loader": "auto", "data.workers": 7, "run.device": "cpu", "run.checkpoint_every": 5})
+    run(
+        tmp_path / "new",
+        "regular",
+        1,
+        71.0,
+        summary={"machine": other},
+        **{"data.loader": "auto", "data.workers": 7, "run.device": "cpu", "run.checkpoint_every": 5},
+    )
     for folder, seed in (("old", 0), ("new", 1)):
-        run(tmp_path / folder, "infobatch", seed, 69.0, (2,),
-            **({"prune.infobatch_rescale": True} if seed else {}))
+        run(tmp_path / folder, "infobatch", seed, 69.0, (2,), **({"prune.infobatch_rescale": True} if seed else {}))
     rows = rows_of(tmp_path)
     assert set(rows) == {"regular", "infobatch"} and rows["regular"]["seeds"] == 2
 
@@ -108,8 +123,14 @@ def test_a_variant_of_the_training_recipe_meets_the_regular_run_of_that_recipe(t
 
 def test_a_shorter_arm_meets_the_full_schedules_regular_despite_its_epochs(tmp_path):
     run(tmp_path, "regular", 0, 70.0, **{"train.epochs": 2, "train.milestones": [2]})
-    run(tmp_path, "regular", 0, 69.0, arm="shorter-50", **{"train.epochs": 1, "train.milestones": [1],
-                                                             "train.warmup_epochs": 0.5})
+    run(
+        tmp_path,
+        "regular",
+        0,
+        69.0,
+        arm="shorter-50",
+        **{"train.epochs": 1, "train.milestones": [1], "train.warmup_epochs": 0.5},
+    )
     assert list(rows_of(tmp_path)) == ["regular", "shorter-50"]
 
 
@@ -120,15 +141,28 @@ def test_a_shorter_arm_of_another_recipe_is_its_own_row_never_fewer_epochs_of_th
     ten = {"train.epochs": 10, "train.milestones": [3, 6, 8]}
     for seed in range(2):
         run(tmp_path / "a", "regular", seed, 70.0 + seed, **ten)
-        run(tmp_path / "a", "regular", seed, 69.0, arm="shorter-50",
-            **{"train.epochs": 5, "train.milestones": [2, 3, 4], "train.warmup_epochs": 0.5})
-        run(tmp_path / "b", "regular", seed, 75.0, arm="shorter-50",
-            **{"train.epochs": 10, "train.milestones": [3, 6, 8], "train.warmup_epochs": 0.5})
+        run(
+            tmp_path / "a",
+            "regular",
+            seed,
+            69.0,
+            arm="shorter-50",
+            **{"train.epochs": 5, "train.milestones": [2, 3, 4], "train.warmup_epochs": 0.5},
+        )
+        run(
+            tmp_path / "b",
+            "regular",
+            seed,
+            75.0,
+            arm="shorter-50",
+            **{"train.epochs": 10, "train.milestones": [3, 6, 8], "train.warmup_epochs": 0.5},
+        )
     groups = group(load_runs([tmp_path])[0])
     assert len(groups) == 2
     own = next(c for c in groups if c.variant)
-    assert "shorter-50" in own.variant and list(groups[own]) == ["shorter-50 (epochs 10, milestones 3,6,8, "
-                                                                 "warmup_epochs 0.5)"]
+    assert "shorter-50" in own.variant and list(groups[own]) == [
+        "shorter-50 (epochs 10, milestones 3,6,8, warmup_epochs 0.5)"
+    ]
     rows = {r["policy"]: r for r in summary_rows(load_runs([tmp_path])[0])}
     assert rows["shorter-50 (epochs 5, milestones 2,3,4)"]["d_final_mean"] == pytest.approx(-1.5)  # -1, -2
     assert rows["shorter-50 (epochs 10, milestones 3,6,8, warmup_epochs 0.5)"].get("d_final_mean", "") == ""
@@ -157,6 +191,7 @@ def test_runs_that_recorded_no_data_stay_with_the_one_identity_recorded(tmp_path
     assert rows_of(tmp_path)["fine"]["d_final_mean"] == pytest.approx(-1.0)
     run(tmp_path / "c", "fine", 0, 30.0, (2,), summary={"data": {"train": "6 files, 33", "test": "4 files, 44"}})
     from fineprune_cli.analysis.groups import duplicates
+
     assert duplicates(load_runs([tmp_path])[0]) == [] and len(group(load_runs([tmp_path])[0])) == 3
 
 
@@ -191,8 +226,8 @@ def test_the_report_table_fits_100_columns_and_names_every_row_in_full(tmp_path)
     assert max(cell_len(line) for line in table) <= 100
     assert "…" not in result.output and "random-every-10 " in result.output and "random-every-20 " in result.output
     rows = [line for line in table if line.strip().startswith(("regular", "random", "infobatch"))]
-    assert len(rows) == 5 and all(line.count("±") >= 3 for line in rows)   # numbers whole, on one line
-    assert any(line.strip() == "(infobatch_rescale off)" for line in table)   # a long name wraps, never cut
+    assert len(rows) == 5 and all(line.count("±") >= 3 for line in rows)  # numbers whole, on one line
+    assert any(line.strip() == "(infobatch_rescale off)" for line in table)  # a long name wraps, never cut
     assert "5 rows (runs that share every setting but the seed) from 25 runs" in result.output
 
 
@@ -200,6 +235,7 @@ def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_pa
     import shutil
 
     from fineprune_cli.analysis.report import write_report
+
     for seed in range(2):
         run(tmp_path / "a", "regular", seed, 70.0 + seed)
         run(tmp_path / "a", "fine", seed, 69.0, (2,))
@@ -207,8 +243,9 @@ def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_pa
     report = write_report([tmp_path / "a", tmp_path / "b"], tmp_path / "o", with_plots=False)
     assert len(report.runs) == 4 and len(report.problems) == 4
     assert {p.status for p in report.problems} == {"duplicate"}
-    assert all(str(p.path).startswith(str(tmp_path / "b")) and "same settings and seed as" in p.reason
-               for p in report.problems)
+    assert all(
+        str(p.path).startswith(str(tmp_path / "b")) and "same settings and seed as" in p.reason for p in report.problems
+    )
     assert len((tmp_path / "o" / "runs.csv").read_text().splitlines()) == 1 + 4
 
 
@@ -229,10 +266,10 @@ def test_the_console_table_and_the_verdict_print_the_same_interval(tmp_path):
         run(tmp_path, "regular", seed, 70.0)
         run(tmp_path, "fine", seed, 70.0 + diff, (2,))
     row = rows_of(tmp_path)["fine"]
-    assert row["d_final_ci90_low"] == pytest.approx(-0.705018, abs=1e-6)    # unrounded
-    assert csv_cells(row)[list(row).index("d_final_ci90_low")] == -0.705     # summary.csv: 4 decimals
+    assert row["d_final_ci90_low"] == pytest.approx(-0.705018, abs=1e-6)  # unrounded
+    assert csv_cells(row)[list(row).index("d_final_ci90_low")] == -0.705  # summary.csv: 4 decimals
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "report")])
     assert result.exit_code == 0, result.output
-    assert "+0.13 [-0.71,+0.97]" in result.output                             # the console table
-    assert "+0.13 [-0.71, +0.97] pt" in result.output                        # the verdict
+    assert "+0.13 [-0.71,+0.97]" in result.output  # the console table
+    assert "+0.13 [-0.71, +0.97] pt" in result.output  # the verdict
     assert "-0.70" not in result.output

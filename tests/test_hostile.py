@@ -14,13 +14,13 @@ SCRIPT = ROOT / "experiments" / "reliability" / "hostile.py"
 
 
 def _hostile(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=900)
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=900)
 
 
 class _Group:
     """One group of the script's cases. A class each, so that `make test`'s pytest-xdist
     (--dist loadscope: a class or a module to one worker) runs the groups side by side."""
+
     group = ""
 
     @pytest.mark.slow  # a group's inputs, each in a forked process: a minute
@@ -30,7 +30,7 @@ class _Group:
         last = done.stdout.strip().splitlines()[-1]
         handled, total = last.split(" hostile inputs")[0].split(" of ")
         assert handled == total and int(total) == len(_harness()[0].GROUPS[self.group]), done.stdout
-        assert ("0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last), last
+        assert "0 tracebacks, 0 hangs, 0 silent wrong results, 0 code executed, 0 torn records" in last, last
 
 
 class TestFlags(_Group):
@@ -81,22 +81,30 @@ def test_the_harness_catches_what_it_is_for(tmp_path):
     case = Case("x", ["train"], words=["bad"])
     good = Outcome(case, 2, "error: bad input\n", "", 0.1, 100.0, [])
     assert good.problems() == []
-    broken = [Outcome(case, 1, "error: bad input\n", "", 0.1, 100.0, []),
-              Outcome(case, 2, "Traceback (most recent call last):\nerror: bad\n", "", 0.1, 100.0, []),
-              Outcome(case, 2, "error: bad\nmore\n", "", 0.1, 100.0, []),
-              Outcome(case, 2, "error: other\n", "", 0.1, 100.0, []),
-              Outcome(case, 2, "error: bad\n", "", 0.1, 100.0, ["work/run/config.yaml"]),
-              Outcome(case, 2, "error: bad\n", "", 0.1, 5000.0, [])]
+    broken = [
+        Outcome(case, 1, "error: bad input\n", "", 0.1, 100.0, []),
+        Outcome(case, 2, "Traceback (most recent call last):\nerror: bad\n", "", 0.1, 100.0, []),
+        Outcome(case, 2, "error: bad\nmore\n", "", 0.1, 100.0, []),
+        Outcome(case, 2, "error: other\n", "", 0.1, 100.0, []),
+        Outcome(case, 2, "error: bad\n", "", 0.1, 100.0, ["work/run/config.yaml"]),
+        Outcome(case, 2, "error: bad\n", "", 0.1, 5000.0, []),
+    ]
     assert all(o.problems() for o in broken)
-    classes = [(Outcome(case, 1, "Traceback (most recent call last):\n", "", 0.1, 1.0, []), "traceback"),
-               (Outcome(case, -11, "", "", 0.1, 1.0, []), "traceback"),
-               (Outcome(case, None, "", "", 30.0, 1.0, []), "hang"),
-               (Outcome(case, 0, "", "", 0.1, 1.0, []), "silent wrong result"),
-               (Outcome(Case("d", ["x"], expect="done"), 0, "", "", 0.1, 1.0, [], wrong="pixels differ"),
-                "silent wrong result"),
-               (Outcome(case, 2, "error: bad\n", "", 0.1, 1.0, ["w/PWNED"], pwned=True), "code executed"),
-               (Outcome(case, 2, "error: bad\n", "", 0.1, 1.0, ["w/run/summary.json"],
-                        torn=["w/run/summary.json"]), "torn record")]
+    classes = [
+        (Outcome(case, 1, "Traceback (most recent call last):\n", "", 0.1, 1.0, []), "traceback"),
+        (Outcome(case, -11, "", "", 0.1, 1.0, []), "traceback"),
+        (Outcome(case, None, "", "", 30.0, 1.0, []), "hang"),
+        (Outcome(case, 0, "", "", 0.1, 1.0, []), "silent wrong result"),
+        (
+            Outcome(Case("d", ["x"], expect="done"), 0, "", "", 0.1, 1.0, [], wrong="pixels differ"),
+            "silent wrong result",
+        ),
+        (Outcome(case, 2, "error: bad\n", "", 0.1, 1.0, ["w/PWNED"], pwned=True), "code executed"),
+        (
+            Outcome(case, 2, "error: bad\n", "", 0.1, 1.0, ["w/run/summary.json"], torn=["w/run/summary.json"]),
+            "torn record",
+        ),
+    ]
     for outcome, kind in classes:
         assert kind in outcome.classes() and outcome.problems(), kind
     assert Outcome(Case("d", ["x"], expect="done"), 0, "", "", 0.1, 1.0, []).problems() == []

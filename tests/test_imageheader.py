@@ -15,9 +15,18 @@ from fineprune_cli.engine.imageheader import MAX_PIXELS, Header, read_header  # 
 from fineprune_cli.errors import DataError  # noqa: E402
 
 
-@pytest.mark.parametrize("mode, suffix, colour", [("RGB", "png", True), ("L", "png", False), ("P", "png", True),
-                                                  ("LA", "png", False), ("RGBA", "png", True),
-                                                  ("RGB", "jpg", True), ("L", "jpg", False)])
+@pytest.mark.parametrize(
+    "mode, suffix, colour",
+    [
+        ("RGB", "png", True),
+        ("L", "png", False),
+        ("P", "png", True),
+        ("LA", "png", False),
+        ("RGBA", "png", True),
+        ("RGB", "jpg", True),
+        ("L", "jpg", False),
+    ],
+)
 def test_headers_give_size_and_colour(tmp_path, mode, suffix, colour):
     path = tmp_path / f"x.{suffix}"
     Image.new(mode, (13, 7)).save(path)
@@ -30,12 +39,14 @@ def test_a_57_byte_png_declaring_60000_squared_is_refused_before_decoding(tmp_pa
     assert len(bomb.read_bytes()) == 57
     monkeypatch.setattr(imagefolder, "_decode", lambda *a: pytest.fail("decoded"))
     for call in (lambda: read_header(bomb), lambda: imagefolder.read_image(bomb, "RGB")):
-        with pytest.raises(DataError, match=f"bomb.png declares 60000 x 60000 pixels, more than the limit of {MAX_PIXELS:,}"):
+        with pytest.raises(
+            DataError, match=f"bomb.png declares 60000 x 60000 pixels, more than the limit of {MAX_PIXELS:,}"
+        ):
             call()
 
 
 def test_the_limit_is_inclusive_and_jpegs_are_checked_too(tmp_path):
-    side = int(MAX_PIXELS ** 0.5)
+    side = int(MAX_PIXELS**0.5)
     (tmp_path / "ok.png").write_bytes(png_header_bomb(side, side))
     (tmp_path / "big.jpg").write_bytes(jpeg_header_bomb(side + 1, side))
     assert read_header(tmp_path / "ok.png") == Header(side, side, True)
@@ -43,12 +54,18 @@ def test_the_limit_is_inclusive_and_jpegs_are_checked_too(tmp_path):
         read_header(tmp_path / "big.jpg")
 
 
-@pytest.mark.parametrize("data, words", [(b"", "not a PNG or JPEG"), (b"GIF89a....", "not a PNG or JPEG"),
-                                         (b"\x89PNG\r\n\x1a\n\x00\x00", "truncated PNG header"),
-                                         (b"\xff\xd8\xff\xe0\x00\x10JFIF", "no JPEG frame header"),
-                                         (b"\xff\xd8" + b"\xff\xe0\x00\x02" * 20000, "no JPEG frame header"),
-                                         (png_header_bomb(0, 5), "declares 0 x 5"),
-                                         (png_header_bomb(4, 4, colour_type=5), "colour type 5")])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"", "not a PNG or JPEG"),
+        (b"GIF89a....", "not a PNG or JPEG"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "truncated PNG header"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", "no JPEG frame header"),
+        (b"\xff\xd8" + b"\xff\xe0\x00\x02" * 20000, "no JPEG frame header"),
+        (png_header_bomb(0, 5), "declares 0 x 5"),
+        (png_header_bomb(4, 4, colour_type=5), "colour type 5"),
+    ],
+)
 def test_broken_headers_name_the_file(tmp_path, data, words):
     path = tmp_path / "odd.png"
     path.write_bytes(data)
@@ -61,7 +78,7 @@ def test_a_decode_failure_is_one_line_without_the_decoders_own_output(tmp_path, 
     path = tmp_path / "crc.png"
     Image.new("RGB", (4, 4)).save(path)
     raw = bytearray(path.read_bytes())
-    raw[29] ^= 0xFF    # the IHDR chunk's CRC
+    raw[29] ^= 0xFF  # the IHDR chunk's CRC
     path.write_bytes(bytes(raw))
     with pytest.raises(DataError, match="cannot decode image .*crc.png"):
         imagefolder.read_image(path, "RGB")
@@ -71,7 +88,9 @@ def test_a_decode_failure_is_one_line_without_the_decoders_own_output(tmp_path, 
 def test_a_permission_error_is_not_called_a_decoding_failure(tmp_path, monkeypatch):
     path = tmp_path / "x.png"
     Image.new("RGB", (4, 4)).save(path)
-    monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    monkeypatch.setattr(
+        Path, "read_bytes", lambda self: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+    )
     with pytest.raises(DataError, match="cannot read image .*x.png: Permission denied"):
         imagefolder.read_image(path, "RGB")
 
@@ -82,8 +101,10 @@ def test_read_image_converts_to_the_mode_asked(tmp_path):
     im.save(tmp_path / "p.png")
     assert imagefolder.read_image(tmp_path / "p.png", "RGB")[:, 0, 0].tolist() == [250, 5, 5]
     assert imagefolder.read_image(tmp_path / "p.png", "GRAY").shape == (1, 4, 4)
-    assert torch.equal(imagefolder.read_image(tmp_path / "p.png", "RGB", 2), torch.tensor([250, 5, 5],
-                       dtype=torch.uint8).view(3, 1, 1).expand(3, 2, 2))
+    assert torch.equal(
+        imagefolder.read_image(tmp_path / "p.png", "RGB", 2),
+        torch.tensor([250, 5, 5], dtype=torch.uint8).view(3, 1, 1).expand(3, 2, 2),
+    )
 
 
 def test_a_png_with_broken_image_data_is_one_error_not_a_crash(tmp_path):
@@ -100,8 +121,10 @@ def test_a_png_with_broken_image_data_is_one_error_not_a_crash(tmp_path):
         imagefolder.read_image(path, "RGB")
 
 
-@pytest.mark.parametrize("damage, words", [(lambda raw: raw[:-20], "truncated PNG"),
-                                           (lambda raw: raw[:45] + bytes([raw[45] ^ 1]) + raw[46:], "bad CRC")])
+@pytest.mark.parametrize(
+    "damage, words",
+    [(lambda raw: raw[:-20], "truncated PNG"), (lambda raw: raw[:45] + bytes([raw[45] ^ 1]) + raw[46:], "bad CRC")],
+)
 def test_a_cut_or_flipped_png_is_refused_not_decoded_to_other_pixels(tmp_path, damage, words):
     from io import BytesIO
 

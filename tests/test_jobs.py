@@ -13,18 +13,49 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 
 CORES = len(os.sched_getaffinity(0))
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "300",
-        "--epochs", "3", "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
-        "--milestones", "2"]
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--test-subset",
+    "300",
+    "--epochs",
+    "3",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+    "--window",
+    "2",
+    "--start",
+    "1",
+    "--milestones",
+    "2",
+]
 
 
 def _cfg(tmp_path, name, **compare):
-    cfg = build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 300,
-        "train.epochs": 3, "train.batch_size": 50, "train.milestones": [2], "run.device": "cpu",
-        "prune.window": 2, "prune.start": 1})
-    return cfg, load_compare(None, {"compare.out": str(tmp_path / name),
-                                    **{f"compare.{k}": v for k, v in compare.items()}})
+    cfg = build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 200,
+            "data.test_subset": 300,
+            "train.epochs": 3,
+            "train.batch_size": 50,
+            "train.milestones": [2],
+            "run.device": "cpu",
+            "prune.window": 2,
+            "prune.start": 1,
+        },
+    )
+    return cfg, load_compare(
+        None, {"compare.out": str(tmp_path / name), **{f"compare.{k}": v for k, v in compare.items()}}
+    )
 
 
 def test_slots_split_the_cores_and_refuse_more_than_the_machine_has():
@@ -50,8 +81,8 @@ def test_a_run_beside_another_gives_the_same_metrics_as_alone(tmp_path):
     for a, b in zip(both, single):
         assert summary_of(a)["status"] == summary_of(b)["status"] == "complete"
         assert metrics_rows(a, drop_timing=True) == metrics_rows(b, drop_timing=True)
-        assert summary_of(a)["machine"]["concurrency"] == 2       # recorded: ran beside another
-        assert "concurrency" not in summary_of(b)["machine"]      # alone: the signature of before
+        assert summary_of(a)["machine"]["concurrency"] == 2  # recorded: ran beside another
+        assert "concurrency" not in summary_of(b)["machine"]  # alone: the signature of before
         assert summary_of(a)["machine"]["threads"] == summary_of(b)["machine"]["threads"] == 1
     # the fixture can tell: the pruned run differs from regular, so equal rows are not trivially equal
     assert metrics_rows(both[0], drop_timing=True) != metrics_rows(both[1], drop_timing=True)
@@ -68,10 +99,10 @@ def test_a_failing_run_is_reported_and_the_others_finish(tmp_path, capsys):
         run_matrix(cfg, c, show_progress=True)
     err = capsys.readouterr().err
     assert "error: lenet on synthetic, fine, seed 0: " in err and "fine-seed0" in err
-    assert blocked.read_text() == "a file where the run folder goes"   # kept as it was
+    assert blocked.read_text() == "a file where the run folder goes"  # kept as it was
     for arm in ("regular", "random"):
         assert summary_of(tmp_path / "cmp" / "lenet-synthetic" / f"{arm}-seed0")["status"] == "complete"
-        assert f"lenet on synthetic, {arm}, seed 0: done" in err      # one plain line per change
+        assert f"lenet on synthetic, {arm}, seed 0: done" in err  # one plain line per change
 
 
 def test_jobs_beyond_the_machine_are_refused_in_one_line(tmp_path):
@@ -80,7 +111,7 @@ def test_jobs_beyond_the_machine_are_refused_in_one_line(tmp_path):
         assert result.exit_code == 2, result.output
         assert result.output.startswith("error: --jobs") and result.output.count("\n") == 1
         assert "Traceback" not in result.output
-    assert not (tmp_path / "cmp" / "lenet-synthetic").exists()   # nothing trained
+    assert not (tmp_path / "cmp" / "lenet-synthetic").exists()  # nothing trained
 
 
 def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
@@ -90,8 +121,15 @@ def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
     from fineprune_cli.drivers.grid import Grid
 
     def task(arm, seed):
-        return Task(f"lenet on synthetic, {arm}, seed {seed}", "lenet-synthetic", arm, seed,
-                    tmp_path / f"{arm}{seed}.yaml", tmp_path / f"{arm}-seed{seed}", 3)
+        return Task(
+            f"lenet on synthetic, {arm}, seed {seed}",
+            "lenet-synthetic",
+            arm,
+            seed,
+            tmp_path / f"{arm}{seed}.yaml",
+            tmp_path / f"{arm}-seed{seed}",
+            3,
+        )
 
     tasks = [task(a, s) for s in (0, 1) for a in ("regular", "fine")]
     grid = Grid(tasks, "lines", clock=lambda: 0.0)
@@ -102,11 +140,13 @@ def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
     grid.changed(tasks[1], "failed: boom (exit code 1)")
     grid.changed(tasks[0], "done")
     err = capsys.readouterr().err.splitlines()
-    assert err == ["lenet on synthetic, regular, seed 0: running epoch 0/3 (0/4 runs finished, elapsed 0:00:00)",
-                   "lenet on synthetic, regular, seed 0: running epoch 2/3 (0/4 runs finished, elapsed 0:00:00)",
-                   "error: lenet on synthetic, fine, seed 0: boom (exit code 1)",
-                   "lenet on synthetic, fine, seed 0: failed (1/4 runs finished, elapsed 0:00:00)",
-                   "lenet on synthetic, regular, seed 0: done (2/4 runs finished, elapsed 0:00:00)"]
+    assert err == [
+        "lenet on synthetic, regular, seed 0: running epoch 0/3 (0/4 runs finished, elapsed 0:00:00)",
+        "lenet on synthetic, regular, seed 0: running epoch 2/3 (0/4 runs finished, elapsed 0:00:00)",
+        "error: lenet on synthetic, fine, seed 0: boom (exit code 1)",
+        "lenet on synthetic, fine, seed 0: failed (1/4 runs finished, elapsed 0:00:00)",
+        "lenet on synthetic, regular, seed 0: done (2/4 runs finished, elapsed 0:00:00)",
+    ]
     console = Console(width=120, record=True)
     console.print(grid.table())
     shown = console.export_text()

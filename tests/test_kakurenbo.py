@@ -20,8 +20,7 @@ CONF = [0.95, 0.99, 0.69, 0.70, 0.90, 0.90, 0.90, 0.90, 0.90, 0.90]
 
 
 def _observed(fraction=0.5, tau=0.7, **kw):
-    policy = create("kakurenbo", N, PruneConfig(prune_fraction=fraction, kakurenbo_tau=tau, **kw), seed=3,
-                    epochs=10)
+    policy = create("kakurenbo", N, PruneConfig(prune_fraction=fraction, kakurenbo_tau=tau, **kw), seed=3, epochs=10)
     idx = torch.arange(N)
     policy.observe(idx, torch.tensor(LOSS), None, torch.tensor(RIGHT), torch.tensor(CONF))
     policy.sync()
@@ -44,16 +43,17 @@ def test_hides_the_lowest_losses_less_those_moved_back():
 
 
 def test_f_is_a_maximum_and_tau_moves_samples_back():
-    assert _observed(fraction=0.2).plan(2).samples == N - 1          # candidates 0, 1: only 0 hides
-    assert _observed(tau=0.96).plan(2).samples == N                  # nobody that sure: all move back
-    assert _observed(tau=0.0).plan(2).samples == N - 4               # 0, 2, 3, 4: only 1 was wrong
+    assert _observed(fraction=0.2).plan(2).samples == N - 1  # candidates 0, 1: only 0 hides
+    assert _observed(tau=0.96).plan(2).samples == N  # nobody that sure: all move back
+    assert _observed(tau=0.0).plan(2).samples == N - 4  # 0, 2, 3, 4: only 1 was wrong
 
 
 def test_a_mispredicted_repeat_observation_moves_back():
     policy = _observed()
     policy.plan(2)
-    policy.observe(torch.tensor([0, 0]), torch.tensor([0.1, 0.1]), None,
-                   torch.tensor([True, False]), torch.tensor([0.9, 0.9]))  # seen twice, wrong once
+    policy.observe(
+        torch.tensor([0, 0]), torch.tensor([0.1, 0.1]), None, torch.tensor([True, False]), torch.tensor([0.9, 0.9])
+    )  # seen twice, wrong once
     policy.sync()
     assert bool(policy.right[0]) is False
     policy.plan(3)
@@ -62,15 +62,16 @@ def test_a_mispredicted_repeat_observation_moves_back():
 
 def test_unseen_samples_never_hide_and_scores_are_nan():
     policy = create("kakurenbo", N, PruneConfig(prune_fraction=0.5), epochs=10)
-    policy.observe(torch.tensor([0, 1]), torch.tensor([0.1, 0.2]), None, torch.tensor([True, True]),
-                   torch.tensor([0.9, 0.9]))
+    policy.observe(
+        torch.tensor([0, 1]), torch.tensor([0.1, 0.2]), None, torch.tensor([True, True]), torch.tensor([0.9, 0.9])
+    )
     policy.sync()
-    assert policy.plan(2).samples == N - 2                             # 0 and 1: the only seen ones
+    assert policy.plan(2).samples == N - 2  # 0 and 1: the only seen ones
     assert math.isnan(policy.scores[5]) and policy.scores[0] == pytest.approx(0.1)
 
 
 def test_annealed_epochs_train_everything():
-    policy = _observed(anneal=0.5)                                     # n = 10: epochs after 5 train all
+    policy = _observed(anneal=0.5)  # n = 10: epochs after 5 train all
     assert policy.plan(5).pruned and not policy.plan(6).pruned and policy.refresh(6) is None
     assert policy.planned_samples(6) == N and policy.planned_samples(5) is None
 
@@ -92,11 +93,25 @@ def test_state_round_trips_bit_exactly():
 
 
 def _run(tmp_path, name, bar=None, **extra):
-    cfg = build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 50,
-        "train.epochs": 4, "train.batch_size": 50, "train.milestones": [], "run.device": "cpu",
-        "run.out": str(tmp_path / name), "prune.enabled": True, "prune.policy": "kakurenbo",
-        "prune.prune_fraction": 0.3, "prune.kakurenbo_tau": 0.0, **extra})
+    cfg = build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 200,
+            "data.test_subset": 50,
+            "train.epochs": 4,
+            "train.batch_size": 50,
+            "train.milestones": [],
+            "run.device": "cpu",
+            "run.out": str(tmp_path / name),
+            "prune.enabled": True,
+            "prune.policy": "kakurenbo",
+            "prune.prune_fraction": 0.3,
+            "prune.kakurenbo_tau": 0.0,
+            **extra,
+        },
+    )
     return train(cfg, show_progress=False, bar=bar)
 
 
@@ -132,14 +147,17 @@ def test_the_refresh_pass_observes_exactly_the_hidden_samples_unaugmented():
     store's centre), each given sample once with its loss, correctness and top probability;
     with static batches (compiled runs) the short last batch is filled up and sliced off."""
     import torch.nn.functional as F
-    hidden = torch.tensor([3, 17, 40, 41, 90])                      # eval batch 16: one short batch
+
+    hidden = torch.tensor([3, 17, 40, 41, 90])  # eval batch 16: one short batch
     for static in (False, True):
         trainer = toy_trainer(augment=True, static=static)
         seen = []
-        trainer.refresh(hidden, lambda idx, losses, mean, right, conf, seen=seen: seen.append((idx, losses, right, conf)))
+        trainer.refresh(
+            hidden, lambda idx, losses, mean, right, conf, seen=seen: seen.append((idx, losses, right, conf))
+        )
         idx, losses, right, conf = (torch.cat(parts) for parts in zip(*seen))
         assert idx.tolist() == hidden.tolist() and not trainer.model.training
-        x = trainer.data.train_x[hidden][:, :, 4:36, 4:36]            # CROP_PAD 4 around 32 x 32
+        x = trainer.data.train_x[hidden][:, :, 4:36, 4:36]  # CROP_PAD 4 around 32 x 32
         with torch.no_grad():
             logits = trainer.model(x)
         y = trainer.data.train_y[hidden]
@@ -153,8 +171,9 @@ def test_a_sample_observed_twice_before_a_sync_keeps_its_mean_confidence():
     1.4: with tau 0.75 it is unsure and moves back."""
     policy = create("kakurenbo", 2, PruneConfig(prune_fraction=0.5, kakurenbo_tau=0.75), seed=3, epochs=10)
     idx = torch.tensor([0, 0, 1])
-    policy.observe(idx, torch.tensor([0.1, 0.1, 5.0]), None, torch.tensor([True, True, True]),
-                   torch.tensor([0.6, 0.8, 0.9]))
+    policy.observe(
+        idx, torch.tensor([0.1, 0.1, 5.0]), None, torch.tensor([True, True, True]), torch.tensor([0.6, 0.8, 0.9])
+    )
     policy.sync()
     assert policy.confidence[0].item() == pytest.approx(0.7)
-    assert policy.plan(2).samples == 2   # the lowest loss, sample 0, moves back
+    assert policy.plan(2).samples == 2  # the lowest loss, sample 0, moves back

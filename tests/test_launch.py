@@ -24,15 +24,18 @@ def _cfg(mode="sync", batch=128, group=2):
     return cfg
 
 
-@pytest.mark.parametrize("mode, size, batch, group, refused", [
-    ("sync", 3, 128, 2, "over 3 processes"),
-    ("sync", 4, 128, 2, None),
-    ("sync", 1, 7, 2, None),
-    ("async", 3, 127, 2, None),                   # every worker trains whole batches of its own
-    ("mixed", 3, 63, 2, "group of 2 workers"),    # workers 1+2: 63 does not split in two
-    ("mixed", 4, 64, 2, None),                    # workers 1+2, then 3 alone
-    ("mixed", 5, 64, 3, "group of 3 workers"),    # workers 1-3, then 4 alone
-])
+@pytest.mark.parametrize(
+    "mode, size, batch, group, refused",
+    [
+        ("sync", 3, 128, 2, "over 3 processes"),
+        ("sync", 4, 128, 2, None),
+        ("sync", 1, 7, 2, None),
+        ("async", 3, 127, 2, None),  # every worker trains whole batches of its own
+        ("mixed", 3, 63, 2, "group of 2 workers"),  # workers 1+2: 63 does not split in two
+        ("mixed", 4, 64, 2, None),  # workers 1+2, then 3 alone
+        ("mixed", 5, 64, 3, "group of 3 workers"),  # workers 1-3, then 4 alone
+    ],
+)
 def test_batch_size_checks_of_a_parallel_run(mode, size, batch, group, refused):
     if refused is None:
         launch.check_parallel(_cfg(mode, batch, group), size)
@@ -44,8 +47,19 @@ def test_batch_size_checks_of_a_parallel_run(mode, size, batch, group, refused):
 def test_nproc_with_an_uneven_batch_is_refused_before_any_data_or_process(tmp_path, monkeypatch):
     monkeypatch.setattr(launch, "relaunch", lambda *a: pytest.fail("launched anyway"))
     # an empty --data-dir: loading the data would fail with another message
-    base = ["train", "--model", "lenet", "--dataset", "fashion-mnist", "--data-dir", tmp_path,
-            "--device", "cpu", "--out", tmp_path / "run"]
+    base = [
+        "train",
+        "--model",
+        "lenet",
+        "--dataset",
+        "fashion-mnist",
+        "--data-dir",
+        tmp_path,
+        "--device",
+        "cpu",
+        "--out",
+        tmp_path / "run",
+    ]
     result = invoke([*base, "--nproc-per-node", "3", "--batch-size", "128"])
     assert result.exit_code == 2 and "--batch-size 128 must divide evenly over 3" in result.output
     result = invoke([*base, "--nproc-per-node", "3", "--dist-mode", "mixed", "--batch-size", "63"])
@@ -67,8 +81,10 @@ time.sleep(20)
 @pytest.mark.slow
 def test_sigterm_to_the_outer_process_reaches_the_launcher(tmp_path):
     mark = tmp_path / "child"
-    outer = ("import sys; from fineprune_cli.distributed.launch import call_forwarding_signals as call; "
-             f"sys.exit(call([sys.executable, '-c', {CHILD!r}, {str(mark)!r}]))")
+    outer = (
+        "import sys; from fineprune_cli.distributed.launch import call_forwarding_signals as call; "
+        f"sys.exit(call([sys.executable, '-c', {CHILD!r}, {str(mark)!r}]))"
+    )
     proc = subprocess.Popen([sys.executable, "-c", outer])
     try:
         deadline = time.monotonic() + 60
@@ -76,7 +92,7 @@ def test_sigterm_to_the_outer_process_reaches_the_launcher(tmp_path):
             assert time.monotonic() < deadline and proc.poll() is None, "the child never started"
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 7                  # the child's own exit code comes back
+        assert proc.wait(timeout=30) == 7  # the child's own exit code comes back
         assert mark.read_text() == "SIGTERM"
     finally:
         proc.kill()
@@ -84,8 +100,10 @@ def test_sigterm_to_the_outer_process_reaches_the_launcher(tmp_path):
 
 def test_a_ranks_uncaught_error_goes_to_torchruns_error_file(tmp_path, monkeypatch):
     """@record on the entry point: torchrun reports the rank's error, not just an exit code."""
+
     def boom(*args, **kwargs):
         raise RuntimeError("NCCL went away")
+
     monkeypatch.setattr(runner, "train", boom)
     monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(tmp_path / "error.json"))
     monkeypatch.setattr(sys, "argv", ["fineprune", "train", "--model", "lenet", "--dataset", "synthetic"])
@@ -104,17 +122,20 @@ def test_max_restarts_goes_to_torchrun_and_every_attempt_writes_one_named_folder
     monkeypatch.setattr(sys, "argv", ["fineprune", *args])
     assert invoke(args).exit_code == 0
     cmd = launched[0]
-    launcher, ranks = cmd[:cmd.index("-m", 3)], cmd[cmd.index("--") + 1:]
+    launcher, ranks = cmd[: cmd.index("-m", 3)], cmd[cmd.index("--") + 1 :]
     assert launcher[launcher.index("--max-restarts") + 1] == "3"
     assert "--max-restarts" not in ranks and "--nproc-per-node" not in ranks
     out = ranks[ranks.index("--out") + 1]
     assert out.startswith("results/runs/") and out.endswith("-lenet-synthetic")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--nproc-per-node", "2", "--max-restarts", "-1"], "--max-restarts must be"),
-    (["--max-restarts", "1"], "--max-restarts needs --nproc-per-node"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--nproc-per-node", "2", "--max-restarts", "-1"], "--max-restarts must be"),
+        (["--max-restarts", "1"], "--max-restarts needs --nproc-per-node"),
+    ],
+)
 def test_bad_max_restarts_is_one_line(args, message, monkeypatch):
     monkeypatch.setattr(launch, "call_forwarding_signals", lambda cmd: pytest.fail("launched anyway"))
     result = invoke(["train", "--model", "lenet", "--dataset", "synthetic", *args])
@@ -148,9 +169,9 @@ def test_a_restarted_rank_continues_its_own_checkpointed_folder_only(tmp_path):
     cfg = _run_cfg(run)
     _folder(run, cfg, "summary.json", "checkpoint.pt")
     assert launch.restarted(cfg, restart, main=True) == run
-    assert launch.restarted(cfg, first, main=True) is None              # a first start never resumes
-    assert launch.restarted(_run_cfg(run, lr=0.05), restart, main=True) is None   # another run's folder
-    assert (run / "summary.json").exists()                               # left to the fresh start to refuse
+    assert launch.restarted(cfg, first, main=True) is None  # a first start never resumes
+    assert launch.restarted(_run_cfg(run, lr=0.05), restart, main=True) is None  # another run's folder
+    assert (run / "summary.json").exists()  # left to the fresh start to refuse
     assert launch.restarted(_run_cfg(tmp_path / "none"), restart, main=True) is None  # died before any record
 
 
@@ -159,7 +180,7 @@ def test_a_restarted_rank_without_a_checkpoint_starts_afresh_in_its_folder(tmp_p
     run = _folder(tmp_path / "run", cfg, "summary.json", "metrics.csv")
     restart = {"TORCHELASTIC_RESTART_COUNT": "2"}
     assert launch.restarted(cfg, restart, main=False) is None
-    assert (run / "summary.json").exists()                               # only the main rank clears
+    assert (run / "summary.json").exists()  # only the main rank clears
     assert launch.restarted(cfg, restart, main=True) is None
     assert not (run / "summary.json").exists() and not (run / "metrics.csv").exists()
     assert (run / "config.yaml").exists()
@@ -196,14 +217,38 @@ def _rank_pid(launcher_pid, rank):
 @pytest.mark.slow
 def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_completes(tmp_path):
     out, epochs = tmp_path / "run", 3
-    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--nproc-per-node", "2", "--max-restarts", "1",
-           "--model", "lenet", "--dataset", "synthetic", "--subset", "4096", "--test-subset", "200",
-           "--epochs", str(epochs), "--batch-size", "64", "--device", "cpu", "--out", str(out), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "train",
+        "--nproc-per-node",
+        "2",
+        "--max-restarts",
+        "1",
+        "--model",
+        "lenet",
+        "--dataset",
+        "synthetic",
+        "--subset",
+        "4096",
+        "--test-subset",
+        "200",
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        "64",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--json",
+    ]
     env = dict(os.environ, MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 180
-        while not (out / "checkpoint.pt").exists():                    # epoch 1 is checkpointed
+        while not (out / "checkpoint.pt").exists():  # epoch 1 is checkpointed
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-3000:]
             time.sleep(0.05)
         victim = _rank_pid(proc.pid, 1)
@@ -225,9 +270,22 @@ def test_a_signal_to_the_launcher_ends_it_in_one_line(tmp_path):
     stopped cleanly (`make gpu`'s time limit and every scheduler stop SIGTERM it)."""
     ready = tmp_path / "ready"
     rank = f"import pathlib, time; pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-m", "fineprune_cli.distributed.torchrun", "--standalone",
-                             "--nproc-per-node", "1", "--no-python", sys.executable, "-c", rank],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fineprune_cli.distributed.torchrun",
+            "--standalone",
+            "--nproc-per-node",
+            "1",
+            "--no-python",
+            sys.executable,
+            "-c",
+            rank,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists():

@@ -14,14 +14,14 @@ LAYERS = [
     {"pruning"},
     {"engine"},
     {"distributed"},
-    {"arms"},                   # a comparison's arm names, parsed once for drivers and analysis
-    {"runner"},                 # the front door of a run: train/resume dispatched to engine or distributed
-    {"analysis"},               # reads finished run folders: needs nothing of how drivers made them
+    {"arms"},  # a comparison's arm names, parsed once for drivers and analysis
+    {"runner"},  # the front door of a run: train/resume dispatched to engine or distributed
+    {"analysis"},  # reads finished run folders: needs nothing of how drivers made them
     {"drivers"},
-    {"sequential"},             # procedures that train and decide in turn (planned looks)
+    {"sequential"},  # procedures that train and decide in turn (planned looks)
     {"cli"},
-    {"integrations"},           # other frameworks' adapters (optional extras): nothing imports them
-    {"__init__", "__main__"},   # the package's public API and entry point
+    {"integrations"},  # other frameworks' adapters (optional extras): nothing imports them
+    {"__init__", "__main__"},  # the package's public API and entry point
 ]
 
 
@@ -82,8 +82,7 @@ def _graph():
 
 def test_imports_follow_the_layer_order():
     modules, graph = _graph()
-    wrong = [f"{a} -> {b}" for a, targets in graph.items() for b in targets
-             if b in modules and _layer(b) > _layer(a)]
+    wrong = [f"{a} -> {b}" for a, targets in graph.items() for b in targets if b in modules and _layer(b) > _layer(a)]
     assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
 
 
@@ -97,7 +96,7 @@ def test_no_import_cycles():
             if nxt not in modules:
                 continue
             if state.get(nxt) == "open":
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = "done"
@@ -118,9 +117,13 @@ def test_no_module_uses_another_modules_private_names():
             found += [f"{name} imports {target}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
             aliases |= {n for n in names if f"{target}.{n}" in modules}
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                    and node.value.id in aliases and node.attr.startswith("_")
-                    and not node.attr.startswith("__")):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 found.append(f"{name} uses {node.value.id}.{node.attr}")
     assert not found, "\n".join(found)
 
@@ -137,5 +140,9 @@ def test_analysis_reads_arm_names_below_the_drivers():
     _, graph = _graph()
     assert _layer("fineprune_cli.analysis.groups") < _layer("fineprune_cli.drivers.compare")
     assert "fineprune_cli.arms" in graph["fineprune_cli.analysis.groups"]
-    assert not any(t.startswith("fineprune_cli.drivers") for a, targets in graph.items()
-                   if a.startswith("fineprune_cli.analysis") for t in targets)
+    assert not any(
+        t.startswith("fineprune_cli.drivers")
+        for a, targets in graph.items()
+        if a.startswith("fineprune_cli.analysis")
+        for t in targets
+    )

@@ -14,9 +14,13 @@ def test_local_size_reads_torchrun_then_slurm():
     assert local_size({"LOCAL_WORLD_SIZE": "4"}, 8) == 4
     assert local_size({"SLURM_STEP_TASKS_PER_NODE": "3(x2)"}, 6) == 3
     # the allocation's tasks per node are not the step's: srun -n 4 in a 2 x 8-task allocation
-    assert local_size({"SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NTASKS_PER_NODE": "8",
-                       "SLURM_TASKS_PER_NODE": "8(x2)"}, 4) == 2
-    assert local_size({}, 5) == 5                      # no variable: one node
+    assert (
+        local_size(
+            {"SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NTASKS_PER_NODE": "8", "SLURM_TASKS_PER_NODE": "8(x2)"}, 4
+        )
+        == 2
+    )
+    assert local_size({}, 5) == 5  # no variable: one node
     assert local_size({"LOCAL_WORLD_SIZE": "16"}, 4) == 4
 
 
@@ -35,7 +39,7 @@ def test_mixed_groups_follow_the_nodes():
 def test_shards_balance_the_parameters_and_round_trip():
     owner = assign_shards([100, 10, 60, 50, 5], 2)
     load = [sum(n for n, o in zip([100, 10, 60, 50, 5], owner) if o == k) for k in range(2)]
-    assert sorted(load) == [110, 115]   # largest first onto the lighter server
+    assert sorted(load) == [110, 115]  # largest first onto the lighter server
     params = [torch.randn(3, 4), torch.randn(7), torch.randn(2, 2)]
     shards = Shards(params, 2)
     flat = shards.flatten(params)
@@ -54,17 +58,17 @@ def _cfg(mode, batch=128, per_worker=None, group=0, num_ps=1):
 
 
 def test_weak_scaling_sets_the_batch_each_mode_shares():
-    assert weak_scaling(_cfg("sync", per_worker=32), 4).train.batch_size == 128   # 4 ranks x 32
-    assert weak_scaling(_cfg("async", per_worker=32), 4).train.batch_size == 32   # one worker's push
+    assert weak_scaling(_cfg("sync", per_worker=32), 4).train.batch_size == 128  # 4 ranks x 32
+    assert weak_scaling(_cfg("async", per_worker=32), 4).train.batch_size == 32  # one worker's push
     assert weak_scaling(_cfg("mixed", per_worker=32), 8, 4).train.batch_size == 128  # node 1: 4 workers
     assert weak_scaling(_cfg("sync", per_worker=32), 1).train.batch_size == 32
-    assert weak_scaling(_cfg("sync", batch=100), 4).train.batch_size == 100       # strong scaling
+    assert weak_scaling(_cfg("sync", batch=100), 4).train.batch_size == 100  # strong scaling
 
 
 def test_parallel_checks_use_the_groups_of_the_nodes():
-    check_parallel(_cfg("mixed", batch=96), 8, 4)          # groups of 3 and 4 workers ...
+    check_parallel(_cfg("mixed", batch=96), 8, 4)  # groups of 3 and 4 workers ...
     with pytest.raises(ConfigError, match="group of 4 workers"):
-        check_parallel(_cfg("mixed", batch=90), 8, 4)      # ... 90 splits over 3, not over 4
+        check_parallel(_cfg("mixed", batch=90), 8, 4)  # ... 90 splits over 3, not over 4
     check_parallel(_cfg("mixed", batch=90, per_worker=10), 8, 4)  # weak scaling: any group size
     with pytest.raises(ConfigError, match="--num-ps 3 needs more than 3"):
         check_parallel(_cfg("async", num_ps=3), 3)
@@ -80,9 +84,17 @@ def test_servers_on_the_cpu_leave_every_gpu_to_a_worker():
     assert gpu_placement(World(0, 9, 0), 9, 1, "cpu") is None
     assert [gpu_placement(World(r, 9, r), 9, 1, "cpu").local_rank for r in range(1, 9)] == list(range(8))
     # two nodes of 5 processes, 2 servers on node 0: node 1's workers keep their local ranks
-    assert [gpu_placement(World(r, 10, r % 5), 5, 2, "cpu").local_rank for r in range(2, 10)] == \
-        [0, 1, 2, 0, 1, 2, 3, 4]
-    assert gpu_placement(World(0, 9, 0), 9, 1, "gpu") == World(0, 9, 0)   # a server takes GPU 0
+    assert [gpu_placement(World(r, 10, r % 5), 5, 2, "cpu").local_rank for r in range(2, 10)] == [
+        0,
+        1,
+        2,
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
+    assert gpu_placement(World(0, 9, 0), 9, 1, "gpu") == World(0, 9, 0)  # a server takes GPU 0
 
 
 def test_a_gpu_job_puts_its_servers_on_the_cpu_and_its_workers_on_their_own_gpus(monkeypatch):
@@ -96,7 +108,7 @@ def test_a_gpu_job_puts_its_servers_on_the_cpu_and_its_workers_on_their_own_gpus
     cfg = _cfg("async")
     cfg.run.device = "cuda"
     assert [own_device(cfg, World(r, 3, r)) for r in range(3)] == ["cpu", "cuda:0", "cuda:1"]
-    cfg.run.ps_device = "gpu"   # as before: the server on GPU 0; a third GPU would be needed
+    cfg.run.ps_device = "gpu"  # as before: the server on GPU 0; a third GPU would be needed
     assert own_device(cfg, World(0, 3, 0)) == "cuda:0"
     with pytest.raises(ConfigError, match="local rank 2 needs GPU 2"):
         own_device(cfg, World(2, 3, 2))

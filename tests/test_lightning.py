@@ -12,21 +12,21 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from fineprune_cli import (DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler,
-                           create_policy)
+from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler, create_policy
 from conftest import free_port, spawn_ranks
 
-L = pytest.importorskip("lightning", reason="the lightning extra is not installed: pip install "
-                                            "'fineprune[lightning]'")
+L = pytest.importorskip("lightning", reason="the lightning extra is not installed: pip install 'fineprune[lightning]'")
 from fineprune_cli.integrations.lightning import PruningCallback  # noqa: E402
 
 N, BATCH, EPOCHS, LR = 96, 16, 2, 0.3
 # fine prunes both epochs; infobatch prunes epoch 2 (anneal 1: no full-data epochs at the end)
 CFG = PruneConfig(window=2, start=1, block=1, count=1, prune_fraction=0.25, anneal=1.0)
 UCB = PruneConfig(prune_fraction=0.25, anneal=0.5)  # epoch 1 pruned, epoch 2 longer (all samples)
-pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec.*is deprecated"),  # Lightning's own
-              pytest.mark.filterwarnings("ignore:You defined a `validation_step` but have no"),
-              pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")]  # 1 core
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*LeafSpec.*is deprecated"),  # Lightning's own
+    pytest.mark.filterwarnings("ignore:You defined a `validation_step` but have no"),
+    pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning"),
+]  # 1 core
 
 
 def _data():
@@ -49,13 +49,13 @@ class Tiny(L.LightningModule):
     def __init__(self):
         super().__init__()
         self.net = _model()
-        self.batches = []   # the sample indices of every step, in order
+        self.batches = []  # the sample indices of every step, in order
         self.validations = 0
 
     def training_step(self, batch, batch_idx):
         idx, x, y = batch
         self.batches.append(idx.clone())
-        return F.cross_entropy(self.net(x), y, reduction="none")   # per-sample losses
+        return F.cross_entropy(self.net(x), y, reduction="none")  # per-sample losses
 
     def validation_step(self, batch, batch_idx):
         self.validations += batch_idx == 0
@@ -67,9 +67,16 @@ class Tiny(L.LightningModule):
 def _trainer(**kwargs):
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     warnings.filterwarnings("ignore", ".*log_every_n_steps.*")
-    return L.Trainer(max_epochs=EPOCHS, accelerator="cpu", logger=False, enable_checkpointing=False,
-                     enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                     **kwargs)
+    return L.Trainer(
+        max_epochs=EPOCHS,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        **kwargs,
+    )
 
 
 def _hand_loop(name):
@@ -103,18 +110,23 @@ def test_callback_trains_as_the_hand_written_loop(name, workers):
     x, y = _data()
     sampler = PruningSampler(_policy(name))
     module = Tiny()
-    loader = DataLoader(IndexedDataset(TensorDataset(x, y)), batch_size=BATCH, sampler=sampler,
-                        num_workers=workers, persistent_workers=workers > 0)
+    loader = DataLoader(
+        IndexedDataset(TensorDataset(x, y)),
+        batch_size=BATCH,
+        sampler=sampler,
+        num_workers=workers,
+        persistent_workers=workers > 0,
+    )
     val = DataLoader(TensorDataset(x, y), batch_size=N)
     _trainer(callbacks=[PruningCallback(sampler)]).fit(module, loader, val)
 
     policy, model, batches = _hand_loop(name)
     assert len(module.batches) == len(batches) and module.validations == EPOCHS
     assert all(torch.equal(a, b) for a, b in zip(module.batches, batches))
-    assert sum(b.numel() for b in batches) < EPOCHS * N          # it pruned
+    assert sum(b.numel() for b in batches) < EPOCHS * N  # it pruned
     torch.testing.assert_close(sampler.policy.scores, policy.scores, rtol=0, atol=0, equal_nan=True)
     torch.testing.assert_close(module.net.weight, model.weight)
-    assert "training_step" not in vars(module)                    # the wrapper is gone after fit
+    assert "training_step" not in vars(module)  # the wrapper is gone after fit
 
 
 def test_checkpoint_resumes_the_plans(tmp_path):
@@ -137,7 +149,7 @@ def test_checkpoint_resumes_the_plans(tmp_path):
     again = PruningSampler(_policy("ucb"))
     _, resumed = fit(again, 2, ckpt_path=tmp_path / "one.ckpt")
     assert again.epoch == 1
-    second = straight.batches[-len(resumed.batches):]
+    second = straight.batches[-len(resumed.batches) :]
     assert sum(b.numel() for b in resumed.batches) == N > sum(b.numel() for b in straight.batches) - N
     assert all(torch.equal(a, b) for a, b in zip(resumed.batches, second))
     torch.testing.assert_close(again.policy.scores, whole.policy.scores, rtol=0, atol=0)
@@ -146,6 +158,7 @@ def test_checkpoint_resumes_the_plans(tmp_path):
 def test_a_plain_sampler_under_several_processes_is_refused():
     class FakeTrainer:
         world_size = 2
+
     with pytest.raises(ValueError, match="DistributedPruningSampler"):
         PruningCallback(PruningSampler(_policy("fine"))).setup(FakeTrainer(), Tiny(), "fit")
 
@@ -158,9 +171,16 @@ def _rank_main(rank, size, init_file, out_dir):
     loader = DataLoader(IndexedDataset(TensorDataset(x, y)), batch_size=BATCH // size, sampler=sampler)
     trainer = _trainer(callbacks=[PruningCallback(sampler)], devices=size, strategy="ddp")
     trainer.fit(module, loader)
-    torch.save({"kept": trainer.train_dataloader.sampler is sampler, "scores": sampler.policy.scores,
-                "batches": module.batches, "plan": sampler.plan.indices,
-                "weight": module.net.weight.detach()}, os.path.join(out_dir, f"rank{rank}.pt"))
+    torch.save(
+        {
+            "kept": trainer.train_dataloader.sampler is sampler,
+            "scores": sampler.policy.scores,
+            "batches": module.batches,
+            "plan": sampler.plan.indices,
+            "weight": module.net.weight.detach(),
+        },
+        os.path.join(out_dir, f"rank{rank}.pt"),
+    )
 
 
 @pytest.mark.slow

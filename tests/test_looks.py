@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from fineprune_cli.analysis import paired
-from fineprune_cli.analysis.decision import CANT_TELL, NOT_WORTH, WORTH, Decision, Judging, bracketing_shares, claims, settle
+from fineprune_cli.analysis.decision import (
+    CANT_TELL,
+    NOT_WORTH,
+    WORTH,
+    Decision,
+    Judging,
+    bracketing_shares,
+    claims,
+    settle,
+)
 from fineprune_cli.analysis.groups import Context
 from fineprune_cli.analysis.stats import pooled_estimate
 from fineprune_cli.drivers.compare import load_compare
@@ -29,8 +38,7 @@ def sequential(rng, truths, alphas, sigma=0.05):
     means = [0.0]
     for d_reg, d_c in truths:
         means += [d_reg - d_c, d_reg]
-    y_all = (np.array(means)[:, None] + rng.normal(0, 0.2, seeds)[None, :]
-             + rng.normal(0, sigma, (len(means), seeds)))
+    y_all = np.array(means)[:, None] + rng.normal(0, 0.2, seeds)[None, :] + rng.normal(0, sigma, (len(means), seeds))
     words = [CANT_TELL] * len(truths)
     for n, alpha in zip(LOOKS, alphas):
         y = y_all[:, :n]
@@ -65,8 +73,21 @@ def test_re_testing_at_the_full_level_at_every_look_breaks_it():
 
 
 def _decision(policy, word, p_holm=0.01):
-    return Decision(Context("lenet", "toy"), policy, 30.0, paired.Paired("regular", {}), None, None, None, "",
-                    {}, "worth" if word == WORTH else "", 0.01, p_holm, word)
+    return Decision(
+        Context("lenet", "toy"),
+        policy,
+        30.0,
+        paired.Paired("regular", {}),
+        None,
+        None,
+        None,
+        "",
+        {},
+        "worth" if word == WORTH else "",
+        0.01,
+        p_holm,
+        word,
+    )
 
 
 def test_a_decision_once_reached_stands_and_only_new_ones_are_recorded():
@@ -88,11 +109,20 @@ def test_the_arms_that_bracket_an_undecided_policys_budget():
 
 
 def test_looks_go_with_until_decided_and_increase():
-    for flags, words in (({"compare.looks": [3, 5]}, "--until-decided and --looks go together"),
-                         ({"compare.until_decided": True}, "--until-decided and --looks go together"),
-                         ({"compare.until_decided": True, "compare.looks": [5, 3]}, "increasing list"),
-                         ({"compare.until_decided": True, "compare.looks": [3, 5], "compare.executor": "slurm",
-                           "compare.detach": True}, "cannot --detach")):
+    for flags, words in (
+        ({"compare.looks": [3, 5]}, "--until-decided and --looks go together"),
+        ({"compare.until_decided": True}, "--until-decided and --looks go together"),
+        ({"compare.until_decided": True, "compare.looks": [5, 3]}, "increasing list"),
+        (
+            {
+                "compare.until_decided": True,
+                "compare.looks": [3, 5],
+                "compare.executor": "slurm",
+                "compare.detach": True,
+            },
+            "cannot --detach",
+        ),
+    ):
         with pytest.raises(ConfigError, match=words):
             load_compare(None, flags)
 
@@ -108,14 +138,14 @@ def test_a_tiny_procedure_trains_look_by_look_and_replays_when_started_again(tmp
     assert done[0].seeds == 2 and done[0].arms == ["regular", "ucb", "shorter-50"]
     folders = sorted(p.name for p in (out / "lenet-synthetic").iterdir())
     assert {"regular-seed0", "regular-seed1", "ucb-seed0", "ucb-seed1", "shorter-50-seed0"} <= set(folders)
-    if len(done) == 2:   # ucb was open after look 1: look 2 trains what it needs only, and the
+    if len(done) == 2:  # ucb was open after look 1: look 2 trains what it needs only, and the
         # shorter arm at its 30% budget that the line (50% only) lacked, from seed 0 on
         assert set(done[1].arms) == {"regular", "ucb", "shorter-30"} and "ucb-seed2" in folders
         assert {"shorter-30-seed0", "shorter-30-seed2"} <= set(folders) and "shorter-50-seed2" not in folders
     else:
         assert not any(f.endswith("seed2") for f in folders)
     stamps = {p: p.stat().st_mtime_ns for p in (out / "lenet-synthetic").glob("*/metrics.csv")}
-    until_decided(cfg, c, show_progress=False)   # started again: nothing trains, the same looks
+    until_decided(cfg, c, show_progress=False)  # started again: nothing trains, the same looks
     assert json.loads((out / "looks.json").read_text()) == first
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     assert "| 1 | 0–1 |" in (out / "looks.md").read_text()

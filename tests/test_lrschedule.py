@@ -17,7 +17,7 @@ def _cfg(**kw):
 
 def _decays(schedule, samples):
     """Milestones passed in each epoch of a run whose epochs train `samples`."""
-    return [schedule.at(e, samples[e - 1], samples[:e - 1]).decays for e in range(1, len(samples) + 1)]
+    return [schedule.at(e, samples[e - 1], samples[: e - 1]).decays for e in range(1, len(samples) + 1)]
 
 
 def test_epochs_mode_is_torchs_multisteplr_to_the_bit():
@@ -32,7 +32,7 @@ def test_epochs_mode_is_torchs_multisteplr_to_the_bit():
     for epoch in range(1, 201):
         expected = opt.param_groups[0]["lr"]
         assert schedule.at(epoch, 700, [700] * (epoch - 1)).value(cfg) == expected, epoch
-        assert lr_at(cfg, epoch, 10**6, 0) == expected, epoch        # the trainer's lr past the warm-up
+        assert lr_at(cfg, epoch, 10**6, 0) == expected, epoch  # the trainer's lr past the warm-up
         opt.step()
         steps.step()
 
@@ -61,9 +61,9 @@ def test_the_warmup_ends_at_full_lr_on_its_last_step():
     cfg = TrainConfig(lr=0.1, milestones=[2, 3], gamma=0.5)
     assert [lr_at(cfg, 1, s, 4) for s in range(6)] == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1, 0.1])
     assert lr_at(cfg, 1, 3, 4) == 0.1
-    assert lr_at(cfg, 3, 2, 4) == pytest.approx(0.05 * 3 / 4)   # a ramp still running meets a milestone
-    assert lr_at(cfg, 1, 0, 0) == 0.1                            # no warm-up
-    assert lr_at(cfg, 1, 0, 4, base=0.4) == pytest.approx(0.1)   # an LrSchedule's epoch lr, ramped too
+    assert lr_at(cfg, 3, 2, 4) == pytest.approx(0.05 * 3 / 4)  # a ramp still running meets a milestone
+    assert lr_at(cfg, 1, 0, 0) == 0.1  # no warm-up
+    assert lr_at(cfg, 1, 0, 4, base=0.4) == pytest.approx(0.1)  # an LrSchedule's epoch lr, ramped too
 
 
 def test_the_warmup_counts_a_partial_last_batch_as_a_step():
@@ -114,7 +114,7 @@ def test_lr_scale_pruned_multiplies_by_n_over_samples():
     schedule = LrSchedule(cfg, 100, lambda e: None, scale_pruned=True)
     assert schedule.at(1, 70, []).scale == 100 / 70
     assert schedule.at(3, 70, [70, 70]).value(cfg) == pytest.approx(0.1 * 0.2 * 100 / 70, rel=1e-15)
-    assert schedule.at(1, 100, []).scale == 1.0                      # a full epoch: unchanged
+    assert schedule.at(1, 100, []).scale == 1.0  # a full epoch: unchanged
     assert LrSchedule(cfg, 100, lambda e: None, False).at(1, 70, []).scale == 1.0  # off
     assert EpochLr(0, 1.0).value(cfg) == 0.1
 
@@ -123,14 +123,31 @@ def test_a_pruned_run_records_progress_milestones_and_scaled_lr(tmp_path):
     """random in every epoch up to --anneal 0.5: epochs 1-2 train 70 of 100 samples, 3-4 all;
     340 in all. Milestone 2 of 4 falls at half of that, 170: epoch 3 starts at 140, epoch 4 at
     240, so epoch 4 decays (`epochs` would decay epoch 3); the pruned epochs run x 100/70."""
-    cfg = build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 100, "data.test_subset": 50,
-        "train.epochs": 4, "train.batch_size": 50, "train.milestones": [2], "train.warmup_epochs": 0.0,
-        "train.lr_schedule": "progress", "train.lr_scale_pruned": True, "run.device": "cpu",
-        "run.out": str(tmp_path / "r"), "prune.enabled": True, "prune.policy": "random", "prune.anneal": 0.5,
-        "prune.window": 1, "prune.start": 0, "prune.block": 1, "prune.count": 1})
+    cfg = build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 100,
+            "data.test_subset": 50,
+            "train.epochs": 4,
+            "train.batch_size": 50,
+            "train.milestones": [2],
+            "train.warmup_epochs": 0.0,
+            "train.lr_schedule": "progress",
+            "train.lr_scale_pruned": True,
+            "run.device": "cpu",
+            "run.out": str(tmp_path / "r"),
+            "prune.enabled": True,
+            "prune.policy": "random",
+            "prune.anneal": 0.5,
+            "prune.window": 1,
+            "prune.start": 0,
+            "prune.block": 1,
+            "prune.count": 1,
+        },
+    )
     train(cfg, show_progress=False)
     rows = metrics_rows(tmp_path / "r")
     assert [int(r["samples"]) for r in rows] == [70, 70, 100, 100]
-    assert [float(r["lr"]) for r in rows] == pytest.approx([0.1 * 100 / 70, 0.1 * 100 / 70, 0.1, 0.1 * 0.2],
-                                                           rel=1e-12)
+    assert [float(r["lr"]) for r in rows] == pytest.approx([0.1 * 100 / 70, 0.1 * 100 / 70, 0.1, 0.1 * 0.2], rel=1e-12)

@@ -16,28 +16,42 @@ def _clean_env(**extra: str) -> dict:
     """The environment without the variables under test, nor an outer make's (`make test
     DEVICE=cpu` hands DEVICE down through MAKEFLAGS)."""
     import os
+
     drop = ("DEVICE", "ARGS", "REFRESH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
     return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
 
 
 def _commands(target: str, *assignments: str, env: dict | None = None) -> list[list[str]]:
     """The fineprune commands `make -n target` would run, split into words."""
-    out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), target, *assignments], capture_output=True,
-                         text=True, check=True, env=_clean_env() if env is None else env).stdout
-    return [shlex.split(line)[1:] for line in out.splitlines()
-            if line.split(" ", 1)[0].endswith("bin/fineprune")]
+    out = subprocess.run(
+        ["make", "-s", "-n", "-C", str(ROOT), target, *assignments],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_clean_env() if env is None else env,
+    ).stdout
+    return [shlex.split(line)[1:] for line in out.splitlines() if line.split(" ", 1)[0].endswith("bin/fineprune")]
 
 
 def test_reproduce_passes_args_and_device_through():
     (compare, report) = _commands("reproduce", "DEVICE=cpu", "ARGS=--seeds 0 --epochs 3")
-    assert compare == ["compare", "--config", "experiments/paper.yaml", "--device", "cpu", "--seeds", "0",
-                       "--epochs", "3"]
+    assert compare == [
+        "compare",
+        "--config",
+        "experiments/paper.yaml",
+        "--device",
+        "cpu",
+        "--seeds",
+        "0",
+        "--epochs",
+        "3",
+    ]
     assert report[:2] == ["report", "results/paper/runs"]
 
 
 def test_device_from_the_environment_passes_too_and_nothing_when_unset():
     (compare, _) = _commands("reproduce")
-    assert compare == ["compare", "--config", "experiments/paper.yaml"]   # the file's run.device decides
+    assert compare == ["compare", "--config", "experiments/paper.yaml"]  # the file's run.device decides
     (compare, _) = _commands("reproduce", env=_clean_env(DEVICE="cpu"))
     assert compare[-2:] == ["--device", "cpu"]
 
@@ -55,7 +69,8 @@ def test_demo_writes_to_an_ignored_folder_unless_refresh():
 
 def test_demo_prints_its_table_once():
     """compare's own table goes to /dev/null; the report's is the one shown."""
-    out = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), "demo"], capture_output=True, text=True,
-                         check=True, env=_clean_env()).stdout
+    out = subprocess.run(
+        ["make", "-s", "-n", "-C", str(ROOT), "demo"], capture_output=True, text=True, check=True, env=_clean_env()
+    ).stdout
     (line,) = [x for x in out.splitlines() if " compare " in x]
     assert line.rstrip().endswith("> /dev/null")

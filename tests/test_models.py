@@ -1,4 +1,5 @@
 """Model zoo: shapes, gradients, parameter counts and registry errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,7 @@ from fineprune_cli import models
 from fineprune_cli.models import count_parameters, create, list_models
 from fineprune_cli.models.wrn import wide_resnet
 
-EXPECTED_ORDER = ["lenet", "vgg13", "vgg16", "vgg19", "resnet18", "resnet34",
-                  "resnet50", "wrn10", "wrn16", "wrn22"]
+EXPECTED_ORDER = ["lenet", "vgg13", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50", "wrn10", "wrn16", "wrn22"]
 
 # 3 input channels, 10 classes; values of the standard CIFAR implementations.
 KNOWN_COUNTS = {

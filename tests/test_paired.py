@@ -16,9 +16,11 @@ def arm(policy, finals, skipped=0, name=""):
 def uneven():
     """Arms with different seed sets: sorted by position, ucb's seeds 1, 2, 3 would meet regular's
     0, 1, 2 (differences 11, 11.5, -30); by seed only 1 and 2 meet (1.0 and 1.5)."""
-    return {"regular": arm("regular", {0: 70.0, 1: 80.0, 2: 90.0}),
-            "random-every-30": arm("random", {0: 69.0, 1: 79.0, 3: 59.5}, skipped=300, name="random-every-30"),
-            "ucb": arm("ucb", {1: 81.0, 2: 91.5, 3: 60.0}, skipped=300)}
+    return {
+        "regular": arm("regular", {0: 70.0, 1: 80.0, 2: 90.0}),
+        "random-every-30": arm("random", {0: 69.0, 1: 79.0, 3: 59.5}, skipped=300, name="random-every-30"),
+        "ucb": arm("ucb", {1: 81.0, 2: 91.5, 3: 60.0}, skipped=300),
+    }
 
 
 def test_differences_against_regular_pair_by_seed_not_by_position():
@@ -36,9 +38,11 @@ def test_a_line_is_read_in_the_same_seed_and_a_seed_either_side_lacks_is_left_ou
 
 
 def test_the_random_control_pairs_by_seed():
-    by = {"regular": arm("regular", {0: 70.0, 1: 80.0, 2: 90.0}),
-          "fine": arm("fine", {1: 80.5, 2: 90.0}, skipped=300),
-          "random": arm("random", {0: 69.0, 2: 89.0}, skipped=300)}
+    by = {
+        "regular": arm("regular", {0: 70.0, 1: 80.0, 2: 90.0}),
+        "fine": arm("fine", {1: 80.5, 2: 90.0}, skipped=300),
+        "random": arm("random", {0: 69.0, 2: 89.0}, skipped=300),
+    }
     found = paired.vs_control(by, "fine")
     assert found.diffs == pytest.approx({2: 1.0})
     assert found.left_out == {0: "no run of this arm", 1: "no run of random"}
@@ -48,11 +52,13 @@ def test_a_variant_meets_the_random_control_of_its_own_variant_never_the_plain_o
     """fine at prune_fraction 0.5 against random at 0.5 (+1 pt), not against plain random (+15 pt);
     without its own control it has none."""
     seeds = range(3)
-    by = {"regular": arm("regular", dict.fromkeys(seeds, 80.0)),
-          "fine": arm("fine", dict.fromkeys(seeds, 80.0), skipped=300),
-          "random": arm("random", dict.fromkeys(seeds, 70.0), skipped=300),
-          "fine (prune_fraction 0.5)": arm("fine", dict.fromkeys(seeds, 85.0), skipped=500),
-          "random (prune_fraction 0.5)": arm("random", dict.fromkeys(seeds, 84.0), skipped=500)}
+    by = {
+        "regular": arm("regular", dict.fromkeys(seeds, 80.0)),
+        "fine": arm("fine", dict.fromkeys(seeds, 80.0), skipped=300),
+        "random": arm("random", dict.fromkeys(seeds, 70.0), skipped=300),
+        "fine (prune_fraction 0.5)": arm("fine", dict.fromkeys(seeds, 85.0), skipped=500),
+        "random (prune_fraction 0.5)": arm("random", dict.fromkeys(seeds, 84.0), skipped=500),
+    }
     found = paired.vs_control(by, "fine (prune_fraction 0.5)")
     assert found.arms == ("random (prune_fraction 0.5)",) and found.diffs == pytest.approx(dict.fromkeys(seeds, 1.0))
     assert paired.vs_control(by, "fine").diffs == pytest.approx(dict.fromkeys(seeds, 10.0))
@@ -64,8 +70,10 @@ def line_at(budgets, policy_skipped):
     """Regular at 80; frontier arms at the given skipped counts (of 1,000 sample-epochs: 10 a
     percent), each at 80 - its percent / 10; ucb at `policy_skipped`, at 80."""
     seeds = range(3)
-    by = {"regular": arm("regular", dict.fromkeys(seeds, 80.0)),
-          "ucb": arm("ucb", dict.fromkeys(seeds, 80.0), skipped=policy_skipped)}
+    by = {
+        "regular": arm("regular", dict.fromkeys(seeds, 80.0)),
+        "ucb": arm("ucb", dict.fromkeys(seeds, 80.0), skipped=policy_skipped),
+    }
     for k in budgets:
         name = f"random-every-{k // 10}"
         by[name] = arm("random", dict.fromkeys(seeds, 80.0 - k / 100), skipped=k, name=name)

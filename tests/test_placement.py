@@ -16,14 +16,17 @@ from fineprune_cli.errors import ConfigError
 from conftest import free_port, spawn_ranks
 
 
-@pytest.mark.parametrize("local, count, env, expected", [
-    (3, 4, {}, 3),                                    # torchrun on a 4-GPU node: GPU = local rank
-    (3, 4, {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, 3),
-    (3, 1, {}, 0),                                    # srun --gpus-per-task 1: one GPU, cuda:0
-    (3, 8, {"CUDA_VISIBLE_DEVICES": "5"}, 0),         # one listed (count may be the node's)
-    (1, 2, {"CUDA_VISIBLE_DEVICES": "2,3"}, 1),       # two of the node's, local rank among them
-    (0, 4, {}, 0),
-])
+@pytest.mark.parametrize(
+    "local, count, env, expected",
+    [
+        (3, 4, {}, 3),  # torchrun on a 4-GPU node: GPU = local rank
+        (3, 4, {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, 3),
+        (3, 1, {}, 0),  # srun --gpus-per-task 1: one GPU, cuda:0
+        (3, 8, {"CUDA_VISIBLE_DEVICES": "5"}, 0),  # one listed (count may be the node's)
+        (1, 2, {"CUDA_VISIBLE_DEVICES": "2,3"}, 1),  # two of the node's, local rank among them
+        (0, 4, {}, 0),
+    ],
+)
 def test_cuda_index(local, count, env, expected):
     assert cuda_index(local, count, env) == expected
 
@@ -41,7 +44,7 @@ def test_device_for_a_slurm_task_with_one_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     assert worlds.device_for(World(5, 8, 1), "cuda") == "cuda:1"
     assert worlds.device_for(World(5, 8, 1), "cpu") == "cpu"
-    assert worlds.device_for(World(), "auto") == "auto"         # one process: resolve_device decides
+    assert worlds.device_for(World(), "auto") == "auto"  # one process: resolve_device decides
 
 
 def test_place_makes_the_runs_gpu_the_current_one(monkeypatch):
@@ -49,7 +52,7 @@ def test_place_makes_the_runs_gpu_the_current_one(monkeypatch):
     monkeypatch.setattr(torch.cuda, "set_device", calls.append)
     for name in ("cuda:1", "cuda", "cpu"):
         worlds.place(torch.device(name))
-    assert calls == [torch.device("cuda:1")]                    # a bare 'cuda' is the current one
+    assert calls == [torch.device("cuda:1")]  # a bare 'cuda' is the current one
 
 
 def test_stopwatch_times_and_waits_on_its_own_device(monkeypatch):
@@ -83,21 +86,29 @@ def _slurm_rank_main(rank, size, init_file, out_dir):
         os.environ.pop(key, None)
     with open(os.path.join(out_dir, "ports")) as f:
         port, sync_port = f.read().split()
-    os.environ.update(SLURM_PROCID=str(rank), SLURM_STEP_ID="0", SLURM_STEP_NUM_TASKS=str(size),
-                      SLURM_NTASKS=str(size), SLURM_LOCALID=str(rank),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    os.environ.update(
+        SLURM_PROCID=str(rank),
+        SLURM_STEP_ID="0",
+        SLURM_STEP_NUM_TASKS=str(size),
+        SLURM_NTASKS=str(size),
+        SLURM_LOCALID=str(rank),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=port,
+    )
     world = from_env()
     cfg = Config()
     cfg.run.dist_mode, cfg.run.dist_timeout = "mixed", 30
-    groups = paramserver.start(world, cfg)   # group size 0: the node's workers
+    groups = paramserver.start(world, cfg)  # group size 0: the node's workers
     peer = rpc.rpc_sync("ps0", os.getpid) if not world.main else None
     paramserver.stop()
     os.environ["MASTER_PORT"] = sync_port
     worlds.init(world, torch.device("cpu"), timeout_s=30)
     total = worlds.all_sum(torch.tensor([rank + 1.0]), world)
     dist.destroy_process_group()
-    torch.save({"world": tuple(vars(world).values()), "groups": groups, "peer": peer, "sum": total.item()},
-               os.path.join(out_dir, f"rank{rank}.pt"))
+    torch.save(
+        {"world": tuple(vars(world).values()), "groups": groups, "peer": peer, "sum": total.item()},
+        os.path.join(out_dir, f"rank{rank}.pt"),
+    )
 
 
 @pytest.mark.slow

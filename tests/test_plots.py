@@ -16,6 +16,7 @@ def saved(monkeypatch):
 
     def record(fig, *args, **kwargs):
         figures.append([(ax.get_title(), [line.get_color() for line in ax.get_lines()]) for ax in fig.axes])
+
     monkeypatch.setattr(Figure, "savefig", record)
     return figures
 
@@ -34,7 +35,7 @@ def test_one_seed_is_not_called_a_mean_and_frontier_arms_get_distinct_colours(tm
     plots.accuracy_by_cost(by, "LeNet", None, tmp_path / "a.png")
     (loss, acc), (cost,) = saved
     assert "mean" not in loss[0] and "mean" not in cost[0]
-    assert len(loss[1]) == 3 and len(set(loss[1])) == 3    # the two random-every arms: two greys before
+    assert len(loss[1]) == 3 and len(set(loss[1])) == 3  # the two random-every arms: two greys before
 
 
 def test_several_seeds_say_mean(tmp_path, saved):
@@ -45,7 +46,8 @@ def test_several_seeds_say_mean(tmp_path, saved):
 
 
 def test_row_colours_keep_the_policys_own_and_never_repeat():
-    colours = plots.row_colors(["fine", "fine (prune_fraction 0.5)", "random-every-10", "random-every-20",
-                                "shorter-10", "shorter-30"])
+    colours = plots.row_colors(
+        ["fine", "fine (prune_fraction 0.5)", "random-every-10", "random-every-20", "shorter-10", "shorter-30"]
+    )
     assert colours["fine"] == "#d62728" and colours["random-every-10"] == "#7f7f7f"
     assert len(set(colours.values())) == 6

@@ -58,6 +58,7 @@ def left_out(plan, n):
 
 # --- InfoBatch ---------------------------------------------------------------------------
 
+
 def test_infobatch_prunes_only_below_mean_and_weights_the_rest_by_one_over_one_minus_r():
     # Seen losses sum to 24 over 12 samples: mean 2. W = {0, 1, 2, 3, 10} (below 2); 8 and 9
     # sit exactly at the mean; 12 and 13 are never seen. r = 0.25: floor(1.25) = 1 sits out.
@@ -76,7 +77,7 @@ def test_infobatch_prunes_only_below_mean_and_weights_the_rest_by_one_over_one_m
         assert plan.pruned and w.dtype == torch.float32 and w.shape == (14,)
         assert all(w[i] == torch.tensor(1 / 0.75) for i in below - out)
         assert all(w[i] == 1 for i in set(range(14)) - below)
-    assert outs == below                                     # a random one, not always the same
+    assert outs == below  # a random one, not always the same
 
 
 def test_infobatch_without_rescaling_leaves_out_the_same_samples_with_weight_one():
@@ -101,14 +102,14 @@ def test_infobatch_first_epoch_trains_everything_and_sat_out_samples_keep_their_
     plan = ib.plan(1)
     assert plan.samples == 4 and not plan.pruned and plan.weights is None
     assert torch.isnan(ib.scores).all()
-    observe_all(ib, [1.0, 2.0, 7.0, 8.0])                   # mean 4.5: W = {0, 1}, one sits out
+    observe_all(ib, [1.0, 2.0, 7.0, 8.0])  # mean 4.5: W = {0, 1}, one sits out
     out = left_out(ib.plan(2), 4)
     assert len(out) == 1 and out <= {0, 1}
     trained = torch.tensor(sorted({0, 1, 2, 3} - out))
     ib.observe(trained, torch.full((3,), 5.0))
     ib.sync()
     expected = torch.full((4,), 5.0)
-    expected[list(out)] = float(list(out)[0] + 1)           # its loss from epoch 1
+    expected[list(out)] = float(list(out)[0] + 1)  # its loss from epoch 1
     assert torch.equal(ib.scores, expected)
 
 
@@ -119,7 +120,7 @@ def test_infobatch_anneals_after_delta_n_by_default():
     plans = feed(ib, 10)
     assert [p.pruned for p in plans] == [False] + [True] * 7 + [False, False]
     assert all(p.samples == 30 and p.weights is None for p in plans[8:])
-    ib8 = create("infobatch", 30, PruneConfig(), seed=1, epochs=8)   # δ·n = 7 exactly
+    ib8 = create("infobatch", 30, PruneConfig(), seed=1, epochs=8)  # δ·n = 7 exactly
     assert [p.pruned for p in feed(ib8, 8)] == [False] + [True] * 6 + [False]
 
 
@@ -138,6 +139,7 @@ def test_infobatch_never_trains_fewer_than_its_budget(losses, r, seed):
 
 
 # --- UCB and epsilon-greedy ----------------------------------------------------------------
+
 
 def test_running_mean_and_variance_are_exponentially_weighted():
     # w = 0.3, losses 1 then 5: d = 4, mean = 1 + 0.3 x 4 = 2.2, var = 0.7 x (0.3 x 16) = 3.36;
@@ -180,8 +182,8 @@ def test_egreedy_keeps_top_means_plus_an_epsilon_share_of_the_budget_at_random()
         draws |= kept - set(range(60, 100))
     assert len(draws) > 10 and draws <= set(range(60))
     odd = create("egreedy", 100, PruneConfig(prune_fraction=0.5, epsilon=0.07), seed=4)
-    observe_all(odd, torch.arange(100.0))   # round(0.07 x 50) = round(3.5) = 4 drawn: the top 46 always,
-    plans = [set(odd.plan(e).indices.tolist()) for e in range(1, 11)]   # not the top 47 (int() draws 3)
+    observe_all(odd, torch.arange(100.0))  # round(0.07 x 50) = round(3.5) = 4 drawn: the top 46 always,
+    plans = [set(odd.plan(e).indices.tolist()) for e in range(1, 11)]  # not the top 47 (int() draws 3)
     assert all(set(range(54, 100)) <= kept for kept in plans) and any(53 not in kept for kept in plans)
     greedy = create("egreedy", 100, PruneConfig(prune_fraction=0.5, epsilon=0.0), seed=4)
     observe_all(greedy, torch.arange(100.0))
@@ -196,6 +198,7 @@ def test_bandits_prune_every_epoch_at_exactly_the_budget(name):
 
 
 # --- fine: --drop ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("drop, out", [("hard", {7, 8, 9}), ("easy", {0, 1, 2})])
 def test_fine_drop_hard_leaves_out_the_highest_counts_easy_the_lowest(drop, out):
@@ -232,6 +235,7 @@ def test_fine_at_a_windows_first_epoch_selects_as_its_random_control(window, sta
 
 # --- fine and random: which epochs prune, and how many samples --------------------------------
 
+
 @pytest.mark.parametrize("name", ["fine", "random"])
 def test_planned_samples_is_the_plans_exact_count_in_every_epoch(name):
     # window 4, start 2, block 1: epochs 2, 3, 6, 7 on the schedule; --anneal 0.75 of 8 stops
@@ -258,8 +262,9 @@ def test_the_prune_count_is_fraction_times_n_rounded_half_to_even(name, n, fract
 @pytest.mark.parametrize("name", ["fine", "random", "ucb"])
 def test_a_prune_count_that_rounds_to_every_sample_is_refused(name):
     # 0.875 x 4 = 3.5 rounds to 4 = N: an epoch without samples. Catches `m > N` for `m >= N`.
-    with pytest.raises(ConfigError, match="--prune-fraction 0.875 leaves none of the 4 training samples; "
-                                          "use at most 0.75"):
+    with pytest.raises(
+        ConfigError, match="--prune-fraction 0.875 leaves none of the 4 training samples; use at most 0.75"
+    ):
         create(name, 4, PruneConfig(prune_fraction=0.875, **EVERY_EPOCH))
 
 
@@ -287,6 +292,7 @@ def test_fine_load_state_dict_drops_what_was_observed_before_the_load():
 
 # --- every policy: --anneal, resume, DDP folding ---------------------------------------------
 
+
 @pytest.mark.parametrize("name", PRUNING)
 def test_anneal_stops_pruning_after_delta_n_for_every_policy(name):
     # δ = 0.5, n = 7: epochs <= 3.5 may prune; 4-7 train everything with weight 1.
@@ -313,7 +319,7 @@ def test_anneal_needs_the_run_length_unless_it_never_stops():
     with pytest.raises(ConfigError, match="--anneal"):
         create("ucb", 10, PruneConfig(anneal=0.5))
     with pytest.raises(ConfigError, match="--anneal 0.875"):
-        create("infobatch", 10)                                  # its default δ
+        create("infobatch", 10)  # its default δ
     assert create("infobatch", 10, PruneConfig(anneal=1.0)).last_pruning_epoch is None
 
 
@@ -338,8 +344,8 @@ def test_state_dict_round_trip_continues_bit_exactly(name):
     feed(first, 4)
     buf = io.BytesIO()
     torch.save(first.state_dict(), buf)
-    resumed = create(name, 50, cfg, seed=123, epochs=9)       # another seed: the state must win
-    resumed.observe(torch.arange(3), torch.ones(3))            # stale pending, to be dropped
+    resumed = create(name, 50, cfg, seed=123, epochs=9)  # another seed: the state must win
+    resumed.observe(torch.arange(3), torch.ones(3))  # stale pending, to be dropped
     resumed.load_state_dict(torch.load(io.BytesIO(buf.getvalue())))
     for a, b in zip(expected[4:], feed(resumed, 5, first=5)):
         assert torch.equal(a.indices, b.indices) and a.pruned == b.pruned
@@ -376,6 +382,7 @@ def test_pending_observations_sum_over_ranks_to_one_process(name):
 
 # --- registry and settings ------------------------------------------------------------------
 
+
 def test_registry_lists_every_policy_with_label_and_colour():
     # Catches: a module that does not register, a missing label, colours shared in plots.
     names = list_policies()
@@ -386,9 +393,18 @@ def test_registry_lists_every_policy_with_label_and_colour():
     assert get("none") is get("regular")
 
 
-@pytest.mark.parametrize("field, bad", [("anneal", 1.5), ("drop", "medium"), ("infobatch_ratio", 0.95),
-                                        ("ucb_c", -1.0), ("epsilon", 1.5), ("ema_weight", 0.0),
-                                        ("kakurenbo_tau", 1.5)])
+@pytest.mark.parametrize(
+    "field, bad",
+    [
+        ("anneal", 1.5),
+        ("drop", "medium"),
+        ("infobatch_ratio", 0.95),
+        ("ucb_c", -1.0),
+        ("epsilon", 1.5),
+        ("ema_weight", 0.0),
+        ("kakurenbo_tau", 1.5),
+    ],
+)
 def test_new_settings_are_checked(field, bad):
     # Catches: a field declared without its check (or choices).
     with pytest.raises(ConfigError, match=field.replace("_", "-")):
@@ -398,6 +414,7 @@ def test_new_settings_are_checked(field, bad):
 
 # --- the default schedule scales with the run; a run that cannot prune is refused ---------
 
+
 def test_create_policy_scales_the_default_schedule_to_its_epochs():
     """The issue's case: PruneConfig() with epochs=10 used to keep window 60, start 30 and
     never prune; now window 3, start 2 prune epochs 2, 4, 6, 8, 10."""
@@ -405,32 +422,38 @@ def test_create_policy_scales_the_default_schedule_to_its_epochs():
     assert [e for e in range(1, 11) if policy.plan(e).pruned] == [2, 4, 6, 8, 10]
     cfg = PruneConfig()
     create("random", 1000, cfg, epochs=10)
-    assert cfg.window is None and cfg.start is None   # the caller's object is not filled in
+    assert cfg.window is None and cfg.start is None  # the caller's object is not filled in
 
 
-@pytest.mark.parametrize("name, cfg, epochs, words", [
-    ("fine", PruneConfig(window=60, start=30), 10, "fine prunes no epoch of 10: window 60 with start 30"),
-    ("random", PruneConfig(window=60, start=30), 29, "first prunes epoch 30"),
-    ("fine", PruneConfig(window=10, start=9, attenuation=1.0), 50, "never meets an epoch"),
-    ("fine", PruneConfig(anneal=0.1), 10, "--anneal 0.1 stops pruning after epoch 1, before the schedule's first"),
-    ("infobatch", PruneConfig(), 1, "first epoch that can leave samples out is epoch 2"),
-    ("infobatch", PruneConfig(anneal=0.15), 10, "--anneal 0.15 stops pruning after epoch 1"),
-    ("ucb", PruneConfig(anneal=0.05), 10, "stops pruning after epoch 0"),
-])
+@pytest.mark.parametrize(
+    "name, cfg, epochs, words",
+    [
+        ("fine", PruneConfig(window=60, start=30), 10, "fine prunes no epoch of 10: window 60 with start 30"),
+        ("random", PruneConfig(window=60, start=30), 29, "first prunes epoch 30"),
+        ("fine", PruneConfig(window=10, start=9, attenuation=1.0), 50, "never meets an epoch"),
+        ("fine", PruneConfig(anneal=0.1), 10, "--anneal 0.1 stops pruning after epoch 1, before the schedule's first"),
+        ("infobatch", PruneConfig(), 1, "first epoch that can leave samples out is epoch 2"),
+        ("infobatch", PruneConfig(anneal=0.15), 10, "--anneal 0.15 stops pruning after epoch 1"),
+        ("ucb", PruneConfig(anneal=0.05), 10, "stops pruning after epoch 0"),
+    ],
+)
 def test_a_policy_that_prunes_no_epoch_is_refused(name, cfg, epochs, words):
     with pytest.raises(ConfigError, match=re.escape(words)):
         create(name, 100, cfg, epochs=epochs)
 
 
-@pytest.mark.parametrize("name, cfg, epochs", [
-    ("random", PruneConfig(window=60, start=30), 30),   # the boundary: epoch 30 prunes
-    ("fine", PruneConfig(anneal=0.2), 10),               # last epoch 2 is the first pruning one
-    ("infobatch", PruneConfig(), 3),                    # default anneal 0.875 x 3: epoch 2 is the last
-    ("infobatch", PruneConfig(anneal=0.2), 10),          # epoch 2 may prune
-    ("ucb", PruneConfig(), 1),                           # prunes from epoch 1
-    ("egreedy", PruneConfig(anneal=0.1), 10),
-    ("random", PruneConfig(window=1, start=0, block=1, count=1, attenuation=1.0), 1),  # a frontier arm
-])
+@pytest.mark.parametrize(
+    "name, cfg, epochs",
+    [
+        ("random", PruneConfig(window=60, start=30), 30),  # the boundary: epoch 30 prunes
+        ("fine", PruneConfig(anneal=0.2), 10),  # last epoch 2 is the first pruning one
+        ("infobatch", PruneConfig(), 3),  # default anneal 0.875 x 3: epoch 2 is the last
+        ("infobatch", PruneConfig(anneal=0.2), 10),  # epoch 2 may prune
+        ("ucb", PruneConfig(), 1),  # prunes from epoch 1
+        ("egreedy", PruneConfig(anneal=0.1), 10),
+        ("random", PruneConfig(window=1, start=0, block=1, count=1, attenuation=1.0), 1),  # a frontier arm
+    ],
+)
 def test_a_policy_that_prunes_some_epoch_is_accepted(name, cfg, epochs):
     create(name, 100, cfg, epochs=epochs)
 
@@ -438,8 +461,8 @@ def test_a_policy_that_prunes_some_epoch_is_accepted(name, cfg, epochs):
 def test_default_schedule_without_the_runs_length_is_refused():
     with pytest.raises(ConfigError, match="create the policy with epochs=n, or set window and start"):
         create("fine", 100, PruneConfig())
-    create("fine", 100, PruneConfig(window=60, start=30))   # explicit: no length needed
-    create("infobatch", 100, PruneConfig(anneal=1.0))        # no schedule to scale
+    create("fine", 100, PruneConfig(window=60, start=30))  # explicit: no length needed
+    create("infobatch", 100, PruneConfig(anneal=1.0))  # no schedule to scale
 
 
 def test_infobatch_on_two_epochs_is_refused_by_its_default_anneal():

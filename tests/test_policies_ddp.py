@@ -16,7 +16,7 @@ from conftest import spawn_ranks
 N, BATCH, EPOCHS, SIZE = 60, 8, 5, 2
 
 POLICIES = ["infobatch", "ucb", "egreedy", "kakurenbo"]
-CFG = dict(prune_fraction=0.3, infobatch_ratio=0.5, anneal=0.8)   # epoch 5 > 0.8 x 5: full
+CFG = dict(prune_fraction=0.3, infobatch_ratio=0.5, anneal=0.8)  # epoch 5 > 0.8 x 5: full
 
 
 def _losses(epoch):
@@ -42,7 +42,9 @@ def _run(name, rank, size, reduce):
         plans.append((plan.indices.tolist(), None if plan.weights is None else plan.weights.tolist()))
         losses = _losses(epoch)
         right, conf = _predictions(epoch)
-        seen = (lambda i, right=right, conf=conf: (right[i], conf[i])) if policy.observes_predictions else (lambda i: ())
+        seen = (
+            (lambda i, right=right, conf=conf: (right[i], conf[i])) if policy.observes_predictions else (lambda i: ())
+        )
         for batch in _order(epoch, plan.indices).split(BATCH):
             mine = batch[rank::size]
             policy.observe(mine, losses[mine], losses[batch].mean(), *seen(mine))
@@ -56,17 +58,18 @@ def _run(name, rank, size, reduce):
 
 
 def _rank_main(rank, size, init_file, out_dir):
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
+    )
 
     def reduce(t):
         t = t.clone()
-        dist.all_reduce(t)              # sum
+        dist.all_reduce(t)  # sum
         return t
+
     results = {name: _run(name, rank, size, reduce) for name in POLICIES}
     torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()
-
 
 
 def _same(a, b):
@@ -78,8 +81,8 @@ def test_two_ranks_end_with_one_process_scores_and_plans(tmp_path):
     ranks = spawn_ranks(_rank_main, SIZE, tmp_path)
     for name in POLICIES:
         single = _run(name, 0, 1, None)
-        assert any(len(idx) < N for idx, _ in single["plans"]), name          # it pruned
-        assert len(single["plans"][-1][0]) == N, name                           # annealed
+        assert any(len(idx) < N for idx, _ in single["plans"]), name  # it pruned
+        assert len(single["plans"][-1][0]) == N, name  # annealed
         for r in ranks:
             assert r[name]["plans"] == single["plans"], name
             assert _same(r[name]["scores"], single["scores"]), name

@@ -17,16 +17,44 @@ from fineprune_cli.errors import FinepruneError
 cli = CliRunner()
 # derandomize: CI sees the same examples every run (a fresh random search can run locally
 # with --hypothesis-seed); 100 examples each keep the file under 15 s
-SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
-numbers = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
-                    st.sampled_from(["", "x", "1e400", "-0", "3.5", "0x10", "nan"]))
-SCHEDULE = ["--epochs", "--window", "--start", "--attenuation", "--block", "--count",
-            "--prune-fraction", "--epoch-seconds"]
-TRAIN = ["--epochs", "--batch-size", "--lr", "--seed", "--subset", "--test-subset", "--window",
-         "--start", "--attenuation", "--block", "--count", "--prune-fraction", "--tolerance",
-         "--checkpoint-every", "--milestones", "--widen", "--device"]
+numbers = st.one_of(
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["", "x", "1e400", "-0", "3.5", "0x10", "nan"]),
+)
+SCHEDULE = [
+    "--epochs",
+    "--window",
+    "--start",
+    "--attenuation",
+    "--block",
+    "--count",
+    "--prune-fraction",
+    "--epoch-seconds",
+]
+TRAIN = [
+    "--epochs",
+    "--batch-size",
+    "--lr",
+    "--seed",
+    "--subset",
+    "--test-subset",
+    "--window",
+    "--start",
+    "--attenuation",
+    "--block",
+    "--count",
+    "--prune-fraction",
+    "--tolerance",
+    "--checkpoint-every",
+    "--milestones",
+    "--widen",
+    "--device",
+]
 
 
 class Validated(FinepruneError):
@@ -39,6 +67,7 @@ def no_training(monkeypatch, tmp_path):
 
     def stop(*args, **kwargs):
         raise Validated("validated")
+
     monkeypatch.setattr(engine_build, "load_data", stop)
 
 
@@ -68,19 +97,30 @@ def test_train_options(no_training, options):
     for flag, value in options.items():
         args += [flag, str(value)]
     result = cli.invoke(app, args)
-    assert result.exit_code == 2, result.output   # valid options stop at "validated"
+    assert result.exit_code == 2, result.output  # valid options stop at "validated"
     _one_clean_line(result)
 
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-                      max_leaves=8)
-sections = st.dictionaries(st.sampled_from(["model", "data", "train", "prune", "run", "compare", "extra"]),
-                           st.one_of(values, st.dictionaries(
-                               st.sampled_from(["name", "dataset", "epochs", "lr", "window", "out",
-                                                "seeds", "policies", "milestones", "subset"]), values,
-                               max_size=4)), max_size=4)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=8,
+)
+sections = st.dictionaries(
+    st.sampled_from(["model", "data", "train", "prune", "run", "compare", "extra"]),
+    st.one_of(
+        values,
+        st.dictionaries(
+            st.sampled_from(
+                ["name", "dataset", "epochs", "lr", "window", "out", "seeds", "policies", "milestones", "subset"]
+            ),
+            values,
+            max_size=4,
+        ),
+    ),
+    max_size=4,
+)
 
 
 @pytest.mark.slow
@@ -118,6 +158,7 @@ def test_cifar_pickle_with_code_is_refused(tmp_path):
     class Evil:
         def __reduce__(self):
             return (print, ("owned",))
+
     for name in ["data_batch_1", "test_batch"]:
         (folder / name).write_bytes(pickle.dumps({b"data": Evil(), b"labels": [0]}))
     with pytest.raises(DataError, match="data_batch_1: corrupt or truncated"):

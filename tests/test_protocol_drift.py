@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "be
 import protocol_golden  # noqa: E402
 
 GOLDENS = json.loads((Path(__file__).parent / "data" / "protocol_golden.json").read_text())["goldens"]
-GOLDEN = GOLDENS[0]   # the one recorded at the commit before issue 23's change
+GOLDEN = GOLDENS[0]  # the one recorded at the commit before issue 23's change
 
 
 @pytest.mark.parametrize("policy", protocol_golden.POLICIES)

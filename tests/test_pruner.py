@@ -40,7 +40,7 @@ def test_plain_loop_trains_exactly_the_keep_list_and_counts_match_by_hand():
             losses.mean().backward()
             opt.step()
             pruner.update(idx, losses)
-            for i, loss in zip(idx.tolist(), losses.tolist()):       # Algorithm 1, one sample at a time
+            for i, loss in zip(idx.tolist(), losses.tolist()):  # Algorithm 1, one sample at a time
                 expected[i] += int(loss > sum(losses.tolist()) / len(idx))
             seen += idx.tolist()
         assert sorted(seen) == sorted(keep.tolist())
@@ -55,7 +55,7 @@ def test_plain_loop_trains_exactly_the_keep_list_and_counts_match_by_hand():
 def test_prune_fraction_zero_never_prunes():
     pruner = Pruner(50, PruneSchedule(window=2, start=0, attenuation=1, block=1, count=1), 0.0)
     assert all(len(pruner.begin_epoch(e)) == 50 for e in range(1, 6))
-    assert not any(pruner.prunes(e) for e in range(1, 6))     # the schedule's epochs, but m = 0
+    assert not any(pruner.prunes(e) for e in range(1, 6))  # the schedule's epochs, but m = 0
 
 
 def test_begin_epoch_folds_the_last_epochs_observations_in_before_it_plans():
@@ -65,7 +65,7 @@ def test_begin_epoch_folds_the_last_epochs_observations_in_before_it_plans():
     # (from all-zero counts: a seeded random three) is caught here.
     pruner = Pruner(10, PruneSchedule(window=4, start=2, attenuation=1, block=1, count=1), 0.3, seed=0)
     assert len(pruner.begin_epoch(1)) == 10 and not pruner.prunes(1)
-    pruner.update(torch.arange(10), (torch.arange(10) >= 7).float())      # mean 0.3
+    pruner.update(torch.arange(10), (torch.arange(10) >= 7).float())  # mean 0.3
     keep = pruner.begin_epoch(2)
     assert pruner.prunes(2) and set(range(10)) - set(keep.tolist()) == {7, 8, 9}
 
@@ -86,7 +86,7 @@ def test_random_policy_spends_the_same_budget_in_the_same_epochs():
     for e in range(1, 9):
         assert len(fine.begin_epoch(e)) == len(rand.begin_epoch(e))
         assert fine.prunes(e) == rand.prunes(e)
-    assert rand.counts.sum() == 0           # the control ignores losses
+    assert rand.counts.sum() == 0  # the control ignores losses
 
 
 def test_selection_is_seeded():
@@ -98,38 +98,52 @@ def test_selection_is_seeded():
 
 import pytest  # noqa: E402
 
-from fineprune_cli import (DistributedPruningSampler, PruneConfig, PruningSampler,  # noqa: E402
-                           create_policy)
+from fineprune_cli import (
+    DistributedPruningSampler,
+    PruneConfig,
+    PruningSampler,  # noqa: E402
+    create_policy,
+)
 
 GOOD = create_policy("fine", 10, PruneConfig(window=4, start=1))
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: create_policy("fine", "100"), TypeError, "num_samples must be an integer, got str '100'"),
-    (lambda: create_policy("fine", 0), ValueError, "num_samples must be at least 1, got 0"),
-    (lambda: create_policy("fine", True), TypeError, "num_samples must be an integer"),
-    (lambda: create_policy("fine", 10, seed=-1), ValueError, "seed must be between 0 and"),
-    (lambda: create_policy("fine", 10, seed=1.5), TypeError, "seed must be an integer, got float"),
-    (lambda: create_policy("fine", 10, epochs=0), ValueError, "epochs must be at least 1"),
-    (lambda: create_policy("fine", 10, {"window": 4}), TypeError, "cfg must be a PruneConfig"),
-    (lambda: create_policy("fine", 10, PruneConfig(window=0)), ValueError, "--window must be >= 1, got 0"),
-    (lambda: create_policy("fine", 10, device="gpu0"), ValueError, "device must name a torch device"),
-    (lambda: create_policy("fine", 10, device=3), TypeError, "device must be a string or torch.device"),
-    (lambda: create_policy(3, 10), TypeError, "the policy name must be a string"),
-    (lambda: create_policy("oracle", 10), ValueError, "unknown pruning policy 'oracle'"),
-    (lambda: PruningSampler("fine"), TypeError, "policy must be a Policy"),
-    (lambda: PruningSampler(GOOD, seed="0"), TypeError, "seed must be an integer"),
-    (lambda: DistributedPruningSampler(GOOD, num_replicas=0), ValueError, "num_replicas must be at least 1"),
-    (lambda: DistributedPruningSampler(GOOD, num_replicas=2, rank=2), ValueError, "rank must be between 0 and 1"),
-    (lambda: DistributedPruningSampler(GOOD, num_replicas=2, rank="1"), TypeError, "rank must be an integer"),
-    (lambda: DistributedPruningSampler(GOOD, global_mean="yes"), TypeError, "global_mean must be True or False"),
-    (lambda: Pruner(10, {"window": 4}), TypeError, "schedule must be a PruneSchedule"),
-    (lambda: Pruner(10, PruneSchedule(window=4, start=1), prune_fraction="0.3"), TypeError, "prune_fraction must be a number"),
-    (lambda: Pruner(10, PruneSchedule(window=4, start=1), reduce=3), TypeError, "reduce must be a function"),
-    (lambda: Pruner(-3, PruneSchedule(window=4, start=1)), ValueError, "num_samples must be at least 1"),
-    (lambda: Pruner(10, PruneSchedule(window=4, start=1), policy="ucb").prunes(1), TypeError,
-     "policy 'ucb' chooses from the losses which epochs prune"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: create_policy("fine", "100"), TypeError, "num_samples must be an integer, got str '100'"),
+        (lambda: create_policy("fine", 0), ValueError, "num_samples must be at least 1, got 0"),
+        (lambda: create_policy("fine", True), TypeError, "num_samples must be an integer"),
+        (lambda: create_policy("fine", 10, seed=-1), ValueError, "seed must be between 0 and"),
+        (lambda: create_policy("fine", 10, seed=1.5), TypeError, "seed must be an integer, got float"),
+        (lambda: create_policy("fine", 10, epochs=0), ValueError, "epochs must be at least 1"),
+        (lambda: create_policy("fine", 10, {"window": 4}), TypeError, "cfg must be a PruneConfig"),
+        (lambda: create_policy("fine", 10, PruneConfig(window=0)), ValueError, "--window must be >= 1, got 0"),
+        (lambda: create_policy("fine", 10, device="gpu0"), ValueError, "device must name a torch device"),
+        (lambda: create_policy("fine", 10, device=3), TypeError, "device must be a string or torch.device"),
+        (lambda: create_policy(3, 10), TypeError, "the policy name must be a string"),
+        (lambda: create_policy("oracle", 10), ValueError, "unknown pruning policy 'oracle'"),
+        (lambda: PruningSampler("fine"), TypeError, "policy must be a Policy"),
+        (lambda: PruningSampler(GOOD, seed="0"), TypeError, "seed must be an integer"),
+        (lambda: DistributedPruningSampler(GOOD, num_replicas=0), ValueError, "num_replicas must be at least 1"),
+        (lambda: DistributedPruningSampler(GOOD, num_replicas=2, rank=2), ValueError, "rank must be between 0 and 1"),
+        (lambda: DistributedPruningSampler(GOOD, num_replicas=2, rank="1"), TypeError, "rank must be an integer"),
+        (lambda: DistributedPruningSampler(GOOD, global_mean="yes"), TypeError, "global_mean must be True or False"),
+        (lambda: Pruner(10, {"window": 4}), TypeError, "schedule must be a PruneSchedule"),
+        (
+            lambda: Pruner(10, PruneSchedule(window=4, start=1), prune_fraction="0.3"),
+            TypeError,
+            "prune_fraction must be a number",
+        ),
+        (lambda: Pruner(10, PruneSchedule(window=4, start=1), reduce=3), TypeError, "reduce must be a function"),
+        (lambda: Pruner(-3, PruneSchedule(window=4, start=1)), ValueError, "num_samples must be at least 1"),
+        (
+            lambda: Pruner(10, PruneSchedule(window=4, start=1), policy="ucb").prunes(1),
+            TypeError,
+            "policy 'ucb' chooses from the losses which epochs prune",
+        ),
+    ],
+)
 def test_the_library_api_checks_its_arguments_at_the_call_in_one_line(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(")) as caught:
         call()

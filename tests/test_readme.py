@@ -48,7 +48,7 @@ def test_own_loop_examples_train(index):
     if "pruner" in scope:  # the paper's schedule of 8 epochs: window 2, start 1; epoch 8 prunes
         assert scope["pruner"].schedule.pruning_epochs(8) == [2, 4, 6, 8]
         assert scope["keep"].numel() == 300 - 90
-    else:                  # infobatch prunes below-mean samples up to 0.875 x 8 = epoch 7
+    else:  # infobatch prunes below-mean samples up to 0.875 x 8 = epoch 7
         assert scope["plan"].samples == 300 and scope["policy"].plan(5).samples < 300
 
 
@@ -61,15 +61,19 @@ def test_readme_library_example_trains_and_prunes():
     before = _fit_loss(scope)
     exec(block, scope)
     assert _fit_loss(scope) < before
-    assert scope["plan"].samples == 300 - 90          # epoch 8, the last, prunes
-    assert scope["policy"].plan(7).samples == 300     # an odd epoch does not
+    assert scope["plan"].samples == 300 - 90  # epoch 8, the last, prunes
+    assert scope["policy"].plan(7).samples == 300  # an odd epoch does not
 
 
 def test_every_python_block_of_the_pages_is_run_by_a_test_here():
     """A new example on a page needs its test above: the blocks each test runs, by page."""
     found = {str(p.relative_to(ROOT)): len(_blocks(str(p.relative_to(ROOT)))) for p in _pages()}
     assert {page: n for page, n in found.items() if n} == {
-        "README.md": 1, "docs/howto/own-loop.md": 2, "docs/howto/dataloader.md": 2, "docs/howto/lightning.md": 1}
+        "README.md": 1,
+        "docs/howto/own-loop.md": 2,
+        "docs/howto/dataloader.md": 2,
+        "docs/howto/lightning.md": 1,
+    }
 
 
 def test_pipeline_sampler_example_trains_and_prunes():
@@ -97,7 +101,7 @@ def test_pipeline_resume_example_continues_where_the_loop_stopped(tmp_path, monk
     scope = _toy_scope()
     scope["opt"] = torch.optim.SGD(scope["model"].parameters(), lr=0.1)
     assert "range(epochs)" in first
-    exec(first.replace("range(epochs)", "range(4)"), scope)   # stopped after epoch 3
+    exec(first.replace("range(epochs)", "range(4)"), scope)  # stopped after epoch 3
     exec(resume, scope)
     scope["sampler"].sync()
     assert scope["sampler"].epoch == 7
@@ -109,6 +113,7 @@ def test_pipeline_lightning_example_trains():
     """The Lightning example as its page shows it, on its own (it imports what it uses)."""
     pytest.importorskip("lightning", reason="the lightning extra is not installed")
     import warnings
+
     scope = _toy_scope()
     before = _fit_loss(scope)
     with warnings.catch_warnings():
@@ -185,9 +190,16 @@ def _server_mode_examples() -> list[list[str]]:
             continue
         if words[0] == "srun":
             at = words.index("fineprune")
-            argv = words[at + 1:] + ["--nproc-per-node", _flag(words[:at], "--ntasks-per-node"),
-                                     "--nnodes", _flag(words[:at], "--nodes"), "--node-rank", "0",
-                                     "--rdzv-endpoint", "node0:29400"]
+            argv = words[at + 1 :] + [
+                "--nproc-per-node",
+                _flag(words[:at], "--ntasks-per-node"),
+                "--nnodes",
+                _flag(words[:at], "--nodes"),
+                "--node-rank",
+                "0",
+                "--rdzv-endpoint",
+                "node0:29400",
+            ]
         else:
             assert words[0] == "fineprune", f"docs: {shlex.join(words)}: a launcher this test does not know"
             argv = words[1:]
@@ -248,7 +260,7 @@ def test_every_readme_srun_ends_its_step_when_a_task_dies():
 
 # --- every shell line of the pages: checked by the tool, the cheap ones run ------------------
 
-NEEDS = ("needs", "after make")   # a line that cannot run on a fresh CPU clone says so in its comment
+NEEDS = ("needs", "after make")  # a line that cannot run on a fresh CPU clone says so in its comment
 
 
 def _lines_of(page: Path) -> list[tuple[list[str], str]]:
@@ -269,9 +281,11 @@ def _shell_lines_with_comments(tutorial: bool = True) -> list[tuple[list[str], s
 def _needs_more_than_a_cpu_clone(words: list[str]) -> bool:
     """Data, machines or network that a fresh clone on one CPU machine does not have."""
     text = " ".join(words)
-    return (any(w in ("cifar10", "cifar100", "--download", "--nnodes", "srun", "torchrun", "slurm") for w in words)
-            or ".data/" in text or (words[0] == "make" and words[1] in ("reproduce", "cifar10-jpeg",
-                                                                        "cifar10-lenet-cpu", "gpu")))
+    return (
+        any(w in ("cifar10", "cifar100", "--download", "--nnodes", "srun", "torchrun", "slurm") for w in words)
+        or ".data/" in text
+        or (words[0] == "make" and words[1] in ("reproduce", "cifar10-jpeg", "cifar10-lenet-cpu", "gpu"))
+    )
 
 
 def test_every_readme_line_runs_on_a_cpu_clone_or_says_what_it_needs():
@@ -324,7 +338,7 @@ def _dry(monkeypatch):
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
     monkeypatch.setattr(matrix, "run_matrix", check_matrix)
     monkeypatch.setattr(views, "show_compare", lambda *args: None)
-    monkeypatch.setattr(runs, "load_runs", lambda dirs: ([], []))   # what compare then reports: nothing
+    monkeypatch.setattr(runs, "load_runs", lambda dirs: ([], []))  # what compare then reports: nothing
     monkeypatch.setattr(views, "show_looks", lambda *args: None)
     return checked
 
@@ -336,16 +350,20 @@ def test_every_readme_train_and_compare_passes_the_tools_checks(monkeypatch):
     from conftest import invoke
 
     checked = _dry(monkeypatch)
-    lines = [w[1:] for w, _ in _shell_lines_with_comments(tutorial=False)
-             if w[0] == "fineprune" and w[1] in ("train", "compare")]
+    lines = [
+        w[1:]
+        for w, _ in _shell_lines_with_comments(tutorial=False)
+        if w[0] == "fineprune" and w[1] in ("train", "compare")
+    ]
     assert len(lines) >= 15
     for argv in lines:
         before = len(checked)
         # --print-config validates as --dry-run does, without timing steps of the model
         result = invoke(["--print-config" if a == "--dry-run" else a for a in argv])
         assert result.exit_code == 0, f"docs: fineprune {shlex.join(argv)}: {result.output.strip()}"
-        assert len(checked) > before or "--nproc-per-node" in argv or "--dry-run" in argv, \
+        assert len(checked) > before or "--nproc-per-node" in argv or "--dry-run" in argv, (
             f"docs: fineprune {shlex.join(argv)}: nothing checked"
+        )
 
 
 def test_readme_epochs_30_prune_example_prunes_a_proportionate_schedule(monkeypatch):
@@ -353,12 +371,15 @@ def test_readme_epochs_30_prune_example_prunes_a_proportionate_schedule(monkeypa
     from conftest import invoke
 
     checked = _dry(monkeypatch)
-    (argv,) = [w[1:] for w, _ in _shell_lines_with_comments(tutorial=False)
-               if w[:2] == ["fineprune", "train"] and "30" in w and "--prune" in w]
+    (argv,) = [
+        w[1:]
+        for w, _ in _shell_lines_with_comments(tutorial=False)
+        if w[:2] == ["fineprune", "train"] and "30" in w and "--prune" in w
+    ]
     assert invoke(argv).exit_code == 0
     cfg = checked[-1]
     assert cfg.train.milestones == [9, 18, 24] and (cfg.prune.window, cfg.prune.start) == (9, 5)
-    assert len(PruneSchedule.from_config(cfg.prune).pruning_epochs(30)) == 11   # 36.7%; 200 epochs: 36%
+    assert len(PruneSchedule.from_config(cfg.prune).pruning_epochs(30)) == 11  # 36.7%; 200 epochs: 36%
 
 
 FMNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
@@ -367,7 +388,7 @@ FMNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 def _without_out(argv: list[str]) -> list[str]:
     """A line less its --out: two lines that differ only there train the same run."""
     at = argv.index("--out") if "--out" in argv else len(argv)
-    return argv[:at] + argv[at + 2:]
+    return argv[:at] + argv[at + 2 :]
 
 
 TINY = ["--subset", "60", "--test-subset", "50", "--batch-size", "30", "--device", "cpu"]
@@ -381,17 +402,23 @@ def test_readme_fashion_mnist_train_lines_run_on_tiny_settings(tmp_path):
 
     from conftest import invoke
 
-    lines = [w[1:] for w, c in _shell_lines_with_comments(tutorial=False)
-             if w[:2] == ["fineprune", "train"] and "fashion-mnist" in w and "--nproc-per-node" not in w
-             and "--dry-run" not in w]
-    lines = [a for i, a in enumerate(lines) if _without_out(a) not in map(_without_out, lines[:i])]   # once each
+    lines = [
+        w[1:]
+        for w, c in _shell_lines_with_comments(tutorial=False)
+        if w[:2] == ["fineprune", "train"]
+        and "fashion-mnist" in w
+        and "--nproc-per-node" not in w
+        and "--dry-run" not in w
+    ]
+    lines = [a for i, a in enumerate(lines) if _without_out(a) not in map(_without_out, lines[:i])]  # once each
     assert len(lines) >= 4
     for i, argv in enumerate(lines):
         result = invoke([*argv, *TINY, "--out", str(tmp_path / str(i)), "--json"])
         assert result.exit_code == 0, f"docs: fineprune {shlex.join(argv)}: {result.output.strip()}"
         s = json.loads(result.output)
-        assert s["status"] == "complete" and (s["policy"] == "regular") == ("--prune" not in argv
-                                                                              and "--policy" not in argv)
+        assert s["status"] == "complete" and (s["policy"] == "regular") == (
+            "--prune" not in argv and "--policy" not in argv
+        )
         if s["policy"] != "regular":
             assert s["pruning_epochs"], f"docs: fineprune {shlex.join(argv)} pruned no epoch"
 
@@ -404,18 +431,22 @@ def test_readme_estimate_and_report_lines_run(tmp_path, monkeypatch):
 
     monkeypatch.chdir(ROOT)
     run = "results/demo/runs/lenet-fashion-mnist/fine-seed0"
-    lines = [w[1:] for w, c in _shell_lines_with_comments(tutorial=False)
-             if w[0] == "fineprune" and w[1] in ("estimate", "report") and not any(n in c for n in NEEDS)]
+    lines = [
+        w[1:]
+        for w, c in _shell_lines_with_comments(tutorial=False)
+        if w[0] == "fineprune" and w[1] in ("estimate", "report") and not any(n in c for n in NEEDS)
+    ]
     assert sum(a[0] == "estimate" for a in lines) >= 4 and sum(a[0] == "report" for a in lines) >= 2
     for argv in lines:
         argv = [a.replace("results/runs/<run>", run) for a in argv]
         if argv[0] == "report":
-            argv = argv[:argv.index("--out")] + ["--out", str(tmp_path / "report"), "--no-plots"]
+            argv = argv[: argv.index("--out")] + ["--out", str(tmp_path / "report"), "--no-plots"]
         result = invoke(argv)
         assert result.exit_code == 0, f"docs: fineprune {shlex.join(argv)}: {result.output.strip()}"
 
 
 # --- the tutorial, end to end ---------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.skipif(not FMNIST.exists(), reason="Fashion-MNIST is not installed (make setup installs it)")
@@ -434,14 +465,15 @@ def test_tutorial_runs_as_written_and_ends_in_a_decision(tmp_path, monkeypatch):
     for argv in lines:
         if argv[0] == "compare":
             at = argv.index("--jobs")
-            argv = argv[:at] + argv[at + 2:] + ["--subset", "300", "--test-subset", "200", "--device", "cpu"]
+            argv = argv[:at] + argv[at + 2 :] + ["--subset", "300", "--test-subset", "200", "--device", "cpu"]
         if argv[0] == "estimate":
             argv = [*argv, "--json"]
         result = invoke(argv)
         assert result.exit_code == 0, f"tutorial: fineprune {shlex.join(argv)}: {result.output.strip()}"
         if argv[0] == "estimate":
             import json
-            assert json.loads(result.output)["pruning_epochs"] == [2, 4, 6, 8]   # as the page says
+
+            assert json.loads(result.output)["pruning_epochs"] == [2, 4, 6, 8]  # as the page says
         if "--dry-run" in argv:
             assert not Path("results/runs/tutorial").exists()
     assert (tmp_path / "results/runs/tutorial/looks.md").exists()

@@ -21,10 +21,10 @@ def runs_root(tmp_path):
     root = tmp_path / "runs"
     for seed, (reg, fine, rand) in enumerate([(100.0, 90.0, 92.0), (110.0, 94.6, 99.0)]):
         make_run(root, "lenet", "regular", seed, reg, [50.0, 60.0, 70.0, 74.0 + seed])
-        make_run(root, "lenet", "fine", seed, fine, [50.0, 61.0, 69.0, 73.5 + seed],
-                 overhead=0.5, skipped_epochs=(2, 4))
-        make_run(root, "lenet", "random", seed, rand, [50.0, 59.0, 68.0, 72.0 + seed],
-                 skipped_epochs=(2, 4))
+        make_run(
+            root, "lenet", "fine", seed, fine, [50.0, 61.0, 69.0, 73.5 + seed], overhead=0.5, skipped_epochs=(2, 4)
+        )
+        make_run(root, "lenet", "random", seed, rand, [50.0, 59.0, 68.0, 72.0 + seed], skipped_epochs=(2, 4))
     make_run(root, "vgg13", "regular", 0, 500.0, [80.0, 85.0], status="incomplete")
     corrupt = make_run(root, "vgg16", "regular", 0, 500.0, [80.0, 85.0])
     (corrupt / "summary.json").write_text('{"status": "compl')
@@ -78,13 +78,13 @@ def test_table1_has_the_papers_rows_and_column(runs_root):
     assert header == ["", "LeNet"]
     table = {r[0]: r[1] for r in rows}
     assert table["Regular"] == "105.0 ± 7.1 s"
-    assert table["fine-pruning"] == "91.8 ± 3.3 s"          # time minus the tracking overhead
+    assert table["fine-pruning"] == "91.8 ± 3.3 s"  # time minus the tracking overhead
     assert table["fine-pruning: overhead"] == "0.50 ± 0.00 s"
     assert table["fine-pruning: saved (same machine)"] == "12.00 ± 2.83%"
     assert table["random control: saved (same machine)"] == "9.00 ± 1.41%"
     assert table["Regular: sample-epochs trained"] == "4.00 ± 0.00"
-    assert table["fine-pruning: sample-epochs trained"] == "3.40 ± 0.00"   # 4 - 2 epochs x 30 of 100
-    assert table["fine-pruning: optimizer steps"] == "4 ± 0"   # 70 and 100 samples: one batch of 128 each
+    assert table["fine-pruning: sample-epochs trained"] == "3.40 ± 0.00"  # 4 - 2 epochs x 30 of 100
+    assert table["fine-pruning: optimizer steps"] == "4 ± 0"  # 70 and 100 samples: one batch of 128 each
     assert table["fine-pruning: saved at own pace"] == "0.00 ± 0.00%"  # every epoch takes as long
     assert table["fine-pruning: pruned epoch / full epoch"] == "1.000 ± 0.000×"
     assert table["Paper saved (CIFAR-10)"] == "11.80%" and table["Paper regular (CIFAR-10)"] == "1220 s"
@@ -104,9 +104,9 @@ def test_table2_best3_final_and_paper(runs_root):
     assert table["random control − regular (best-3; mean ± std, descriptive)"] == "-1.67 ± 0.00 pt"
     assert table["fine-pruning − random control (final)"] == "+1.50 [+1.00, +2.00] pt (n 2)"
     assert table["fine-pruning: seeds"] == "2 (0 1)"
-    assert not any("against regular" in name for name in table)   # words come from the decisions only
+    assert not any("against regular" in name for name in table)  # words come from the decisions only
     assert table["Paper regular (CIFAR-10)"] == "75.15%" and table["Paper pruned − regular (CIFAR-10)"] == "-0.43 pt"
-    assert table["Regular (best-3, selected on the test set)"] == "68.17 ± 0.24%"   # (74+70+60)/3 and (75+70+60)/3
+    assert table["Regular (best-3, selected on the test set)"] == "68.17 ± 0.24%"  # (74+70+60)/3 and (75+70+60)/3
 
 
 def test_paper_file_holds_ten_models_with_consistent_speedups():
@@ -123,8 +123,17 @@ def test_report_is_deterministic_and_complete(runs_root, tmp_path):
     b = write_report([runs_root], tmp_path / "b", with_plots=False)
     names = sorted(p.name for p in a.files)
     assert names == sorted(p.name for p in b.files)
-    for name in ("table1_time.csv", "table1_time.md", "table2_accuracy.csv", "table2_accuracy.md",
-                 "table3_time_to_accuracy.csv", "table3_time_to_accuracy.md", "summary.csv", "runs.csv", "index.md"):
+    for name in (
+        "table1_time.csv",
+        "table1_time.md",
+        "table2_accuracy.csv",
+        "table2_accuracy.md",
+        "table3_time_to_accuracy.csv",
+        "table3_time_to_accuracy.md",
+        "summary.csv",
+        "runs.csv",
+        "index.md",
+    ):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     index = (tmp_path / "a" / "index.md").read_text()
     assert "## Runs left out" in index and "vgg13-folder" in index and "incomplete" in index
@@ -136,8 +145,13 @@ def test_report_is_deterministic_and_complete(runs_root, tmp_path):
 def test_report_plots(runs_root, tmp_path):
     rep = write_report([runs_root], tmp_path / "r")
     pngs = sorted(p.name for p in (tmp_path / "r" / "plots").glob("*.png"))
-    assert pngs == ["cost-lenet-cifar-10-jpeg-q75.png", "counts-lenet-cifar-10-jpeg-q75.png",
-                    "curves-lenet-cifar-10-jpeg-q75.png", "timeline-lenet-cifar-10-jpeg-q75.png", "tradeoff.png"]
+    assert pngs == [
+        "cost-lenet-cifar-10-jpeg-q75.png",
+        "counts-lenet-cifar-10-jpeg-q75.png",
+        "curves-lenet-cifar-10-jpeg-q75.png",
+        "timeline-lenet-cifar-10-jpeg-q75.png",
+        "tradeoff.png",
+    ]
     assert all((tmp_path / "r" / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
     index = (tmp_path / "r" / "index.md").read_text()
     assert all(f"(plots/{p})" in index for p in pngs)
@@ -147,8 +161,9 @@ def test_report_plots(runs_root, tmp_path):
 def test_cli_report(runs_root, tmp_path):
     notes = tmp_path / "notes.md"
     notes.write_text("Launched by hand.\n")
-    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots",
-                                 "--notes", str(notes), "--json"])
+    result = runner.invoke(
+        app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots", "--notes", str(notes), "--json"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert len(data["runs"]) == 6 and len(data["problems"]) == 2
@@ -188,8 +203,10 @@ def test_a_fifo_named_summary_is_left_out_not_waited_on(tmp_path):
     assert not runs and "not a regular file" in problems[0].reason
 
 
-@pytest.mark.parametrize("field, value", [("train_seconds", "4.2"), ("seed", "abc"), ("final_accuracy", None),
-                                          ("train_seconds", 0), ("num_train", 0)])
+@pytest.mark.parametrize(
+    "field, value",
+    [("train_seconds", "4.2"), ("seed", "abc"), ("final_accuracy", None), ("train_seconds", 0), ("num_train", 0)],
+)
 def test_wrong_typed_summaries_are_left_out_with_a_reason(tmp_path, field, value):
     make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0], summary={field: value})
     runs, problems = load_runs([tmp_path])
@@ -208,7 +225,7 @@ def test_a_full_disk_under_report_is_one_line(runs_root, tmp_path, monkeypatch):
 
     real = files.atomic_write_bytes
 
-    def full(path, data):   # room for the write check, none for the tables
+    def full(path, data):  # room for the write check, none for the tables
         if path.name != ".write-check":
             raise OSError(28, "No space left on device", str(path))
         real(path, data)
@@ -217,23 +234,27 @@ def test_a_full_disk_under_report_is_one_line(runs_root, tmp_path, monkeypatch):
     result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1 and "No space left on device" in lines[0], result.output
-    assert "table1_time" in lines[0]                 # names the file it could not write
+    assert "table1_time" in lines[0]  # names the file it could not write
 
 
 def test_cli_report_margin_and_target(runs_root, tmp_path):
-    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots",
-                                 "--margin", "0.75", "--target", "73.5"])
+    result = runner.invoke(
+        app,
+        ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots", "--margin", "0.75", "--target", "73.5"],
+    )
     assert result.exit_code == 0, result.output
     index = (tmp_path / "o" / "index.md").read_text()
     assert "m = 0.75 pt" in index and "| Target (test accuracy) | 73.50% |" in index
     # -0.50 [-1.00, +0.00] is inside neither side of -0.75: not worth it is not shown, nor worth it
     assert "- **fine-pruning** (15.0% of sample-epochs skipped): **can't tell yet**" in index
     assert "Against C(p), the random control at the same budget (arms random): +1.50 [+1.00, +2.00] pt" in index
-    assert "p(not worse by 0.75) = 0.14" in index   # t = 0.25 / (0.5 / t(0.95, 2)) = 1.46 on 2 df
-    assert "can't tell yet" in " ".join(result.output.split())   # printed too
-    for flag, value, words in (("--margin", "0", "--margin must be a positive number"),
-                               ("--min-gain", "-1", "--min-gain must be a number of accuracy points"),
-                               ("--margin", "nan", "--margin must be a positive number"),
-                               ("--target", "120", "--target must be a test accuracy in (0, 100]")):
+    assert "p(not worse by 0.75) = 0.14" in index  # t = 0.25 / (0.5 / t(0.95, 2)) = 1.46 on 2 df
+    assert "can't tell yet" in " ".join(result.output.split())  # printed too
+    for flag, value, words in (
+        ("--margin", "0", "--margin must be a positive number"),
+        ("--min-gain", "-1", "--min-gain must be a number of accuracy points"),
+        ("--margin", "nan", "--margin must be a positive number"),
+        ("--target", "120", "--target must be a test accuracy in (0, 100]"),
+    ):
         result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), flag, value])
         assert result.exit_code == 2 and result.output.startswith(f"error: {words}"), result.output

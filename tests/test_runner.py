@@ -17,30 +17,67 @@ from fineprune_cli.engine.trainer import Trainer
 from fineprune_cli.engine.world import SINGLE, World
 from conftest import invoke, metrics_rows
 
-LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS",
-              runner.RESTART_COUNT)
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32",
-        "--epochs", "2", "--batch-size", "32", "--milestones", "", "--device", "cpu"]
+LAUNCH_ENV = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_STEP_NUM_TASKS",
+    runner.RESTART_COUNT,
+)
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "64",
+    "--test-subset",
+    "32",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "32",
+    "--milestones",
+    "",
+    "--device",
+    "cpu",
+]
 
 
 def _cfg(out, **extra):
-    return build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 64, "data.test_subset": 32,
-        "train.epochs": 2, "train.batch_size": 32, "train.milestones": [], "run.device": "cpu",
-        "run.out": str(out), **extra})
+    return build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 64,
+            "data.test_subset": 32,
+            "train.epochs": 2,
+            "train.batch_size": 32,
+            "train.milestones": [],
+            "run.device": "cpu",
+            "run.out": str(out),
+            **extra,
+        },
+    )
 
 
 @pytest.mark.slow
 def test_a_single_process_train_imports_nothing_of_distributed(tmp_path):
     """`fineprune train` in one process, as a user runs it: the run completes and not one
     module of fineprune_cli.distributed was imported."""
-    script = ("import sys\nfrom fineprune_cli.cli import main\n"
-              f"sys.argv = ['fineprune', 'train', *{TINY!r}, '--out', {str(tmp_path / 'run')!r}, '--json']\n"
-              "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
-              "print('DISTRIBUTED', sorted(m for m in sys.modules if m.startswith('fineprune_cli.distributed')))\n")
+    script = (
+        "import sys\nfrom fineprune_cli.cli import main\n"
+        f"sys.argv = ['fineprune', 'train', *{TINY!r}, '--out', {str(tmp_path / 'run')!r}, '--json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print('DISTRIBUTED', sorted(m for m in sys.modules if m.startswith('fineprune_cli.distributed')))\n"
+    )
     env = {k: v for k, v in os.environ.items() if k not in LAUNCH_ENV}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "DISTRIBUTED []" in done.stdout, done.stdout[-2000:]
     assert read_summary(tmp_path / "run").status == Status.COMPLETE
@@ -51,14 +88,14 @@ def test_the_front_door_imports_distributed_only_inside_the_launched_path():
     runner (the engine below it cannot import it at all: tests/test_layers.py)."""
     tree = ast.parse(Path(runner.__file__).read_text())
     top = [n.module or "" for n in tree.body if isinstance(n, ast.ImportFrom)]
-    assert "engine.session" in top                       # the walk sees the runner's real imports
+    assert "engine.session" in top  # the walk sees the runner's real imports
     assert not [m for m in top if "distributed" in m], top
 
 
 def test_a_process_is_launched_under_torchrun_even_alone_or_as_a_rank():
     assert not runner.launched(SINGLE, {})
-    assert runner.launched(SINGLE, {runner.RESTART_COUNT: "0"})      # torchrun --nproc-per-node 1
-    assert runner.launched(World(1, 2), {})                         # a rank of a 2-process srun step
+    assert runner.launched(SINGLE, {runner.RESTART_COUNT: "0"})  # torchrun --nproc-per-node 1
+    assert runner.launched(World(1, 2), {})  # a rank of a 2-process srun step
 
 
 def test_a_lone_process_skips_the_launch_checks_a_launched_one_makes(tmp_path, monkeypatch):
@@ -88,6 +125,7 @@ def test_batch_per_worker_sets_a_lone_process_batch(tmp_path, monkeypatch):
         out = original(self, *args, **kwargs)
         steps.append(self.steps - before)
         return out
+
     monkeypatch.setattr(Trainer, "train_epoch", counted)
     runner.train(_cfg(tmp_path / "r", **{"train.batch_per_worker": 16}), show_progress=False)
     assert steps == [4, 4]
@@ -106,6 +144,7 @@ def test_train_validates_its_config_once(tmp_path, monkeypatch):
     def counting(cfg):
         calls.append(cfg.model.widen)
         return validate(cfg)
+
     monkeypatch.setattr(config_module, "validate", counting)
     monkeypatch.setattr(runner, "validate", counting)
     for var in LAUNCH_ENV:

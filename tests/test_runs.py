@@ -1,7 +1,6 @@
 """Reading run folders back (analysis/runs.py) and drawing them (analysis/plots.py): hostile
 records are left out with a reason or lose only their own plot, never fail the report."""
 
-
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -19,9 +18,20 @@ def _pruned(tmp_path, **summary):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("snapshot", [torch.tensor([]), torch.full((5,), float("nan")), torch.full((5,), float("inf")),
-                                      {"a": torch.tensor([1])}, "text", torch.zeros(2, 3), torch.tensor([-1, 2]),
-                                      torch.tensor([1e300], dtype=torch.float64), torch.zeros(3, dtype=torch.bool)])
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        torch.tensor([]),
+        torch.full((5,), float("nan")),
+        torch.full((5,), float("inf")),
+        {"a": torch.tensor([1])},
+        "text",
+        torch.zeros(2, 3),
+        torch.tensor([-1, 2]),
+        torch.tensor([1e300], dtype=torch.float64),
+        torch.zeros(3, dtype=torch.bool),
+    ],
+)
 def test_a_hostile_score_snapshot_costs_only_its_histogram(tmp_path, snapshot):
     path = _pruned(tmp_path)
     torch.save(snapshot, path / "dropping_counts_window0.pt")
@@ -38,11 +48,16 @@ def test_a_schedule_of_wrong_types_draws_the_timeline_without_resets(tmp_path, s
     assert (tmp_path / "rep" / "plots" / "timeline-lenet-cifar-10-jpeg-q75.png").is_file() and report.runs
 
 
-@pytest.mark.parametrize("field, value, words", [("num_train", 10**400, "num_train and epochs must be positive"),
-                                                 ("num_train", 0, "num_train and epochs must be positive"),
-                                                 ("epochs", 10**30, "num_train and epochs"),
-                                                 ("samples_skipped", 10**30, "samples_skipped must be between"),
-                                                 ("samples_skipped", -1, "samples_skipped must be between")])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("num_train", 10**400, "num_train and epochs must be positive"),
+        ("num_train", 0, "num_train and epochs must be positive"),
+        ("epochs", 10**30, "num_train and epochs"),
+        ("samples_skipped", 10**30, "samples_skipped must be between"),
+        ("samples_skipped", -1, "samples_skipped must be between"),
+    ],
+)
 def test_impossible_counts_are_left_out_of_the_report_and_refused_by_estimate(tmp_path, field, value, words):
     path = _pruned(tmp_path, policy="ucb", **{field: value})
     report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=False)
@@ -54,9 +69,9 @@ def test_impossible_counts_are_left_out_of_the_report_and_refused_by_estimate(tm
 
 @pytest.mark.slow
 def test_very_long_model_and_label_names_get_short_distinct_file_names(tmp_path):
-    long_a, long_b = "m" * 200 + "a", "m" * 200 + "b"   # a folder name holds 255 bytes; a plot name holds both
+    long_a, long_b = "m" * 200 + "a", "m" * 200 + "b"  # a folder name holds 255 bytes; a plot name holds both
     assert len(slug(long_a, "L" * 400)) < 130 and slug(long_a) != slug(long_b)
-    assert slug("ResNet-18", "CIFAR-10 (JPEG q75)") == "resnet-18-cifar-10-jpeg-q75"     # short names unchanged
+    assert slug("ResNet-18", "CIFAR-10 (JPEG q75)") == "resnet-18-cifar-10-jpeg-q75"  # short names unchanged
     make_run(tmp_path / "runs", long_a, "regular", 0, 10.0, [50.0, 60.0], label="L" * 400)
     make_run(tmp_path / "runs", long_a, "fine", 0, 9.0, [50.0, 61.0], skipped_epochs=(2,), label="L" * 400)
     report = write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=True)
@@ -74,14 +89,14 @@ def test_a_disk_that_fills_up_midway_leaves_the_previous_report_whole(tmp_path, 
 
     def full_at_third(path, data):
         writes.append(path.name)
-        if len(writes) == 4:          # the write check, two tables, then the disk is full
+        if len(writes) == 4:  # the write check, two tables, then the disk is full
             raise OSError(28, "No space left on device", str(path))
         real(path, data)
 
     monkeypatch.setattr(files, "atomic_write_bytes", full_at_third)
     result = runner.invoke(app, ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"), "--no-plots"])
     assert result.exit_code == 2 and "No space left on device" in result.output
-    assert {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()} == before   # nothing half-new
+    assert {p.name: p.read_bytes() for p in (tmp_path / "rep").iterdir()} == before  # nothing half-new
 
 
 def test_a_full_disk_at_start_leaves_no_empty_run_folder(tmp_path, monkeypatch):
@@ -92,7 +107,25 @@ def test_a_full_disk_at_start_leaves_no_empty_run_folder(tmp_path, monkeypatch):
 
     monkeypatch.setattr(files, "atomic_write_bytes", full)
     monkeypatch.setattr(record, "atomic_write_text", lambda path, text: full(path, text))
-    result = runner.invoke(app, ["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "64",
-                                 "--test-subset", "32", "--epochs", "1", "--device", "cpu", "--out", str(tmp_path / "a" / "run")])
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "64",
+            "--test-subset",
+            "32",
+            "--epochs",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "a" / "run"),
+        ],
+    )
     assert result.exit_code == 2 and "No space left on device" in result.output, result.output
     assert not (tmp_path / "a").exists()

@@ -13,8 +13,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from fineprune_cli import (DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler,
-                           create_policy)
+from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler, create_policy
 from conftest import spawn_ranks
 
 N, BATCH, EPOCHS = 50, 8, 5
@@ -42,6 +41,7 @@ def _counted(policy):
     def counting(epoch):
         policy.planned.append(epoch)
         return plan(epoch)
+
     policy.plan = counting
     return policy
 
@@ -65,14 +65,13 @@ def test_loader_loop_trains_each_epochs_plan_and_scores_as_the_protocol_loop(nam
     loop's: a missing or misplaced sync, an off-by-one epoch or a second plan() would not."""
     policy = _counted(_policy(name))
     sampler = PruningSampler(policy)
-    loader = DataLoader(IndexedDataset(TensorDataset(torch.arange(N) * 10)), batch_size=BATCH,
-                        sampler=sampler)
+    loader = DataLoader(IndexedDataset(TensorDataset(torch.arange(N) * 10)), batch_size=BATCH, sampler=sampler)
     sizes = []
     for epoch in range(EPOCHS):
         sampler.set_epoch(epoch)
         steps, seen = len(loader), []
         for idx, x in loader:
-            assert torch.equal(x, idx * 10)                      # the index is the item's
+            assert torch.equal(x, idx * 10)  # the index is the item's
             sampler.loss(idx, _losses(idx, epoch + 1))
             seen.append(idx)
         assert len(seen) == steps
@@ -81,7 +80,7 @@ def test_loader_loop_trains_each_epochs_plan_and_scores_as_the_protocol_loop(nam
         sizes.append(seen.numel())
     sampler.sync()
     assert policy.planned == list(range(1, EPOCHS + 1))
-    assert min(sizes) < N                                         # it pruned
+    assert min(sizes) < N  # it pruned
     _same(policy.scores, _hand_loop(name).scores)
 
 
@@ -96,7 +95,7 @@ def test_iterating_again_without_set_epoch_is_the_next_epoch():
     assert policy.planned == [1, 2, 3] and sampler.epoch == 2
     assert len(set(map(tuple, orders))) == 3
     with pytest.raises(ValueError, match=r"epoch 2 was already iterated.*set_epoch\(3\)"):
-        sampler.set_epoch(2)                                       # trained already: never a silent no-op
+        sampler.set_epoch(2)  # trained already: never a silent no-op
     assert policy.planned == [1, 2, 3]
     with pytest.raises(ValueError):
         sampler.set_epoch(1)
@@ -154,10 +153,11 @@ def test_sampler_and_policy_state_resume_the_same_run(name, saved, tmp_path):
     in fresh objects from a file, the run yields the same orders and ends with the same scores
     as one that never stopped. Losing the unsynced observations, the epoch, or (second case)
     the already drawn plan would each change them."""
+
     def train(sampler, epochs):
         orders = []
         for _ in range(epochs):
-            order = list(sampler)                 # no set_epoch: the sampler moves on itself
+            order = list(sampler)  # no set_epoch: the sampler moves on itself
             for idx in torch.tensor(order).split(BATCH):
                 sampler.loss(idx, _losses(idx, sampler.epoch + 1))
             orders.append(order)
@@ -197,18 +197,18 @@ def test_shards_are_equal_disjoint_and_cover_the_plan(world, n):
     padded = [shards[r][0][i] for i in range(size) for r in range(world)]
     order = padded[:n]
     assert sorted(order) == list(range(n))
-    assert padded[n:] == (order * world)[:len(padded) - n]
+    assert padded[n:] == (order * world)[: len(padded) - n]
     assert [pad for _, pad in shards] == [i * world + r >= n for r in range(world) for i in [size - 1]]
 
 
 def _rank_main(rank, size, init_file, out_dir):
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
+    )
     results = {}
     for name in ["fine", "infobatch"]:
         sampler = DistributedPruningSampler(_policy(name))  # rank and world from the group
-        loader = DataLoader(IndexedDataset(TensorDataset(torch.zeros(N))), batch_size=BATCH,
-                            sampler=sampler)
+        loader = DataLoader(IndexedDataset(TensorDataset(torch.zeros(N))), batch_size=BATCH, sampler=sampler)
         shards = []
         for epoch in range(EPOCHS):
             sampler.set_epoch(epoch)
@@ -241,7 +241,7 @@ def test_ranks_take_disjoint_equal_shards_and_score_as_one_process(world, tmp_pa
             assert len({len(s) for s in shards}) == 1
             union = [i for s in shards for i in s]
             assert sorted(set(union)) == plan
-            assert len(union) - len(plan) == -len(plan) % world        # only the padding repeats
+            assert len(union) - len(plan) == -len(plan) % world  # only the padding repeats
         for r in ranks:
             _same(r[name]["scores"], single.scores)
 
@@ -280,6 +280,7 @@ def _loop(sampler, epochs, first=0, losses=True):
 
 def _pruning_policy():
     from fineprune_cli import PruneConfig, create_policy
+
     return create_policy("fine", 60, PruneConfig(window=2, start=1, prune_fraction=0.3), epochs=6)
 
 

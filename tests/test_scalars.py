@@ -13,8 +13,20 @@ from fineprune_cli.engine.fingerprint import fingerprint
 from fineprune_cli.engine.record import EpochRow
 from fineprune_cli.runner import resume, train
 
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "100",
-        "--device", "cpu", "--batch-size", "50"]
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--test-subset",
+    "100",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+]
 COLUMNS = [c for c in EpochRow.columns() if c != "epoch"]
 
 
@@ -54,12 +66,13 @@ def _cfg(out, epochs=3):
 
 
 def test_missing_package_is_one_line_and_nothing_is_trained(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)   # import fails as if absent
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails as if absent
     result = invoke(["train", *TINY, "--epochs", "1", "--tensorboard", "--out", tmp_path / "r"])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "error: --tensorboard needs the tensorboard package, which is not installed: "
-        "pip install 'fineprune[tensorboard]' (or pip install tensorboard)"]
+        "pip install 'fineprune[tensorboard]' (or pip install tensorboard)"
+    ]
     assert not (tmp_path / "r").exists()
 
 
@@ -102,7 +115,9 @@ def test_off_by_default_and_no_part_of_what_makes_two_runs_the_same(tmp_path, fa
 
 
 def test_real_event_files_hold_the_metrics(tmp_path):
-    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed (pip install 'fineprune[tensorboard]')")
+    pytest.importorskip(
+        "tensorboard", reason="the tensorboard extra is not installed (pip install 'fineprune[tensorboard]')"
+    )
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     result = invoke(["train", *TINY, "--epochs", "2", "--tensorboard", "--out", tmp_path / "r"])

@@ -18,13 +18,34 @@ def _run(tmp_path, name, samples, seconds, losses, accuracies, **extra):
     run_dir = tmp_path / name
     run_dir.mkdir()
     epochs = len(losses)
-    summary = RunSummary(model="lenet", dataset="synthetic", epochs=epochs, seed=0, status=Status.COMPLETE,
-                         samples_seen=samples, train_seconds=seconds, final_accuracy=accuracies[-1],
-                         device="cpu", git_commit="abc1234", extra=extra)
+    summary = RunSummary(
+        model="lenet",
+        dataset="synthetic",
+        epochs=epochs,
+        seed=0,
+        status=Status.COMPLETE,
+        samples_seen=samples,
+        train_seconds=seconds,
+        final_accuracy=accuracies[-1],
+        device="cpu",
+        git_commit="abc1234",
+        extra=extra,
+    )
     (run_dir / "summary.json").write_text(json.dumps(summary.to_dict()))
-    rows = [EpochRow(epoch=e + 1, lr=0.1, samples=samples // epochs, train_seconds=seconds / epochs,
-                     train_loss=loss, test_loss=loss, test_accuracy=acc, pruned=0, overhead_seconds=0.0)
-            for e, (loss, acc) in enumerate(zip(losses, accuracies))]
+    rows = [
+        EpochRow(
+            epoch=e + 1,
+            lr=0.1,
+            samples=samples // epochs,
+            train_seconds=seconds / epochs,
+            train_loss=loss,
+            test_loss=loss,
+            test_accuracy=acc,
+            pruned=0,
+            overhead_seconds=0.0,
+        )
+        for e, (loss, acc) in enumerate(zip(losses, accuracies))
+    ]
     (run_dir / "metrics.csv").write_text(to_csv(EpochRow.columns(), [list(vars(r).values()) for r in rows]))
     return run_dir
 
@@ -49,10 +70,10 @@ def test_processes_count_servers_and_folders_name_what_varies():
     one_node = Job("mixed", 4, num_ps=2)
     assert (one_node.workers, one_node.servers, one_node.processes, one_node.per_node) == (4, 2, 6, 6)
     assert one_node.folder(cfg) == "lenet-synthetic-mixed-n4-ps2"
-    two_nodes = Job("async", 4, num_ps=1, nnodes=2)   # --nproc: processes per node, the server among them
+    two_nodes = Job("async", 4, num_ps=1, nnodes=2)  # --nproc: processes per node, the server among them
     assert (two_nodes.workers, two_nodes.processes, two_nodes.per_node) == (7, 8, 4)
     assert two_nodes.folder(cfg) == "lenet-synthetic-async-n7-nodes2"
-    assert Job("sync", 2).folder(cfg) == "lenet-synthetic-sync-n2"     # the names of earlier scale runs
+    assert Job("sync", 2).folder(cfg) == "lenet-synthetic-sync-n2"  # the names of earlier scale runs
     assert Job("async", 2, 1).folder(cfg) == "lenet-synthetic-async-n2"
     assert yaml.safe_load(job_config(cfg, one_node))["run"]["num_ps"] == 2
     with pytest.raises(ConfigError, match="leave no worker"):
@@ -80,33 +101,49 @@ def test_the_baseline_under_srun_is_one_process_not_a_rank_of_the_step(tmp_path,
 
     from fineprune_cli.engine.world import World, from_env
 
-    monkeypatch.setattr("os.environ", {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "0",
-                                       "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "MASTER_ADDR": "n1"})
+    monkeypatch.setattr(
+        "os.environ",
+        {
+            "SLURM_STEP_ID": "0",
+            "SLURM_STEP_NUM_TASKS": "2",
+            "SLURM_PROCID": "0",
+            "SLURM_NTASKS": "2",
+            "SLURM_LOCALID": "0",
+            "MASTER_ADDR": "n1",
+        },
+    )
     seen = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, env, **kw: seen.append(env) or
-                        subprocess.CompletedProcess(cmd, 0, "", ""))
+    monkeypatch.setattr(
+        subprocess, "run", lambda cmd, env, **kw: seen.append(env) or subprocess.CompletedProcess(cmd, 0, "", "")
+    )
     cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic"})
     run_one(cfg, BASELINE, tmp_path)
     assert from_env(seen[0]) == World() and seen[0]["OMP_NUM_THREADS"] == "1"
 
 
 def test_launch_settings_are_checked():
-    for launch, message in [(Launch(0), "--nnodes must be a positive"),
-                            (Launch(2, 0, None), "needs --rdzv-endpoint"),
-                            (Launch(2, 2, "h:1"), "--node-rank must be between 0 and 1"),
-                            (Launch(1, 1, None), "need --nnodes > 1")]:
+    for launch, message in [
+        (Launch(0), "--nnodes must be a positive"),
+        (Launch(2, 0, None), "needs --rdzv-endpoint"),
+        (Launch(2, 2, "h:1"), "--node-rank must be between 0 and 1"),
+        (Launch(1, 1, None), "need --nnodes > 1"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             launch.check()
 
 
 def test_speedup_against_one_sync_process_efficiency_counts_servers(tmp_path):
-    runs = [(BASELINE, _run(tmp_path, "b", 1000, 10.0, [2.0, 1.5, 1.0], [40.0, 60.0, 70.0])),
-            (Job("sync", 2), _run(tmp_path, "s2", 1000, 6.25, [2.0, 1.8, 1.2], [30.0, 50.0, 65.0])),
-            (Job("async", 1), _run(tmp_path, "a1", 1000, 20.0, [2.0, 1.6, 1.1], [35.0, 62.0, 68.0],
-                                   staleness_mean=0.0, staleness_max=0)),
-            (Job("mixed", 4, num_ps=2), _run(tmp_path, "m4", 1000, 4.0, [2.0, 1.9, 1.7], [20.0, 40.0, 50.0]))]
+    runs = [
+        (BASELINE, _run(tmp_path, "b", 1000, 10.0, [2.0, 1.5, 1.0], [40.0, 60.0, 70.0])),
+        (Job("sync", 2), _run(tmp_path, "s2", 1000, 6.25, [2.0, 1.8, 1.2], [30.0, 50.0, 65.0])),
+        (
+            Job("async", 1),
+            _run(tmp_path, "a1", 1000, 20.0, [2.0, 1.6, 1.1], [35.0, 62.0, 68.0], staleness_mean=0.0, staleness_max=0),
+        ),
+        (Job("mixed", 4, num_ps=2), _run(tmp_path, "m4", 1000, 4.0, [2.0, 1.9, 1.7], [20.0, 40.0, 50.0])),
+    ]
     rows = table(runs)
-    assert [r["speedup"] for r in rows] == [1.0, 1.6, 0.5, 2.5]   # all against the 1-process sync run
+    assert [r["speedup"] for r in rows] == [1.0, 1.6, 0.5, 2.5]  # all against the 1-process sync run
     assert [r["processes"] for r in rows] == [1, 2, 2, 6]
     assert [r["efficiency"] for r in rows] == [1.0, 0.8, 0.25, round(2.5 / 6, 3)]
     assert [r["speedup_per_worker"] for r in rows] == [1.0, 0.8, 0.5, 0.625]
@@ -141,10 +178,33 @@ def test_time_to_loss_and_accuracy():
 @pytest.mark.slow  # two trainings and a torchrun start: over a minute on one busy core
 def test_cli_scale_adds_the_baseline_and_runs_two_processes(tmp_path):
     out = tmp_path / "scale"
-    result = CliRunner().invoke(app, [
-        "scale", "--model", "lenet", "--dataset", "synthetic", "--subset", "512", "--test-subset", "200",
-        "--epochs", "2", "--batch-size", "64", "--milestones", "", "--device", "cpu", "--nproc", "2",
-        "--out", str(out), "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "scale",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "512",
+            "--test-subset",
+            "200",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "64",
+            "--milestones",
+            "",
+            "--device",
+            "cpu",
+            "--nproc",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert [(r["mode"], r["workers"]) for r in rows] == [("sync", 1), ("sync", 2)] and rows[0]["speedup"] == 1.0
@@ -155,17 +215,21 @@ def test_cli_scale_adds_the_baseline_and_runs_two_processes(tmp_path):
     assert json.loads((out / "runs" / runs[1] / "summary.json").read_text())["world_size"] == 2
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--batch-size", "100", "--nproc", "1,3"], "must divide by every sync run's processes"),
-    (["--num-ps", "0", "--dist-mode", "async"], "--num-ps takes positive integers"),
-    (["--nproc", "0"], "--nproc takes positive integers"),
-    (["--nnodes", "2"], "--nnodes > 1 needs --rdzv-endpoint"),
-    (["--target-loss", "nan"], "--target-loss must be a positive number"),
-    (["--target-accuracy", "101"], "--target-accuracy must be a percentage"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch-size", "100", "--nproc", "1,3"], "must divide by every sync run's processes"),
+        (["--num-ps", "0", "--dist-mode", "async"], "--num-ps takes positive integers"),
+        (["--nproc", "0"], "--nproc takes positive integers"),
+        (["--nnodes", "2"], "--nnodes > 1 needs --rdzv-endpoint"),
+        (["--target-loss", "nan"], "--target-loss must be a positive number"),
+        (["--target-accuracy", "101"], "--target-accuracy must be a percentage"),
+    ],
+)
 def test_cli_scale_bad_input_exits_2_with_one_line(tmp_path, args, message):
-    result = CliRunner().invoke(app, ["scale", "--model", "lenet", "--dataset", "synthetic",
-                                      "--out", str(tmp_path), *args])
+    result = CliRunner().invoke(
+        app, ["scale", "--model", "lenet", "--dataset", "synthetic", "--out", str(tmp_path), *args]
+    )
     assert result.exit_code == 2 and message in result.output
     assert len(result.output.strip().splitlines()) == 1
 
@@ -239,9 +303,9 @@ def test_several_nodes_run_in_step_and_node_zero_alone_runs_the_baseline(tmp_pat
     jobs = plan([2], ["sync"], None, Launch(2, 1, "node0:29400"))
     assert jobs == [Job("sync", 2, nnodes=2), BASELINE]
     assert scale.run_scale(cfg, jobs, tmp_path, "cmd", launch=Launch(2, 1, "node0:29400")) is None
-    assert launched == [(Job("sync", 2, nnodes=2), 1)]          # node 1 skips the 1-process baseline
+    assert launched == [(Job("sync", 2, nnodes=2), 1)]  # node 1 skips the 1-process baseline
     rows, md = scale.run_scale(cfg, jobs, tmp_path, "cmd", launch=Launch(2, 0, "node0:29400"))
-    assert launched[1:] == [(Job("sync", 2, nnodes=2), 0), (BASELINE, 0)]   # baseline last
+    assert launched[1:] == [(Job("sync", 2, nnodes=2), 0), (BASELINE, 0)]  # baseline last
     assert [(r["workers"], r["nodes"], r["speedup"]) for r in rows] == [(1, 1, 1.0), (4, 2, 4.0)]
     assert md.exists() and (tmp_path / "runs" / "lenet-synthetic-sync-n4-nodes2").is_dir()
 
@@ -251,7 +315,9 @@ def test_a_failed_run_is_explained_by_its_record_or_its_own_error_line(tmp_path)
     banner, whose last line is a row of '='. Catches: the last stderr line taken as the reason."""
     from fineprune_cli.drivers.scale import failure_reason
 
-    banner = "error: something broke in rank 2\n" + "=" * 60 + "\nRoot Cause (first observed failure):\n" + "=" * 60 + "\n"
+    banner = (
+        "error: something broke in rank 2\n" + "=" * 60 + "\nRoot Cause (first observed failure):\n" + "=" * 60 + "\n"
+    )
     assert failure_reason(banner, tmp_path / "none") == "something broke in rank 2"
     assert failure_reason("Traceback ...\nValueError: bad\n" + "=" * 60 + "\n", tmp_path / "none") == "ValueError: bad"
     assert failure_reason("", tmp_path / "none") == "no output"

@@ -10,7 +10,7 @@ def test_default_schedule_prunes_about_a_third_of_200_epochs():
     epochs = s.pruning_epochs(200)
     assert len(epochs) == 72
     assert epochs[:3] == [30, 32, 34] and epochs[-1] == 200
-    assert [e for e in epochs if 60 <= e < 120][0] == 76     # a_1 = 15: p >= 15, even epochs
+    assert [e for e in epochs if 60 <= e < 120][0] == 76  # a_1 = 15: p >= 15, even epochs
 
 
 def test_small_case_by_hand():
@@ -51,19 +51,26 @@ def test_block_count_equal_prunes_every_epoch_after_start():
     assert s.pruning_epochs(7) == list(range(1, 8))
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"window": 0}, "window"), ({"start": 60}, "start"), ({"start": -1}, "start"),
-    ({"block": 0}, "block"), ({"count": 0}, "count"), ({"count": 3, "block": 2}, "count"),
-    ({"attenuation": 0.5}, "attenuation"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"window": 0}, "window"),
+        ({"start": 60}, "start"),
+        ({"start": -1}, "start"),
+        ({"block": 0}, "block"),
+        ({"count": 0}, "count"),
+        ({"count": 3, "block": 2}, "count"),
+        ({"attenuation": 0.5}, "attenuation"),
+    ],
+)
 def test_invalid_schedules(kwargs, word):
     with pytest.raises(ConfigError, match=word):
         PruneSchedule(**kwargs)
 
 
 def test_formula_as_printed():
-    assert formula_n_prune(200, 60, 30, 2, 1) == 45            # tail 200 mod 60 = 20 < a: taken as 0
-    assert formula_n_prune(120, 60, 30, 4, 1) == 18            # (7*1 + 2) * 2: the remainder counts whole
+    assert formula_n_prune(200, 60, 30, 2, 1) == 45  # tail 200 mod 60 = 20 < a: taken as 0
+    assert formula_n_prune(120, 60, 30, 4, 1) == 18  # (7*1 + 2) * 2: the remainder counts whole
     assert formula_n_prune(130, 60, 6, 4, 1) == (13 + 2) * 2 + 1 + 0
 
 
@@ -89,7 +96,7 @@ def test_long_runs_cost_linear_time_even_with_attenuation_near_one():
 
     counted = PruneSchedule(window=1000, start=999, attenuation=Counting(1.0000001))
     counted.pruning_epochs(100_000)
-    assert len(calls) <= 999                     # each a_k once, not once per epoch
+    assert len(calls) <= 999  # each a_k once, not once per epoch
 
 
 def test_the_last_annealing_epoch_is_floor_delta_n_also_where_delta_n_is_not_exact():
@@ -107,14 +114,17 @@ def test_the_last_annealing_epoch_is_floor_delta_n_also_where_delta_n_is_not_exa
 from fineprune_cli.pruning.schedule import paper_start, paper_window  # noqa: E402
 
 
-@pytest.mark.parametrize("epochs, window, start", [
-    (200, 60, 30),   # the paper's values exactly
-    (30, 9, 5),      # 4.5 rounds half up to 5 (Python's round() would give 4)
-    (10, 3, 2),      # 1.5 -> 2
-    (23, 7, 3),      # 6.9 -> 7, 3.45 -> 3
-    (4, 1, 0),       # 15% of 4 rounds to 1, kept below the one-epoch window
-    (1, 1, 0),
-])
+@pytest.mark.parametrize(
+    "epochs, window, start",
+    [
+        (200, 60, 30),  # the paper's values exactly
+        (30, 9, 5),  # 4.5 rounds half up to 5 (Python's round() would give 4)
+        (10, 3, 2),  # 1.5 -> 2
+        (23, 7, 3),  # 6.9 -> 7, 3.45 -> 3
+        (4, 1, 0),  # 15% of 4 rounds to 1, kept below the one-epoch window
+        (1, 1, 0),
+    ],
+)
 def test_the_paper_schedule_is_a_share_of_the_run(epochs, window, start):
     w = paper_window(epochs)
     assert (w, paper_start(epochs, w)) == (window, start)
@@ -128,13 +138,16 @@ def test_a_scaled_schedule_prunes_a_proportionate_share():
     assert PruneSchedule.paper(30).pruning_epochs(30) == [6, 8, 12, 14, 16, 20, 22, 24, 26, 28, 30]
 
 
-@pytest.mark.parametrize("schedule, first", [
-    (PruneSchedule(60, 30), 30),
-    (PruneSchedule(60, 31), 32),                   # odd position: the next even epoch
-    (PruneSchedule(10, 9, attenuation=1.0), None),  # position 9: epochs 9, 19, 29 ... all odd
-    (PruneSchedule(10, 9), 14),                      # window 1 starts at a_1 = 4: epoch 14
-    (PruneSchedule(3, 2, block=1), 2),
-])
+@pytest.mark.parametrize(
+    "schedule, first",
+    [
+        (PruneSchedule(60, 30), 30),
+        (PruneSchedule(60, 31), 32),  # odd position: the next even epoch
+        (PruneSchedule(10, 9, attenuation=1.0), None),  # position 9: epochs 9, 19, 29 ... all odd
+        (PruneSchedule(10, 9), 14),  # window 1 starts at a_1 = 4: epoch 14
+        (PruneSchedule(3, 2, block=1), 2),
+    ],
+)
 def test_first_pruning_epoch(schedule, first):
     assert schedule.first_pruning_epoch() == first
     assert schedule.pruning_epochs(first or 1000) == ([first] if first else [])

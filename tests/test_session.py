@@ -15,10 +15,21 @@ from conftest import invoke, metrics_rows
 
 
 def _cfg(out, **extra):
-    return build_config(None, {
-        "model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 100,
-        "train.epochs": 2, "train.batch_size": 50, "train.milestones": [], "run.device": "cpu",
-        "run.out": str(out), **extra})
+    return build_config(
+        None,
+        {
+            "model.name": "lenet",
+            "data.dataset": "synthetic",
+            "data.subset": 200,
+            "data.test_subset": 100,
+            "train.epochs": 2,
+            "train.batch_size": 50,
+            "train.milestones": [],
+            "run.device": "cpu",
+            "run.out": str(out),
+            **extra,
+        },
+    )
 
 
 def test_best3_is_the_mean_of_the_three_best():
@@ -40,10 +51,11 @@ def test_overhead_is_the_time_spent_inside_the_policy(tmp_path, monkeypatch):
 
     monkeypatch.setattr(FinePruning, "observe", slow)
     summary = train(_cfg(tmp_path / "f", **{"prune.enabled": True}), show_progress=False)
-    assert len(calls) >= 2 * 200 // 50 - 1     # a pruned epoch takes fewer steps
+    assert len(calls) >= 2 * 200 // 50 - 1  # a pruned epoch takes fewer steps
     assert summary.overhead_seconds >= len(calls) * 0.005
     assert sum(float(r["overhead_seconds"]) for r in metrics_rows(tmp_path / "f")) == pytest.approx(
-        summary.overhead_seconds, abs=1e-3)
+        summary.overhead_seconds, abs=1e-3
+    )
     regular = train(_cfg(tmp_path / "r"), show_progress=False)
     assert regular.overhead_seconds < len(calls) * 0.005  # nothing observed: only plan/sync bookkeeping
 
@@ -64,14 +76,29 @@ def test_status_says_what_can_be_resumed():
 
 
 def test_summary_round_trip_and_schema_1(tmp_path):
-    s = RunSummary(model="lenet", dataset="synthetic", epochs=3, seed=1, policy="random",
-                   final_accuracy=70.5, best3_accuracy=70.0, extra={"staleness_max": 4})
+    s = RunSummary(
+        model="lenet",
+        dataset="synthetic",
+        epochs=3,
+        seed=1,
+        policy="random",
+        final_accuracy=70.5,
+        best3_accuracy=70.0,
+        extra={"staleness_max": 4},
+    )
     data = s.to_dict()
     assert data["schema"] == 3 and data["pruning"] is True and data["staleness_max"] == 4
     assert RunSummary.from_dict(json.loads(json.dumps(data))) == s
     # schema 1 (first release): no policy key, pruning on meant fine-pruning
-    old = {"model": "lenet", "dataset": "fashion-mnist", "epochs": 3, "seed": 0, "pruning": True,
-           "status": "complete", "train_seconds": 4.5}
+    old = {
+        "model": "lenet",
+        "dataset": "fashion-mnist",
+        "epochs": 3,
+        "seed": 0,
+        "pruning": True,
+        "status": "complete",
+        "train_seconds": 4.5,
+    }
     assert RunSummary.from_dict(old).policy == "fine"
     assert RunSummary.from_dict({**old, "pruning": False}).policy == "regular"
     with pytest.raises(ConfigError, match="'train_seconds' has the wrong type"):
@@ -80,9 +107,16 @@ def test_summary_round_trip_and_schema_1(tmp_path):
         RunSummary.from_dict({k: v for k, v in old.items() if k != "seed"})
 
 
-@pytest.mark.parametrize("error", [RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
-                                                "can't allocate memory: you tried to allocate 8589934592 bytes."),
-                                   MemoryError()])
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+            "can't allocate memory: you tried to allocate 8589934592 bytes."
+        ),
+        MemoryError(),
+    ],
+)
 def test_running_out_of_memory_mid_run_is_one_line(tmp_path, monkeypatch, error):
     """The up-front memory check is a floor (a model's layers come on top): an allocation that
     fails later ended in the allocator's traceback."""
@@ -93,10 +127,28 @@ def test_running_out_of_memory_mid_run_is_one_line(tmp_path, monkeypatch, error)
 
     def fail(*args, **kwargs):
         raise error
+
     monkeypatch.setattr(Trainer, "train_epoch", fail)
-    result = CliRunner().invoke(app, ["train", "--model", "lenet", "--dataset", "synthetic", "--subset", "64",
-                                      "--test-subset", "32", "--epochs", "1", "--device", "cpu", "--out",
-                                      str(tmp_path / "run")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "64",
+            "--test-subset",
+            "32",
+            "--epochs",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     assert result.exit_code == 1 and "out of memory while training" in result.output, result.output
     assert "lower --batch-size or --image-size" in result.output and len(result.output.strip().splitlines()) == 1
 
@@ -106,9 +158,21 @@ def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch
 
     monkeypatch.setattr(Trainer, "train_epoch", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
-        train(build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", "data.subset": 64,
-                                  "data.test_subset": 32, "train.epochs": 1, "run.device": "cpu",
-                                  "run.out": str(tmp_path / "r")}), show_progress=False)
+        train(
+            build_config(
+                None,
+                {
+                    "model.name": "lenet",
+                    "data.dataset": "synthetic",
+                    "data.subset": 64,
+                    "data.test_subset": 32,
+                    "train.epochs": 1,
+                    "run.device": "cpu",
+                    "run.out": str(tmp_path / "r"),
+                },
+            ),
+            show_progress=False,
+        )
 
 
 def test_the_summary_records_the_machine_and_its_load(tmp_path, monkeypatch):
@@ -130,6 +194,7 @@ class _StopAfterFirstEpoch:
     def advance(self, status=""):
         import os
         import signal
+
         os.kill(os.getpid(), signal.SIGTERM)
 
 

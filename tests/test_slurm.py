@@ -12,11 +12,32 @@ import pytest
 
 from conftest import invoke, metrics_rows, summary_of
 
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "200", "--test-subset", "300",
-        "--epochs", "3", "--device", "cpu", "--batch-size", "50", "--window", "2", "--start", "1",
-        "--milestones", "2", "--policies", "regular,fine,random"]
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--test-subset",
+    "300",
+    "--epochs",
+    "3",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+    "--window",
+    "2",
+    "--start",
+    "1",
+    "--milestones",
+    "2",
+    "--policies",
+    "regular,fine,random",
+]
 
-STANDIN = r'''
+STANDIN = r"""
 import os, re, signal, subprocess, sys, time
 from pathlib import Path
 
@@ -105,7 +126,7 @@ elif name == "scancel":
     pid = STATE / f"{args[0]}.pid"
     if pid.exists():
         os.kill(int(pid.read_text()), getattr(signal, sig if sig.startswith("SIG") else "SIG" + sig))
-'''
+"""
 
 
 @pytest.fixture
@@ -116,7 +137,7 @@ def slurm_here(tmp_path, monkeypatch):
     (bin_dir / "standin.py").write_text(STANDIN)
     for name in ("sbatch", "srun", "sacct", "scontrol", "scancel"):
         path = bin_dir / name
-        path.write_text(f"#!/bin/sh\nexec {sys.executable} {bin_dir / 'standin.py'} {name} \"$@\"\n")
+        path.write_text(f'#!/bin/sh\nexec {sys.executable} {bin_dir / "standin.py"} {name} "$@"\n')
         path.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_STATE", str(state))
@@ -127,10 +148,11 @@ def slurm_here(tmp_path, monkeypatch):
 def test_slurm_array_requeues_a_preempted_task_and_reports_as_the_local_executor(tmp_path, slurm_here, monkeypatch):
     out = tmp_path / "slurm"
     fine = out / "lenet-synthetic" / "fine-seed0"
-    monkeypatch.setenv("STANDIN_PREEMPT_INDEX", "1")            # the array's second task: fine, seed 0
+    monkeypatch.setenv("STANDIN_PREEMPT_INDEX", "1")  # the array's second task: fine, seed 0
     monkeypatch.setenv("STANDIN_PREEMPT_WATCH", str(fine / "checkpoint.pt"))
-    result = invoke(["compare", *TINY, "--out", out, "--executor", "slurm", "--slurm-time", "30",
-                     "--slurm-partition", "debug"])
+    result = invoke(
+        ["compare", *TINY, "--out", out, "--executor", "slurm", "--slurm-time", "30", "--slurm-partition", "debug"]
+    )
     assert result.exit_code == 0, result.output
     calls = (slurm_here / "calls.log").read_text()
     assert calls.count("sbatch ") == 1 and "preempt 4000_1" in calls and "scontrol requeue 4000_1" in calls
@@ -138,14 +160,17 @@ def test_slurm_array_requeues_a_preempted_task_and_reports_as_the_local_executor
     assert "#SBATCH --array=0-2%3" in script and "#SBATCH --partition=debug" in script
     assert "#SBATCH --time=30" in script
     assert summary_of(fine)["resumed_after_epochs"] and summary_of(fine)["status"] == "complete"
-    assert "resumed_after_epochs" not in summary_of(out / "lenet-synthetic" / "regular-seed0") or \
-        not summary_of(out / "lenet-synthetic" / "regular-seed0")["resumed_after_epochs"]
+    assert (
+        "resumed_after_epochs" not in summary_of(out / "lenet-synthetic" / "regular-seed0")
+        or not summary_of(out / "lenet-synthetic" / "regular-seed0")["resumed_after_epochs"]
+    )
 
     local = tmp_path / "local"
     assert invoke(["compare", *TINY, "--out", local]).exit_code == 0
-    for arm in ("regular", "fine", "random"):   # resumed, yet the very run trained without a break
-        assert metrics_rows(out / "lenet-synthetic" / f"{arm}-seed0", drop_timing=True) == \
-            metrics_rows(local / "lenet-synthetic" / f"{arm}-seed0", drop_timing=True)
+    for arm in ("regular", "fine", "random"):  # resumed, yet the very run trained without a break
+        assert metrics_rows(out / "lenet-synthetic" / f"{arm}-seed0", drop_timing=True) == metrics_rows(
+            local / "lenet-synthetic" / f"{arm}-seed0", drop_timing=True
+        )
     tables = []
     for folder in (out, local):
         made = invoke(["report", folder, "--out", tmp_path / f"report-{folder.name}", "--no-plots"])
@@ -153,24 +178,39 @@ def test_slurm_array_requeues_a_preempted_task_and_reports_as_the_local_executor
         tables.append((tmp_path / f"report-{folder.name}" / "table2_accuracy.md").read_text())
     assert tables[0] == tables[1] and "fine" in tables[0]
 
-    again = invoke(["compare", *TINY, "--out", out, "--executor", "slurm"])   # all there: nothing submitted
+    again = invoke(["compare", *TINY, "--out", out, "--executor", "slurm"])  # all there: nothing submitted
     assert again.exit_code == 0 and (slurm_here / "calls.log").read_text().count("sbatch ") == 1
 
 
 @pytest.mark.slow  # the detached jobs train in their own processes
 def test_detach_returns_at_once_and_a_later_compare_collects(tmp_path, slurm_here):
     out = tmp_path / "slurm"
-    first = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm", "--detach",
-                    "--set", "compare.slurm.mem=8G", "--set", "compare.slurm.qos=low"])
+    first = invoke(
+        [
+            "compare",
+            *TINY,
+            "--policies",
+            "regular",
+            "--out",
+            out,
+            "--executor",
+            "slurm",
+            "--detach",
+            "--set",
+            "compare.slurm.mem=8G",
+            "--set",
+            "compare.slurm.qos=low",
+        ]
+    )
     assert first.exit_code == 0, first.output
     script = next((out / ".jobs" / "slurm").glob("*_submission.sh")).read_text()
-    assert "#SBATCH --mem=8G" in script and "#SBATCH --qos=low" in script   # --set compare.slurm.* reaches sbatch
+    assert "#SBATCH --mem=8G" in script and "#SBATCH --qos=low" in script  # --set compare.slurm.* reaches sbatch
     assert "queued or running on Slurm" in first.output
     ledger = json.loads((out / ".jobs" / "slurm.json").read_text())
     assert list(ledger.values()) == ["4000"]
     second = invoke(["compare", *TINY, "--policies", "regular", "--out", out, "--executor", "slurm"])
     assert second.exit_code == 0, second.output
-    assert (slurm_here / "calls.log").read_text().count("sbatch ") == 1   # waited for it, not resubmitted
+    assert (slurm_here / "calls.log").read_text().count("sbatch ") == 1  # waited for it, not resubmitted
     assert summary_of(out / "lenet-synthetic" / "regular-seed0")["status"] == "complete"
 
 
@@ -183,11 +223,14 @@ def test_an_unknown_slurm_setting_is_refused_before_anything_is_submitted(tmp_pa
 def test_slurm_refusals_are_one_line(tmp_path, monkeypatch):
     for extra in (["--slurm-partition", "gpu"], ["--detach"], ["--slurm-account", "x"]):
         result = invoke(["compare", *TINY, "--out", tmp_path, *extra])
-        assert result.exit_code == 2 and result.output.startswith("error: --") and "needs --executor slurm" in result.output
+        assert (
+            result.exit_code == 2
+            and result.output.startswith("error: --")
+            and "needs --executor slurm" in result.output
+        )
     result = invoke(["compare", *TINY, "--out", tmp_path, "--set", "compare.slurm.mem_gb=8"])
     assert result.exit_code == 2 and result.output == "error: compare.slurm needs --executor slurm\n"
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     result = invoke(["compare", *TINY, "--out", tmp_path, "--executor", "slurm"])
     assert result.exit_code == 2, result.output
     assert result.output == "error: --executor slurm needs Slurm's sbatch on the PATH, and there is none here\n"
-

@@ -38,7 +38,7 @@ def test_a_zero_spread_earns_no_claim():
     test image is no evidence of precision: no own interval at all (the pooled one decides)."""
     assert paired_estimate([0.05, 0.05], quantum=0.01) is None
     assert paired_estimate([0.05, 0.05, 0.05, 0.05, 0.05]) is None
-    assert paired_estimate([0.05, 0.07], quantum=0.01) is not None   # two images apart: a spread
+    assert paired_estimate([0.05, 0.07], quantum=0.01) is not None  # two images apart: a spread
 
 
 def test_no_interval_is_narrower_than_one_test_image():
@@ -51,8 +51,8 @@ def test_no_interval_is_narrower_than_one_test_image():
 
 def test_one_sided_p_values_by_hand():
     e = stats.Estimate(mean=-0.17, se=0.1, df=10, n=5, sd=0.2236, pooled=True)
-    assert e.p_above(-0.3) == pytest.approx(1 - sps.t.cdf(1.3, 10))    # not worse than -0.3
-    assert e.p_below(-0.3) == pytest.approx(sps.t.cdf(1.3, 10))        # worse than -0.3
+    assert e.p_above(-0.3) == pytest.approx(1 - sps.t.cdf(1.3, 10))  # not worse than -0.3
+    assert e.p_below(-0.3) == pytest.approx(sps.t.cdf(1.3, 10))  # worse than -0.3
     assert e.p_above(-0.3) + e.p_below(-0.3) == pytest.approx(1.0)
 
 
@@ -62,7 +62,7 @@ def test_a_pooled_estimate_uses_the_contrast_norms():
     assert e.sd == pytest.approx(0.5 * math.sqrt(2)) and e.se == pytest.approx(0.5 * math.sqrt(2) / math.sqrt(3))
     assert e.df == 20 and e.pooled
     half = pooled_estimate([1.0, 2.0], [1.5, 1.5], sigma=0.5, df=20)
-    assert half.se == pytest.approx(0.5 * math.sqrt(3.0) / 2)   # sqrt(sum of norms) * sigma / n
+    assert half.se == pytest.approx(0.5 * math.sqrt(3.0) / 2)  # sqrt(sum of norms) * sigma / n
 
 
 def _residual_by_hand(y):
@@ -70,7 +70,7 @@ def _residual_by_hand(y):
     y = np.asarray(y, dtype=float)
     r = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
     df = (y.shape[0] - 1) * (y.shape[1] - 1)
-    return math.sqrt((r ** 2).sum() / df), df
+    return math.sqrt((r**2).sum() / df), df
 
 
 def test_the_block_model_residual_matches_the_two_way_anova_by_hand():
@@ -109,9 +109,10 @@ def test_holm_against_values_by_hand():
 
 def test_holm_agrees_with_statsmodels():
     from statsmodels.stats.multitest import multipletests
+
     rng = np.random.default_rng(3)
     for k in (1, 2, 5, 9):
-        p = list(rng.uniform(0, 0.3, k)) + [0.5, 0.5]   # ties too
+        p = list(rng.uniform(0, 0.3, k)) + [0.5, 0.5]  # ties too
         assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]))
 
 
@@ -125,8 +126,8 @@ def test_seeds_for_80_percent_against_the_noncentral_t():
     n = seeds_for(0.2, 0.3, 0.05)
     assert _power_by_hand(0.2, 0.3, 0.05, n) >= 0.8 > _power_by_hand(0.2, 0.3, 0.05, n - 1)
     assert n == 16
-    assert seeds_for(-0.1, 0.3, 0.05) is None            # the wrong direction: never
-    assert seeds_for(0.01, 0.3, 0.05) is None            # beyond MAX_SEEDS
+    assert seeds_for(-0.1, 0.3, 0.05) is None  # the wrong direction: never
+    assert seeds_for(0.01, 0.3, 0.05) is None  # beyond MAX_SEEDS
 
 
 def test_what_fifty_seeds_resolve():
@@ -152,7 +153,8 @@ def test_seeds_for_reaches_max_seeds_itself():
     """An effect that 50 seeds, and not 49, show with 80% power: 50, the last feasible number, not None."""
     from statsmodels.stats.power import TTestPower
 
-    size = TTestPower().solve_power(effect_size=None, nobs=stats.MAX_SEEDS, alpha=0.05, power=stats.POWER,
-                                    alternative="larger")
+    size = TTestPower().solve_power(
+        effect_size=None, nobs=stats.MAX_SEEDS, alpha=0.05, power=stats.POWER, alternative="larger"
+    )
     assert stats.seeds_for(float(size) * 1.0001, 1.0, 0.05) == stats.MAX_SEEDS
     assert stats.seeds_for(float(size) * 0.99, 1.0, 0.05) is None

@@ -51,13 +51,43 @@ def _trainer(data, channels, classes, batch=16):
 def test_mixed_sizes_train_through_the_cli_with_image_size(tmp_path):
     mixed_folder(tmp_path / "imgs")
     out = tmp_path / "run"
-    r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
-                "--image-size", 16, "--loader", "stream", "--workers", 1, "--epochs", 2,
-                "--batch-size", 16, "--milestones", "", "--out", out, "--prune", "--window", 3,
-                "--start", 2, "--block", 1, "--prune-fraction", 0.5])
+    r = invoke(
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            tmp_path / "imgs",
+            "--image-size",
+            16,
+            "--loader",
+            "stream",
+            "--workers",
+            1,
+            "--epochs",
+            2,
+            "--batch-size",
+            16,
+            "--milestones",
+            "",
+            "--out",
+            out,
+            "--prune",
+            "--window",
+            3,
+            "--start",
+            2,
+            "--block",
+            1,
+            "--prune-fraction",
+            0.5,
+        ]
+    )
     assert r.exit_code == 0, r.output
     rows = metrics_rows(out)
-    assert [int(row["samples"]) for row in rows] == [72, 36]     # epoch 2 prunes half
+    assert [int(row["samples"]) for row in rows] == [72, 36]  # epoch 2 prunes half
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["final_accuracy"] > 50
 
@@ -68,14 +98,15 @@ def test_a_pruned_epoch_decodes_only_its_kept_samples(tmp_path, monkeypatch):
     decoded = []
     real = stream.FolderImages.__getitem__
     monkeypatch.setattr(stream.FolderImages, "__getitem__", lambda self, i: decoded.append(i) or real(self, i))
-    policy = create_policy("random", data.num_train, PruneConfig(window=1, start=0, block=1, count=1,
-                                                                  prune_fraction=0.3), seed=1)
+    policy = create_policy(
+        "random", data.num_train, PruneConfig(window=1, start=0, block=1, count=1, prune_fraction=0.3), seed=1
+    )
     plan, seen = policy.plan(1), []
     trainer.train_epoch(1, plan, lambda idx, losses: seen.append(idx))
     kept = sorted(plan.indices.tolist())
     assert plan.samples == 50 < data.num_train == 72
-    assert sorted(decoded) == kept                                 # each kept sample once, no other
-    assert sorted(torch.cat(seen).tolist()) == kept                # observe gets the plan's indices
+    assert sorted(decoded) == kept  # each kept sample once, no other
+    assert sorted(torch.cat(seen).tolist()) == kept  # observe gets the plan's indices
 
 
 def test_streaming_equals_the_device_path_draw_for_draw(tmp_path):
@@ -85,8 +116,10 @@ def test_streaming_equals_the_device_path_draw_for_draw(tmp_path):
     for loader in ("device", "stream"):
         data, c, k = _data(tmp_path, loader=loader, augment="crop-flip")
         trainer, seen = _trainer(data, c, k), []
-        losses = [trainer.train_epoch(e, None, lambda idx, loss: seen.append((idx, loss))).item()  # noqa: B023 (used only within this iteration)
-                  for e in (1, 2)]
+        losses = [
+            trainer.train_epoch(e, None, lambda idx, loss: seen.append((idx, loss))).item()  # noqa: B023 (used only within this iteration)
+            for e in (1, 2)
+        ]
         results.append((losses, seen, trainer.evaluate()))
     (dev_loss, dev_seen, dev_eval), (st_loss, st_seen, st_eval) = results
     assert type(_data(tmp_path, loader="device")[0]).__name__ == "DeviceData"
@@ -98,23 +131,58 @@ def test_a_broken_image_is_named_when_streamed(tmp_path):
     mixed_folder(tmp_path)
     (tmp_path / "train" / "c1" / "zz-broken.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(DataError, match="cannot decode image .*zz-broken.jpg"):
-        _data(tmp_path, image_size=16)    # the normalisation sample holds every file of this folder
+        _data(tmp_path, image_size=16)  # the normalisation sample holds every file of this folder
 
 
 def test_a_broken_image_through_the_cli_is_one_line(tmp_path):
     mixed_folder(tmp_path / "imgs")
     (tmp_path / "imgs" / "test" / "c0" / "zz-broken.png").write_bytes(b"\x89PNG broken")
-    r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
-                "--image-size", 16, "--loader", "stream", "--workers", 1, "--epochs", 1,
-                "--out", tmp_path / "run"])
+    r = invoke(
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            tmp_path / "imgs",
+            "--image-size",
+            16,
+            "--loader",
+            "stream",
+            "--workers",
+            1,
+            "--epochs",
+            1,
+            "--out",
+            tmp_path / "run",
+        ]
+    )
     assert r.exit_code == 2 and "zz-broken.png" in r.output and "Traceback" not in r.output
 
 
 @pytest.mark.parametrize("loader", ["device", "stream"])
 def test_mixed_sizes_without_image_size_are_one_clear_error(tmp_path, loader):
     mixed_folder(tmp_path / "imgs")
-    r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
-                "--loader", loader, "--workers", 0, "--epochs", 1, "--out", tmp_path / "run"])
+    r = invoke(
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            tmp_path / "imgs",
+            "--loader",
+            loader,
+            "--workers",
+            0,
+            "--epochs",
+            1,
+            "--out",
+            tmp_path / "run",
+        ]
+    )
     assert r.exit_code == 2 and "pass --image-size N" in r.output
     assert len(r.output.strip().splitlines()) == 1
 
@@ -128,7 +196,7 @@ def test_auto_holds_small_data_on_the_device_and_streams_what_does_not_fit(tmp_p
 
 def test_image_size_resizes_on_the_device_path_too(tmp_path):
     data, c, k = _data(mixed_folder(tmp_path), loader="device", image_size=16)
-    assert data.train_x.shape == (72, 3, 16 + 4, 16 + 4) and data.crop is not None   # resized, padded 16/8 = 2 px
+    assert data.train_x.shape == (72, 3, 16 + 4, 16 + 4) and data.crop is not None  # resized, padded 16/8 = 2 px
 
 
 def test_loader_options_are_refused_off_folders_and_keep_old_fingerprints():
@@ -143,16 +211,34 @@ def test_loader_options_are_refused_off_folders_and_keep_old_fingerprints():
 def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
     """In a large folder the normalisation sample misses most files: the error comes from a worker."""
     mixed_folder(tmp_path / "imgs")
-    broken = tmp_path / "imgs" / "train" / "c1" / "zz-broken.jpg"     # file 48 of 73
+    broken = tmp_path / "imgs" / "train" / "c1" / "zz-broken.jpg"  # file 48 of 73
     write_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8), str(broken))
-    broken.write_bytes(broken.read_bytes()[:-40])    # its header is whole (the folder's scan passes), its data cut
-    monkeypatch.setattr(stream, "STATS_SAMPLES", 2)           # samples files 0 and 72: both good
-    r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
-                "--image-size", 16, "--loader", "stream", "--workers", 1, "--epochs", 1,
-                "--out", tmp_path / "run"])
+    broken.write_bytes(broken.read_bytes()[:-40])  # its header is whole (the folder's scan passes), its data cut
+    monkeypatch.setattr(stream, "STATS_SAMPLES", 2)  # samples files 0 and 72: both good
+    r = invoke(
+        [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            tmp_path / "imgs",
+            "--image-size",
+            16,
+            "--loader",
+            "stream",
+            "--workers",
+            1,
+            "--epochs",
+            1,
+            "--out",
+            tmp_path / "run",
+        ]
+    )
     assert r.exit_code == 2 and "cannot decode image" in r.output and "zz-broken.jpg" in r.output
     assert len(r.output.strip().splitlines()) == 1
-    assert (tmp_path / "run" / "summary.json").is_file()     # it did fail inside the run
+    assert (tmp_path / "run" / "summary.json").is_file()  # it did fail inside the run
 
 
 @pytest.mark.slow
@@ -164,17 +250,33 @@ def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
     mixed_folder(tmp_path / "imgs")
 
     def cfg(out):
-        return build_config(None, {
-            "model.name": "lenet", "data.dataset": "folder", "data.data_dir": str(tmp_path / "imgs"),
-            "data.image_size": 16, "data.loader": "stream", "data.workers": 1, "train.epochs": 4,
-            "train.batch_size": 16, "train.milestones": [], "run.device": "cpu", "run.out": str(out),
-            "prune.enabled": True, "prune.window": 4, "prune.start": 1, "prune.block": 1})
+        return build_config(
+            None,
+            {
+                "model.name": "lenet",
+                "data.dataset": "folder",
+                "data.data_dir": str(tmp_path / "imgs"),
+                "data.image_size": 16,
+                "data.loader": "stream",
+                "data.workers": 1,
+                "train.epochs": 4,
+                "train.batch_size": 16,
+                "train.milestones": [],
+                "run.device": "cpu",
+                "run.out": str(out),
+                "prune.enabled": True,
+                "prune.window": 4,
+                "prune.start": 1,
+                "prune.block": 1,
+            },
+        )
+
     train(cfg(tmp_path / "whole"), show_progress=False)
     with pytest.raises(Interrupted, match="stopped after epoch 2 of 4"):
         train(cfg(tmp_path / "cut"), show_progress=False, bar=SignalAt(2))
     resume(tmp_path / "cut", show_progress=False)
     whole, cut = (metrics_rows(tmp_path / name, drop_timing=True) for name in ("whole", "cut"))
-    assert cut == whole and [int(r["pruned"]) for r in whole] == [1, 1, 1, 1]   # counts carried over
+    assert cut == whole and [int(r["pruned"]) for r in whole] == [1, 1, 1, 1]  # counts carried over
 
 
 # -- the folder's mode, one rule on both paths (issue 25) -------------------------------------
@@ -199,16 +301,36 @@ def test_device_and_stream_give_identical_tensors_image_by_image(tmp_path, name)
     assert len(streamed) == len(device)
     for i, (a, b) in enumerate(zip(device, streamed)):
         assert a.shape == b.shape and torch.equal(a, b), f"{name}: image {i}"
-    assert train_x.shape[1] == (1 if name == "grey" else 3)    # RGB as soon as one image is colour
+    assert train_x.shape[1] == (1 if name == "grey" else 3)  # RGB as soon as one image is colour
 
 
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_a_one_epoch_run_gives_identical_metrics_on_both_paths(tmp_path, name):
     FOLDERS[name](tmp_path / "imgs")
     for loader in ("device", "stream"):
-        r = invoke(["train", "--model", "lenet", "--dataset", "folder", "--data-dir", tmp_path / "imgs",
-                    "--loader", loader, "--workers", 0, "--epochs", 1, "--batch-size", 4, "--lr", 0.01,
-                    "--out", tmp_path / loader])  # lr: RGB folders are augmented now; at 0.1 one diverged
+        r = invoke(
+            [
+                "train",
+                "--model",
+                "lenet",
+                "--dataset",
+                "folder",
+                "--data-dir",
+                tmp_path / "imgs",
+                "--loader",
+                loader,
+                "--workers",
+                0,
+                "--epochs",
+                1,
+                "--batch-size",
+                4,
+                "--lr",
+                0.01,
+                "--out",
+                tmp_path / loader,
+            ]
+        )  # lr: RGB folders are augmented now; at 0.1 one diverged
         assert r.exit_code == 0, r.output
     assert metrics_rows(tmp_path / "device", drop_timing=True) == metrics_rows(tmp_path / "stream", drop_timing=True)
 
@@ -217,7 +339,7 @@ def test_palette_pngs_train_on_their_colours_not_their_indices(tmp_path):
     data, channels, _ = _data(palette_folder(tmp_path), loader="device")
     assert channels == 3
     red, green = data.test_x[data.test_y == 0][0], data.test_x[data.test_y == 1][0]
-    assert red[0, 0, 0] > red[1, 0, 0] and green[1, 0, 0] > green[0, 0, 0]   # normalised, still apart
+    assert red[0, 0, 0] > red[1, 0, 0] and green[1, 0, 0] > green[0, 0, 0]  # normalised, still apart
 
 
 def test_a_grey_first_training_file_does_not_stream_a_colour_folder_in_grey(tmp_path):
@@ -256,6 +378,10 @@ def test_a_loader_that_does_not_fit_in_memory_is_refused_saying_which_fits(tmp_p
     same_size_folder(tmp_path)
     monkeypatch.setattr(stream, "_free_memory", lambda device: 100_000)
     monkeypatch.setattr(stream, "load_dataset", lambda *a, **k: pytest.fail("decoded"))
-    with pytest.raises(DataError, match="52 images of 8 x 8 held on cpu need about .* free: --loader stream fits"
-                       if loader == "device" else "a batch of 40 images of 8 x 8 .* lower --image-size or --batch-size"):
+    with pytest.raises(
+        DataError,
+        match="52 images of 8 x 8 held on cpu need about .* free: --loader stream fits"
+        if loader == "device"
+        else "a batch of 40 images of 8 x 8 .* lower --image-size or --batch-size",
+    ):
         _data(tmp_path, loader=loader, batch=1 if loader == "device" else 128)

@@ -17,20 +17,35 @@ OTHER = {**MACHINE, "processor": "Other CPU"}
 
 
 def _run(tmp_path, accs=(50.0, 70.0, 60.0, 74.0), pruned=(2,), times=(3.0, 2.0, 2.5, 2.0), batch=None):
-    make_run(tmp_path, "lenet", "fine", 0, sum(times), list(accs), skipped_epochs=pruned, times=times,
-             settings={"train.batch_size": batch} if batch else None)
+    make_run(
+        tmp_path,
+        "lenet",
+        "fine",
+        0,
+        sum(times),
+        list(accs),
+        skipped_epochs=pruned,
+        times=times,
+        settings={"train.batch_size": batch} if batch else None,
+    )
     return load_runs([tmp_path])[0][0]
 
 
-@pytest.mark.parametrize("target, epoch, sample_epochs, seconds", [
-    (65.0, 2, 1.7, 5.0),       # the first epoch at the target, not a later one (epoch 3 falls back)
-    (50.0, 1, 1.0, 3.0),       # reached in epoch 1
-    (74.0, 4, 3.7, 9.5),       # exactly the target counts as reached
-])
+@pytest.mark.parametrize(
+    "target, epoch, sample_epochs, seconds",
+    [
+        (65.0, 2, 1.7, 5.0),  # the first epoch at the target, not a later one (epoch 3 falls back)
+        (50.0, 1, 1.0, 3.0),  # reached in epoch 1
+        (74.0, 4, 3.7, 9.5),  # exactly the target counts as reached
+    ],
+)
 def test_time_to_accuracy_on_a_hand_made_curve(tmp_path, target, epoch, sample_epochs, seconds):
-    reached = timing.time_to_accuracy(_run(tmp_path), target, 0.01)   # epoch 2 trains 70 of 100 samples
-    assert (reached.epoch, reached.sample_epochs, reached.seconds) == (epoch, pytest.approx(sample_epochs),
-                                                                      pytest.approx(seconds))
+    reached = timing.time_to_accuracy(_run(tmp_path), target, 0.01)  # epoch 2 trains 70 of 100 samples
+    assert (reached.epoch, reached.sample_epochs, reached.seconds) == (
+        epoch,
+        pytest.approx(sample_epochs),
+        pytest.approx(seconds),
+    )
 
 
 def test_a_target_never_reached_is_none_and_says_so(tmp_path):
@@ -51,7 +66,7 @@ def test_the_target_compares_in_whole_test_images(tmp_path):
     run = _run(tmp_path)
     target = 73.5 + 0.1 + 0.4 - 1e-13 + 2e-14 + 0.00000000000001
     assert target != 74.0 and timing.time_to_accuracy(run, target, 0.01).epoch == 4
-    assert timing.time_to_accuracy(run, 74.00000000000002, 0.01).epoch == 4   # a raw >= misses it
+    assert timing.time_to_accuracy(run, 74.00000000000002, 0.01).epoch == 4  # a raw >= misses it
     assert timing.on_grid(73.34000000000002, 0.01) == pytest.approx(73.34, abs=1e-12)
 
 
@@ -59,6 +74,7 @@ def test_runs_made_beside_others_compare_only_within_one_concurrency():
     class R:
         def __init__(self, machine):
             self.summary = type("S", (), {"machine": machine})()
+
     alone = {"processor": "P", "threads": 1, "torch": "t", "device": "cpu"}
     two = {**alone, "concurrency": 2}
     assert timing.signature(R(two)).endswith(", 2 runs at once")
@@ -67,19 +83,20 @@ def test_runs_made_beside_others_compare_only_within_one_concurrency():
 
 
 def test_optimizer_steps_use_the_runs_batch_size(tmp_path):
-    run = _run(tmp_path, batch=40)   # 100, 70, 100, 100 samples in batches of 40: 3 + 2 + 3 + 3
+    run = _run(tmp_path, batch=40)  # 100, 70, 100, 100 samples in batches of 40: 3 + 2 + 3 + 3
     assert timing.optimizer_steps(run) == 11 and timing.sample_epochs(run) == pytest.approx(3.7)
 
 
 def test_signatures_old_runs_and_mixed_runs():
-    class R:   # the fields signature() reads
+    class R:  # the fields signature() reads
         def __init__(self, machine):
             self.summary = type("S", (), {"machine": machine})()
+
     assert timing.signature(R(MACHINE)) == "Test CPU, 2 threads, torch 2.14.1, cpu"
     assert timing.signature(R({**MACHINE, "threads": 1})) == "Test CPU, 1 thread, torch 2.14.1, cpu"
     assert timing.signature(R({})) == "unknown machine"
     assert timing.signature(R({"mixed": [MACHINE, OTHER]})) == "mixed machines"
-    assert timing.comparable(R({}), R({})) == "unknown machine"   # two old runs: still not compared
+    assert timing.comparable(R({}), R({})) == "unknown machine"  # two old runs: still not compared
     assert timing.comparable(R(MACHINE), R(OTHER)) == "different machines"
     assert timing.comparable(R(MACHINE), R(dict(MACHINE))) is None
 
@@ -98,14 +115,13 @@ def two_machines(tmp_path):
 def test_a_report_over_two_machines_compares_times_only_within_one(two_machines, tmp_path):
     runs = load_runs([two_machines])[0]
     fine = next(r for r in summary_rows(runs) if r["policy"] == "fine")
-    assert fine["saved_pct_mean"] == pytest.approx(15.0) and fine["saved_pairs"] == 2   # 10% and 20%
+    assert fine["saved_pct_mean"] == pytest.approx(15.0) and fine["saved_pairs"] == 2  # 10% and 20%
     table = {r[0]: r[1] for r in table1(runs)[1]}
     assert table["fine-pruning: saved (same machine)"] == "15.00 ± 7.07% (2 of 4 pairs)"
-    assert table["fine-pruning: sample-epochs trained"] == "2.70 ± 0.00"   # machine-independent: all 4
+    assert table["fine-pruning: sample-epochs trained"] == "2.70 ± 0.00"  # machine-independent: all 4
     write_report([two_machines], tmp_path / "out", with_plots=False)
     index = (tmp_path / "out" / "index.md").read_text()
-    assert ("Pairs left out of *saved*: different machines (1: fine seed 2); unknown machine (1: fine seed 3)."
-            in index)
+    assert "Pairs left out of *saved*: different machines (1: fine seed 2); unknown machine (1: fine seed 3)." in index
     assert "- unknown machine: 2 runs: recorded no machine signature" in index
     assert "- Test CPU, 2 threads, torch 2.14.1, cpu: 5 runs; 1-minute load at start 0.5–0.5" in index
 

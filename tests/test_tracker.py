@@ -5,20 +5,20 @@ from fineprune_cli.pruning.tracker import DroppingCount
 
 def test_counts_samples_above_batch_mean():
     t = DroppingCount(8)
-    t.update(torch.tensor([5, 0, 2, 7]), torch.tensor([1.0, 2.0, 3.0, 6.0]))   # mean 3: only 6 > 3
+    t.update(torch.tensor([5, 0, 2, 7]), torch.tensor([1.0, 2.0, 3.0, 6.0]))  # mean 3: only 6 > 3
     assert t.counts.tolist() == [0, 0, 0, 0, 0, 0, 0, 1]
-    t.update(torch.tensor([7, 1]), torch.tensor([4.0, 0.0]))                   # mean 2: 4 > 2
+    t.update(torch.tensor([7, 1]), torch.tensor([4.0, 0.0]))  # mean 2: 4 > 2
     assert t.counts.tolist() == [0, 0, 0, 0, 0, 0, 0, 2]
 
 
 def test_tolerance_raises_the_bar():
-    idx, losses = torch.arange(4), torch.tensor([1.0, 2.0, 4.0, 5.0])       # mean 3
+    idx, losses = torch.arange(4), torch.tensor([1.0, 2.0, 4.0, 5.0])  # mean 3
     loose, strict, none = DroppingCount(4, 0.0), DroppingCount(4, 0.5), DroppingCount(4, 2 / 3)
     for t in (loose, strict, none):
         t.update(idx, losses)
     assert loose.counts.tolist() == [0, 0, 1, 1]
-    assert strict.counts.tolist() == [0, 0, 0, 1]                           # bar 4.5
-    assert none.counts.tolist() == [0, 0, 0, 0]                             # bar 5.0, not strictly above
+    assert strict.counts.tolist() == [0, 0, 0, 1]  # bar 4.5
+    assert none.counts.tolist() == [0, 0, 0, 0]  # bar 5.0, not strictly above
 
 
 def test_reset_clears():
@@ -37,7 +37,7 @@ def test_highest_picks_largest_counts():
 
 
 def test_ties_are_broken_by_seeded_permutation_not_index():
-    t = DroppingCount(100)                  # all counts equal
+    t = DroppingCount(100)  # all counts equal
     picks = [tuple(sorted(t.highest(10, torch.Generator().manual_seed(s)).tolist())) for s in range(5)]
     assert picks[0] != tuple(range(10))
     assert len(set(picks)) > 1
@@ -55,9 +55,9 @@ def test_state_round_trip():
 
 def test_buffered_batches_keep_their_own_means():
     t = DroppingCount(6)
-    t.update(torch.tensor([0, 1, 2]), torch.tensor([1.0, 1.0, 7.0]))       # mean 3: sample 2
-    t.update(torch.tensor([3, 4]), torch.tensor([10.0, 20.0]))             # mean 15: sample 4
-    t.update(torch.tensor([5, 2]), torch.tensor([0.5, 0.1]))               # mean 0.3: sample 5
+    t.update(torch.tensor([0, 1, 2]), torch.tensor([1.0, 1.0, 7.0]))  # mean 3: sample 2
+    t.update(torch.tensor([3, 4]), torch.tensor([10.0, 20.0]))  # mean 15: sample 4
+    t.update(torch.tensor([5, 2]), torch.tensor([0.5, 0.1]))  # mean 0.3: sample 5
     assert t.counts.tolist() == [0, 0, 1, 0, 1, 1]
 
 
@@ -87,7 +87,7 @@ def test_load_state_dict_gives_exactly_the_saved_state_whatever_the_tracker_held
     # Catches a load that keeps the buffered step (flushed on top of the loaded counts) or the
     # old tolerance (the step after the load judged by 0.0 instead of 0.5).
     saved = DroppingCount(4, 0.5)
-    saved.update(torch.arange(4), torch.tensor([0.0, 0.0, 1.0, 9.0]))   # mean 2.5, bar 3.75: sample 3
+    saved.update(torch.arange(4), torch.tensor([0.0, 0.0, 1.0, 9.0]))  # mean 2.5, bar 3.75: sample 3
     state = saved.state_dict()
     target = DroppingCount(4, 0.0)
     target.update(torch.arange(4), torch.tensor([7.0, 7.0, 0.0, 0.0]))  # buffered, not yet counted

@@ -18,8 +18,18 @@ def arm(root, policy, seed, final, train_s=100.0, skipped=0, machine="default", 
     """A 2-epoch run with final accuracy `final` and `skipped` of its 200 sample-epochs left out,
     half in each epoch."""
     extra = {} if machine == "default" else {"machine": machine}
-    return make_run(root, "lenet", policy, seed, train_s, [60.0, final], skipped_epochs=(1, 2) if skipped else (),
-                    kept=100 - skipped // 2, arm=arm_name or "", **extra)
+    return make_run(
+        root,
+        "lenet",
+        policy,
+        seed,
+        train_s,
+        [60.0, final],
+        skipped_epochs=(1, 2) if skipped else (),
+        kept=100 - skipped // 2,
+        arm=arm_name or "",
+        **extra,
+    )
 
 
 def lines_for(root, **judging):
@@ -78,10 +88,26 @@ def shorter_case(root, lines_at=((80.0, 76.0), (78.0, 70.0), (82.0, 78.0)), fine
         line = y10 + (y30 - y10) / 4
         make_run(root, "lenet", "regular", seed, 100.0, [50.0] * 9 + [y10 + 0.5], settings=recipe(0.0))
         for name, epochs, y in (("shorter-10", 9, y10), ("shorter-30", 7, y30)):
-            make_run(root, "lenet", "regular", seed, 100.0 * epochs / 10, [50.0] * (epochs - 1) + [y], arm=name,
-                     settings=recipe(1 - epochs / 10))
-        make_run(root, "lenet", "fine", seed, 90.0, [50.0] * 9 + [line + fine_gap], skipped_epochs=(2, 3, 4, 5, 6),
-                 settings=recipe(0.0))
+            make_run(
+                root,
+                "lenet",
+                "regular",
+                seed,
+                100.0 * epochs / 10,
+                [50.0] * (epochs - 1) + [y],
+                arm=name,
+                settings=recipe(1 - epochs / 10),
+            )
+        make_run(
+            root,
+            "lenet",
+            "fine",
+            seed,
+            90.0,
+            [50.0] * 9 + [line + fine_gap],
+            skipped_epochs=(2, 3, 4, 5, 6),
+            settings=recipe(0.0),
+        )
 
 
 def recipe(budget):
@@ -94,9 +120,9 @@ def recipe(budget):
 def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed(tmp_path):
     shorter_case(tmp_path)
     line = paired.vs_line(by_policy_of(tmp_path), "fine", is_shorter)
-    assert line.diffs == pytest.approx({0: 1.0, 1: 1.0, 2: 1.0})   # reversed, seeds would differ
+    assert line.diffs == pytest.approx({0: 1.0, 1: 1.0, 2: 1.0})  # reversed, seeds would differ
     # (1 - w)^2 + w^2 at w = 1/4, plus the policy's own 1
-    assert line.norms == pytest.approx({s: 1 + 0.75 ** 2 + 0.25 ** 2 for s in range(3)})
+    assert line.norms == pytest.approx({s: 1 + 0.75**2 + 0.25**2 for s in range(3)})
 
 
 def test_the_shorter_arms_are_baselines_not_decided(tmp_path):
@@ -104,15 +130,25 @@ def test_the_shorter_arms_are_baselines_not_decided(tmp_path):
     lines = lines_for(tmp_path)
     assert "One decision per policy, 1 in this report's family" in lines[0]
     assert not any(l.startswith("- **30% fewer epochs") for l in lines)
-    assert lines[-1] == ("  - Not measured here, so not a C(p): random pruning in every epoch "
-                         "(`compare --frontier 0.1,0.3`).")
+    assert lines[-1] == (
+        "  - Not measured here, so not a C(p): random pruning in every epoch (`compare --frontier 0.1,0.3`)."
+    )
 
 
 def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
     shorter_case(tmp_path)
-    for seed in range(3):   # 5% of the sample-epochs: below the line's first arm (10%)
-        make_run(tmp_path, "lenet", "ucb", seed, 90.0, [50.0] * 9 + [79.0], skipped_epochs=(9,), kept=50,
-                 settings=recipe(0.0))
+    for seed in range(3):  # 5% of the sample-epochs: below the line's first arm (10%)
+        make_run(
+            tmp_path,
+            "lenet",
+            "ucb",
+            seed,
+            90.0,
+            [50.0] * 9 + [79.0],
+            skipped_epochs=(9,),
+            kept=50,
+            settings=recipe(0.0),
+        )
     assert isinstance(paired.vs_line(by_policy_of(tmp_path), "ucb", is_shorter), paired.Miss)
     text = "\n".join(lines_for(tmp_path))
     assert "Training fewer epochs does not reach 5.0%" in text and "`compare --shorter 0.05`" in text
@@ -121,6 +157,7 @@ def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
 def test_the_tradeoff_plot_draws_both_frontiers_and_the_decisions_intervals(tmp_path):
     from fineprune_cli.analysis import decision
     from fineprune_cli.analysis.plots import tradeoff_figure
+
     shorter_case(tmp_path)
     for seed in range(3):
         arm(tmp_path, "random", seed, 79.0, skipped=20, arm_name="random-every-10")
@@ -146,6 +183,7 @@ def test_no_policy_is_ranked_by_the_time_it_saves(tmp_path):
     """fine saves 15-45% of regular's time and random 10-30% (means 30% and 20%, per-seed savings
     overlapping): the report gives each row its saving and ranks none, in the decisions or the tables."""
     from fineprune_cli.analysis.report import write_report
+
     for seed, (fine_s, random_s) in enumerate(((55.0, 70.0), (70.0, 80.0), (85.0, 90.0))):
         arm(tmp_path / "runs", "regular", seed, 80.0 + 0.1 * seed)
         arm(tmp_path / "runs", "fine", seed, 79.9 + 0.1 * seed, train_s=fine_s, skipped=60)

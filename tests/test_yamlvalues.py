@@ -11,8 +11,20 @@ from fineprune_cli.engine.yamlvalues import dump, load
 from fineprune_cli.errors import ConfigError
 
 
-@pytest.mark.parametrize("text, value", [("1e-3", 0.001), ("5e-4", 0.0005), ("-1e3", -1000.0), ("1.0e-10", 1e-10),
-                                         ("1_000", 1000), ("0x10", 16), ("0", 0), (".5", 0.5), ("12", 12)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("1e-3", 0.001),
+        ("5e-4", 0.0005),
+        ("-1e3", -1000.0),
+        ("1.0e-10", 1e-10),
+        ("1_000", 1000),
+        ("0x10", 16),
+        ("0", 0),
+        (".5", 0.5),
+        ("12", 12),
+    ],
+)
 def test_numbers_read_as_python_reads_them(text, value):
     got = load(f"v: {text}")["v"]
     assert got == value and type(got) is type(value)
@@ -51,7 +63,8 @@ def test_text_that_reads_as_a_number_is_quoted_when_written():
 
 
 def test_the_cli_refuses_one_colon_zero_zero_epochs_in_one_line():
-    result = CliRunner().invoke(app, ["train", "-m", "lenet", "-d", "synthetic", "--set", "train.epochs=1:00",
-                                      "--dry-run"])
+    result = CliRunner().invoke(
+        app, ["train", "-m", "lenet", "-d", "synthetic", "--set", "train.epochs=1:00", "--dry-run"]
+    )
     assert result.exit_code == 2 and "base-60" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1

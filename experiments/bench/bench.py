@@ -38,8 +38,17 @@ from fineprune_cli.engine.record import git_commit
 from fineprune_cli.engine.device import describe_device, resolve_device
 
 # nominal dense bf16 tensor-core peaks (vendor data sheets), TFLOP/s
-GPU_PEAKS = {"H100 SXM": 989.4, "H100 80GB HBM3": 989.4, "H100 PCIe": 756.5, "H100 NVL": 835.0,
-             "H200": 989.4, "A100": 312.0, "L40S": 362.1, "A10": 125.0, "4090": 165.2}
+GPU_PEAKS = {
+    "H100 SXM": 989.4,
+    "H100 80GB HBM3": 989.4,
+    "H100 PCIe": 756.5,
+    "H100 NVL": 835.0,
+    "H200": 989.4,
+    "A100": 312.0,
+    "L40S": 362.1,
+    "A10": 125.0,
+    "4090": 165.2,
+}
 QUICK = {"lenet": 10000, "vgg13": 512, "resnet18": 512, "wrn10": 256}  # model -> samples per epoch on CPU
 
 
@@ -78,11 +87,15 @@ def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak:
     ratios = {f: prune_ratio(name, f, 5, subset, str(device)) for f in (0.3, 0.5)}
     paper = paper_results()["models"].get(name, {})
     return {
-        "model": name, "samples": t["samples"], "ours_img_s": t["ours_img_s"],
-        "bare_img_s": t["bare_img_s"], "ours_over_bare": t["ours_over_bare"],
+        "model": name,
+        "samples": t["samples"],
+        "ours_img_s": t["ours_img_s"],
+        "bare_img_s": t["bare_img_s"],
+        "ours_over_bare": t["ours_over_bare"],
         "gflop_per_img": round(flops / 1e9, 3),
         "peak_pct": round(100 * t["ours_img_s"] * flops / (peak * 1e12), 2),
-        "pruned_0.3": ratios[0.3]["pruned_over_full"], "pruned_0.5": ratios[0.5]["pruned_over_full"],
+        "pruned_0.3": ratios[0.3]["pruned_over_full"],
+        "pruned_0.5": ratios[0.5]["pruned_over_full"],
         "overhead_pct": t["tracker_overhead_pct"],
         "projected_200ep_min": round(50000 * 200 / t["ours_img_s"] / 60, 1),
         "paper_200ep_min": round(paper["regular_s"] / 60, 1) if paper else "",
@@ -110,37 +123,51 @@ def _number(text: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=None, help="comma-separated (default: all; --quick: lenet,vgg13,resnet18,wrn10)")
+    ap.add_argument(
+        "--models", default=None, help="comma-separated (default: all; --quick: lenet,vgg13,resnet18,wrn10)"
+    )
     ap.add_argument("--subset", type=int, default=None, help="training samples per epoch (default 50000)")
     ap.add_argument("--rounds", type=int, default=None, help="epochs timed per loop (default 3; --quick: 2)")
     ap.add_argument("--quick", action="store_true", help="a CPU-sized subset: few models, small epochs")
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--peak-size", type=int, default=None,
-                    help="matmul size measuring the peak where no data-sheet figure is known (default 2048; dry runs: smaller)")
+    ap.add_argument(
+        "--peak-size",
+        type=int,
+        default=None,
+        help="matmul size measuring the peak where no data-sheet figure is known (default 2048; dry runs: smaller)",
+    )
     ap.add_argument("--out", default=None, help="folder for the table (default results/bench)")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the rows of models not measured now from the table already there")
+    ap.add_argument(
+        "--merge", action="store_true", help="keep the rows of models not measured now from the table already there"
+    )
     args = ap.parse_args()
     device = resolve_device(args.device)
     names = args.models.split(",") if args.models else list(QUICK) if args.quick else models.list_models()
     rounds = args.rounds or (2 if args.quick else 3)
     peak, peak_source = peak_tflops(device, args.peak_size or 2048)
     cmd = "python experiments/bench/bench.py " + " ".join(
-        f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in vars(args).items()
-        if v not in (None, False))
-    notes = [f"peak: {peak:.2f} TFLOP/s ({peak_source}); peak_pct = ours_img_s x FLOPs per image / peak",
-             f"img/s: median of {rounds} epochs of ours and of the bare loop, alternating, same run",
-             "pruned_0.3 / pruned_0.5: pruned over full epoch time, same run (ideal 0.7 / 0.5)",
-             "overhead_pct: DroppingCount.update time / training time, same run",
-             "projected_200ep_min: 200 x 50,000 images at ours_img_s, training only; paper: Table 1 regular, GTX 1080 Ti",
-             f"device: {describe_device(device)}"]
+        f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+        for k, v in vars(args).items()
+        if v not in (None, False)
+    )
+    notes = [
+        f"peak: {peak:.2f} TFLOP/s ({peak_source}); peak_pct = ours_img_s x FLOPs per image / peak",
+        f"img/s: median of {rounds} epochs of ours and of the bare loop, alternating, same run",
+        "pruned_0.3 / pruned_0.5: pruned over full epoch time, same run (ideal 0.7 / 0.5)",
+        "overhead_pct: DroppingCount.update time / training time, same run",
+        "projected_200ep_min: 200 x 50,000 images at ours_img_s, training only; paper: Table 1 regular, GTX 1080 Ti",
+        f"device: {describe_device(device)}",
+    ]
     rows: list[dict] = []
     for name in names:
         subset = args.subset or (QUICK.get(name, 512) if args.quick else None)
         rows.append(bench_model(name, subset, rounds, device, peak))
         print(rows[-1], flush=True)
-        kept = earlier_rows(table_stem("", device, args.out).with_suffix(".csv"), list(rows[0]), names) \
-            if args.merge else []
+        kept = (
+            earlier_rows(table_stem("", device, args.out).with_suffix(".csv"), list(rows[0]), names)
+            if args.merge
+            else []
+        )
         zoo = models.list_models()
         table = sorted(kept + rows, key=lambda r: zoo.index(r["model"]) if r["model"] in zoo else len(zoo))
         # written after every model: a run stopped at a time limit keeps what it measured

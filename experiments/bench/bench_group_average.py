@@ -24,11 +24,12 @@ from fineprune_cli import models
 
 def measure(rank: int, size: int, port: int, sizes: list[int], reps: int) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=120))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size, timeout=timedelta(seconds=120)
+    )
     pieces = [torch.randn(n) for n in sizes]
     flat = torch.cat(pieces)
-    dist.all_reduce(flat)                      # warm-up
+    dist.all_reduce(flat)  # warm-up
     dist.barrier()
     t0 = time.perf_counter()
     for _ in range(reps):
@@ -40,8 +41,10 @@ def measure(rank: int, size: int, port: int, sizes: list[int], reps: int) -> Non
         torch.cat(pieces)
     copy_s = (time.perf_counter() - t0) / reps
     if rank == 0:
-        print(f"{flat.numel():,} float32 ({flat.numel() * 4 / 2**20:.0f} MiB) in {len(sizes)} tensors: gloo "
-              f"all_reduce over {size} processes {reduce_s * 1e3:.1f} ms, one flat copy {copy_s * 1e3:.1f} ms")
+        print(
+            f"{flat.numel():,} float32 ({flat.numel() * 4 / 2**20:.0f} MiB) in {len(sizes)} tensors: gloo "
+            f"all_reduce over {size} processes {reduce_s * 1e3:.1f} ms, one flat copy {copy_s * 1e3:.1f} ms"
+        )
     dist.destroy_process_group()
 
 
@@ -51,7 +54,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
     sizes = [p.numel() for p in models.create(args.model, 3, 10).parameters()]
-    with socket.socket() as s:   # a free port for this measurement's own two processes
+    with socket.socket() as s:  # a free port for this measurement's own two processes
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     mp.spawn(measure, args=(2, port, sizes, args.reps), nprocs=2)

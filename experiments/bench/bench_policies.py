@@ -29,10 +29,20 @@ SCHEDULE = dict(window=2, start=1, block=1, count=1, attenuation=1.0, prune_frac
 
 
 def lenet() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                         nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
-                         nn.Linear(84, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120),
+        nn.ReLU(),
+        nn.Linear(120, 84),
+        nn.ReLU(),
+        nn.Linear(84, 10),
+    )
 
 
 def run(name: str, x: torch.Tensor, y: torch.Tensor, epochs: int, batch: int) -> dict:
@@ -58,7 +68,7 @@ def run(name: str, x: torch.Tensor, y: torch.Tensor, epochs: int, batch: int) ->
             # pays when nothing comes between; it is no cost of the policy
             done = losses.detach()
             t = time.perf_counter()
-            if policy.observes:          # as the trainer does: no call for policies that ignore it
+            if policy.observes:  # as the trainer does: no call for policies that ignore it
                 policy.observe(idx, done)
             spent["observe"] += time.perf_counter() - t
         samples += plan.samples
@@ -68,14 +78,18 @@ def run(name: str, x: torch.Tensor, y: torch.Tensor, epochs: int, batch: int) ->
     total = time.perf_counter() - start
     tracking = sum(spent.values())
     train = total - tracking
-    return {"policy": name, "samples": samples, "train_s": train, **{f"{k}_s": v for k, v in spent.items()},
-            "overhead_pct": 100 * tracking / train}
+    return {
+        "policy": name,
+        "samples": samples,
+        "train_s": train,
+        **{f"{k}_s": v for k, v in spent.items()},
+        "overhead_pct": 100 * tracking / train,
+    }
 
 
 def median_row(rows: list[dict]) -> dict:
     """Each column's median over repeated runs of one policy."""
-    return {k: statistics.median(r[k] for r in rows) if isinstance(rows[0][k], float) else rows[0][k]
-            for k in rows[0]}
+    return {k: statistics.median(r[k] for r in rows) if isinstance(rows[0][k], float) else rows[0][k] for k in rows[0]}
 
 
 def table(rows: list[dict]) -> str:
@@ -99,20 +113,24 @@ def main() -> None:
     x = torch.randn(args.samples, 1, 28, 28, generator=g)
     y = torch.randint(0, 10, (args.samples,), generator=g)
     names = args.policies.split(",")
-    for name in names:                  # warm-up: first calls of each op pay one-time costs
+    for name in names:  # warm-up: first calls of each op pay one-time costs
         run(name, x[:512], y[:512], 2, args.batch_size)
     runs: dict[str, list[dict]] = {name: [] for name in names}
-    for r in range(args.repeats):       # rotate the order: a busy spell hits a different policy
-        for name in names[r % len(names):] + names[: r % len(names)]:
+    for r in range(args.repeats):  # rotate the order: a busy spell hits a different policy
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             runs[name].append(run(name, x, y, args.epochs, args.batch_size))
     rows = [median_row(runs[name]) for name in names]
-    print(f"{args.samples} samples x {args.epochs} epochs, batch {args.batch_size}, "
-          f"{args.threads} thread(s), torch {torch.__version__}, median of {args.repeats} run(s) "
-          f"per policy; target overhead < 1%\n")
+    print(
+        f"{args.samples} samples x {args.epochs} epochs, batch {args.batch_size}, "
+        f"{args.threads} thread(s), torch {torch.__version__}, median of {args.repeats} run(s) "
+        f"per policy; target overhead < 1%\n"
+    )
     print(table(rows))
     worst = max(rows, key=lambda r: r["overhead_pct"])
-    print(f"\nworst: {worst['policy']} {worst['overhead_pct']:.3f}% "
-          f"({'under' if worst['overhead_pct'] < 1 else 'OVER'} the 1% target)")
+    print(
+        f"\nworst: {worst['policy']} {worst['overhead_pct']:.3f}% "
+        f"({'under' if worst['overhead_pct'] < 1 else 'OVER'} the 1% target)"
+    )
 
 
 if __name__ == "__main__":

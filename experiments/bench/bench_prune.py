@@ -35,11 +35,18 @@ def run(model: str, fraction: float, epochs: int, subset: int | None, device: st
     full = [r.train_seconds for r in rows if not r.pruned]
     pruned = [r.train_seconds for r in rows if r.pruned]
     ratio = median(pruned) / median(full)
-    return {"model": model, "dataset": "synthetic", "samples": summary.num_train,
-            "prune_fraction": fraction, "full_epoch_s": round(median(full), 3),
-            "pruned_epoch_s": round(median(pruned), 3), "pruned_over_full": round(ratio, 3),
-            "ideal": round(1 - fraction, 3), "target_max": round(1 - fraction + 0.05, 3),
-            "overhead_pct": round(100 * summary.overhead_seconds / summary.train_seconds, 3)}
+    return {
+        "model": model,
+        "dataset": "synthetic",
+        "samples": summary.num_train,
+        "prune_fraction": fraction,
+        "full_epoch_s": round(median(full), 3),
+        "pruned_epoch_s": round(median(pruned), 3),
+        "pruned_over_full": round(ratio, 3),
+        "ideal": round(1 - fraction, 3),
+        "target_max": round(1 - fraction + 0.05, 3),
+        "overhead_pct": round(100 * summary.overhead_seconds / summary.train_seconds, 3),
+    }
 
 
 def main() -> None:
@@ -50,13 +57,14 @@ def main() -> None:
     ap.add_argument("--subset", type=int, default=20000)
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
-    rows = [run(args.model, float(f), args.epochs, args.subset, args.device)
-            for f in args.fractions.split(",")]
+    rows = [run(args.model, float(f), args.epochs, args.subset, args.device) for f in args.fractions.split(",")]
     for row in rows:
         print(row)
     cmd = "python experiments/bench/bench_prune.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items())
-    notes = ["median train seconds of pruned vs unpruned epochs of one run (epoch 1 left out)",
-             "overhead_pct: DroppingCount updates + selection / training time of that run"]
+    notes = [
+        "median train seconds of pruned vs unpruned epochs of one run (epoch 1 left out)",
+        "overhead_pct: DroppingCount updates + selection / training time of that run",
+    ]
     print("wrote", write_table("prune", rows, resolve_device(args.device), cmd, notes))
 
 

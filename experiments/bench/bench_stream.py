@@ -43,15 +43,21 @@ def timed_epochs(trainer: Trainer, plans: list) -> list[float]:
     seconds = []
     for epoch, plan in enumerate(plans, start=1):
         t0 = time.perf_counter()
-        trainer.train_epoch(epoch, plan).item()   # .item(): the epoch is done when it is read
+        trainer.train_epoch(epoch, plan).item()  # .item(): the epoch is done when it is read
         seconds.append(time.perf_counter() - t0)
     return seconds
 
 
 def measure(args: argparse.Namespace, loader: str) -> dict[str, list[float] | int]:
     device = torch.device("cpu")
-    d = DataConfig(dataset="folder", data_dir=args.data_dir, subset=args.subset, test_subset=100,
-                   loader=loader, workers=args.workers)
+    d = DataConfig(
+        dataset="folder",
+        data_dir=args.data_dir,
+        subset=args.subset,
+        test_subset=100,
+        loader=loader,
+        workers=args.workers,
+    )
     data, channels, classes = load_data(d, 0, device)
     torch.manual_seed(0)
     cfg = TrainConfig(epochs=args.epochs, milestones=[], lr=0.05)
@@ -109,9 +115,15 @@ def mixed_run(n: int, size: int, workers: int) -> dict:
             error = "no error (wrong)"
         except DataError as exc:
             error = str(exc).replace(str(root), "<folder>")
-    return {"images": summary.num_train, "sizes": MIXED_SIZES, "epochs": summary.epochs_completed,
-            "seconds": summary.train_seconds, "accuracy": summary.final_accuracy,
-            "status": summary.status.value, "broken": error}
+    return {
+        "images": summary.num_train,
+        "sizes": MIXED_SIZES,
+        "epochs": summary.epochs_completed,
+        "seconds": summary.train_seconds,
+        "accuracy": summary.final_accuracy,
+        "status": summary.status.value,
+        "broken": error,
+    }
 
 
 def machine() -> str:
@@ -136,17 +148,32 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "stream-cpu"))
     args = ap.parse_args()
-    load = os.getloadavg()[0]   # this machine is shared: say how busy it was
+    load = os.getloadavg()[0]  # this machine is shared: say how busy it was
     dev = measure(args, "device")
     st = measure(args, "stream")
     full, pruned, resident = median(st["full"]), median(st["pruned"]), median(dev["full"])
     rows = [
-        {"path": "device-resident", "images": dev["n"], "epoch_s": round(resident, 3),
-         "images_per_s": round(dev["n"] / resident), "over_full_streamed": ""},
-        {"path": f"streaming, {args.workers} worker(s)", "images": st["n"], "epoch_s": round(full, 3),
-         "images_per_s": round(st["n"] / full), "over_full_streamed": 1.0},
-        {"path": f"streaming, pruned at {args.fraction}", "images": st["kept"], "epoch_s": round(pruned, 3),
-         "images_per_s": round(st["kept"] / pruned), "over_full_streamed": round(pruned / full, 3)},
+        {
+            "path": "device-resident",
+            "images": dev["n"],
+            "epoch_s": round(resident, 3),
+            "images_per_s": round(dev["n"] / resident),
+            "over_full_streamed": "",
+        },
+        {
+            "path": f"streaming, {args.workers} worker(s)",
+            "images": st["n"],
+            "epoch_s": round(full, 3),
+            "images_per_s": round(st["n"] / full),
+            "over_full_streamed": 1.0,
+        },
+        {
+            "path": f"streaming, pruned at {args.fraction}",
+            "images": st["kept"],
+            "epoch_s": round(pruned, 3),
+            "images_per_s": round(st["kept"] / pruned),
+            "over_full_streamed": round(pruned / full, 3),
+        },
     ]
     for row in rows:
         print(row)
@@ -155,8 +182,9 @@ def main() -> None:
     write(Path(args.out), rows, args, dev, st, mixed, load)
 
 
-def write(stem: Path, rows: list[dict], args: argparse.Namespace, dev: dict, st: dict,
-          mixed: dict | None, load: float) -> None:
+def write(
+    stem: Path, rows: list[dict], args: argparse.Namespace, dev: dict, st: dict, mixed: dict | None, load: float
+) -> None:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
@@ -166,7 +194,8 @@ def write(stem: Path, rows: list[dict], args: argparse.Namespace, dev: dict, st:
     cores = sorted(os.sched_getaffinity(0))
     command = "python experiments/bench/bench_stream.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     lines = [
-        f"# Streaming vs device-resident data: {args.model}, {args.label}, CPU", "",
+        f"# Streaming vs device-resident data: {args.model}, {args.label}, CPU",
+        "",
         f"- machine: {machine()}; torch {torch.__version__}; commit {git_commit()}; {time.strftime('%Y-%m-%d')}",
         f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '?')} taskset -c "
         f"{','.join(map(str, cores))} {command}`",
@@ -181,21 +210,28 @@ def write(stem: Path, rows: list[dict], args: argparse.Namespace, dev: dict, st:
         f"- full streamed epochs (s): {', '.join(f'{s:.2f}' for s in st['full'])}; pruned: "
         f"{', '.join(f'{s:.2f}' for s in st['pruned'])}; device-resident: "
         f"{', '.join(f'{s:.2f}' for s in dev['full'])}",
-        f"- target: pruned / full <= 0.75 (ideal {1 - args.fraction:.2f})", "",
-        "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0]),
+        f"- target: pruned / full <= 0.75 (ideal {1 - args.fraction:.2f})",
+        "",
+        "| " + " | ".join(rows[0]) + " |",
+        "|" + "---|" * len(rows[0]),
     ]
     lines += ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
     if mixed:
         sizes = ", ".join(f"{w}x{h}" for w, h in mixed["sizes"])
-        lines += ["", f"## A generated folder of mixed sizes, streamed with --image-size {args.image_size}", "",
-                  f"{mixed['images']:,} training images ({sizes}; JPEG and PNG; 10 classes) trained "
-                  f"{mixed['epochs']} epochs of LeNet through `fineprune train`'s code (`--model lenet --dataset "
-                  f"folder --image-size {args.image_size} --loader stream --workers {args.workers} --epochs 3 "
-                  "--milestones '' --lr 0.02`; at lr 0.05 this noise task diverged in epoch 2 on either "
-                  "path): status "
-                  f"{mixed['status']}, {mixed['seconds']:.1f} s of training, final test accuracy "
-                  f"{mixed['accuracy']:.2f}%.", "",
-                  f"With one broken file added, the same command stops with one line: `{mixed['broken']}`"]
+        lines += [
+            "",
+            f"## A generated folder of mixed sizes, streamed with --image-size {args.image_size}",
+            "",
+            f"{mixed['images']:,} training images ({sizes}; JPEG and PNG; 10 classes) trained "
+            f"{mixed['epochs']} epochs of LeNet through `fineprune train`'s code (`--model lenet --dataset "
+            f"folder --image-size {args.image_size} --loader stream --workers {args.workers} --epochs 3 "
+            "--milestones '' --lr 0.02`; at lr 0.05 this noise task diverged in epoch 2 on either "
+            "path): status "
+            f"{mixed['status']}, {mixed['seconds']:.1f} s of training, final test accuracy "
+            f"{mixed['accuracy']:.2f}%.",
+            "",
+            f"With one broken file added, the same command stops with one line: `{mixed['broken']}`",
+        ]
     atomic_write_text(stem.with_suffix(".md"), "\n".join(lines) + "\n")
     print("wrote", stem.with_suffix(".md"))
 

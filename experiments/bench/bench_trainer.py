@@ -43,7 +43,7 @@ def timed(fn, device) -> float:
 
 def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device) -> dict:
     ds = load_dataset(dataset, subset=subset)
-    data = DeviceData.build(ds, device, augment=False)     # same inputs for both loops
+    data = DeviceData.build(ds, device, augment=False)  # same inputs for both loops
     cfg = TrainConfig(milestones=[])
     torch.manual_seed(0)
     ours = Trainer(models.create(model_name, ds.in_channels, ds.num_classes), data, cfg, device)
@@ -58,7 +58,7 @@ def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device
             tracker.update(idx, losses)
 
     t_ours, t_bare, t_track = [], [], []
-    for r in range(rounds + 1):                 # round 0 warms up caches and allocators
+    for r in range(rounds + 1):  # round 0 warms up caches and allocators
         a = timed(lambda: ours.train_epoch(r + 1), device)  # noqa: B023 (used only within this iteration)
         b = timed(lambda: bare_epoch(bare, opt, data.train_x, data.train_y, cfg.batch_size, gen), device)
         before = watch.seconds()
@@ -68,11 +68,16 @@ def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device
     n = data.num_train
     track_time = median([c for c, _ in t_track])
     overhead = median([o / c for c, o in t_track])
-    return {"model": model_name, "dataset": dataset, "samples": n,
-            "bare_img_s": round(n / median(t_bare)), "ours_img_s": round(n / median(t_ours)),
-            "ours_over_bare": round(median(t_bare) / median(t_ours), 3),
-            "ours_with_tracker_img_s": round(n / track_time),
-            "tracker_overhead_pct": round(100 * overhead, 3)}
+    return {
+        "model": model_name,
+        "dataset": dataset,
+        "samples": n,
+        "bare_img_s": round(n / median(t_bare)),
+        "ours_img_s": round(n / median(t_ours)),
+        "ours_over_bare": round(median(t_bare) / median(t_ours), 3),
+        "ours_with_tracker_img_s": round(n / track_time),
+        "tracker_overhead_pct": round(100 * overhead, 3),
+    }
 
 
 def main() -> None:
@@ -88,9 +93,12 @@ def main() -> None:
     for row in rows:
         print(row)
     cmd = "python experiments/bench/bench_trainer.py " + " ".join(
-        f"--{k} {v}" for k, v in vars(args).items() if v is not None)
-    notes = [f"median of {args.rounds} alternating epochs each; img/s = training images per second",
-             "tracker_overhead_pct: time inside DroppingCount.update / epoch time, same run"]
+        f"--{k} {v}" for k, v in vars(args).items() if v is not None
+    )
+    notes = [
+        f"median of {args.rounds} alternating epochs each; img/s = training images per second",
+        "tracker_overhead_pct: time inside DroppingCount.update / epoch time, same run",
+    ]
     print("wrote", write_table("trainer", rows, device, cmd, notes))
 
 

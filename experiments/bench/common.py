@@ -36,8 +36,7 @@ def table_stem(name: str, device, out: Path | None = None) -> Path:
     return Path(out or ROOT / "results" / "bench") / "-".join(filter(None, [name, device_slug(device)]))
 
 
-def write_table(name: str, rows: list[dict], device, command: str, notes: list[str],
-                out: Path | None = None) -> Path:
+def write_table(name: str, rows: list[dict], device, command: str, notes: list[str], out: Path | None = None) -> Path:
     """results/bench/<name>-<device>.csv and .md, with the machine and the command to redo it."""
     stem = table_stem(name, device, out)
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -47,10 +46,17 @@ def write_table(name: str, rows: list[dict], device, command: str, notes: list[s
     writer.writerows(rows)
     atomic_write_text(stem.with_suffix(".csv"), buf.getvalue())
     cols = list(rows[0])
-    md = [f"# {name or 'Benchmarks'}: {describe_device(device)}", "", f"- machine: {describe_device(device)}",
-          f"- measured: {time.strftime('%Y-%m-%d')}, commit {git_commit()}",
-          f"- command: `{command}`", *[f"- {n}" for n in notes], "",
-          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    md = [
+        f"# {name or 'Benchmarks'}: {describe_device(device)}",
+        "",
+        f"- machine: {describe_device(device)}",
+        f"- measured: {time.strftime('%Y-%m-%d')}, commit {git_commit()}",
+        f"- command: `{command}`",
+        *[f"- {n}" for n in notes],
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
     md += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for r in rows]
     atomic_write_text(stem.with_suffix(".md"), "\n".join(md) + "\n")
     return stem

@@ -28,10 +28,24 @@ FIELDS = ("epoch", "lr", "samples", "train_loss", "test_loss", "test_accuracy", 
 
 
 def settings(policy: str, out: Path) -> dict:
-    return {"model.name": "lenet", "data.dataset": "synthetic", "data.subset": 200, "data.test_subset": 100,
-            "train.epochs": 3, "train.batch_size": 50, "train.milestones": [2], "run.device": "cpu",
-            "run.seed": 1, "run.out": str(out), "prune.enabled": policy != "regular", "prune.policy": policy,
-            "prune.window": 2, "prune.start": 0, "prune.block": 1, "prune.anneal": 1.0}
+    return {
+        "model.name": "lenet",
+        "data.dataset": "synthetic",
+        "data.subset": 200,
+        "data.test_subset": 100,
+        "train.epochs": 3,
+        "train.batch_size": 50,
+        "train.milestones": [2],
+        "run.device": "cpu",
+        "run.seed": 1,
+        "run.out": str(out),
+        "prune.enabled": policy != "regular",
+        "prune.policy": policy,
+        "prune.window": 2,
+        "prune.start": 0,
+        "prune.block": 1,
+        "prune.anneal": 1.0,
+    }
 
 
 def rows(policy: str) -> dict:

@@ -56,6 +56,7 @@ QUICK_BENCH = ["--models", "lenet", "--subset", "256", "--rounds", "1", "--peak-
 
 # --- the steps -----------------------------------------------------------------------------
 
+
 def check(ctx: Ctx) -> int:
     """pytest with CUDA visible: the gpu-marked tests first (the point of the call), then the rest
     with the time left. The dry run hides CUDA and runs only tests/test_gpu.py."""
@@ -71,10 +72,21 @@ def check(ctx: Ctx) -> int:
         parts.append(("rest", ["-m", "not gpu", "tests"]))
     codes = {}
     for name, args in parts:
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={folder / f'junit-{name}.xml'}", *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={folder / f'junit-{name}.xml'}",
+            *args,
+        ]
         codes[name] = run_logged(cmd, folder / f"pytest-{name}.log", ctx, child_env(**extra))
-    summary = {"returncodes": codes, "tests": {n: junit_counts(folder / f"junit-{n}.xml") for n in codes},
-               **environment(ctx)}
+    summary = {
+        "returncodes": codes,
+        "tests": {n: junit_counts(folder / f"junit-{n}.xml") for n in codes},
+        **environment(ctx),
+    }
     (folder / "check.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary["tests"]), flush=True)
     return max(pack(ctx, "check", [folder]), max(codes.values()))
@@ -105,8 +117,11 @@ def bench(ctx: Ctx) -> int:
     rc = run_logged([sys.executable, "experiments/bench/bench.py", *args], stem.with_suffix(".log"), ctx)
     missing = [m for m in bench_models(ctx) if m not in table_models(stem.with_suffix(".csv"))]
     if missing:  # cut off at the time limit, or failed: the next call measures the rest
-        print(f"bench: not measured: {','.join(missing)}; next: make gpu STEP=bench "
-              f"GPU_ARGS='--models {','.join(missing)}'", flush=True)
+        print(
+            f"bench: not measured: {','.join(missing)}; next: make gpu STEP=bench "
+            f"GPU_ARGS='--models {','.join(missing)}'",
+            flush=True,
+        )
     files = [stem.with_suffix(s) for s in (".csv", ".md", ".log", ".json")]
     return max(pack(ctx, "bench", files), rc, 1 if missing else 0)
 
@@ -131,43 +146,72 @@ def report(ctx: Ctx) -> int:
     runs = ctx.experiment / "runs"
     summaries = sorted(runs.glob("*/*/summary.json"))
     if not summaries:
-        print(f"error: no runs in {runs}: run the reproduce steps first (or unpack their archives "
-              f"at the repository root; --tag names the device they ran on)", file=sys.stderr)
+        print(
+            f"error: no runs in {runs}: run the reproduce steps first (or unpack their archives "
+            f"at the repository root; --tag names the device they ran on)",
+            file=sys.stderr,
+        )
         return 2
     notes = ctx.experiment / "notes.md"
     notes.write_text(notes_text(ctx, [json.loads(p.read_text()) for p in summaries]))
     log = ctx.experiment / "logs" / "report.log"
-    rc = run_logged([sys.executable, "-m", "fineprune_cli", "report", rel(runs), "--out",
-                     rel(ctx.experiment), "--notes", rel(notes)], log, ctx)
+    rc = run_logged(
+        [
+            sys.executable,
+            "-m",
+            "fineprune_cli",
+            "report",
+            rel(runs),
+            "--out",
+            rel(ctx.experiment),
+            "--notes",
+            rel(notes),
+        ],
+        log,
+        ctx,
+    )
     return max(pack(ctx, "report", [ctx.experiment]), rc)
 
 
 def notes_text(ctx: Ctx, summaries: list[dict]) -> str:
     """Where the runs were made and how, read from their records (nothing typed in by hand)."""
+
     def values(key: str) -> str:
         return ", ".join(sorted({str(s.get(key, "?")) for s in summaries}))
 
     calls = {p.stem: json.loads(p.read_text()) for p in sorted((ctx.experiment / "logs" / "calls").glob("*.json"))}
-    what = ("a dry run of" if ctx.quick else
-            f"the paper's 200-epoch recipe scaled to {ctx.epochs} epochs (not the paper's row), by" if ctx.epochs
-            else "the paper's 200-epoch recipe, by")
-    lines = [f"# {values('model')} on {values('dataset_label')}: {what} `make gpu`", "",
-             f"- device: {values('device')}; torch {values('torch')}",
-             f"- code: commit {values('git_commit')} (runs); report at commit {git_commit()}",
-             "- data: `../shared/data/cifar10-jpeg.npz` (CIFAR-10 re-encoded as JPEG, quality about 75), "
-             "unpacked by its `unpack_cifar10_jpeg.py` into an image folder, `--dataset folder`"
-             if not ctx.quick else "- data: a tiny generated JPEG folder (dry run)",
-             "- runs (policy: status, epochs, training seconds, resumed after epochs):"]
-    lines += [f"  - {s.get('policy')}: {s.get('status')}, {s.get('epochs_completed')} of {s.get('epochs')} "
-              f"epochs, {s.get('train_seconds')} s, {s.get('resumed_after_epochs') or 'not resumed'}"
-              for s in summaries]
+    what = (
+        "a dry run of"
+        if ctx.quick
+        else f"the paper's 200-epoch recipe scaled to {ctx.epochs} epochs (not the paper's row), by"
+        if ctx.epochs
+        else "the paper's 200-epoch recipe, by"
+    )
+    lines = [
+        f"# {values('model')} on {values('dataset_label')}: {what} `make gpu`",
+        "",
+        f"- device: {values('device')}; torch {values('torch')}",
+        f"- code: commit {values('git_commit')} (runs); report at commit {git_commit()}",
+        "- data: `../shared/data/cifar10-jpeg.npz` (CIFAR-10 re-encoded as JPEG, quality about 75), "
+        "unpacked by its `unpack_cifar10_jpeg.py` into an image folder, `--dataset folder`"
+        if not ctx.quick
+        else "- data: a tiny generated JPEG folder (dry run)",
+        "- runs (policy: status, epochs, training seconds, resumed after epochs):",
+    ]
+    lines += [
+        f"  - {s.get('policy')}: {s.get('status')}, {s.get('epochs_completed')} of {s.get('epochs')} "
+        f"epochs, {s.get('train_seconds')} s, {s.get('resumed_after_epochs') or 'not resumed'}"
+        for s in summaries
+    ]
     lines += ["- commands, one line per call (a run too long for one call continues in the next):"]
     for step, records in calls.items():
         for i, c in enumerate(records, 1):
             stop = f", stopped: {c['stop_reason']}" if c["stop_reason"] else ""
-            lines.append(f"  - {step}, call {i} on {c['machine']}: `{c['gpu_py']}` ran `{c['command']}` "
-                         f"(exit {c['returncode']}, {c['seconds']} s, epochs {c['epochs_before'] + 1}-"
-                         f"{c['epochs_after']}, {c['epoch_s']} s an epoch{stop})")
+            lines.append(
+                f"  - {step}, call {i} on {c['machine']}: `{c['gpu_py']}` ran `{c['command']}` "
+                f"(exit {c['returncode']}, {c['seconds']} s, epochs {c['epochs_before'] + 1}-"
+                f"{c['epochs_after']}, {c['epoch_s']} s an epoch{stop})"
+            )
     lines.append(f"  - report: `{invocation()}`")
     return "\n".join(lines) + "\n"
 
@@ -182,28 +226,53 @@ def run_step(ctx: Ctx, step: str) -> int:
 
 # --- command line --------------------------------------------------------------------------
 
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=[*STEPS, "all"])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--quick", action="store_true", help="the dry run: tiny data, LeNet, 4 epochs, no compile")
-    ap.add_argument("--results-dir", type=Path, default=None,
-                    help="results root (default: results/; with --quick: .gpu-quick/)")
-    ap.add_argument("--work-dir", type=Path, default=ROOT / ".gpu-data",
-                    help="carried inputs, unpacked data and the reproduce runs with their checkpoints "
-                         "(default .gpu-data/, ignored by git: it stays on the machine between calls)")
-    ap.add_argument("--out", type=Path, default=os.environ.get("OUT") or None,
-                    help="where the step's .tar.gz goes (default $OUT; none when unset)")
-    ap.add_argument("--tag", default=None,
-                    help="device slug in folder names (default: this machine's); e.g. to report elsewhere on GPU runs")
+    ap.add_argument(
+        "--results-dir", type=Path, default=None, help="results root (default: results/; with --quick: .gpu-quick/)"
+    )
+    ap.add_argument(
+        "--work-dir",
+        type=Path,
+        default=ROOT / ".gpu-data",
+        help="carried inputs, unpacked data and the reproduce runs with their checkpoints "
+        "(default .gpu-data/, ignored by git: it stays on the machine between calls)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=os.environ.get("OUT") or None,
+        help="where the step's .tar.gz goes (default $OUT; none when unset)",
+    )
+    ap.add_argument(
+        "--tag",
+        default=None,
+        help="device slug in folder names (default: this machine's); e.g. to report elsewhere on GPU runs",
+    )
     ap.add_argument("--models", default=None, help="bench: these models only, merged into the table there")
-    ap.add_argument("--epochs", type=int, default=None,
-                    help="reproduce, report: the recipe scaled to N epochs (lr steps and pruning windows at the same "
-                         "fractions), in its own folder (-e<N>) and labelled so; not the paper's 200-epoch row")
-    ap.add_argument("--chunk-epochs", type=int, default=None,
-                    help="reproduce: stop the run after about N epochs in this call (default: as many as fit --budget)")
-    ap.add_argument("--budget", type=float, default=570,
-                    help="seconds a step may take, packing included (default 570: one 10-minute call)")
+    ap.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="reproduce, report: the recipe scaled to N epochs (lr steps and pruning windows at the same "
+        "fractions), in its own folder (-e<N>) and labelled so; not the paper's 200-epoch row",
+    )
+    ap.add_argument(
+        "--chunk-epochs",
+        type=int,
+        default=None,
+        help="reproduce: stop the run after about N epochs in this call (default: as many as fit --budget)",
+    )
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=570,
+        help="seconds a step may take, packing included (default 570: one 10-minute call)",
+    )
     return ap.parse_args(argv)
 
 
@@ -213,9 +282,18 @@ def make_ctx(args: argparse.Namespace) -> Ctx:
         sys.exit("error: --device cuda, but CUDA is not available here (--device cpu --quick is the dry run)")
     results = args.results_dir or ROOT / (".gpu-quick" if args.quick else "results")
     tag = args.tag or device_slug(torch.device(args.device))
-    return Ctx(args.device, args.quick, results.resolve(), args.work_dir.resolve(),
-               args.out.resolve() if args.out else None, tag, args.budget, args.models, args.epochs,
-               args.chunk_epochs)
+    return Ctx(
+        args.device,
+        args.quick,
+        results.resolve(),
+        args.work_dir.resolve(),
+        args.out.resolve() if args.out else None,
+        tag,
+        args.budget,
+        args.models,
+        args.epochs,
+        args.chunk_epochs,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

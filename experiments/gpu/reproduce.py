@@ -32,9 +32,13 @@ from sizing import ChunkStop, calls_needed, count_rows, epochs_that_fit
 
 CONFIG = Path("experiments/gpu/cifar10-resnet18.yaml")
 # the dry run: the paper's config with a tiny model, data and schedule (pruning from epoch 2)
-QUICK_CONFIG = {"model": {"name": "lenet"}, "data": {"label": "tiny generated JPEGs (dry run)"},
-                "train": {"epochs": 4}, "prune": {"window": 3, "start": 2, "block": 1},
-                "run": {"compile": False}}
+QUICK_CONFIG = {
+    "model": {"name": "lenet"},
+    "data": {"label": "tiny generated JPEGs (dry run)"},
+    "train": {"epochs": 4},
+    "prune": {"window": 3, "start": 2, "block": 1},
+    "run": {"compile": False},
+}
 RESUMABLE = ("interrupted", "incomplete")
 
 
@@ -53,8 +57,9 @@ def reproduce(ctx: Ctx, policy: str) -> int:
     say_plan(policy, run, before, calls)
     log = ctx.experiment / "logs" / f"reproduce-{policy}.log"
     cmd = train_command(ctx, policy, run, before, data_dir, work_runs)
-    watch = ChunkStop(lambda: count_rows(_run_dir(work_runs, policy) / "metrics.csv"), started,
-                      ctx.deadline, ctx.chunk_epochs)
+    watch = ChunkStop(
+        lambda: count_rows(_run_dir(work_runs, policy) / "metrics.csv"), started, ctx.deadline, ctx.chunk_epochs
+    )
     # the decoded images and compiled kernels stay on the machine for the next call too
     env = child_env(FINEPRUNE_CACHE=str(ctx.work / "cache"), TORCHINDUCTOR_CACHE_DIR=str(ctx.work / "inductor-cache"))
     rc = run_logged(cmd, log, ctx, env, watch=watch)
@@ -74,9 +79,24 @@ def train_command(ctx: Ctx, policy: str, run: Path, before: dict, data_dir: Path
     names it (and trains again a run left without a checkpoint)."""
     if before.get("status") in RESUMABLE and (run / "checkpoint.pt").exists():
         return [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run)]
-    return [sys.executable, "-m", "fineprune_cli", "compare", "--config", rel(config_file(ctx)),
-            "--policies", policy, "--seeds", "0", "--device", ctx.device, "--data-dir", rel(data_dir),
-            "--out", rel(work_runs)]
+    return [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "compare",
+        "--config",
+        rel(config_file(ctx)),
+        "--policies",
+        policy,
+        "--seeds",
+        "0",
+        "--device",
+        ctx.device,
+        "--data-dir",
+        rel(data_dir),
+        "--out",
+        rel(work_runs),
+    ]
 
 
 def _run_dir(runs: Path, policy: str) -> Path:
@@ -90,27 +110,42 @@ def say_plan(policy: str, run: Path, before: dict, calls: list[dict]) -> None:
     if before.get("status") in RESUMABLE and (run / "checkpoint.pt").exists():
         last = calls[-1] if calls else {}
         pace = f"; {last['epoch_s']:.1f} s an epoch in the last call" if last.get("epoch_s") else ""
-        print(f"reproduce-{policy}: continuing from epoch {before.get('epochs_completed')} of "
-              f"{before.get('epochs')}{pace}", flush=True)
+        print(
+            f"reproduce-{policy}: continuing from epoch {before.get('epochs_completed')} of "
+            f"{before.get('epochs')}{pace}",
+            flush=True,
+        )
         return
     made = max((c.get("epochs_after") or 0 for c in calls if c.get("status") in RESUMABLE), default=0)
     if made:
-        print(f"reproduce-{policy}: this machine holds no checkpoint of the run ({made} epochs were "
-              f"trained on {calls[-1]['machine']}, and an exact checkpoint is too big to travel: see "
-              "experiments/gpu/README.md); the run starts again from epoch 1", flush=True)
+        print(
+            f"reproduce-{policy}: this machine holds no checkpoint of the run ({made} epochs were "
+            f"trained on {calls[-1]['machine']}, and an exact checkpoint is too big to travel: see "
+            "experiments/gpu/README.md); the run starts again from epoch 1",
+            flush=True,
+        )
 
 
-def call_record(ctx: Ctx, cmd: list[str], rc: int, log: Path, watch: ChunkStop, before: dict,
-                after: dict, run: Path) -> dict:
+def call_record(
+    ctx: Ctx, cmd: list[str], rc: int, log: Path, watch: ChunkStop, before: dict, after: dict, run: Path
+) -> dict:
     step = json.loads(log.with_suffix(".json").read_text())
     ckpt = run / "checkpoint.pt"
-    return {"machine": describe_device(torch.device(ctx.device)), "command": shown(cmd),
-            "gpu_py": step["gpu_py"], "returncode": rc, "seconds": step["seconds"],
-            "stop_reason": step["stop_reason"], "status": after.get("status", "no run"),
-            "epochs": after.get("epochs"), "epochs_before": before.get("epochs_completed", 0),
-            "epochs_after": after.get("epochs_completed", 0),
-            "startup_s": _round(watch.startup_s), "epoch_s": _round(watch.epoch_s),
-            "checkpoint_mib": round(ckpt.stat().st_size / 2**20, 1) if ckpt.exists() else None}
+    return {
+        "machine": describe_device(torch.device(ctx.device)),
+        "command": shown(cmd),
+        "gpu_py": step["gpu_py"],
+        "returncode": rc,
+        "seconds": step["seconds"],
+        "stop_reason": step["stop_reason"],
+        "status": after.get("status", "no run"),
+        "epochs": after.get("epochs"),
+        "epochs_before": before.get("epochs_completed", 0),
+        "epochs_after": after.get("epochs_completed", 0),
+        "startup_s": _round(watch.startup_s),
+        "epoch_s": _round(watch.epoch_s),
+        "checkpoint_mib": round(ckpt.stat().st_size / 2**20, 1) if ckpt.exists() else None,
+    }
 
 
 def _round(x: float | None) -> float | None:
@@ -121,8 +156,11 @@ def chunk_ok(record: dict) -> bool:
     """Complete, or stopped cleanly with a checkpoint after training at least one epoch here."""
     if record["status"] == "complete":
         return True
-    return (record["status"] == "interrupted" and record["checkpoint_mib"] is not None
-            and record["epochs_after"] > record["epochs_before"])
+    return (
+        record["status"] == "interrupted"
+        and record["checkpoint_mib"] is not None
+        and record["epochs_after"] > record["epochs_before"]
+    )
 
 
 def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
@@ -130,34 +168,46 @@ def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
     name = f"reproduce-{policy}"
     if rec["epochs"] is None:
         return [f"{name}: no run folder was written: see {rel(run.parents[2] / 'logs')}"]
-    lines = [f"{name}: {rec['status']}, epochs {rec['epochs_before'] + 1}-{rec['epochs_after']} of "
-             f"{rec['epochs']} in this call ({rec['seconds']} s)"]
+    lines = [
+        f"{name}: {rec['status']}, epochs {rec['epochs_before'] + 1}-{rec['epochs_after']} of "
+        f"{rec['epochs']} in this call ({rec['seconds']} s)"
+    ]
     if rec["status"] == "complete":
         return lines
     rest, calls, per_call = rec["epochs"] - rec["epochs_after"], None, None
     if rec["epoch_s"] is not None:
         per_call = epochs_that_fit(ctx.budget - PACK_RESERVE_S - rec["startup_s"], rec["epoch_s"])
         calls = calls_needed(rest, per_call)
-        lines.append(f"  {rec['epoch_s']:.1f} s an epoch after {rec['startup_s']:.0f} s of start (data, "
-                     f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs")
+        lines.append(
+            f"  {rec['epoch_s']:.1f} s an epoch after {rec['startup_s']:.0f} s of start (data, "
+            f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs"
+        )
         if calls is None:
             lines.append("  not one epoch fits a call after such a start")
     if rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None:
         # the run continues from its checkpoint whatever this call's pace said: one epoch times no
         # epoch apart from the start, and a slow start (a loaded machine) may fit none at that pace
-        count = (f"{calls} more call(s)" if calls else "more call(s) (one epoch here: no pace yet)"
-                 if per_call is None else "more call(s) (at this call's pace not one epoch fits: a "
-                 "faster start may)")
-        lines.append(f"  the other {rest} epochs need {count} of {name} on this machine: its "
-                     f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
-                     "starts the run again")
+        count = (
+            f"{calls} more call(s)"
+            if calls
+            else "more call(s) (one epoch here: no pace yet)"
+            if per_call is None
+            else "more call(s) (at this call's pace not one epoch fits: a faster start may)"
+        )
+        lines.append(
+            f"  the other {rest} epochs need {count} of {name} on this machine: its "
+            f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
+            "starts the run again"
+        )
     if per_call is None:
         return lines
     if per_call >= rec["epochs"]:
         lines.append(f"  the whole run, {rec['epochs']} epochs, fits one call at this pace")
     elif not ctx.epochs and per_call > 0:
-        lines.append(f"  the recipe scaled to one call here: GPU_ARGS='--epochs {per_call}' (its own "
-                     "folder, labelled; not the paper's 200-epoch row)")
+        lines.append(
+            f"  the recipe scaled to one call here: GPU_ARGS='--epochs {per_call}' (its own "
+            "folder, labelled; not the paper's 200-epoch row)"
+        )
     return lines
 
 
@@ -174,7 +224,7 @@ def config_file(ctx: Ctx) -> Path:
     if not (ctx.quick or ctx.epochs):
         return ROOT / CONFIG
     cfg = yaml.safe_load((ROOT / CONFIG).read_text())
-    for section, values in (QUICK_CONFIG.items() if ctx.quick else ()):
+    for section, values in QUICK_CONFIG.items() if ctx.quick else ():
         cfg[section].update(values)
     if ctx.epochs:
         cfg = scaled_recipe(cfg, ctx.epochs)
@@ -207,8 +257,10 @@ def cifar10_jpeg(work: Path) -> Path:
         return dest
     script = work / "cifar10" / "unpack_cifar10_jpeg.py"
     if not script.exists():
-        sys.exit(f"error: {script} is missing: run `make gpu-data` where ../shared/data is, "
-                 f"and carry {rel(work / 'cifar10')} to this machine")
+        sys.exit(
+            f"error: {script} is missing: run `make gpu-data` where ../shared/data is, "
+            f"and carry {rel(work / 'cifar10')} to this machine"
+        )
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     subprocess.run([sys.executable, str(script), str(tmp)], check=True)

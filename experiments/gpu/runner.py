@@ -21,9 +21,9 @@ import torch
 from common import describe_device, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]
-PACK_RESERVE_S = 20    # kept back from --budget to pack the results
-TERM_GRACE_S = 30      # between SIGTERM and SIGKILL: a run finishes its epoch and checkpoints
-POLL_S = 0.05          # how often a watcher looks at the run it follows
+PACK_RESERVE_S = 20  # kept back from --budget to pack the results
+TERM_GRACE_S = 30  # between SIGTERM and SIGKILL: a run finishes its epoch and checkpoints
+POLL_S = 0.05  # how often a watcher looks at the run it follows
 MAX_ARCHIVE = 16 * 2**20  # the device tool brings back files up to 16 MiB
 
 
@@ -31,13 +31,13 @@ MAX_ARCHIVE = 16 * 2**20  # the device tool brings back files up to 16 MiB
 class Ctx:
     device: str
     quick: bool
-    results: Path      # results root (the repository's results/ unless --results-dir)
-    work: Path         # carried inputs, unpacked data, and the runs' working folders (ignored by git)
-    out: Path | None   # $OUT: what comes back from the GPU machine
-    tag: str           # device slug in folder names
+    results: Path  # results root (the repository's results/ unless --results-dir)
+    work: Path  # carried inputs, unpacked data, and the runs' working folders (ignored by git)
+    out: Path | None  # $OUT: what comes back from the GPU machine
+    tag: str  # device slug in folder names
     budget: float
     models: str | None = None
-    epochs: int | None = None        # reproduce: the recipe scaled to this many epochs (None: the paper's)
+    epochs: int | None = None  # reproduce: the recipe scaled to this many epochs (None: the paper's)
     chunk_epochs: int | None = None  # reproduce: at most this many epochs in one call
     deadline: float = 0.0
 
@@ -71,8 +71,14 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_logged(cmd: list[str], log: Path, ctx: Ctx, env: dict[str, str] | None = None,
-               watch: Watch | None = None, limit_s: float | None = None) -> int:
+def run_logged(
+    cmd: list[str],
+    log: Path,
+    ctx: Ctx,
+    env: dict[str, str] | None = None,
+    watch: Watch | None = None,
+    limit_s: float | None = None,
+) -> int:
     """Run `cmd` in the repository root, its output to our stdout and to `log`. It gets SIGTERM
     (a training run finishes its epoch, checkpoints and records itself interrupted) when `watch`
     says so, or TERM_GRACE_S before its time is up (the step's deadline, or `limit_s` from now if
@@ -81,8 +87,12 @@ def run_logged(cmd: list[str], log: Path, ctx: Ctx, env: dict[str, str] | None =
     print("$", shown(cmd), flush=True)
     t0 = time.monotonic()
     end = min(ctx.deadline, t0 + limit_s) if limit_s is not None else ctx.deadline
-    with open(log, "w") as f, subprocess.Popen(cmd, cwd=ROOT, env=env or child_env(), text=True,
-                                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
+    with (
+        open(log, "w") as f,
+        subprocess.Popen(
+            cmd, cwd=ROOT, env=env or child_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as proc,
+    ):
         stopped: list[str] = []
         guard = threading.Thread(target=_guard, args=(proc, watch, end, stopped), daemon=True)
         guard.start()
@@ -91,9 +101,14 @@ def run_logged(cmd: list[str], log: Path, ctx: Ctx, env: dict[str, str] | None =
             sys.stdout.write(line)
         rc = proc.wait()
         guard.join()
-    record = {"command": shown(cmd), "returncode": rc, "seconds": round(time.monotonic() - t0, 1),
-              "stopped_at_deadline": stopped == ["time limit"], "stop_reason": stopped[0] if stopped else None,
-              "gpu_py": invocation()}
+    record = {
+        "command": shown(cmd),
+        "returncode": rc,
+        "seconds": round(time.monotonic() - t0, 1),
+        "stopped_at_deadline": stopped == ["time limit"],
+        "stop_reason": stopped[0] if stopped else None,
+        "gpu_py": invocation(),
+    }
     log.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
     return rc
 
@@ -105,8 +120,9 @@ def _guard(proc: subprocess.Popen, watch: Watch | None, end: float, stopped: lis
         if now >= end:
             proc.kill()
             return
-        reason = (watch.due(now) if watch is not None else None) or \
-            ("time limit" if now >= end - TERM_GRACE_S else None)
+        reason = (watch.due(now) if watch is not None else None) or (
+            "time limit" if now >= end - TERM_GRACE_S else None
+        )
         if reason and not stopped:
             stopped.append(reason)
             print(f"stopping it after this epoch: {reason}", flush=True)
@@ -121,10 +137,14 @@ def run_summary(run: Path) -> dict:
 
 
 def environment(ctx: Ctx) -> dict[str, str]:
-    return {"device": describe_device(torch.device(ctx.device)),
-            "torch": torch.__version__, "torch_cuda_build": str(torch.version.cuda),
-            "python": platform.python_version(),
-            "commit": git_commit(), "command": invocation()}
+    return {
+        "device": describe_device(torch.device(ctx.device)),
+        "torch": torch.__version__,
+        "torch_cuda_build": str(torch.version.cuda),
+        "python": platform.python_version(),
+        "commit": git_commit(),
+        "command": invocation(),
+    }
 
 
 def shown(cmd: list[str]) -> str:
@@ -152,8 +172,11 @@ def pack(ctx: Ctx, step: str, paths: list[Path]) -> int:
     with tarfile.open(archive, "w:gz") as tar:
         for path in paths:
             if path.exists():
-                tar.add(path, arcname=str(Path("results") / path.resolve().relative_to(ctx.results.resolve())),
-                        filter=_leave_out)
+                tar.add(
+                    path,
+                    arcname=str(Path("results") / path.resolve().relative_to(ctx.results.resolve())),
+                    filter=_leave_out,
+                )
     size = archive.stat().st_size
     print(f"packed {archive} ({size / 2**20:.2f} MiB)", flush=True)
     if size > MAX_ARCHIVE:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 STOP_MARGIN_S = 20  # after the last epoch: its checkpoint (ResNet-18: 85 MiB), the records, the exit
-RECENT = 5          # an epoch's time: the slowest of the last RECENT (a pruned epoch is shorter)
+RECENT = 5  # an epoch's time: the slowest of the last RECENT (a pruned epoch is shorter)
 
 
 def epochs_that_fit(seconds: float, epoch_s: float, margin_s: float = STOP_MARGIN_S) -> int:
@@ -42,8 +42,8 @@ class EpochClock:
 
     def __init__(self, rows: Callable[[], int], started: float):
         self.rows, self.started = rows, started
-        self.before: int | None = None   # rows the run had when this call first looked
-        self.times: list[float] = []     # when each row of this call appeared
+        self.before: int | None = None  # rows the run had when this call first looked
+        self.times: list[float] = []  # when each row of this call appeared
 
     def poll(self, now: float) -> int:
         """Rows recorded in this call so far."""
@@ -70,8 +70,7 @@ class ChunkStop(EpochClock):
     """Stop a training call once the next epoch would not fit before `deadline`, or after
     `max_epochs` epochs in this call."""
 
-    def __init__(self, rows: Callable[[], int], started: float, deadline: float,
-                 max_epochs: int | None = None):
+    def __init__(self, rows: Callable[[], int], started: float, deadline: float, max_epochs: int | None = None):
         super().__init__(rows, started)
         self.deadline, self.max_epochs = deadline, max_epochs
 

@@ -14,24 +14,38 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 Setup = Callable[[Path, Path, dict], list]
-Train = Callable[[list[str], Path], None]   # `fineprune train ARGV` in a folder; raises if it fails
+Train = Callable[[list[str], Path], None]  # `fineprune train ARGV` in a folder; raises if it fails
 
 
 @dataclass
 class Case:
     name: str
     argv: Sequence[str] = ()
-    words: Sequence[str] = ()          # the message must contain these
+    words: Sequence[str] = ()  # the message must contain these
     setup: Setup | None = None
-    env: dict[str, str] = field(default_factory=dict)   # set in the case's process
+    env: dict[str, str] = field(default_factory=dict)  # set in the case's process
     # "refused": exit 2, one line, nothing written; "done": exit 0 and `check` finds nothing wrong
     expect: str = "refused"
-    check: Callable[[Path], str | None] | None = None   # given the case's work folder: what is wrong
-    memory_mb: int | None = None       # RLIMIT_AS headroom over what the process maps (a smaller machine)
+    check: Callable[[Path], str | None] | None = None  # given the case's work folder: what is wrong
+    memory_mb: int | None = None  # RLIMIT_AS headroom over what the process maps (a smaller machine)
 
 
-TINY = ["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32",
-        "--device", "cpu", "--epochs", "1", "--out", "run"]
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "64",
+    "--test-subset",
+    "32",
+    "--device",
+    "cpu",
+    "--epochs",
+    "1",
+    "--out",
+    "run",
+]
 BIG = str(10**20)
 
 
@@ -46,6 +60,7 @@ def make_folder(base: Path, train: Train) -> Path:
     """A two-class image folder."""
     folder = base / "folder"
     from PIL import Image
+
     for split in ("train", "test"):
         for label in ("cat", "dog"):
             (folder / split / label).mkdir(parents=True)
@@ -64,17 +79,17 @@ def train(name: str, *extra: str, words: Sequence[str] = ()) -> Case:
     base = []
     for i in range(0, len(TINY), 2):
         if TINY[i] not in given:
-            base += TINY[i:i + 2]
+            base += TINY[i : i + 2]
     return Case(name, ["train", *base, *extra], words)
 
 
-def with_file(name: str, filename: str, content: str | bytes, argv: Sequence[str],
-              words: Sequence[str] = ()) -> Case:
+def with_file(name: str, filename: str, content: str | bytes, argv: Sequence[str], words: Sequence[str] = ()) -> Case:
     def setup(work: Path, outside: Path, templates: dict) -> list:
         target = work / filename
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content if isinstance(content, bytes) else content.encode())
         return list(argv)
+
     return Case(name, (), words, setup)
 
 
@@ -82,9 +97,15 @@ def config(name: str, text: str | bytes, *argv: str, words: Sequence[str] = ()) 
     return with_file(name, "c.yaml", text, ["train", "--config", "c.yaml", *argv], words)
 
 
-def with_run(name: str, edit: Callable[[Path, Path], None], argv: Sequence[str],
-             words: Sequence[str] = (), status: str | None = "interrupted") -> Case:
+def with_run(
+    name: str,
+    edit: Callable[[Path, Path], None],
+    argv: Sequence[str],
+    words: Sequence[str] = (),
+    status: str | None = "interrupted",
+) -> Case:
     """A copy of the finished template run as `work/run`, marked `status`, then edited."""
+
     def setup(work: Path, outside: Path, templates: dict) -> list:
         run = work / "run"
         shutil.copytree(templates["run"], run)
@@ -94,24 +115,42 @@ def with_run(name: str, edit: Callable[[Path, Path], None], argv: Sequence[str],
             (run / "summary.json").write_text(json.dumps(summary))
         edit(run, outside)
         return list(argv)
+
     return Case(name, (), words, setup)
 
 
-def with_folder(name: str, edit: Callable[[Path], None], words: Sequence[str] = (),
-                extra: Sequence[str] = ()) -> Case:
+def with_folder(name: str, edit: Callable[[Path], None], words: Sequence[str] = (), extra: Sequence[str] = ()) -> Case:
     def setup(work: Path, outside: Path, templates: dict) -> list:
         shutil.copytree(templates["folder"], work / "imgs")
         edit(work / "imgs")
-        return ["train", "--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device",
-                "cpu", "--epochs", "1", "--out", "run", *extra]
+        return [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            "imgs",
+            "--device",
+            "cpu",
+            "--epochs",
+            "1",
+            "--out",
+            "run",
+            *extra,
+        ]
+
     return Case(name, (), words, setup)
 
 
 def _bigger(name: str) -> Callable[[Path], None]:
     """One image of another size than the rest."""
+
     def edit(folder: Path) -> None:
         from PIL import Image
+
         Image.new("RGB", (12, 12), (10, 20, 30)).save(folder / name)
+
     return edit
 
 
@@ -119,12 +158,14 @@ def _replace(filename: str, old: str, new: str) -> Callable[[Path, Path], None]:
     def edit(run: Path, outside: Path) -> None:
         path = run / filename
         path.write_text(path.read_text().replace(old, new, 1))
+
     return edit
 
 
 def _write(filename: str, content: str | bytes) -> Callable[[Path, Path], None]:
     def edit(run: Path, outside: Path) -> None:
         (run / filename).write_bytes(content if isinstance(content, bytes) else content.encode())
+
     return edit
 
 
@@ -133,6 +174,7 @@ def _summary(**changes) -> Callable[[Path, Path], None]:
         summary = json.loads((run / "summary.json").read_text())
         summary.update(changes)
         (run / "summary.json").write_text(json.dumps(summary))
+
     return edit
 
 
@@ -145,6 +187,7 @@ def _symlink_out(work: Path, outside: Path, templates: dict) -> list:
 def _unlink(filename: str) -> Callable[[Path], None]:
     def edit(folder: Path) -> None:
         shutil.rmtree(folder / filename)
+
     return edit
 
 
@@ -156,7 +199,8 @@ def _nothing(run: Path, outside: Path) -> None:
 PICKLE_CODE = b"\x80\x04cos\nsystem\n\x8c\x0btouch PWNED\x85R."
 DEEP = "a: " + "[" * 3000 + "]" * 3000 + "\n"
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-    f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+)
 
 CASES: list[Case] = [
     # -- train: model and data
@@ -220,10 +264,18 @@ CASES: list[Case] = [
     train("fraction-one", "--prune", "--prune-fraction", "1"),
     train("fraction-nan", "--prune", "--prune-fraction", "nan"),
     train("fraction-negative", "--prune", "--prune-fraction", "-0.1"),
-    train("fraction-leaves-nothing", "--prune", "--subset", "10", "--prune-fraction", "0.96", "--epochs", "2",
-          words=["leaves none of the 10"]),  # 2 epochs: 1 epoch of fine prunes none, refused before the data
-    train("fraction-leaves-nothing-ucb", "--prune", "--policy", "ucb", "--subset", "10", "--prune-fraction",
-          "0.96"),
+    train(
+        "fraction-leaves-nothing",
+        "--prune",
+        "--subset",
+        "10",
+        "--prune-fraction",
+        "0.96",
+        "--epochs",
+        "2",
+        words=["leaves none of the 10"],
+    ),  # 2 epochs: 1 epoch of fine prunes none, refused before the data
+    train("fraction-leaves-nothing-ucb", "--prune", "--policy", "ucb", "--subset", "10", "--prune-fraction", "0.96"),
     train("tolerance-negative", "--prune", "--tolerance", "-1"),
     train("policy-unknown", "--prune", "--policy", "oracle", words=["--policy"]),
     train("drop-sideways", "--prune", "--drop", "sideways"),
@@ -283,46 +335,70 @@ CASES: list[Case] = [
     with_run("resume-with-flags", _nothing, ["train", "--resume", "run", "--epochs", "3"]),
     flags("resume-missing", "train", "--resume", "nowhere"),
     with_run("resume-complete", _nothing, ["train", "--resume", "run"], ["complete"], status=None),
-    with_run("resume-edited-subset", _replace("config.yaml", "subset: 64", "subset: 32"),
-             ["train", "--resume", "run"], ["resume refused"]),
-    with_run("resume-edited-model", _replace("config.yaml", "name: lenet", "name: vgg13"),
-             ["train", "--resume", "run"]),
-    with_run("resume-edited-prune", _replace("config.yaml", "enabled: false", "enabled: true"),
-             ["train", "--resume", "run"]),
-    with_run("resume-garbage-checkpoint", _write("checkpoint.pt", b"not a checkpoint"),
-             ["train", "--resume", "run"]),
+    with_run(
+        "resume-edited-subset",
+        _replace("config.yaml", "subset: 64", "subset: 32"),
+        ["train", "--resume", "run"],
+        ["resume refused"],
+    ),
+    with_run(
+        "resume-edited-model", _replace("config.yaml", "name: lenet", "name: vgg13"), ["train", "--resume", "run"]
+    ),
+    with_run(
+        "resume-edited-prune", _replace("config.yaml", "enabled: false", "enabled: true"), ["train", "--resume", "run"]
+    ),
+    with_run("resume-garbage-checkpoint", _write("checkpoint.pt", b"not a checkpoint"), ["train", "--resume", "run"]),
     with_run("resume-pickled-code", _write("checkpoint.pt", PICKLE_CODE), ["train", "--resume", "run"]),
-    with_run("resume-checkpoint-a-dict-of-junk",
-             lambda run, o: __import__("torch").save({"x": 1}, run / "checkpoint.pt"),
-             ["train", "--resume", "run"]),
+    with_run(
+        "resume-checkpoint-a-dict-of-junk",
+        lambda run, o: __import__("torch").save({"x": 1}, run / "checkpoint.pt"),
+        ["train", "--resume", "run"],
+    ),
     with_run("resume-summary-not-json", _write("summary.json", "{"), ["train", "--resume", "run"]),
     with_run("resume-summary-a-list", _write("summary.json", "[1, 2]"), ["train", "--resume", "run"]),
     with_run("resume-config-a-list", _write("config.yaml", "- 1\n"), ["train", "--resume", "run"]),
-    with_run("resume-config-missing", lambda run, o: (run / "config.yaml").unlink(),
-             ["train", "--resume", "run"]),
-    with_run("resume-diverged", _summary(status="diverged", diverged_epoch=2),
-             ["train", "--resume", "run"], ["diverged"], status=None),
+    with_run("resume-config-missing", lambda run, o: (run / "config.yaml").unlink(), ["train", "--resume", "run"]),
+    with_run(
+        "resume-diverged",
+        _summary(status="diverged", diverged_epoch=2),
+        ["train", "--resume", "run"],
+        ["diverged"],
+        status=None,
+    ),
     # -- image folders
     with_folder("folder-one-class", _unlink("train/dog"), words=["class"]),
     with_folder("folder-no-test", _unlink("test")),
     with_folder("folder-empty-class", lambda f: [p.unlink() for p in (f / "train" / "dog").iterdir()]),
-    with_folder("folder-broken-image", lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"),
-                words=["0.png"]),
-    with_folder("folder-stream-broken-image", lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"),
-                words=["0.png"], extra=["--loader", "stream", "--workers", "0"]),
+    with_folder(
+        "folder-broken-image", lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"), words=["0.png"]
+    ),
+    with_folder(
+        "folder-stream-broken-image",
+        lambda f: (f / "train" / "cat" / "0.png").write_bytes(b"no png"),
+        words=["0.png"],
+        extra=["--loader", "stream", "--workers", "0"],
+    ),
     with_folder("folder-mixed-sizes", _bigger("train/dog/1.png"), words=["1.png", "--image-size"]),
-    with_folder("folder-stream-mixed-sizes", _bigger("train/dog/1.png"), words=["1.png", "--image-size"],
-                extra=["--loader", "stream", "--workers", "1"]),
+    with_folder(
+        "folder-stream-mixed-sizes",
+        _bigger("train/dog/1.png"),
+        words=["1.png", "--image-size"],
+        extra=["--loader", "stream", "--workers", "1"],
+    ),
     train("image-size-zero", "--image-size", "0", words=["--image-size"]),
     train("workers-negative", "--workers", "-1", words=["--workers"]),
     train("loader-unknown", "--loader", "disk", words=["--loader"]),
     train("loader-stream-not-a-folder", "--loader", "stream", words=["folder"]),
-    flags("folder-missing", "train", "--model", "lenet", "--dataset", "folder", "--data-dir", "nowhere",
-          "--out", "run"),
-    flags("cifar10-missing", "train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", ".",
-          "--out", "run"),
-    with_file("fashion-mnist-truncated", "fm/train-images-idx3-ubyte", b"\x00\x00\x08\x03\x00",
-              ["train", "--model", "lenet", "--dataset", "fashion-mnist", "--data-dir", "fm", "--out", "run"]),
+    flags(
+        "folder-missing", "train", "--model", "lenet", "--dataset", "folder", "--data-dir", "nowhere", "--out", "run"
+    ),
+    flags("cifar10-missing", "train", "--model", "lenet", "--dataset", "cifar10", "--data-dir", ".", "--out", "run"),
+    with_file(
+        "fashion-mnist-truncated",
+        "fm/train-images-idx3-ubyte",
+        b"\x00\x00\x08\x03\x00",
+        ["train", "--model", "lenet", "--dataset", "fashion-mnist", "--data-dir", "fm", "--out", "run"],
+    ),
     # -- estimate
     flags("estimate-seconds-inf", "estimate", "--epoch-seconds", "inf"),
     flags("estimate-seconds-nan", "estimate", "--epoch-seconds", "nan"),
@@ -332,37 +408,60 @@ CASES: list[Case] = [
     flags("estimate-dynamic-policy", "estimate", "--policy", "infobatch", words=["infobatch"]),
     flags("estimate-unknown-policy", "estimate", "--policy", "oracle"),
     flags("estimate-run-missing", "estimate", "--run", "nowhere"),
-    with_run("estimate-run-and-seconds", _nothing, ["estimate", "--run", "run", "--epoch-seconds", "1"],
-             status=None),
-    with_run("estimate-run-config-a-list", _write("config.yaml", "- 1\n"), ["estimate", "--run", "run"],
-             status=None),
-    with_run("estimate-run-short-rows", _write("metrics.csv", "epoch,lr\n1\n"), ["estimate", "--run", "run"],
-             status=None),
-    with_run("estimate-run-wrong-types", _replace("metrics.csv", "\n1,", "\nx,"), ["estimate", "--run", "run"],
-             status=None),
+    with_run("estimate-run-and-seconds", _nothing, ["estimate", "--run", "run", "--epoch-seconds", "1"], status=None),
+    with_run("estimate-run-config-a-list", _write("config.yaml", "- 1\n"), ["estimate", "--run", "run"], status=None),
+    with_run(
+        "estimate-run-short-rows", _write("metrics.csv", "epoch,lr\n1\n"), ["estimate", "--run", "run"], status=None
+    ),
+    with_run(
+        "estimate-run-wrong-types", _replace("metrics.csv", "\n1,", "\nx,"), ["estimate", "--run", "run"], status=None
+    ),
     # -- report
     flags("report-missing", "report", "nowhere"),
-    with_run("report-out-a-file", _write("blocker", "x"), ["report", "run", "--out", "run/blocker"],
-             status=None),
-    with_run("report-out-under-a-file", _write("blocker", "x"), ["report", "run", "--out", "run/blocker/x"],
-             status=None),
-    with_run("report-notes-missing", _nothing, ["report", "run", "--out", "rep", "--notes", "nope.md"],
-             status=None),
+    with_run("report-out-a-file", _write("blocker", "x"), ["report", "run", "--out", "run/blocker"], status=None),
+    with_run(
+        "report-out-under-a-file", _write("blocker", "x"), ["report", "run", "--out", "run/blocker/x"], status=None
+    ),
+    with_run("report-notes-missing", _nothing, ["report", "run", "--out", "rep", "--notes", "nope.md"], status=None),
     # -- compare
-    flags("compare-unknown-policy", "compare", "--model", "lenet", "--dataset", "synthetic", "--policies",
-          "regular,oracle"),
+    flags(
+        "compare-unknown-policy",
+        "compare",
+        "--model",
+        "lenet",
+        "--dataset",
+        "synthetic",
+        "--policies",
+        "regular,oracle",
+    ),
     flags("compare-seeds-words", "compare", "--model", "lenet", "--dataset", "synthetic", "--seeds", "a"),
     flags("compare-seeds-negative", "compare", "--model", "lenet", "--dataset", "synthetic", "--seeds", "-1"),
-    flags("compare-frontier-above-one", "compare", "--model", "lenet", "--dataset", "synthetic",
-          "--frontier", "1.5"),
+    flags("compare-frontier-above-one", "compare", "--model", "lenet", "--dataset", "synthetic", "--frontier", "1.5"),
     flags("compare-frontier-word", "compare", "--model", "lenet", "--dataset", "synthetic", "--frontier", "x"),
     flags("compare-unknown-model", "compare", "--model", "lenet,nope", "--dataset", "synthetic"),
-    with_file("compare-out-a-file", "blocker", "x", ["compare", "--model", "lenet", "--dataset", "synthetic",
-                                                     "--subset", "64", "--epochs", "1", "--out", "blocker"]),
+    with_file(
+        "compare-out-a-file",
+        "blocker",
+        "x",
+        [
+            "compare",
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "64",
+            "--epochs",
+            "1",
+            "--out",
+            "blocker",
+        ],
+    ),
     # -- scale
     flags("scale-dist-mode-comma", "scale", "--model", "lenet", "--dataset", "synthetic", "--dist-mode", ","),
-    with_file("scale-out-a-file", "blocker", "x", ["scale", "--model", "lenet", "--dataset", "synthetic",
-                                                   "--out", "blocker"]),
+    with_file(
+        "scale-out-a-file", "blocker", "x", ["scale", "--model", "lenet", "--dataset", "synthetic", "--out", "blocker"]
+    ),
     flags("scale-nproc-zero", "scale", "--model", "lenet", "--dataset", "synthetic", "--nproc", "0"),
     flags("scale-nproc-word", "scale", "--model", "lenet", "--dataset", "synthetic", "--nproc", "x"),
     flags("scale-target-negative", "scale", "--model", "lenet", "--dataset", "synthetic", "--target-loss", "-1"),

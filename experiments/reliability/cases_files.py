@@ -21,8 +21,30 @@ from crafted import FOLDERS, bigger_test_images_folder, jpeg_header_bomb, make_f
 def make_pruned(base: Path, train: Train) -> Path:
     """A pruned finished run (score snapshots, a schedule)."""
     pruned = base / "pruned"
-    train(["--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--test-subset", "32", "--device",
-           "cpu", "--epochs", "2", "--prune", "--window", "2", "--start", "1", "--out", str(pruned)], base)
+    train(
+        [
+            "--model",
+            "lenet",
+            "--dataset",
+            "synthetic",
+            "--subset",
+            "64",
+            "--test-subset",
+            "32",
+            "--device",
+            "cpu",
+            "--epochs",
+            "2",
+            "--prune",
+            "--window",
+            "2",
+            "--start",
+            "1",
+            "--out",
+            str(pruned),
+        ],
+        base,
+    )
     return pruned
 
 
@@ -31,8 +53,25 @@ def make_folder_run(base: Path, train: Train) -> Path:
     both can change the data."""
     folder_run = base / "folder-run"
     FOLDERS["grey"](folder_run / "imgs")
-    train(["--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device", "cpu", "--epochs", "2",
-           "--batch-size", "4", "--out", "run"], folder_run)
+    train(
+        [
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            "imgs",
+            "--device",
+            "cpu",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "4",
+            "--out",
+            "run",
+        ],
+        folder_run,
+    )
     summary = json.loads((folder_run / "run" / "summary.json").read_text())
     summary["status"] = "interrupted"
     (folder_run / "run" / "summary.json").write_text(json.dumps(summary))
@@ -41,8 +80,10 @@ def make_folder_run(base: Path, train: Train) -> Path:
 
 # -- crafted image files in an otherwise good folder -----------------------------------------
 
+
 def _png(size=(8, 8)) -> bytes:
     from io import BytesIO
+
     buf = BytesIO()
     Image.new("RGB", size, (10, 200, 30)).save(buf, "PNG")
     return buf.getvalue()
@@ -50,6 +91,7 @@ def _png(size=(8, 8)) -> bytes:
 
 def _jpeg() -> bytes:
     from io import BytesIO
+
     buf = BytesIO()
     Image.new("RGB", (8, 8), (10, 200, 30)).save(buf, "JPEG")
     return buf.getvalue()
@@ -64,12 +106,13 @@ def _bad_crc() -> bytes:
 def _garbage_idat() -> bytes:
     import struct
     import zlib
+
     data = b"this is not zlib data at all"
     chunk = struct.pack(">I", len(data)) + b"IDAT" + data + struct.pack(">I", zlib.crc32(b"IDAT" + data))
     return png_header_bomb(8, 8)[:33] + chunk + png_header_bomb(8, 8)[-12:]
 
 
-CRAFTED: dict[str, tuple[str, Callable[[], bytes], str]] = {   # name: (file, bytes, words)
+CRAFTED: dict[str, tuple[str, Callable[[], bytes], str]] = {  # name: (file, bytes, words)
     "png-bomb-60000": ("bad.png", png_header_bomb, "declares 60000 x 60000 pixels"),
     "png-bomb-wide": ("bad.png", lambda: png_header_bomb(2**31 - 1, 1), "declares 2147483647 x 1"),
     "png-bomb-limit-plus-one": ("bad.png", lambda: png_header_bomb(8193, 8192), "more than the limit"),
@@ -87,24 +130,48 @@ CRAFTED: dict[str, tuple[str, Callable[[], bytes], str]] = {   # name: (file, by
     "empty-file": ("bad.png", lambda: b"", "not a PNG or JPEG"),
     "text-named-jpg": ("bad.jpg", lambda: b"hello", "not a PNG or JPEG"),
 }
-LOADERS = {"device": ["--loader", "device"], "stream": ["--loader", "stream", "--workers", "0"],
-           "auto": ["--loader", "auto", "--workers", "0"]}
+LOADERS = {
+    "device": ["--loader", "device"],
+    "stream": ["--loader", "stream", "--workers", "0"],
+    "auto": ["--loader", "auto", "--workers", "0"],
+}
 
 
-def folder_case(name: str, edit: Callable[[Path], None], extra: list[str], words=(),
-                expect: str = "refused", check=None) -> Case:
+def folder_case(
+    name: str, edit: Callable[[Path], None], extra: list[str], words=(), expect: str = "refused", check=None
+) -> Case:
     def setup(work: Path, outside: Path, templates: dict) -> list:
         shutil.copytree(templates["folder"], work / "imgs")
         edit(work / "imgs")
-        return ["train", "--model", "lenet", "--dataset", "folder", "--data-dir", "imgs", "--device", "cpu",
-                "--epochs", "1", "--batch-size", "4", "--lr", "0.01", "--out", "run", *extra]
+        return [
+            "train",
+            "--model",
+            "lenet",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            "imgs",
+            "--device",
+            "cpu",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--lr",
+            "0.01",
+            "--out",
+            "run",
+            *extra,
+        ]
         # lr 0.01: RGB folders of any size are augmented now; at 0.1 the palette folder diverged
+
     return Case(name, (), words, setup, expect=expect, check=check)
 
 
 def _put(file: str, data: Callable[[], bytes]) -> Callable[[Path], None]:
     def edit(folder: Path) -> None:
         (folder / "train" / "dog" / file).write_bytes(data())
+
     return edit
 
 
@@ -119,6 +186,7 @@ def _special(kind: str) -> Callable[[Path], None]:
             target.symlink_to(folder / "nowhere.png")
         else:
             target.symlink_to(target)
+
     return edit
 
 
@@ -126,12 +194,14 @@ def _replaced_by(builder: Callable[[Path], Path]) -> Callable[[Path], None]:
     def edit(folder: Path) -> None:
         shutil.rmtree(folder)
         builder(folder)
+
     return edit
 
 
 def _same_on_both_paths(name: str) -> Callable[[Path], str | None]:
     """The run finished, and both data paths decode every image to the same tensor, which is
     the image's own pixels in the folder's mode (PIL's conversion is the reference)."""
+
     def check(work: Path) -> str | None:
         from fineprune_cli.engine.config import DataConfig
         from fineprune_cli.engine.imagefolder import list_folder, load_image_folder
@@ -148,12 +218,13 @@ def _same_on_both_paths(name: str) -> Callable[[Path], str | None]:
             if not torch.equal(a, data.images[i][1]):
                 return f"{name}: {path.name} differs between the device and stream paths"
             pil = Image.open(path)
-            if pil.mode in ("I;16", "I"):   # 16-bit: scaled to 8 bits, not compared here
+            if pil.mode in ("I;16", "I"):  # 16-bit: scaled to 8 bits, not compared here
                 continue
             ref = torch.from_numpy(np.array(pil.convert(mode))).reshape(8, 8, -1).permute(2, 0, 1)
             if path.suffix == ".png" and not torch.equal(a, ref):
                 return f"{name}: {path.name} decodes to other pixels than the image holds"
         return None
+
     return check
 
 
@@ -164,23 +235,41 @@ def _image_cases() -> list[Case]:
             cases.append(folder_case(f"image-{name}-{loader}", _put(file, data), extra, [file, words]))
     for kind in ("fifo", "folder", "dangling", "loop"):
         for loader in ("device", "stream"):
-            cases.append(folder_case(f"image-{kind}-{loader}", _special(kind), LOADERS[loader],
-                                     ["odd.png", "not a regular file"]))
+            cases.append(
+                folder_case(
+                    f"image-{kind}-{loader}", _special(kind), LOADERS[loader], ["odd.png", "not a regular file"]
+                )
+            )
     for loader in ("device", "stream"):
-        cases.append(folder_case(f"image-test-bigger-{loader}", _replaced_by(bigger_test_images_folder),
-                                 LOADERS[loader], ["test/a/0.png is (12, 12)", "--image-size"]))
+        cases.append(
+            folder_case(
+                f"image-test-bigger-{loader}",
+                _replaced_by(bigger_test_images_folder),
+                LOADERS[loader],
+                ["test/a/0.png is (12, 12)", "--image-size"],
+            )
+        )
         for name, builder in FOLDERS.items():
-            cases.append(folder_case(f"folder-{name}-{loader}", _replaced_by(builder), LOADERS[loader],
-                                     expect="done", check=_same_on_both_paths(name)))
+            cases.append(
+                folder_case(
+                    f"folder-{name}-{loader}",
+                    _replaced_by(builder),
+                    LOADERS[loader],
+                    expect="done",
+                    check=_same_on_both_paths(name),
+                )
+            )
     return cases
 
 
 # -- FIFOs and devices where a file is read --------------------------------------------------
 
+
 def _fifo(filename: str) -> Callable[[Path, Path], None]:
     def edit(run: Path, outside: Path) -> None:
         (run / filename).unlink(missing_ok=True)
         make_fifo(run / filename)
+
     return edit
 
 
@@ -188,6 +277,7 @@ def _left_out(words: str) -> Callable[[Path], str | None]:
     def check(work: Path) -> str | None:
         index = (work / "rep" / "index.md").read_text()
         return None if "Runs left out" in index and words in index else f"index.md does not leave the run out ({words})"
+
     return check
 
 
@@ -201,6 +291,7 @@ def report_case(name: str, edit, check, template: str = "pruned", plots: bool = 
         shutil.copytree(templates[template], work / "run")
         edit(work / "run", outside)
         return ["report", "run", "--out", "rep", *([] if plots else ["--no-plots"])]
+
     return Case(name, (), (), setup, expect="done", check=check)
 
 
@@ -213,6 +304,7 @@ def _notes(kind: str):
         elif kind == "folder":
             (work / "notes.md").mkdir()
         return ["report", "run", "--out", "rep", "--notes", path]
+
     return setup
 
 
@@ -220,43 +312,63 @@ def _config_fifo(command: list[str]):
     def setup(work: Path, outside: Path, templates: dict) -> list:
         make_fifo(work / "c.yaml")
         return [*command, "--config", "c.yaml"]
+
     return setup
 
 
 def _fifo_cases() -> list[Case]:
-    cases = [report_case(f"report-fifo-{f}", _fifo(f), _left_out("not a regular file"), plots=False)
-             for f in ("metrics.csv", "config.yaml", "summary.json")]
+    cases = [
+        report_case(f"report-fifo-{f}", _fifo(f), _left_out("not a regular file"), plots=False)
+        for f in ("metrics.csv", "config.yaml", "summary.json")
+    ]
     cases.append(report_case("report-fifo-snapshot", _fifo("dropping_counts_window1.pt"), _reported))
     for f in ("metrics.csv", "config.yaml", "summary.json"):
-        cases.append(with_run(f"estimate-fifo-{f}", _fifo(f), ["estimate", "--run", "run"], ["not a regular file"],
-                              status=None))
+        cases.append(
+            with_run(f"estimate-fifo-{f}", _fifo(f), ["estimate", "--run", "run"], ["not a regular file"], status=None)
+        )
     for f in ("checkpoint.pt", "config.yaml", "summary.json"):
         cases.append(with_run(f"resume-fifo-{f}", _fifo(f), ["train", "--resume", "run"], ["not a regular file"]))
     for kind in ("fifo", "dev-zero", "dev-null", "folder"):
-        cases.append(Case(f"report-notes-{kind}", (), ["--notes", "not a regular file"
-                                                        if kind != "folder" else "--notes"], _notes(kind)))
+        cases.append(
+            Case(
+                f"report-notes-{kind}",
+                (),
+                ["--notes", "not a regular file" if kind != "folder" else "--notes"],
+                _notes(kind),
+            )
+        )
     cases.append(Case("train-config-fifo", (), ["not a regular file"], _config_fifo(["train", *TINY])))
-    cases.append(Case("compare-config-fifo", (), ["not a regular file"],
-                      _config_fifo(["compare", "--model", "lenet", "--dataset", "synthetic"])))
+    cases.append(
+        Case(
+            "compare-config-fifo",
+            (),
+            ["not a regular file"],
+            _config_fifo(["compare", "--model", "lenet", "--dataset", "synthetic"]),
+        )
+    )
     cases.append(flags("train-config-dev-zero", "train", *TINY, "--config", "/dev/zero", words=["not a regular file"]))
     return cases
 
 
 # -- damaged records under report and estimate ------------------------------------------------
 
+
 def _snapshot(value) -> Callable[[Path, Path], None]:
     def edit(run: Path, outside: Path) -> None:
         for f in run.glob("dropping_counts_window*.pt"):
             torch.save(value, f)
+
     return edit
 
 
 def _summary_text(field: str, text: str) -> Callable[[Path, Path], None]:
     """Set a summary.json field to raw JSON text (numbers Python's json would not write)."""
+
     def edit(run: Path, outside: Path) -> None:
         data = json.loads((run / "summary.json").read_text())
         data[field] = "@@@"
         (run / "summary.json").write_text(json.dumps(data).replace('"@@@"', text))
+
     return edit
 
 
@@ -264,40 +376,71 @@ def _both(*edits) -> Callable[[Path, Path], None]:
     def edit(run: Path, outside: Path) -> None:
         for e in edits:
             e(run, outside)
+
     return edit
 
 
 def _ucb(run: Path, outside: Path) -> None:
-    for name, old, new in (("summary.json", '"policy": "fine"', '"policy": "ucb"'),
-                           ("config.yaml", "policy: fine", "policy: ucb")):
+    for name, old, new in (
+        ("summary.json", '"policy": "fine"', '"policy": "ucb"'),
+        ("config.yaml", "policy: fine", "policy: ucb"),
+    ):
         (run / name).write_text((run / name).read_text().replace(old, new))
 
 
-SNAPSHOTS = {"empty": torch.tensor([]), "nan": torch.full((64,), float("nan")), "inf": torch.full((64,), float("inf")),
-             "dict": {"a": torch.tensor([1])}, "text": "counts", "2d": torch.zeros(8, 8), "negative": torch.full((64,), -3),
-             "huge": torch.full((64,), 1e300, dtype=torch.float64), "bool": torch.zeros(64, dtype=torch.bool)}
-SCHEDULES = {"list": "[1, 2]", "text-window": '{"window": "x"}', "negative-window": '{"window": -2}',
-             "bool-window": '{"window": true}', "huge-window": '{"window": 1e400}'}
-COUNTS = {"num-train-1e400": ("num_train", "1" + "0" * 400, "num_train and epochs"),
-          "num-train-zero": ("num_train", "0", "num_train and epochs"),
-          "num-train-negative": ("num_train", "-1", "num_train and epochs"),
-          "epochs-1e30": ("epochs", "1" + "0" * 30, "num_train and epochs"),
-          "skipped-1e400": ("samples_skipped", "1" + "0" * 400, "samples_skipped"),
-          "skipped-negative": ("samples_skipped", "-5", "samples_skipped")}
+SNAPSHOTS = {
+    "empty": torch.tensor([]),
+    "nan": torch.full((64,), float("nan")),
+    "inf": torch.full((64,), float("inf")),
+    "dict": {"a": torch.tensor([1])},
+    "text": "counts",
+    "2d": torch.zeros(8, 8),
+    "negative": torch.full((64,), -3),
+    "huge": torch.full((64,), 1e300, dtype=torch.float64),
+    "bool": torch.zeros(64, dtype=torch.bool),
+}
+SCHEDULES = {
+    "list": "[1, 2]",
+    "text-window": '{"window": "x"}',
+    "negative-window": '{"window": -2}',
+    "bool-window": '{"window": true}',
+    "huge-window": '{"window": 1e400}',
+}
+COUNTS = {
+    "num-train-1e400": ("num_train", "1" + "0" * 400, "num_train and epochs"),
+    "num-train-zero": ("num_train", "0", "num_train and epochs"),
+    "num-train-negative": ("num_train", "-1", "num_train and epochs"),
+    "epochs-1e30": ("epochs", "1" + "0" * 30, "num_train and epochs"),
+    "skipped-1e400": ("samples_skipped", "1" + "0" * 400, "samples_skipped"),
+    "skipped-negative": ("samples_skipped", "-5", "samples_skipped"),
+}
 
 
 def _record_cases() -> list[Case]:
     cases = [report_case(f"report-snapshot-{k}", _snapshot(v), _reported) for k, v in SNAPSHOTS.items()]
-    cases += [report_case(f"report-schedule-{k}", _summary_text("schedule", v),
-                          _left_out("'schedule' has the wrong type") if k == "list" else _reported)
-              for k, v in SCHEDULES.items()]
+    cases += [
+        report_case(
+            f"report-schedule-{k}",
+            _summary_text("schedule", v),
+            _left_out("'schedule' has the wrong type") if k == "list" else _reported,
+        )
+        for k, v in SCHEDULES.items()
+    ]
     for name, (field, text, words) in COUNTS.items():
         cases.append(report_case(f"report-{name}", _summary_text(field, text), _left_out(words), plots=False))
-        cases.append(with_run(f"estimate-ucb-{name}", _both(_ucb, _summary_text(field, text)),
-                              ["estimate", "--run", "run"], [words], status=None))
+        cases.append(
+            with_run(
+                f"estimate-ucb-{name}",
+                _both(_ucb, _summary_text(field, text)),
+                ["estimate", "--run", "run"],
+                [words],
+                status=None,
+            )
+        )
     for what, field in (("model", "model"), ("label", "dataset_label")):
-        cases.append(report_case(f"report-long-{what}-name", _summary_text(field, json.dumps("n" * 300 + "[x]")),
-                                 _reported))
+        cases.append(
+            report_case(f"report-long-{what}-name", _summary_text(field, json.dumps("n" * 300 + "[x]")), _reported)
+        )
     return cases
 
 

@@ -15,8 +15,21 @@ from typing import Callable
 from cases import TINY, Case, config, flags, train
 from cases_files import _left_out, _summary_text, report_case
 
-COMPARE = ["compare", "--model", "lenet", "--dataset", "synthetic", "--subset", "64", "--epochs", "2", "--device",
-           "cpu", "--out", "cmp"]
+COMPARE = [
+    "compare",
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "64",
+    "--epochs",
+    "2",
+    "--device",
+    "cpu",
+    "--out",
+    "cmp",
+]
 
 
 def compare(name: str, *extra: str, words=()) -> Case:
@@ -56,22 +69,47 @@ CONFIG_TEXTS = {
 # -- the new surfaces ---------------------------------------------------------------------------
 NEW_SURFACES = [
     train("kakurenbo-one-epoch", "--policy", "kakurenbo", words=["epoch 2"]),
-    train("kakurenbo-fraction-zero", "--policy", "kakurenbo", "--epochs", "3", "--prune-fraction", "0",
-          words=["hides no sample"]),
+    train(
+        "kakurenbo-fraction-zero",
+        "--policy",
+        "kakurenbo",
+        "--epochs",
+        "3",
+        "--prune-fraction",
+        "0",
+        words=["hides no sample"],
+    ),
     train("kakurenbo-tau-negative", "--policy", "kakurenbo", "--epochs", "3", "--kakurenbo-tau", "-0.1"),
     train("kakurenbo-tau-above-one", "--policy", "kakurenbo", "--epochs", "3", "--kakurenbo-tau", "1.5"),
-    train("kakurenbo-anneal-before-epoch-two", "--policy", "kakurenbo", "--epochs", "4", "--anneal", "0.2",
-          words=["--anneal"]),
-    train("tau-invalid-under-fine", "--policy", "fine", "--epochs", "3", "--kakurenbo-tau", "2",
-          words=["--kakurenbo-tau"]),
+    train(
+        "kakurenbo-anneal-before-epoch-two",
+        "--policy",
+        "kakurenbo",
+        "--epochs",
+        "4",
+        "--anneal",
+        "0.2",
+        words=["--anneal"],
+    ),
+    train(
+        "tau-invalid-under-fine", "--policy", "fine", "--epochs", "3", "--kakurenbo-tau", "2", words=["--kakurenbo-tau"]
+    ),
     compare("shorter-zero", "--shorter", "0", words=["--shorter"]),
     compare("shorter-one", "--shorter", "1", words=["--shorter"]),
     compare("shorter-negative", "--shorter", "-0.3"),
     compare("shorter-word", "--shorter", "half"),
     compare("shorter-nan", "--shorter", "nan"),
     compare("shorter-twice", "--shorter", "0.3,0.3", words=["listed twice"]),
-    compare("shorter-milestones-collide", "--epochs", "10", "--milestones", "3,4", "--shorter", "0.5",
-            words=["strictly increasing"]),
+    compare(
+        "shorter-milestones-collide",
+        "--epochs",
+        "10",
+        "--milestones",
+        "3,4",
+        "--shorter",
+        "0.5",
+        words=["strictly increasing"],
+    ),
     compare("frontier-zero", "--frontier", "0"),
     compare("frontier-nan", "--frontier", "nan"),
     compare("frontier-rounds-together", "--frontier", "0.101,0.104", words=["share it"]),
@@ -105,7 +143,7 @@ NEW_SURFACES = [
 
 
 # -- hand-edited records of every field under report: left out, the reason named ---------------
-RECORD_EDITS = {   # field: (JSON text, words the reason holds)
+RECORD_EDITS = {  # field: (JSON text, words the reason holds)
     "final-150": ("final_accuracy", "150", "final_accuracy 150"),
     "final-negative": ("final_accuracy", "-50", "final_accuracy -50"),
     "final-off-its-metrics": ("final_accuracy", "1.5", "not the last epoch's test accuracy"),
@@ -137,6 +175,7 @@ RECORD_EDITS = {   # field: (JSON text, words the reason holds)
 
 def _row_edit(column: str, value: str) -> Callable[[Path, Path], None]:
     """metrics.csv's last row with `column` set to `value`."""
+
     def edit(run: Path, outside: Path) -> None:
         rows = list(csv.DictReader((run / "metrics.csv").read_text().splitlines()))
         rows[-1][column] = value
@@ -144,6 +183,7 @@ def _row_edit(column: str, value: str) -> Callable[[Path, Path], None]:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
+
     return edit
 
 
@@ -158,14 +198,19 @@ ROW_EDITS = {
 
 
 def _record_cases() -> list[Case]:
-    cases = [report_case(f"report-edited-{name}", _summary_text(field, text), _left_out(words), template="run",
-                         plots=False) for name, (field, text, words) in RECORD_EDITS.items()]
-    cases += [report_case(f"report-edited-{name}", _row_edit(column, value), _left_out(words), template="run",
-                          plots=False) for name, (column, value, words) in ROW_EDITS.items()]
+    cases = [
+        report_case(f"report-edited-{name}", _summary_text(field, text), _left_out(words), template="run", plots=False)
+        for name, (field, text, words) in RECORD_EDITS.items()
+    ]
+    cases += [
+        report_case(f"report-edited-{name}", _row_edit(column, value), _left_out(words), template="run", plots=False)
+        for name, (column, value, words) in ROW_EDITS.items()
+    ]
     return cases
 
 
 # -- mixed recipes and mixed data in one report ------------------------------------------------
+
 
 def _summary_rows(work: Path) -> list[dict]:
     return list(csv.DictReader((work / "rep" / "summary.csv").read_text().splitlines()))
@@ -174,12 +219,14 @@ def _summary_rows(work: Path) -> list[dict]:
 def _pair_setup(edit_regular, edit_other, other: str = "pruned"):
     """A regular run and another (the pruned template, or a copy of the regular one) of seed 0
     in one report, each edited."""
+
     def setup(work: Path, outside: Path, templates: dict) -> list:
         shutil.copytree(templates["run"], work / "runs" / "regular")
         shutil.copytree(templates[other], work / "runs" / "other")
         edit_regular(work / "runs" / "regular")
         edit_other(work / "runs" / "other")
         return ["report", "runs", "--out", "rep", "--no-plots"]
+
     return setup
 
 
@@ -188,21 +235,26 @@ def _set(**changes) -> Callable[[Path], None]:
         data = json.loads((run / "summary.json").read_text())
         data.update(changes)
         (run / "summary.json").write_text(json.dumps(data))
+
     return edit
 
 
 def _train(**values) -> Callable[[Path], None]:
     """config.yaml's train section with these values."""
+
     def edit(run: Path) -> None:
         import yaml
+
         config = yaml.safe_load((run / "config.yaml").read_text())
         config["train"].update(values)
         (run / "config.yaml").write_text(yaml.safe_dump(config))
+
     return edit
 
 
 def _never_paired(arm: str, variant_words: str) -> Callable[[Path], str | None]:
     """The arm's row holds no difference to regular, and its context is named."""
+
     def check(work: Path) -> str | None:
         rows = [r for r in _summary_rows(work) if r["policy"].startswith(arm)]
         if len(rows) != 1:
@@ -210,6 +262,7 @@ def _never_paired(arm: str, variant_words: str) -> Callable[[Path], str | None]:
         if rows[0].get("d_final_mean"):
             return f"{arm} was paired with regular: {rows[0]['d_final_mean']}"
         return None if variant_words in rows[0]["variant"] else f"context unnamed: {rows[0]['variant']!r}"
+
     return check
 
 
@@ -217,6 +270,7 @@ def _paired(arm: str) -> Callable[[Path], str | None]:
     def check(work: Path) -> str | None:
         rows = [r for r in _summary_rows(work) if r["policy"].startswith(arm)]
         return None if len(rows) == 1 and rows[0].get("d_final_mean") else f"{arm} not paired: {rows}"
+
     return check
 
 
@@ -230,6 +284,7 @@ def _all(*edits: Callable[[Path], None]) -> Callable[[Path], None]:
     def edit(run: Path) -> None:
         for e in edits:
             e(run)
+
     return edit
 
 
@@ -238,36 +293,70 @@ def _shorter(budget_name: str, *edits: Callable[[Path], None]) -> Callable[[Path
         _set(arm=budget_name)(run)
         for e in edits:
             e(run)
+
     return edit
 
 
 MIXED = [
-    Case("report-mixed-data-swapped-classes", (), (), _pair_setup(_set(data=IDENTITY_A), _set(data=IDENTITY_B)),
-         expect="done", check=_never_paired("fine", "data #")),
-    Case("report-mixed-data-one-recorded", (), (), _pair_setup(_set(data={}), _set(data=IDENTITY_B)),
-         expect="done", check=_paired("fine")),
-    Case("report-mixed-data-same-identity", (), (), _pair_setup(_set(data=IDENTITY_A), _set(data=IDENTITY_A)),
-         expect="done", check=_paired("fine")),
-    Case("report-shorter-of-another-recipe", (), (),
-         _pair_setup(lambda r: None, _shorter("shorter-50", _train(warmup_epochs=0.5)),
-                     other="run"),
-         expect="done", check=_never_paired("shorter-50", "no regular run")),
-    Case("report-shorter-of-this-recipe", (), (),
-         _pair_setup(_all(*FOUR_EPOCHS), _shorter("shorter-50", _train(warmup_epochs=0.5)),
-                     other="run"),
-         expect="done", check=_paired("shorter-50")),
-    Case("report-shorter-warmup-not-scaled", (), (),
-         _pair_setup(_all(*FOUR_EPOCHS), _shorter("shorter-50"), other="run"),
-         expect="done", check=_never_paired("shorter-50", "no regular run")),
+    Case(
+        "report-mixed-data-swapped-classes",
+        (),
+        (),
+        _pair_setup(_set(data=IDENTITY_A), _set(data=IDENTITY_B)),
+        expect="done",
+        check=_never_paired("fine", "data #"),
+    ),
+    Case(
+        "report-mixed-data-one-recorded",
+        (),
+        (),
+        _pair_setup(_set(data={}), _set(data=IDENTITY_B)),
+        expect="done",
+        check=_paired("fine"),
+    ),
+    Case(
+        "report-mixed-data-same-identity",
+        (),
+        (),
+        _pair_setup(_set(data=IDENTITY_A), _set(data=IDENTITY_A)),
+        expect="done",
+        check=_paired("fine"),
+    ),
+    Case(
+        "report-shorter-of-another-recipe",
+        (),
+        (),
+        _pair_setup(lambda r: None, _shorter("shorter-50", _train(warmup_epochs=0.5)), other="run"),
+        expect="done",
+        check=_never_paired("shorter-50", "no regular run"),
+    ),
+    Case(
+        "report-shorter-of-this-recipe",
+        (),
+        (),
+        _pair_setup(_all(*FOUR_EPOCHS), _shorter("shorter-50", _train(warmup_epochs=0.5)), other="run"),
+        expect="done",
+        check=_paired("shorter-50"),
+    ),
+    Case(
+        "report-shorter-warmup-not-scaled",
+        (),
+        (),
+        _pair_setup(_all(*FOUR_EPOCHS), _shorter("shorter-50"), other="run"),
+        expect="done",
+        check=_never_paired("shorter-50", "no regular run"),
+    ),
 ]
 
 
 def _round_trip(values: dict) -> Callable[[Path], str | None]:
     def check(work: Path) -> str | None:
         from fineprune_cli.engine.config import build_config
+
         cfg = build_config(work / "c.yaml", {})
         got = {k: getattr(getattr(cfg, k.split(".")[0]), k.split(".")[1]) for k in values}
         return None if got == values else f"read back {got}, wrote {values}"
+
     return check
 
 
@@ -275,9 +364,11 @@ def _written_config(values: dict) -> Callable[[Path, Path, dict], list]:
     def setup(work: Path, outside: Path, templates: dict) -> list:
         from fineprune_cli.engine.config import build_config
         from fineprune_cli.engine.yamlvalues import dump
+
         cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", **values}).to_dict()
         (work / "c.yaml").write_text(dump(cfg))
         return ["train", "--config", "c.yaml", "--print-config"]
+
     return setup
 
 
@@ -287,10 +378,16 @@ ROUND_TRIPS = {
     "words-yaml-reads-otherwise": {"data.label": "yes", "run.out": "null", "data.data_dir": "0o17"},
     "hash-in-text": {"data.label": "a #b", "run.out": "x#y"},
 }
-ROUND_TRIP_CASES = [Case(f"print-config-round-trip-{name}", (), (), _written_config(values), expect="done",
-                         check=_round_trip(values)) for name, values in ROUND_TRIPS.items()]
+ROUND_TRIP_CASES = [
+    Case(f"print-config-round-trip-{name}", (), (), _written_config(values), expect="done", check=_round_trip(values))
+    for name, values in ROUND_TRIPS.items()
+]
 
 ROUND4_CASES: list[Case] = (
     [train(f"set-{name}", "--set", value, words=[words]) for name, (value, words) in SET_VALUES.items()]
     + [config(f"config-{name}", text, *TINY, words=[words]) for name, (text, words) in CONFIG_TEXTS.items()]
-    + NEW_SURFACES + _record_cases() + MIXED + ROUND_TRIP_CASES)
+    + NEW_SURFACES
+    + _record_cases()
+    + MIXED
+    + ROUND_TRIP_CASES
+)

@@ -17,8 +17,13 @@ import numpy as np
 from PIL import Image
 
 
-def _classes(root: Path, per_class: int, draw: Callable[[str, int, int], Image.Image],
-             labels=("a", "b"), name: Callable[[int], str] = lambda i: f"{i}.png") -> Path:
+def _classes(
+    root: Path,
+    per_class: int,
+    draw: Callable[[str, int, int], Image.Image],
+    labels=("a", "b"),
+    name: Callable[[int], str] = lambda i: f"{i}.png",
+) -> Path:
     for split, n in (("train", per_class), ("test", max(per_class // 2, 2))):
         for c, label in enumerate(labels):
             (root / split / label).mkdir(parents=True, exist_ok=True)
@@ -30,25 +35,30 @@ def _classes(root: Path, per_class: int, draw: Callable[[str, int, int], Image.I
 def palette_folder(root: Path, per_class: int = 6) -> Path:
     """Red against green, every pixel palette index 0: trained on the indices, the two classes
     are the same image."""
+
     def draw(split: str, c: int, i: int) -> Image.Image:
         im = Image.new("P", (8, 8), 0)
         first = (200 + i, 10, 10) if c == 0 else (10, 200 + i, 10)
         im.putpalette([*first, 0, 0, 255] + [0] * 762)
         return im
+
     return _classes(root, per_class, draw)
 
 
 def grey_first_folder(root: Path, per_class: int = 6) -> Path:
     """A colour folder whose first training file is grey (class a's 0.png)."""
+
     def draw(split: str, c: int, i: int) -> Image.Image:
         if split == "train" and c == 0 and i == 0:
             return Image.new("L", (8, 8), 120)
         return Image.new("RGB", (8, 8), (180, 30 + 5 * i, 20) if c == 0 else (20, 30 + 5 * i, 180))
+
     return _classes(root, per_class, draw)
 
 
 def alpha_folder(root: Path, per_class: int = 6) -> Path:
     """Grey + alpha, RGBA and 16-bit grey PNGs in one folder, and a grey JPEG."""
+
     def draw(split: str, c: int, i: int) -> Image.Image:
         kind = i % 4
         if kind == 0:
@@ -58,26 +68,30 @@ def alpha_folder(root: Path, per_class: int = 6) -> Path:
         if kind == 2:
             return Image.fromarray(np.full((8, 8), 20000 + 30000 * c, dtype=np.uint16))
         return Image.new("L", (8, 8), 40 + 150 * c)
+
     return _classes(root, per_class, draw, name=lambda i: f"{i}.jpg" if i % 4 == 3 else f"{i}.png")
 
 
 def grey_folder(root: Path, per_class: int = 6) -> Path:
     """Grey PNGs and JPEGs only: the folder's mode is grey, one channel."""
+
     def draw(split: str, c: int, i: int) -> Image.Image:
         return Image.new("L", (8, 8), 50 + 120 * c + i)
+
     return _classes(root, per_class, draw, name=lambda i: f"{i}.jpg" if i % 2 else f"{i}.png")
 
 
 def bigger_test_images_folder(root: Path, per_class: int = 6) -> Path:
     """Training images 8 x 8, test images 12 x 12."""
+
     def draw(split: str, c: int, i: int) -> Image.Image:
         side = 8 if split == "train" else 12
         return Image.new("RGB", (side, side), (200 * c, 90, 200 - 200 * c))
+
     return _classes(root, per_class, draw)
 
 
-FOLDERS = {"palette": palette_folder, "grey-first": grey_first_folder, "alpha": alpha_folder,
-           "grey": grey_folder}
+FOLDERS = {"palette": palette_folder, "grey-first": grey_first_folder, "alpha": alpha_folder, "grey": grey_folder}
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -48,7 +48,7 @@ ALL_CASES = [c for cases in GROUPS.values() for c in cases]
 TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}
 
 TIME_LIMIT_S = 30
-MEMORY_LIMIT_MB = 3000   # peak RSS of one case; a 921 GB allocation attempt must never start
+MEMORY_LIMIT_MB = 3000  # peak RSS of one case; a 921 GB allocation attempt must never start
 
 
 CLASSES = ("traceback", "hang", "silent wrong result", "code executed", "torn record")
@@ -63,10 +63,10 @@ class Outcome:
     seconds: float
     peak_mb: float
     changed: list[str]
-    pwned: bool = False                 # a payload ran
-    torn: list[str] = field(default_factory=list)   # records that do not parse
-    wrong: str | None = None            # a "done" case's check
-    cpu: float = 0.0                    # CPU seconds of the case's process (wall time varies with load)
+    pwned: bool = False  # a payload ran
+    torn: list[str] = field(default_factory=list)  # records that do not parse
+    wrong: str | None = None  # a "done" case's check
+    cpu: float = 0.0  # CPU seconds of the case's process (wall time varies with load)
 
     def classes(self) -> set[str]:
         found = set()
@@ -85,8 +85,11 @@ class Outcome:
     def problems(self) -> list[str]:
         found = sorted(self.classes())
         if self.case.expect == "done":
-            return found + ([f"exit {self.code}: {self.stderr.strip()[-300:]!r}"] if self.code != 0 else []) + \
-                ([self.wrong] if self.wrong else [])
+            return (
+                found
+                + ([f"exit {self.code}: {self.stderr.strip()[-300:]!r}"] if self.code != 0 else [])
+                + ([self.wrong] if self.wrong else [])
+            )
         if self.code != 2:
             found.append(f"exit {self.code}")
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
@@ -173,6 +176,7 @@ def _in_child(case: Case, argv: list[str], work: Path, out_file: Path, err_file:
             os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
         sys.argv = ["fineprune", *argv]
         from fineprune_cli.cli import main
+
         try:
             main()
             code = 0
@@ -180,6 +184,7 @@ def _in_child(case: Case, argv: list[str], work: Path, out_file: Path, err_file:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except BaseException:  # noqa: BLE001 - an escaped exception is exactly what we test for
         import traceback
+
         traceback.print_exc()
     finally:
         sys.stdout.flush()
@@ -202,13 +207,24 @@ def _wait(pid: int) -> tuple[int | None, float, float]:
         time.sleep(0.005)
 
 
-def _exec(case: Case, argv: list[str], work: Path, out_file: Path, err_file: Path,
-          ) -> tuple[int | None, float, float]:
+def _exec(
+    case: Case,
+    argv: list[str],
+    work: Path,
+    out_file: Path,
+    err_file: Path,
+) -> tuple[int | None, float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out_file, "w") as out, open(err_file, "w") as err:
         try:
-            proc = subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, stdout=out,
-                                  stderr=err, timeout=TIME_LIMIT_S, preexec_fn=lambda: _limits(case))
+            proc = subprocess.run(
+                [sys.executable, "-m", "fineprune_cli", *argv],
+                cwd=work,
+                stdout=out,
+                stderr=err,
+                timeout=TIME_LIMIT_S,
+                preexec_fn=lambda: _limits(case),
+            )
         except subprocess.TimeoutExpired:
             return None, 0.0, 0.0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -242,9 +258,19 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
             wrong = case.check(work)
         except Exception as exc:  # noqa: BLE001 - a check that cannot read the result: wrong
             wrong = f"check failed: {type(exc).__name__}: {exc}"[:300]
-    return Outcome(case, code, err_file.read_text(errors="replace"), out_file.read_text(errors="replace"),
-                   seconds, peak, [] if case.expect == "done" else changed,
-                   any(Path(p).name == "PWNED" for p in changed), torn_records(changed), wrong, cpu)
+    return Outcome(
+        case,
+        code,
+        err_file.read_text(errors="replace"),
+        out_file.read_text(errors="replace"),
+        seconds,
+        peak,
+        [] if case.expect == "done" else changed,
+        any(Path(p).name == "PWNED" for p in changed),
+        torn_records(changed),
+        wrong,
+        cpu,
+    )
 
 
 def train_in_fork(argv: list[str], cwd: Path) -> None:
@@ -273,23 +299,35 @@ class Templates(dict):
         return self[name]
 
 
-def run_all(base: Path, use_exec: bool = False, only: Callable[[Case], bool] = lambda c: True,
-            cases: list[Case] = ALL_CASES) -> list[Outcome]:
+def run_all(
+    base: Path, use_exec: bool = False, only: Callable[[Case], bool] = lambda c: True, cases: list[Case] = ALL_CASES
+) -> list[Outcome]:
     # the children inherit the parent's modules: import what the commands import lazily before
     # forking (each child would otherwise import torch again, and typer's parser and the
     # policies half the cost of a refused case), but train nothing here
     import importlib
-    for module in ("fineprune_cli.cli", "fineprune_cli.runner", "fineprune_cli.drivers.compare",
-                   "fineprune_cli.drivers.scale", "fineprune_cli.analysis.report", "fineprune_cli.analysis.runs",
-                   "fineprune_cli.distributed.launch", "fineprune_cli.distributed.paramserver", "typer._adapters"):
+
+    for module in (
+        "fineprune_cli.cli",
+        "fineprune_cli.runner",
+        "fineprune_cli.drivers.compare",
+        "fineprune_cli.drivers.scale",
+        "fineprune_cli.analysis.report",
+        "fineprune_cli.analysis.runs",
+        "fineprune_cli.distributed.launch",
+        "fineprune_cli.distributed.paramserver",
+        "typer._adapters",
+    ):
         importlib.import_module(module)
     import torch
     import torch._dynamo  # noqa: F401 - the optimizer imports it on first use (2.5 s)
     from fineprune_cli.engine.data import make_synthetic
     from fineprune_cli.pruning import list_policies
+
     list_policies()  # imports every policy module
     try:  # `report` cases draw plots (the plot extra may be absent: those cases then say so)
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot  # noqa: F401
     except ImportError:
@@ -308,8 +346,9 @@ def main() -> int:
     parser.add_argument("--group", choices=list(GROUPS), help="only this group's cases")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fineprune-hostile-") as tmp:
-        outcomes = run_all(Path(tmp), args.exec, lambda c: args.k in c.name,
-                           GROUPS[args.group] if args.group else ALL_CASES)
+        outcomes = run_all(
+            Path(tmp), args.exec, lambda c: args.k in c.name, GROUPS[args.group] if args.group else ALL_CASES
+        )
     failed = [(o, o.problems()) for o in outcomes if o.problems()]
     for o, problems in failed:
         print(f"FAIL {o.case.name}: {'; '.join(problems)}")
@@ -319,12 +358,14 @@ def main() -> int:
         print(f"cases: {sum(o.cpu for o in outcomes):.1f} s CPU, {sum(o.seconds for o in outcomes):.1f} s")
     slowest = max(outcomes, key=lambda o: o.seconds)
     counts = {c: sum(c in o.classes() for o in outcomes) for c in CLASSES}
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} hostile inputs handled "
-          f"({sum(o.case.expect == 'refused' for o in outcomes)} refused in one line with nothing written, "
-          f"{sum(o.case.expect == 'done' for o in outcomes)} done and checked): "
-          + ", ".join(f"{n} {c}{'s' if n != 1 and c != 'code executed' else ''}" for c, n in counts.items())
-          + f"; slowest {slowest.case.name} {slowest.seconds:.1f} s, "
-          f"peak memory {max(o.peak_mb for o in outcomes):.0f} MB")
+    print(
+        f"{len(outcomes) - len(failed)} of {len(outcomes)} hostile inputs handled "
+        f"({sum(o.case.expect == 'refused' for o in outcomes)} refused in one line with nothing written, "
+        f"{sum(o.case.expect == 'done' for o in outcomes)} done and checked): "
+        + ", ".join(f"{n} {c}{'s' if n != 1 and c != 'code executed' else ''}" for c, n in counts.items())
+        + f"; slowest {slowest.case.name} {slowest.seconds:.1f} s, "
+        f"peak memory {max(o.peak_mb for o in outcomes):.0f} MB"
+    )
     return 1 if failed else 0
 
 

@@ -19,13 +19,13 @@ from typing import Any
 from ..engine.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
 from ..errors import ConfigError
 
-MAX_SECONDS = 10**9        # ~32 years of training: beyond it a record is damaged, not slow
-MAX_LOSS = 1e12            # a loss past this has diverged, and its square overflows no statistic
+MAX_SECONDS = 10**9  # ~32 years of training: beyond it a record is damaged, not slow
+MAX_LOSS = 1e12  # a loss past this has diverged, and its square overflows no statistic
 MAX_LR = 1e6
-MAX_SEED = 2**63 - 1       # run.seed's own bound
-MAX_WORLD = 2**20          # processes of one run
+MAX_SEED = 2**63 - 1  # run.seed's own bound
+MAX_WORLD = 2**20  # processes of one run
 MAX_LOAD = 1e6
-TOLERANCE = 0.01           # points or seconds: what rounding in the two files can explain
+TOLERANCE = 0.01  # points or seconds: what rounding in the two files can explain
 
 
 class Implausible(ConfigError):
@@ -56,8 +56,10 @@ def _summary_problem(s: RunSummary) -> str | None:
         return f"samples_seen {s.samples_seen} is not between 0 and epochs x num_train"
     if len(s.load_average) > 3 or not all(_within(x, 0, MAX_LOAD) for x in s.load_average):
         return "load_average is not up to three loads (non-negative numbers)"
-    if not all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e <= s.epochs
-               for e in s.pruning_epochs + s.resumed_after_epochs):
+    if not all(
+        isinstance(e, int) and not isinstance(e, bool) and 0 <= e <= s.epochs
+        for e in s.pruning_epochs + s.resumed_after_epochs
+    ):
         return "pruning_epochs or resumed_after_epochs lists other than epochs of the run"
     return None
 
@@ -71,8 +73,11 @@ def _row_problem(row: EpochRow, number: int, num_train: int) -> str | None:
         return f"epoch {number}'s train_seconds or overhead_seconds is not a duration within the epoch's"
     if not _within(row.samples, 0, num_train) or row.pruned not in (0, 1):
         return f"epoch {number}'s samples or pruned is out of range"
-    if not _within(row.lr, 0, MAX_LR) or not _within(row.train_loss, 0, MAX_LOSS) or not (
-            math.isnan(row.test_loss) or _within(row.test_loss, 0, MAX_LOSS)):
+    if (
+        not _within(row.lr, 0, MAX_LR)
+        or not _within(row.train_loss, 0, MAX_LOSS)
+        or not (math.isnan(row.test_loss) or _within(row.test_loss, 0, MAX_LOSS))
+    ):
         return f"epoch {number}'s lr or losses are out of range"
     return None
 
@@ -86,7 +91,7 @@ def _disagreement(s: RunSummary, rows: list[EpochRow]) -> str | None:
     if abs(s.best3_accuracy - sum(top) / len(top)) > TOLERANCE:
         return f"best3_accuracy {s.best3_accuracy} is not the mean of the three best epochs ({sum(top) / len(top):g})"
     seen = sum(r.samples for r in rows)
-    if s.samples_seen not in (0, seen):   # 0: not recorded (early records)
+    if s.samples_seen not in (0, seen):  # 0: not recorded (early records)
         return f"samples_seen {s.samples_seen} is not the sum of the epochs' samples ({seen})"
     if sorted(s.pruning_epochs) != [r.epoch for r in rows if r.pruned]:
         return "pruning_epochs is not the epochs metrics.csv marks as pruned"

@@ -41,6 +41,7 @@ class Judging:
     """How the report judges: the margin m and minimum gain (points; min_gain None: m), the
     family-wise error, and the time-to-accuracy target (percent; None: regular's mean final
     accuracy minus 0.5 pt, on the test set's quantum)."""
+
     margin: float = 0.3
     target: float | None = None
     min_gain: float | None = None
@@ -55,6 +56,7 @@ class Judging:
 class Noise:
     """A context's noise: the block model's residual sd (None: no df left) over the arms whose
     spread is in line, the test-set quantum, and the arms out of line (they keep their own t)."""
+
     sigma: float | None
     df: int
     quantum: float
@@ -64,8 +66,9 @@ class Noise:
 def quantum(runs: list[Run]) -> float:
     """Points per test image: 100 / the test set's size, read off the accuracies the runs
     recorded (the finest grid they all lie on); DEFAULT_QUANTUM when they do not tell."""
-    denominators = [Fraction(r.test_accuracy / 100).limit_denominator(100_000).denominator
-                    for run in runs for r in run.metrics]
+    denominators = [
+        Fraction(r.test_accuracy / 100).limit_denominator(100_000).denominator for run in runs for r in run.metrics
+    ]
     if not denominators:
         return stats.DEFAULT_QUANTUM
     size = reduce(math.lcm, denominators)
@@ -73,8 +76,7 @@ def quantum(runs: list[Run]) -> float:
 
 
 def _cells(by_policy: dict[str, dict[int, Run]], leave: set[str]) -> dict[tuple[str, int], float]:
-    return {(p, s): paired.final(run) for p, seeds in by_policy.items() if p not in leave
-            for s, run in seeds.items()}
+    return {(p, s): paired.final(run) for p, seeds in by_policy.items() if p not in leave for s, run in seeds.items()}
 
 
 def noise(by_policy: dict[str, dict[int, Run]]) -> Noise:
@@ -111,15 +113,15 @@ class Decision:
     vs_regular: stats.Estimate | None
     cheap: paired.Paired | None
     vs_cheap: stats.Estimate | None
-    why_cheap: str            # why C(p) is not an earlier choice, or why there is none ("" when the first)
-    p: dict[str, float]       # raw one-sided p-values: not_worse, worse, better, short
-    route: str                # the claim with the smallest p: worse | worth | short | "" (none possible)
+    why_cheap: str  # why C(p) is not an earlier choice, or why there is none ("" when the first)
+    p: dict[str, float]  # raw one-sided p-values: not_worse, worse, better, short
+    route: str  # the claim with the smallest p: worse | worth | short | "" (none possible)
     p_claim: float
     p_holm: float = 1.0
     word: str = CANT_TELL
     seeds_80: int | None = None
-    resolvable: float | None = None   # what MAX_SEEDS could resolve, when no feasible number would
-    family: int = 1                   # how many decisions share the Holm family
+    resolvable: float | None = None  # what MAX_SEEDS could resolve, when no feasible number would
+    family: int = 1  # how many decisions share the Holm family
 
 
 def scored(by_policy: dict[str, dict[int, Run]]) -> list[str]:
@@ -131,7 +133,7 @@ def decide(groups: dict[Context, dict[str, dict[int, Run]]], judging: Judging = 
     """Every scored policy of every context, as one Holm family."""
     found = [_chain(c, by, p, noise(by), judging) for c, by in groups.items() for p in scored(by)]
     words, adjusted = settle([(d.route, d.p_claim) for d in found], judging.alpha)
-    level = judging.alpha / max(len(found), 1)   # Holm's strictest step: the plan for more seeds
+    level = judging.alpha / max(len(found), 1)  # Holm's strictest step: the plan for more seeds
     out = []
     for d, word, p_adj in zip(found, words, adjusted):
         d = replace(d, p_holm=p_adj, word=word, family=len(found))
@@ -139,8 +141,9 @@ def decide(groups: dict[Context, dict[str, dict[int, Run]]], judging: Judging = 
     return out
 
 
-def claims(reg: stats.Estimate | None, alt: stats.Estimate | None,
-           judging: Judging) -> tuple[dict[str, float], str, float]:
+def claims(
+    reg: stats.Estimate | None, alt: stats.Estimate | None, judging: Judging
+) -> tuple[dict[str, float], str, float]:
     """A policy's one-sided p-values, the claim with the smallest p-value and that p-value:
     'worth' needs both not worse than -m and better than C(p) (each at the full level, the larger
     p); 'worse' and 'short' are the two routes to not worth it (each at half the level)."""
@@ -162,8 +165,10 @@ def claims(reg: stats.Estimate | None, alt: stats.Estimate | None,
 def settle(found: list[tuple[str, float]], alpha: float) -> tuple[list[str], list[float]]:
     """Holm over the family's claims: each claim's word where its adjusted p-value is at most alpha."""
     adjusted = stats.holm([p for _, p in found])
-    words = [(WORTH if route == "worth" else NOT_WORTH) if route and p_adj <= alpha else CANT_TELL
-             for (route, _), p_adj in zip(found, adjusted)]
+    words = [
+        (WORTH if route == "worth" else NOT_WORTH) if route and p_adj <= alpha else CANT_TELL
+        for (route, _), p_adj in zip(found, adjusted)
+    ]
     return words, adjusted
 
 
@@ -171,14 +176,18 @@ def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paire
     """C(p) and a sentence on the choice: the first of fewer epochs, the random frontier, the
     random control that the runs hold at the policy's budget."""
     notes: list[str] = []
-    for kind, found in (("training fewer epochs", paired.vs_line(by, policy, is_shorter)),
-                        ("random pruning in every epoch", paired.vs_line(by, policy, is_frontier)),
-                        ("the random control", paired.vs_control(by, policy))):
+    for kind, found in (
+        ("training fewer epochs", paired.vs_line(by, policy, is_shorter)),
+        ("random pruning in every epoch", paired.vs_line(by, policy, is_frontier)),
+        ("the random control", paired.vs_control(by, policy)),
+    ):
         if isinstance(found, paired.Paired) and found.diffs:
             return found, "; ".join(notes)
         if isinstance(found, paired.Miss):
-            notes.append(f"{kind} does not reach {paired.mean_budget(by, policy):.1f}% ({found.reason}; "
-                         f"{_suggest(by, policy, kind)})")
+            notes.append(
+                f"{kind} does not reach {paired.mean_budget(by, policy):.1f}% ({found.reason}; "
+                f"{_suggest(by, policy, kind)})"
+            )
     if not notes:
         notes.append("no cheap alternative measured (`compare --shorter 0.1,0.3` adds training fewer epochs)")
     return None, "; ".join(notes)
@@ -195,7 +204,7 @@ def _missing(by: dict[str, dict[int, Run]], policy: str, on_line) -> list[float]
     line = [paired.mean_budget(by, p) for p in by if on_line(p)]
     if any(abs(x - at) < paired.SAME_BUDGET for x in line):
         return []
-    below = math.floor(at / 5 + 1e-9) * 5 / 100 or round(at / 100, 2)   # 5% steps
+    below = math.floor(at / 5 + 1e-9) * 5 / 100 or round(at / 100, 2)  # 5% steps
     above = math.ceil(at / 5 - 1e-9) * 5 / 100
     want = ([] if any(x < at for x in line) else [below]) + ([] if any(x > at for x in line) else [above])
     return sorted(set(s for s in want if 0 < s < 1))
@@ -223,10 +232,10 @@ def _plan(d: Decision, judging: Judging, level: float) -> Decision:
     reg, alt, m = d.vs_regular, d.vs_cheap, judging.margin
     if reg is None:
         return d
-    routes = [[(-(reg.mean + m), reg.sd, level / 2)]]   # worse than regular by more than m
+    routes = [[(-(reg.mean + m), reg.sd, level / 2)]]  # worse than regular by more than m
     if alt is not None:
-        routes.append([(reg.mean + m, reg.sd, level), (alt.mean, alt.sd, level)])   # worth it
-        routes.append([(judging.gain - alt.mean, alt.sd, level / 2)])              # short of C(p)
+        routes.append([(reg.mean + m, reg.sd, level), (alt.mean, alt.sd, level)])  # worth it
+        routes.append([(judging.gain - alt.mean, alt.sd, level / 2)])  # short of C(p)
     needs = [k for k in map(_route_seeds, routes) if k is not None]
     if needs:
         return replace(d, seeds_80=min(needs))

@@ -35,18 +35,28 @@ from .runs import Run, arm_of, policy_order
 
 # not settings: where a run was written, its seed, its machine, its bookkeeping (the data's
 # folder stays one: two image folders without a label would otherwise read as one dataset)
-NOT_SETTINGS = ("run.out", "run.checkpoint_every", "run.dist_timeout", "run.arm", "run.seed", "run.device",
-                "data.label", "data.workers", "data.download")
-RESCALED = ("train.epochs", "train.milestones", "train.warmup_epochs")   # what a shorter arm changes
-WORLD = "run.world_size"   # from the summary: how many processes trained it (launch, not config)
+NOT_SETTINGS = (
+    "run.out",
+    "run.checkpoint_every",
+    "run.dist_timeout",
+    "run.arm",
+    "run.seed",
+    "run.device",
+    "data.label",
+    "data.workers",
+    "data.download",
+)
+RESCALED = ("train.epochs", "train.milestones", "train.warmup_epochs")  # what a shorter arm changes
+WORLD = "run.world_size"  # from the summary: how many processes trained it (launch, not config)
 
 
 @dataclass(frozen=True)
 class Context:
     """One (model, dataset) and the regular row its other rows are judged against."""
+
     model: str
     label: str
-    variant: str = ""   # how its regular row differs from the others' ("" when there is one)
+    variant: str = ""  # how its regular row differs from the others' ("" when there is one)
 
 
 def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -66,11 +76,11 @@ def settings(run: Run) -> dict[str, Any]:
     """The run's settings as {'section.key': value}, defaults filled in."""
     try:
         tree = config_from_dict(run.config, str(run.path)).to_dict()
-    except ConfigError:   # a field this version no longer has: what it holds still tells runs apart
+    except ConfigError:  # a field this version no longer has: what it holds still tells runs apart
         tree = copy.deepcopy(run.config)
     tree = drop_unused(tree)
     found = {**DEFAULTS, **_flat(tree), WORLD: run.summary.world_size}
-    if not found.get("prune.enabled", False):   # a regular run: the pruning settings never acted
+    if not found.get("prune.enabled", False):  # a regular run: the pruning settings never acted
         found = {k: v for k, v in found.items() if not k.startswith("prune.")}
     return {k: v for k, v in found.items() if k not in NOT_SETTINGS}
 
@@ -110,8 +120,8 @@ class _Row:
 
         def base(settings: dict[str, Any]) -> dict[str, Any]:
             return {k: v for k, v in settings.items() if not k.startswith("prune.") and k not in skip}
-        return _differing(base(self.settings), base(regular.settings))
 
+        return _differing(base(self.settings), base(regular.settings))
 
     def scales(self, regular: _Row) -> bool:
         """Whether this row may be judged against a regular row: any row may, a shorter arm
@@ -121,15 +131,19 @@ class _Row:
             return True
         mine, theirs = self.settings, regular.settings
         try:
-            epochs, milestones, warmup = shorter_schedule(theirs["train.epochs"], theirs["train.milestones"] or [],
-                                                          theirs["train.warmup_epochs"], budget)
+            epochs, milestones, warmup = shorter_schedule(
+                theirs["train.epochs"], theirs["train.milestones"] or [], theirs["train.warmup_epochs"], budget
+            )
         except (ConfigError, KeyError, TypeError, ValueError):
             return False
         own = [m for m in mine.get("train.milestones") or [] if isinstance(m, int) and m < epochs]
         # warm-up within the rounding of the arm's name (shorter-33 of a budget of 1/3)
-        return (mine.get("train.epochs") == epochs and own == milestones
-                and isinstance(mine.get("train.warmup_epochs"), (int, float))
-                and abs(mine["train.warmup_epochs"] - warmup) <= 0.01 * max(1.0, theirs["train.warmup_epochs"]))
+        return (
+            mine.get("train.epochs") == epochs
+            and own == milestones
+            and isinstance(mine.get("train.warmup_epochs"), (int, float))
+            and abs(mine["train.warmup_epochs"] - warmup) <= 0.01 * max(1.0, theirs["train.warmup_epochs"])
+        )
 
 
 def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -155,7 +169,7 @@ def _rows(runs: list[Run]) -> list[_Row]:
         row = next((r for r in rows if r.arm == run.policy and _same(r.settings, mine)), None)
         if row is None:
             rows.append(row := _Row(run.policy, mine, {}))
-        row.seeds.setdefault(run.seed, run)   # the same settings and seed twice: the first one read
+        row.seeds.setdefault(run.seed, run)  # the same settings and seed twice: the first one read
     return rows
 
 
@@ -164,15 +178,18 @@ def _named(row: _Row, rows: list[_Row]) -> set[str]:
     keys: set[str] = set()
     for other in rows:
         if other is not row and other.arm == row.arm:
-            keys.update(k for k in _differing(row.settings, other.settings)
-                        if not _same(row.settings.get(k), DEFAULTS.get(k, object())))
+            keys.update(
+                k
+                for k in _differing(row.settings, other.settings)
+                if not _same(row.settings.get(k), DEFAULTS.get(k, object()))
+            )
     return keys
 
 
 def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, dict[int, Run]]]:
     regulars = [r for r in rows if r.arm == REGULAR]
     names = {id(r): _named(r, rows) for r in rows}
-    regulars.sort(key=lambda r: len(names[id(r)]))   # the default-most regular first: ties go to it
+    regulars.sort(key=lambda r: len(names[id(r)]))  # the default-most regular first: ties go to it
     contexts = {id(r): Context(model, label, _suffix(r, names[id(r)])) for r in regulars}
     out: dict[Context, dict[str, dict[int, Run]]] = {c: {} for c in contexts.values()}
     for row in rows:
@@ -182,9 +199,9 @@ def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, 
         elif any(row.scales(r) for r in regulars):
             baseline = min((r for r in regulars if row.scales(r)), key=lambda r: len(row.against(r)))
             context = contexts[id(baseline)]
-            keys.update(row.against(baseline))   # never judged silently against another recipe
+            keys.update(row.against(baseline))  # never judged silently against another recipe
             name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
-        elif regulars:   # a shorter arm of another recipe: alone, named by the schedule it ran
+        elif regulars:  # a shorter arm of another recipe: alone, named by the schedule it ran
             keys.update(RESCALED)
             context = Context(model, label, f"no regular run whose schedule {row.arm} scales")
             name = row.arm + f" ({_suffix(row, keys)})"
@@ -192,7 +209,7 @@ def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, 
             context = Context(model, label)
             name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
         by = out.setdefault(context, {})
-        while name in by:   # cannot happen with the rules above; never merge two rows silently
+        while name in by:  # cannot happen with the rules above; never merge two rows silently
             name += "*"
         by[name] = row.seeds
     return out
@@ -225,8 +242,11 @@ def _sets(runs: list[Run]) -> list[tuple[str, str, str, list[Run]]]:
     by_key: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
         by_key.setdefault(run.key, []).append(run)
-    return [(model, label, data, members) for (model, label) in sorted(by_key)
-            for data, members in _by_data(by_key[(model, label)]).items()]
+    return [
+        (model, label, data, members)
+        for (model, label) in sorted(by_key)
+        for data, members in _by_data(by_key[(model, label)]).items()
+    ]
 
 
 def group(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
@@ -247,8 +267,11 @@ def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
     for _, _, _, members in _sets(runs):
         for row in _rows(members):
             kept = set(map(id, row.seeds.values()))
-            out += [(run, row.seeds[run.seed]) for run in members if id(run) not in kept
-                    and run.policy == row.arm and _same(settings(run), row.settings)]
+            out += [
+                (run, row.seeds[run.seed])
+                for run in members
+                if id(run) not in kept and run.policy == row.arm and _same(settings(run), row.settings)
+            ]
     return out
 
 

@@ -19,7 +19,7 @@ from .decision import Judging
 from .groups import group, is_frontier, is_shorter, row_name
 from .runs import Run
 
-NA = "—"   # no value: a row without runs, a number no run gave
+NA = "—"  # no value: a row without runs, a number no run gave
 TARGET_BELOW = 0.5
 
 
@@ -47,18 +47,19 @@ class Stat:
 @dataclass(frozen=True)
 class RowNumbers:
     """A row's figures over its seeds, in summary.csv's column order (each as _mean and _std)."""
+
     train_s: Stat
-    pruned_s: Stat          # training time less the pruning overhead
+    pruned_s: Stat  # training time less the pruning overhead
     overhead_s: Stat
-    budget_pct: Stat        # the budget: % of regular's sample-epochs not trained (`paired.budget`)
+    budget_pct: Stat  # the budget: % of regular's sample-epochs not trained (`paired.budget`)
     final_acc: Stat
     best3_acc: Stat
-    saved_pct: Stat         # time saved against regular of the same seed, same machine only
-    pace_saved_pct: Stat    # time saved against the run's own full-epoch pace
+    saved_pct: Stat  # time saved against regular of the same seed, same machine only
+    pace_saved_pct: Stat  # time saved against the run's own full-epoch pace
     epoch_ratio: Stat
     sample_epochs: Stat
     steps: Stat
-    d_final: Stat           # final accuracy minus regular's, per seed
+    d_final: Stat  # final accuracy minus regular's, per seed
     d_best3: Stat
 
     def columns(self) -> dict[str, Stat]:
@@ -138,9 +139,14 @@ def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str
         target, fit = target_for(by_policy, judging), decision.noise(by_policy)
         for policy in by_policy:
             numbers = row_numbers(by_policy, policy)
-            row: dict[str, Any] = {"model": context.model, "dataset": context.label, "variant": context.variant,
-                                   "policy": row_name(context, policy), "seeds": len(by_policy[policy]),
-                                   "seed_list": " ".join(map(str, sorted(by_policy[policy])))}
+            row: dict[str, Any] = {
+                "model": context.model,
+                "dataset": context.label,
+                "variant": context.variant,
+                "policy": row_name(context, policy),
+                "seeds": len(by_policy[policy]),
+                "seed_list": " ".join(map(str, sorted(by_policy[policy]))),
+            }
             for name, stat in numbers.columns().items():
                 row[f"{name}_mean"] = _number(stat.mean) if stat.values else ""
                 row[f"{name}_std"] = _number(stat.std) if stat.values else ""
@@ -150,8 +156,9 @@ def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str
             row.update(_interval_columns("d_control", control or paired.Paired("", {}), fit))
             for name, on_line in (("d_frontier", is_frontier), ("d_shorter", is_shorter)):
                 found = paired.vs_line(by_policy, policy, on_line) if not paired.is_baseline(policy) else None
-                row.update(_interval_columns(name, found if isinstance(found, paired.Paired) else
-                                             paired.Paired("", {}), fit))
+                row.update(
+                    _interval_columns(name, found if isinstance(found, paired.Paired) else paired.Paired("", {}), fit)
+                )
             row.update(_decision_columns(decided.get((context, policy))))
             row.update(_reach_columns(by_policy.get(policy, {}), target, fit.quantum))
             rows.append(row)
@@ -172,29 +179,56 @@ def csv_cells(row: dict[str, Any]) -> list[Any]:
 def _interval_columns(name: str, p: paired.Paired, fit: decision.Noise) -> dict[str, Any]:
     e = decision.estimate(p, fit) if p.diffs else None
     low, high = e.bounds() if e else (None, None)
-    return {f"{name}_ci90_low": _number(low), f"{name}_ci90_high": _number(high),
-            f"{name}_n": e.n if e else "", f"{name}_seeds": " ".join(map(str, p.seeds)) if e else "",
-            f"{name}_pooled": ("yes" if e.pooled else "no") if e else ""}
+    return {
+        f"{name}_ci90_low": _number(low),
+        f"{name}_ci90_high": _number(high),
+        f"{name}_n": e.n if e else "",
+        f"{name}_seeds": " ".join(map(str, p.seeds)) if e else "",
+        f"{name}_pooled": ("yes" if e.pooled else "no") if e else "",
+    }
 
 
-DECISION_COLUMNS = ("decision", "cheap_alternative", "p_not_worse", "p_worse", "p_better", "p_short",
-                    "claim", "p_claim", "p_holm", "family_size", "seeds_for_80pct")
+DECISION_COLUMNS = (
+    "decision",
+    "cheap_alternative",
+    "p_not_worse",
+    "p_worse",
+    "p_better",
+    "p_short",
+    "claim",
+    "p_claim",
+    "p_holm",
+    "family_size",
+    "seeds_for_80pct",
+)
 
 
 def _decision_columns(d: decision.Decision | None) -> dict[str, Any]:
     if d is None:
         return dict.fromkeys(DECISION_COLUMNS, "")
-    return {"decision": d.word, "cheap_alternative": d.cheap.against if d.cheap else "",
-            **{f"p_{k}": _number(d.p.get(k)) for k in ("not_worse", "worse", "better", "short")},
-            "claim": d.route, "p_claim": _number(d.p_claim) if d.route else "",
-            "p_holm": _number(d.p_holm) if d.route else "", "family_size": d.family,
-            "seeds_for_80pct": d.seeds_80 or ""}
+    return {
+        "decision": d.word,
+        "cheap_alternative": d.cheap.against if d.cheap else "",
+        **{f"p_{k}": _number(d.p.get(k)) for k in ("not_worse", "worse", "better", "short")},
+        "claim": d.route,
+        "p_claim": _number(d.p_claim) if d.route else "",
+        "p_holm": _number(d.p_holm) if d.route else "",
+        "family_size": d.family,
+        "seeds_for_80pct": d.seeds_80 or "",
+    }
 
 
 def _reach_columns(seeds: dict[int, Run], target: float | None, quantum: float) -> dict[str, Any]:
-    reached = [r for r in (timing.time_to_accuracy(run, target, quantum) for run in seeds.values())
-               if r is not None] if target is not None else []
-    mean = (lambda xs: _number(statistics.fmean(xs)) if xs else "")
-    return {"tta_target": _number(target), "tta_reached": len(reached), "tta_censored": len(seeds) - len(reached),
-            "tta_epoch_mean": mean([r.epoch for r in reached]),
-            "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached])}
+    reached = (
+        [r for r in (timing.time_to_accuracy(run, target, quantum) for run in seeds.values()) if r is not None]
+        if target is not None
+        else []
+    )
+    mean = lambda xs: _number(statistics.fmean(xs)) if xs else ""
+    return {
+        "tta_target": _number(target),
+        "tta_reached": len(reached),
+        "tta_censored": len(seeds) - len(reached),
+        "tta_epoch_mean": mean([r.epoch for r in reached]),
+        "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached]),
+    }

@@ -22,9 +22,9 @@ from ..arms import REGULAR, shorter_budget
 from .groups import is_frontier, is_shorter
 from .runs import Run, arm_of
 
-CONTROL = "random"          # the equal-budget control arm of `compare`
-MIRRORED = "fine"           # the schedule whose epochs the control prunes
-SAME_BUDGET = 0.05          # points of budget within which a frontier arm counts as "at" it
+CONTROL = "random"  # the equal-budget control arm of `compare`
+MIRRORED = "fine"  # the schedule whose epochs the control prunes
+SAME_BUDGET = 0.05  # points of budget within which a frontier arm counts as "at" it
 
 RANDOM_LINE = "random pruning in every epoch at the same budget"
 SHORTER_LINE = "training fewer epochs at the same budget"
@@ -50,7 +50,7 @@ def budget(by_policy: dict[str, dict[int, Run]], run: Run) -> float:
     samples, and for a shorter schedule the epochs it left out (against regular's epochs)."""
     s = run.summary
     full = max((r.summary.epochs for r in by_policy.get(REGULAR, {}).values()), default=None)
-    if full is None:   # no regular to measure against: a shorter arm's name says its budget
+    if full is None:  # no regular to measure against: a shorter arm's name says its budget
         b = shorter_budget(run.summary.arm or "")
         return 100.0 * b if b is not None else own_skipped_pct(run)
     return 100.0 * (1 - (s.epochs * s.num_train - s.samples_skipped) / (full * s.num_train))
@@ -66,6 +66,7 @@ class Paired:
     """Per-seed differences against one baseline: what it is, the arms it was read from, each
     seed's contrast norm (sum of squared coefficients: 2 for a plain difference), and the seeds
     one side lacks, with why."""
+
     against: str
     diffs: dict[int, float]
     norms: dict[int, float] = field(default_factory=dict)
@@ -91,6 +92,7 @@ class Paired:
 @dataclass(frozen=True)
 class Miss:
     """A line that exists but cannot be read at the policy's budget, and why."""
+
     against: str
     reason: str
 
@@ -110,8 +112,14 @@ def vs_regular(by_policy: dict[str, dict[int, Run]], policy: str, metric=final) 
     regular = by_policy.get(REGULAR, {}) if policy != REGULAR else {}
     mine = by_policy.get(policy, {})
     both = [s for s in sorted(mine) if s in regular]
-    return Paired(REGULAR, {s: metric(mine[s]) - metric(regular[s]) for s in both}, {s: 2.0 for s in both},
-                  _left_out(mine, {REGULAR: regular}) if regular else {}, (REGULAR,), policy)
+    return Paired(
+        REGULAR,
+        {s: metric(mine[s]) - metric(regular[s]) for s in both},
+        {s: 2.0 for s in both},
+        _left_out(mine, {REGULAR: regular}) if regular else {},
+        (REGULAR,),
+        policy,
+    )
 
 
 def is_baseline(policy: str) -> bool:
@@ -123,13 +131,19 @@ def vs_control(by_policy: dict[str, dict[int, Run]], policy: str) -> Paired | No
     """Fine-pruning (or a variant) against the random control of the same variant."""
     if arm_of(policy) != MIRRORED:
         return None
-    name = CONTROL + policy[len(MIRRORED):]
+    name = CONTROL + policy[len(MIRRORED) :]
     control, mine = by_policy.get(name, {}), by_policy.get(policy, {})
     if not control:
         return None
     both = [s for s in sorted(mine) if s in control]
-    return Paired(THE_CONTROL, {s: final(mine[s]) - final(control[s]) for s in both}, {s: 2.0 for s in both},
-                  _left_out(mine, {name: control}), (name,), policy)
+    return Paired(
+        THE_CONTROL,
+        {s: final(mine[s]) - final(control[s]) for s in both},
+        {s: 2.0 for s in both},
+        _left_out(mine, {name: control}),
+        (name,),
+        policy,
+    )
 
 
 def vs_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> Paired | Miss | None:
@@ -171,7 +185,7 @@ def _read(by_policy: dict[str, dict[int, Run]], runs: list[Run], at: float) -> t
         return final(runs[0]), 1.0
     (x0, y0), (x1, y1) = [(budget(by_policy, r), final(r)) for r in runs]
     w = min(1.0, max(0.0, (at - x0) / (x1 - x0))) if x1 > x0 else 0.0
-    return y0 + w * (y1 - y0), (1 - w) ** 2 + w ** 2
+    return y0 + w * (y1 - y0), (1 - w) ** 2 + w**2
 
 
 def vs_controls(by_policy: dict[str, dict[int, Run]], policy: str) -> list[Paired]:
@@ -179,6 +193,9 @@ def vs_controls(by_policy: dict[str, dict[int, Run]], policy: str) -> list[Paire
     the random frontier, then training less."""
     if is_baseline(policy):
         return []
-    found = [vs_control(by_policy, policy), vs_line(by_policy, policy, is_frontier),
-             vs_line(by_policy, policy, is_shorter)]
+    found = [
+        vs_control(by_policy, policy),
+        vs_line(by_policy, policy, is_frontier),
+        vs_line(by_policy, policy, is_shorter),
+    ]
     return [p for p in found if isinstance(p, Paired) and p.diffs]

@@ -16,8 +16,24 @@ from .runs import Run, arm_of, policy_color, policy_label
 from .tables import context_title, display_name
 
 MARKERS = "os^vD<>p*h"
-SPARE_COLORS = ("#17becf", "#bcbd22", "#e377c2", "#ff7f0e", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5",
-                "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#393b79", "#637939", "#8c6d31", "#843c39")
+SPARE_COLORS = (
+    "#17becf",
+    "#bcbd22",
+    "#e377c2",
+    "#ff7f0e",
+    "#aec7e8",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#dbdb8d",
+    "#9edae5",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+)
 
 
 def row_colors(rows: list[str]) -> dict[str, str]:
@@ -49,23 +65,25 @@ def _plt():
     return plt
 
 
-SLUG_PART = 60   # characters of each name in a file name: a few in a row stay under 255 bytes
+SLUG_PART = 60  # characters of each name in a file name: a few in a row stay under 255 bytes
 
 
 def slug(*parts: str) -> str:
     """A file-name-safe stem; a long name is cut and tagged with a hash of it, so two long
     names that share a beginning still get two files."""
+
     def one(part: str) -> str:
         text = re.sub(r"[^a-z0-9]+", "-", part.lower()).strip("-")
         if len(text) <= SLUG_PART:
             return text
-        return text[:SLUG_PART - 9].rstrip("-") + "-" + hashlib.sha256(part.encode()).hexdigest()[:8]
+        return text[: SLUG_PART - 9].rstrip("-") + "-" + hashlib.sha256(part.encode()).hexdigest()[:8]
+
     return "-".join(one(p) for p in parts)
 
 
 def _save(fig, path: Path) -> Path:
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
-    _plt().close(fig)   # pyplot keeps every figure until closed: a long report (or test run) piled them up
+    _plt().close(fig)  # pyplot keeps every figure until closed: a long report (or test run) piled them up
     return path
 
 
@@ -102,8 +120,7 @@ def curves(by_policy: dict[str, dict[int, Run]], title: str, path: Path) -> Path
     return _save(fig, path)
 
 
-def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: float | None,
-                     path: Path) -> Path:
+def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: float | None, path: Path) -> Path:
     """Test accuracy against cumulative sample-epochs trained (the machine-independent cost), one
     line per policy (mean over seeds), its seeds' range shaded; the random frontier left out."""
     plt = _plt()
@@ -116,11 +133,15 @@ def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: f
         n = min(len(r.metrics) for r in runs)
         x = [sum(timing.sample_epochs(r, i + 1) for r in runs) / len(runs) for i in range(n)]
         accs = [[r.metrics[i].test_accuracy for r in runs] for i in range(n)]
-        ax.plot(x, [sum(a) / len(a) for a in accs], color=colors[policy], lw=1.3,
-                label=f"{policy_label(policy)} ({_seeds_text(len(runs))})")
+        ax.plot(
+            x,
+            [sum(a) / len(a) for a in accs],
+            color=colors[policy],
+            lw=1.3,
+            label=f"{policy_label(policy)} ({_seeds_text(len(runs))})",
+        )
         if len(runs) > 1:
-            ax.fill_between(x, [min(a) for a in accs], [max(a) for a in accs], color=colors[policy],
-                            alpha=0.15, lw=0)
+            ax.fill_between(x, [min(a) for a in accs], [max(a) for a in accs], color=colors[policy], alpha=0.15, lw=0)
         low.append(accs[-1][0])
         high.append(max(max(a) for a in accs))
     if target is not None:
@@ -176,7 +197,7 @@ def counts_histogram(run: Run, title: str, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-RANDOM_LINES = ("#7f7f7f", "#17becf", "#bcbd22")    # one per (model, dataset) on one plot
+RANDOM_LINES = ("#7f7f7f", "#17becf", "#bcbd22")  # one per (model, dataset) on one plot
 SHORTER_LINES = ("#000000", "#e377c2", "#ff7f0e")
 
 
@@ -210,8 +231,9 @@ def tradeoff_figure(runs: list[Run]):
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
     groups = group(runs)
-    colors = row_colors([p for by in groups.values() for p in pruned_policies(by)
-                         if not (is_frontier(p) or is_shorter(p))])
+    colors = row_colors(
+        [p for by in groups.values() for p in pruned_policies(by) if not (is_frontier(p) or is_shorter(p))]
+    )
     shown: list[str] = []
     for i, (context, by_policy) in enumerate(groups.items()):
         name = context_title(context) if len(groups) > 1 else ""
@@ -222,19 +244,33 @@ def tradeoff_figure(runs: list[Run]):
                 continue
             shown += [policy] if policy not in shown else []
             x, y, bar = pt
-            ax.errorbar(x, y, yerr=[[bar[0]], [bar[1]]], capsize=3, color=colors[policy],
-                        fmt=MARKERS[shown.index(policy) % len(MARKERS)])
+            ax.errorbar(
+                x,
+                y,
+                yerr=[[bar[0]], [bar[1]]],
+                capsize=3,
+                color=colors[policy],
+                fmt=MARKERS[shown.index(policy) % len(MARKERS)],
+            )
             if name:
-                ax.annotate(display_name(context.model), (x, y), textcoords="offset points", xytext=(5, 5),
-                            fontsize=8)
-        for on_line, style, palette, what in ((is_frontier, "-.", RANDOM_LINES, "random pruning every epoch"),
-                                              (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)")):
+                ax.annotate(display_name(context.model), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        for on_line, style, palette, what in (
+            (is_frontier, "-.", RANDOM_LINES, "random pruning every epoch"),
+            (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)"),
+        ):
             points = _frontier_points(by_policy, on_line)
             if points:
                 xs, ys, bars = zip(*points)
-                ax.errorbar(xs, ys, yerr=[[b[0] for b in bars], [b[1] for b in bars]], fmt=style + ("s" if on_line is is_shorter else "o"),
-                            markersize=4, color=palette[i % len(palette)], capsize=2,
-                            label=what + (f" ({name})" if name else ""))
+                ax.errorbar(
+                    xs,
+                    ys,
+                    yerr=[[b[0] for b in bars], [b[1] for b in bars]],
+                    fmt=style + ("s" if on_line is is_shorter else "o"),
+                    markersize=4,
+                    color=palette[i % len(palette)],
+                    capsize=2,
+                    label=what + (f" ({name})" if name else ""),
+                )
     for i, policy in enumerate(shown):
         ax.plot([], [], MARKERS[i % len(MARKERS)], color=colors[policy], label=policy_label(policy))
     ax.axhline(0, color="black", lw=0.6)

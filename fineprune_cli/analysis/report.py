@@ -23,10 +23,30 @@ from .runs import Problem, Run, load_runs
 from .tables import context_title, paper_results, table1, table2, table3
 from .verdict import Verdict, build
 
-RUN_COLUMNS = ("run", "model", "dataset", "policy", "row", "seed", "epochs", "train_seconds",
-               "overhead_seconds", "samples_skipped", "sample_epochs", "optimizer_steps", "final_accuracy",
-               "best3_accuracy", "target_accuracy", "target_epoch", "target_sample_epochs", "target_seconds",
-               "device", "machine", "load_average", "git_commit")
+RUN_COLUMNS = (
+    "run",
+    "model",
+    "dataset",
+    "policy",
+    "row",
+    "seed",
+    "epochs",
+    "train_seconds",
+    "overhead_seconds",
+    "samples_skipped",
+    "sample_epochs",
+    "optimizer_steps",
+    "final_accuracy",
+    "best3_accuracy",
+    "target_accuracy",
+    "target_epoch",
+    "target_sample_epochs",
+    "target_seconds",
+    "device",
+    "machine",
+    "load_average",
+    "git_commit",
+)
 
 
 @dataclass
@@ -38,19 +58,27 @@ class Report:
     notes: str = ""
     judging: Judging = Judging()
     verdict: Verdict | None = None
-    looks: str = ""   # looks.md of a `compare --until-decided` folder: its decisions are the procedure's
+    looks: str = ""  # looks.md of a `compare --until-decided` folder: its decisions are the procedure's
 
 
-def write_report(paths: list[Path], out: Path, with_plots: bool = True, notes: str = "",
-                 judging: Judging = Judging()) -> Report:
+def write_report(
+    paths: list[Path], out: Path, with_plots: bool = True, notes: str = "", judging: Judging = Judging()
+) -> Report:
     """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md;
     `judging`: the equivalence margin and the time-to-accuracy target."""
     runs, problems = load_runs(paths)
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
-    report = Report(out, runs, problems, notes=notes, judging=judging, verdict=build(runs, judging),
-                    looks="".join(read_looks(p) for p in paths))
+    report = Report(
+        out,
+        runs,
+        problems,
+        notes=notes,
+        judging=judging,
+        verdict=build(runs, judging),
+        looks="".join(read_looks(p) for p in paths),
+    )
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / ".write-check", "ok")
@@ -79,8 +107,15 @@ def _publish(path: Path, stage: Path, out: Path) -> Path:
 
 def _write_all(report: Report, with_plots: bool) -> None:
     out, runs, judging = report.out, report.runs, report.judging
-    tables = {"table1_time": table1(runs), "table2_accuracy": table2(runs, judging),
-              "table3_time_to_accuracy": table3(runs, judging)} if runs else {}
+    tables = (
+        {
+            "table1_time": table1(runs),
+            "table2_accuracy": table2(runs, judging),
+            "table3_time_to_accuracy": table3(runs, judging),
+        }
+        if runs
+        else {}
+    )
     for name, (header, rows) in tables.items():
         report.files.append(_write(out / f"{name}.csv", to_csv(header, rows)))
         report.files.append(_write(out / f"{name}.md", to_markdown(header, rows)))
@@ -90,12 +125,25 @@ def _write_all(report: Report, with_plots: bool) -> None:
     groups = group(runs)
     targets = {context: target_for(by, judging) for context, by in groups.items()}
     quanta = {context: quantum_of(by) for context, by in groups.items()}
-    row_of = {str(run.path): row_name(c, name) for c, by in groups.items() for name, seeds in by.items()
-              for run in seeds.values()}
+    row_of = {
+        str(run.path): row_name(c, name)
+        for c, by in groups.items()
+        for name, seeds in by.items()
+        for run in seeds.values()
+    }
     contexts = context_of(runs)
-    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), [
-        _run_row(r, row_of[str(r.path)], targets[contexts[str(r.path)]], quanta[contexts[str(r.path)]])
-        for r in runs])))
+    report.files.append(
+        _write(
+            out / "runs.csv",
+            to_csv(
+                list(RUN_COLUMNS),
+                [
+                    _run_row(r, row_of[str(r.path)], targets[contexts[str(r.path)]], quanta[contexts[str(r.path)]])
+                    for r in runs
+                ],
+            ),
+        )
+    )
     figures = _plots(runs, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", _index(report, tables, figures)))
@@ -110,11 +158,28 @@ def _run_row(run: Run, row: str, target: float | None, quantum: float) -> list[A
     s = run.summary
     reached = timing.time_to_accuracy(run, target, quantum) if target is not None else None
     at = [reached.epoch, round(reached.sample_epochs, 4), round(reached.seconds, 3)] if reached else ["not reached"] * 3
-    return [str(run.path), s.model, run.label, s.policy, row, s.seed, s.epochs, s.train_seconds,
-            s.overhead_seconds, s.samples_skipped, round(timing.sample_epochs(run), 4),
-            timing.optimizer_steps(run), s.final_accuracy, round(s.best3_accuracy, 4),
-            "" if target is None else round(target, 4), *at, s.device, timing.signature(run),
-            " ".join(f"{x:g}" for x in s.load_average), s.git_commit]
+    return [
+        str(run.path),
+        s.model,
+        run.label,
+        s.policy,
+        row,
+        s.seed,
+        s.epochs,
+        s.train_seconds,
+        s.overhead_seconds,
+        s.samples_skipped,
+        round(timing.sample_epochs(run), 4),
+        timing.optimizer_steps(run),
+        s.final_accuracy,
+        round(s.best3_accuracy, 4),
+        "" if target is None else round(target, 4),
+        *at,
+        s.device,
+        timing.signature(run),
+        " ".join(f"{x:g}" for x in s.load_average),
+        s.git_commit,
+    ]
 
 
 def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
@@ -123,27 +188,36 @@ def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> l
     for context, by_policy in group(runs).items():
         title = context_title(context)
         stem = plots.slug(context.model, context.label, *([context.variant] if context.variant else []))
-        figures.append((f"{title}: test loss and accuracy",
-                        plots.curves(by_policy, title, folder / f"curves-{stem}.png")))
-        figures.append((f"{title}: test accuracy against sample-epochs trained",
-                        plots.accuracy_by_cost(by_policy, title, targets[context],
-                                               folder / f"cost-{stem}.png")))
+        figures.append(
+            (f"{title}: test loss and accuracy", plots.curves(by_policy, title, folder / f"curves-{stem}.png"))
+        )
+        figures.append(
+            (
+                f"{title}: test accuracy against sample-epochs trained",
+                plots.accuracy_by_cost(by_policy, title, targets[context], folder / f"cost-{stem}.png"),
+            )
+        )
         for policy in [p for p in pruned_policies(by_policy) if not is_shorter(p)][:1]:
             first = by_policy[policy][min(by_policy[policy])]
-            figures.append((f"{title}: pruning timeline",
-                            plots.timeline(first, title, folder / f"timeline-{stem}.png")))
-            hist = plots.counts_histogram(first, f"{title}: DroppingCount per window",
-                                          folder / f"counts-{stem}.png")
+            figures.append(
+                (f"{title}: pruning timeline", plots.timeline(first, title, folder / f"timeline-{stem}.png"))
+            )
+            hist = plots.counts_histogram(first, f"{title}: DroppingCount per window", folder / f"counts-{stem}.png")
             if hist:
                 figures.append((f"{title}: DroppingCount at the end of each window", hist))
     if any(pruned_policies(by) for by in group(runs).values()):
-        figures.append(("Accuracy change against budget (sample-epochs skipped), with the random and "
-                        "fewer-epochs frontiers", plots.tradeoff(runs, folder / "tradeoff.png")))
+        figures.append(
+            (
+                "Accuracy change against budget (sample-epochs skipped), with the random and fewer-epochs frontiers",
+                plots.tradeoff(runs, folder / "tradeoff.png"),
+            )
+        )
     return figures
 
 
-def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
-           figures: list[tuple[str, Path]]) -> str:
+def _index(
+    report: Report, tables: dict[str, tuple[list[str], list[list[str]]]], figures: list[tuple[str, Path]]
+) -> str:
     parts = ["# Data fine-pruning: results\n"]
     if report.looks:
         parts.append("## Planned looks (`compare --until-decided`)\n\n" + report.looks + "\n" + LOOKS_NOTE)
@@ -155,34 +229,47 @@ def _index(report: Report, tables: dict[str, tuple[list[str], list[list[str]]]],
         commits = sorted({r.summary.git_commit or "unknown" for r in runs})
         commands = sorted({r.summary.command for r in runs if r.summary.command})
         n_rows = sum(len(by) for by in group(runs).values())
-        parts.append(f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {n_rows} row{'s' if n_rows != 1 else ''} "
-                     f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n")
+        parts.append(
+            f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {n_rows} row{'s' if n_rows != 1 else ''} "
+            f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n"
+        )
         if commands:
             parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
-    titles = {"table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
-              "table2_accuracy": "Table 2: test accuracy",
-              "table3_time_to_accuracy": "Table 3: time to accuracy"}
-    notes = {"table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + _machines(runs),
-             "table2_accuracy": ACCURACY_NOTE,
-             "table3_time_to_accuracy": REACH_NOTE.format(
-                 target=f"{report.judging.target:g}%" if report.judging.target is not None
-                 else "regular's mean final accuracy − 0.5 pt")}
+    titles = {
+        "table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
+        "table2_accuracy": "Table 2: test accuracy",
+        "table3_time_to_accuracy": "Table 3: time to accuracy",
+    }
+    notes = {
+        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + _machines(runs),
+        "table2_accuracy": ACCURACY_NOTE,
+        "table3_time_to_accuracy": REACH_NOTE.format(
+            target=f"{report.judging.target:g}%"
+            if report.judging.target is not None
+            else "regular's mean final accuracy − 0.5 pt"
+        ),
+    }
     for name, (header, rows) in tables.items():
         parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}\n{notes[name]}")
     if figures:
-        parts.append("## Plots\n\n" + "\n".join(
-            f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures))
+        parts.append(
+            "## Plots\n\n"
+            + "\n".join(f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures)
+        )
     if report.problems:
-        parts.append("## Runs left out\n\n" + "".join(
-            f"- `{p.path}`: {p.status} ({p.reason})\n" for p in report.problems))
+        parts.append(
+            "## Runs left out\n\n" + "".join(f"- `{p.path}`: {p.status} ({p.reason})\n" for p in report.problems)
+        )
     if not runs:
         parts.append("No complete runs were found.\n")
     return "\n".join(parts)
 
 
-LOOKS_NOTE = ("These runs were made by planned looks: the decisions that hold are the ones above, each "
-              "at the level its look spent. The next section recomputes every policy over all seeds at the "
-              "full level, which the procedure did not test: read it as a description.\n")
+LOOKS_NOTE = (
+    "These runs were made by planned looks: the decisions that hold are the ones above, each "
+    "at the level its look spent. The next section recomputes every policy over all seeds at the "
+    "full level, which the procedure did not test: read it as a description.\n"
+)
 
 
 def read_looks(path: Path) -> str:
@@ -203,7 +290,8 @@ VERDICT_NOTE = (
     "training fewer epochs at the policy's budget where the runs reach it, else random pruning in every "
     "epoch at that budget, else the equal-budget random control; a line is read through the same arms in "
     "every seed, and a seed that lacks one is left out and named. Everything outside this section describes "
-    "and decides nothing (the rules and their measured error rates: docs/decisions.md).\n")
+    "and decides nothing (the rules and their measured error rates: docs/decisions.md).\n"
+)
 TIME_NOTE = (
     "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
     "of the same seed, only where both ran on one machine signature (processor, torch threads, torch "
@@ -211,15 +299,20 @@ TIME_NOTE = (
     "many samples, chosen at random, in the same epochs as fine-pruning. *Saved at own pace* compares "
     "a run with itself: 1 − its training time / (epochs × the median of its unpruned epochs, epoch 1 "
     "excluded). Sample-epochs trained (1.0 = one full pass) and optimizer steps do not depend on the "
-    "machine and compare across all runs.\n")
-ACCURACY_NOTE = ("Final-accuracy changes: mean [90% interval] (n seeds), paired by seed, as the decisions use "
-                 "them; best-3 is the paper's metric, selected on the test set, so it is shown as mean ± std "
-                 "and decides nothing.\n")
-REACH_NOTE = ("The first epoch whose test accuracy reaches the target ({target}, on the test set's quantum, "
-              "compared in whole test images), the sample-epochs and training seconds up to its end (as "
-              "DAWNBench and MLPerf time training); means over the seeds that reach it, the others counted as "
-              "censored. It describes and does not rank. Seconds only from runs with the machine signature named; other work on that machine "
-              "still moves them (`runs.csv` gives each run's load at its start).\n")
+    "machine and compare across all runs.\n"
+)
+ACCURACY_NOTE = (
+    "Final-accuracy changes: mean [90% interval] (n seeds), paired by seed, as the decisions use "
+    "them; best-3 is the paper's metric, selected on the test set, so it is shown as mean ± std "
+    "and decides nothing.\n"
+)
+REACH_NOTE = (
+    "The first epoch whose test accuracy reaches the target ({target}, on the test set's quantum, "
+    "compared in whole test images), the sample-epochs and training seconds up to its end (as "
+    "DAWNBench and MLPerf time training); means over the seeds that reach it, the others counted as "
+    "censored. It describes and does not rank. Seconds only from runs with the machine signature named; other work on that machine "
+    "still moves them (`runs.csv` gives each run's load at its start).\n"
+)
 
 
 def _machines(runs: list[Run]) -> str:
@@ -231,9 +324,11 @@ def _machines(runs: list[Run]) -> str:
     for sig, members in sorted(by_sig.items()):
         loads = [r.summary.load_average[0] for r in members if r.summary.load_average]
         load = f"; 1-minute load at start {min(loads):g}–{max(loads):g}" if loads else ""
-        why = {timing.UNKNOWN: ": recorded no machine signature (made before schema 3); their times are "
-                               "shown, never compared",
-               timing.MIXED: ": resumed on another machine; their times are shown, never compared"}.get(sig, "")
+        why = {
+            timing.UNKNOWN: ": recorded no machine signature (made before schema 3); their times are "
+            "shown, never compared",
+            timing.MIXED: ": resumed on another machine; their times are shown, never compared",
+        }.get(sig, "")
         lines.append(f"- {sig}: {len(members)} run{'s' if len(members) != 1 else ''}{load}{why}\n")
     left: dict[str, list[str]] = {}
     groups = group(runs)
@@ -243,6 +338,9 @@ def _machines(runs: list[Run]) -> str:
             for x in timing.savings(by, p)[1]:
                 left.setdefault(x.reason, []).append(f"{where}{p} seed {x.seed}")
     if left:
-        lines.append("\nPairs left out of *saved*: " + "; ".join(
-            f"{reason} ({len(pairs)}: {', '.join(pairs)})" for reason, pairs in sorted(left.items())) + ".\n")
+        lines.append(
+            "\nPairs left out of *saved*: "
+            + "; ".join(f"{reason} ({len(pairs)}: {', '.join(pairs)})" for reason, pairs in sorted(left.items()))
+            + ".\n"
+        )
     return "".join(lines)

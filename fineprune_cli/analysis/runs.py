@@ -12,8 +12,18 @@ import torch
 
 from ..arms import frontier_fraction, shorter_budget
 from ..engine.files import read_regular
-from ..engine.record import (CONFIG, METRICS, SUMMARY, EpochRow, RunSummary, Status, finite,
-                             load_run_config, read_metrics, read_summary)
+from ..engine.record import (
+    CONFIG,
+    METRICS,
+    SUMMARY,
+    EpochRow,
+    RunSummary,
+    Status,
+    finite,
+    load_run_config,
+    read_metrics,
+    read_summary,
+)
 from ..errors import ConfigError
 from .checks import Implausible, check_record
 from ..pruning import registry as policies
@@ -48,7 +58,7 @@ class Run:
 @dataclass
 class Problem:
     path: Path
-    status: str   # incomplete | interrupted | diverged | unreadable | implausible | duplicate
+    status: str  # incomplete | interrupted | diverged | unreadable | implausible | duplicate
     reason: str
 
 
@@ -118,8 +128,9 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
         try:
             summary = read_summary(path)
             if summary.status != Status.COMPLETE:
-                problems.append(Problem(path, summary.status.value,
-                                        f"{summary.epochs_completed} of {summary.epochs} epochs done"))
+                problems.append(
+                    Problem(path, summary.status.value, f"{summary.epochs_completed} of {summary.epochs} epochs done")
+                )
                 continue
             runs.append(load_run(path, summary))
         except Implausible as exc:
@@ -146,14 +157,13 @@ def load_run(path: Path, summary: RunSummary) -> Run:
     return Run(path, summary, load_run_config(path), metrics, _load_counts(path))
 
 
-MAX_EPOCHS, MAX_SAMPLES = 10**6, 2**40   # beyond these a record is damaged, not large
+MAX_EPOCHS, MAX_SAMPLES = 10**6, 2**40  # beyond these a record is damaged, not large
 
 
 def check_counts(summary: RunSummary, where: Path) -> None:
     """The sample counts a table or an estimate divides by, within what a run can hold."""
     if not (1 <= summary.num_train <= MAX_SAMPLES and 1 <= summary.epochs <= MAX_EPOCHS):
-        raise ConfigError(f"{where}: num_train and epochs must be positive (at most {MAX_SAMPLES} "
-                          f"and {MAX_EPOCHS})")
+        raise ConfigError(f"{where}: num_train and epochs must be positive (at most {MAX_SAMPLES} and {MAX_EPOCHS})")
     if not 0 <= summary.samples_skipped <= summary.epochs * summary.num_train:
         raise ConfigError(f"{where}: samples_skipped must be between 0 and epochs x num_train")
 
@@ -167,9 +177,14 @@ def _load_counts(path: Path) -> dict[int, torch.Tensor]:
             snapshot = torch.load(io.BytesIO(read_regular(file)), map_location="cpu", weights_only=True)
         except Exception:  # a damaged snapshot only costs its histogram
             continue
-        if (isinstance(snapshot, torch.Tensor) and snapshot.dim() == 1 and snapshot.numel() > 0
-                and not snapshot.dtype.is_complex and snapshot.dtype != torch.bool
-                and bool(((snapshot >= 0) & (snapshot <= MAX_EPOCHS)).all())):   # NaN fails both
+        if (
+            isinstance(snapshot, torch.Tensor)
+            and snapshot.dim() == 1
+            and snapshot.numel() > 0
+            and not snapshot.dtype.is_complex
+            and snapshot.dtype != torch.bool
+            and bool(((snapshot >= 0) & (snapshot <= MAX_EPOCHS)).all())
+        ):  # NaN fails both
             counts[window] = snapshot
     return counts
 
@@ -193,8 +208,9 @@ def times_from_run(run_dir: Path) -> tuple[float, float]:
     return sum(full) / len(full), overhead
 
 
-def estimate_for(settings: dict[str, Any], epoch_seconds: float | None, run: Path | None,
-                 config_file: Path | None) -> tuple[Any, Any]:
+def estimate_for(
+    settings: dict[str, Any], epoch_seconds: float | None, run: Path | None, config_file: Path | None
+) -> tuple[Any, Any]:
     """`fineprune estimate`: the schedule from a run folder's config (if given), the config
     file and the flags; the epoch time from --epoch-seconds or measured in the run."""
     from ..engine.config import Config, apply_mapping, build_config
@@ -217,15 +233,18 @@ def estimate_for(settings: dict[str, Any], epoch_seconds: float | None, run: Pat
     assert policy is not None, "build_config resolves prune.policy"
     if not policies.get(policy).budget_before_run:
         if run is None:
-            raise ConfigError(f"{policy} chooses its samples from the losses it sees: its budget "
-                              "is only known after a run; pass --run RUN_DIR of one")
+            raise ConfigError(
+                f"{policy} chooses its samples from the losses it sees: its budget "
+                "is only known after a run; pass --run RUN_DIR of one"
+            )
         return _measured(run), None
     overhead = 0.0
     if run is not None:
         epoch_seconds, overhead = times_from_run(run)
     schedule = PruneSchedule.from_config(cfg.prune)
-    return estimate(schedule, cfg.train.epochs, cfg.prune.prune_fraction, epoch_seconds, overhead,
-                    cfg.prune.anneal), schedule
+    return estimate(
+        schedule, cfg.train.epochs, cfg.prune.prune_fraction, epoch_seconds, overhead, cfg.prune.anneal
+    ), schedule
 
 
 def _measured(run: Path) -> Any:

@@ -20,15 +20,15 @@ from scipy import stats as sps
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import TTestPower
 
-ALPHA = 0.05          # the family-wise error of a report's decisions
+ALPHA = 0.05  # the family-wise error of a report's decisions
 LEVEL = 1 - 2 * ALPHA  # printed intervals: 90%, the two one-sided 5% tests (TOST form)
-OUT_OF_LINE = 0.05    # an own spread above the pooled one at this level keeps its own paired t
-POWER = 0.80          # "seeds for a decision": the seeds at which one is reached with this chance
-MAX_SEEDS = 50        # beyond this, a number of seeds is not a plan; say what 50 could resolve
+OUT_OF_LINE = 0.05  # an own spread above the pooled one at this level keeps its own paired t
+POWER = 0.80  # "seeds for a decision": the seeds at which one is reached with this chance
+MAX_SEEDS = 50  # beyond this, a number of seeds is not a plan; say what 50 could resolve
 DEFAULT_QUANTUM = 0.01  # points per test image when the test set's size is unknown (10,000 images)
 
 
-@lru_cache(maxsize=4096)   # a report asks for the same few (q, df) again and again
+@lru_cache(maxsize=4096)  # a report asks for the same few (q, df) again and again
 def t_quantile(q: float, df: float) -> float:
     if df < 1:
         raise ValueError("a t quantile needs at least one degree of freedom")
@@ -40,6 +40,7 @@ class Estimate:
     """A mean difference over `n` seeds with its standard error on `df` degrees of freedom.
     `sd` is the per-seed spread used (pooled, or the paired one), `pooled` says which; the 90%
     interval is never narrower than ± one test image."""
+
     mean: float
     se: float
     df: float
@@ -92,8 +93,9 @@ def paired_estimate(diffs: list[float], quantum: float = DEFAULT_QUANTUM) -> Est
     return _estimate(statistics.fmean(diffs), statistics.stdev(diffs), n, n - 1, False, quantum)
 
 
-def pooled_estimate(diffs: list[float], norms: list[float], sigma: float, df: float,
-                    quantum: float = DEFAULT_QUANTUM) -> Estimate | None:
+def pooled_estimate(
+    diffs: list[float], norms: list[float], sigma: float, df: float, quantum: float = DEFAULT_QUANTUM
+) -> Estimate | None:
     """A mean of per-seed contrasts whose coefficients have squared norms `norms` (2 for a plain
     difference), with the block model's residual sd `sigma`: Var = sigma^2 * sum(norms) / n^2."""
     n = len(diffs)
@@ -109,7 +111,7 @@ def out_of_line(diffs: list[float], norms: list[float], sigma: float, df: float)
     n = len(diffs)
     if n < 2 or sigma <= 0:
         return 1.0
-    ratio = statistics.variance(diffs) / (sigma ** 2 * statistics.fmean(norms))
+    ratio = statistics.variance(diffs) / (sigma**2 * statistics.fmean(norms))
     return float(sps.f.sf(ratio, n - 1, df))
 
 

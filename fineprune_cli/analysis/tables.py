@@ -32,8 +32,7 @@ def display_name(model: str) -> str:
 
 def context_title(context: Context) -> str:
     """'LeNet-5 on CIFAR-10 (JPEG q75)', and how its regular run differs where there are several."""
-    return (f"{display_name(context.model)} on {context.label}"
-            + (f" ({context.variant})" if context.variant else ""))
+    return f"{display_name(context.model)} on {context.label}" + (f" ({context.variant})" if context.variant else "")
 
 
 def interval_text(p: paired.Paired, noise: decision.Noise, unit: str = " pt") -> str:
@@ -48,8 +47,15 @@ def interval_text(p: paired.Paired, noise: decision.Noise, unit: str = " pt") ->
 def _columns(groups) -> list[tuple[Context, str]]:
     """Column titles: the model, with the dataset and the regular variant where they vary."""
     labels, variants = {c.label for c in groups}, {c.variant for c in groups}
-    return [(c, display_name(c.model) + (f" ({c.label})" if len(labels) > 1 else "")
-             + (f" ({c.variant})" if len(variants) > 1 and c.variant else "")) for c in groups]
+    return [
+        (
+            c,
+            display_name(c.model)
+            + (f" ({c.label})" if len(labels) > 1 else "")
+            + (f" ({c.variant})" if len(variants) > 1 and c.variant else ""),
+        )
+        for c in groups
+    ]
 
 
 def _paper(model: str, key: str, fmt: str) -> str:
@@ -76,23 +82,32 @@ def _seeds(seeds: dict[int, Run]) -> str:
 
 def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
     reg = row_numbers(by, REGULAR)
-    cells = [("Dataset", label), ("Seeds", _seeds(by.get(REGULAR, {}))), ("Regular", reg.train_s.fmt(1, " s")),
-             ("Regular: sample-epochs trained", reg.sample_epochs.fmt(2)),
-             ("Regular: optimizer steps", reg.steps.fmt(0))]
+    cells = [
+        ("Dataset", label),
+        ("Seeds", _seeds(by.get(REGULAR, {}))),
+        ("Regular", reg.train_s.fmt(1, " s")),
+        ("Regular: sample-epochs trained", reg.sample_epochs.fmt(2)),
+        ("Regular: optimizer steps", reg.steps.fmt(0)),
+    ]
     for p in pruned_policies(by):
         st, name = row_numbers(by, p), policy_label(p)
-        cells += [(name, st.pruned_s.fmt(1, " s")), (f"{name}: seeds", _seeds(by[p])),
-                  (f"{name}: overhead", st.overhead_s.fmt(2, " s")),
-                  (f"{name}: saved (same machine)", _saved_text(by, p, st.saved_pct)),
-                  (f"{name}: saved at own pace", st.pace_saved_pct.fmt(2, "%")),
-                  (f"{name}: sample-epochs skipped", st.budget_pct.fmt(2, "%")),
-                  (f"{name}: sample-epochs trained", st.sample_epochs.fmt(2)),
-                  (f"{name}: optimizer steps", st.steps.fmt(0)),
-                  (f"{name}: pruned epoch / full epoch", st.epoch_ratio.fmt(3, "×"))]
-    return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_s", "{:g} s")),
-                    ("Paper pruned (CIFAR-10)", _paper(model, "pruned_s", "{:g} s")),
-                    ("Paper overhead (CIFAR-10)", _paper(model, "overhead_s", "{:.2f} s")),
-                    ("Paper saved (CIFAR-10)", _paper(model, "speedup_pct", "{:.2f}%"))]
+        cells += [
+            (name, st.pruned_s.fmt(1, " s")),
+            (f"{name}: seeds", _seeds(by[p])),
+            (f"{name}: overhead", st.overhead_s.fmt(2, " s")),
+            (f"{name}: saved (same machine)", _saved_text(by, p, st.saved_pct)),
+            (f"{name}: saved at own pace", st.pace_saved_pct.fmt(2, "%")),
+            (f"{name}: sample-epochs skipped", st.budget_pct.fmt(2, "%")),
+            (f"{name}: sample-epochs trained", st.sample_epochs.fmt(2)),
+            (f"{name}: optimizer steps", st.steps.fmt(0)),
+            (f"{name}: pruned epoch / full epoch", st.epoch_ratio.fmt(3, "×")),
+        ]
+    return cells + [
+        ("Paper regular (CIFAR-10)", _paper(model, "regular_s", "{:g} s")),
+        ("Paper pruned (CIFAR-10)", _paper(model, "pruned_s", "{:g} s")),
+        ("Paper overhead (CIFAR-10)", _paper(model, "overhead_s", "{:.2f} s")),
+        ("Paper saved (CIFAR-10)", _paper(model, "speedup_pct", "{:.2f}%")),
+    ]
 
 
 def _saved_text(by: dict[str, dict[int, Run]], policy: str, saved: Stat) -> str:
@@ -106,22 +121,28 @@ def _saved_text(by: dict[str, dict[int, Run]], policy: str, saved: Stat) -> str:
 
 def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
     reg, fit = row_numbers(by, REGULAR), decision.noise(by)
-    cells = [("Dataset", label), ("Seeds", _seeds(by.get(REGULAR, {}))),
-             ("Regular (best-3, selected on the test set)", reg.best3_acc.fmt(2, "%")),
-             ("Regular (final)", reg.final_acc.fmt(2, "%"))]
+    cells = [
+        ("Dataset", label),
+        ("Seeds", _seeds(by.get(REGULAR, {}))),
+        ("Regular (best-3, selected on the test set)", reg.best3_acc.fmt(2, "%")),
+        ("Regular (final)", reg.final_acc.fmt(2, "%")),
+    ]
     for p in pruned_policies(by):
         st, name = row_numbers(by, p), policy_label(p)
-        cells += [(f"{name}: seeds", _seeds(by[p])),
-                  (f"{name} (best-3, selected on the test set)", st.best3_acc.fmt(2, "%")),
-                  (f"{name} − regular (best-3; mean ± std, descriptive)", st.d_best3.fmt(2, " pt")),
-                  (f"{name} (final)", st.final_acc.fmt(2, "%")),
-                  (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), fit))]
+        cells += [
+            (f"{name}: seeds", _seeds(by[p])),
+            (f"{name} (best-3, selected on the test set)", st.best3_acc.fmt(2, "%")),
+            (f"{name} − regular (best-3; mean ± std, descriptive)", st.d_best3.fmt(2, " pt")),
+            (f"{name} (final)", st.final_acc.fmt(2, "%")),
+            (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), fit)),
+        ]
         cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, fit)) for c in paired.vs_controls(by, p)]
     entry = paper_results()["models"].get(model)
-    return cells + [("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
-                    ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
-                    ("Paper pruned − regular (CIFAR-10)",
-                     f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt" if entry else NA)]
+    return cells + [
+        ("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
+        ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
+        ("Paper pruned − regular (CIFAR-10)", f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt" if entry else NA),
+    ]
 
 
 def _short(against: str) -> str:
@@ -130,26 +151,37 @@ def _short(against: str) -> str:
     return "random control" if "control" in against else "random frontier at its budget"
 
 
-def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]],
-                 judging: Judging) -> list[tuple[str, str]]:
+def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]], judging: Judging) -> list[tuple[str, str]]:
     target = target_for(by, judging)
     if target is None:
         return [("Dataset", label), ("Target (test accuracy)", NA)]
     machine = timing.reference_signature([r for seeds in by.values() for r in seeds.values()])
     q = quantum_of(by)
-    cells = [("Dataset", label), ("Seeds", _seeds(by.get(REGULAR, {}))), ("Target (test accuracy)", f"{target:.2f}%"),
-             ("Seconds measured on", machine or f"{NA} ({timing.UNKNOWN})")]
+    cells = [
+        ("Dataset", label),
+        ("Seeds", _seeds(by.get(REGULAR, {}))),
+        ("Target (test accuracy)", f"{target:.2f}%"),
+        ("Seconds measured on", machine or f"{NA} ({timing.UNKNOWN})"),
+    ]
     for p in by:
         runs = [by[p][s] for s in sorted(by[p])]
         reached = [(r, x) for r in runs if (x := timing.time_to_accuracy(r, target, q)) is not None]
         name = "Regular" if p == REGULAR else policy_label(p)
         timed = [x.seconds for r, x in reached if timing.signature(r) == machine]
         last = max(r.summary.epochs for r in runs)
-        cells += [(f"{name}: reached", f"{len(reached)} of {len(runs)} seeds"
-                   + (f" (the others not by epoch {last}: censored)" if len(reached) < len(runs) else "")),
-                  (f"{name}: epoch", Stat([float(x.epoch) for _, x in reached]).fmt(1)),
-                  (f"{name}: sample-epochs", Stat([x.sample_epochs for _, x in reached]).fmt(2)),
-                  (f"{name}: seconds", Stat(timed).fmt(1, " s") + (f" ({len(timed)} run{'s' if len(timed) > 1 else ''})" if timed else ""))]
+        cells += [
+            (
+                f"{name}: reached",
+                f"{len(reached)} of {len(runs)} seeds"
+                + (f" (the others not by epoch {last}: censored)" if len(reached) < len(runs) else ""),
+            ),
+            (f"{name}: epoch", Stat([float(x.epoch) for _, x in reached]).fmt(1)),
+            (f"{name}: sample-epochs", Stat([x.sample_epochs for _, x in reached]).fmt(2)),
+            (
+                f"{name}: seconds",
+                Stat(timed).fmt(1, " s") + (f" ({len(timed)} run{'s' if len(timed) > 1 else ''})" if timed else ""),
+            ),
+        ]
     return cells
 
 

@@ -27,10 +27,11 @@ def signature(run: Run) -> str:
         return UNKNOWN
     if "mixed" in m:
         return MIXED
-    threads, at_once = m.get("threads"), m.get("concurrency", 1)   # runs beside it share the memory bus
-    return (f"{m.get('processor', '?')}, {threads} thread{'s' if threads != 1 else ''}, "
-            f"torch {m.get('torch', '?')}, {m.get('device', '?')}"
-            + (f", {at_once} runs at once" if at_once != 1 else ""))
+    threads, at_once = m.get("threads"), m.get("concurrency", 1)  # runs beside it share the memory bus
+    return (
+        f"{m.get('processor', '?')}, {threads} thread{'s' if threads != 1 else ''}, "
+        f"torch {m.get('torch', '?')}, {m.get('device', '?')}" + (f", {at_once} runs at once" if at_once != 1 else "")
+    )
 
 
 def comparable(a: Run, b: Run) -> str | None:

@@ -39,8 +39,12 @@ def peq(p: float) -> str:
 
 
 def short_against(against: str) -> str:
-    return {paired.SHORTER_LINE: "fewer epochs", paired.RANDOM_LINE: "random every epoch",
-            paired.THE_CONTROL: "random control", REGULAR: REGULAR}.get(against, against)
+    return {
+        paired.SHORTER_LINE: "fewer epochs",
+        paired.RANDOM_LINE: "random every epoch",
+        paired.THE_CONTROL: "random control",
+        REGULAR: REGULAR,
+    }.get(against, against)
 
 
 def _est(e: stats.Estimate | None) -> str:
@@ -60,19 +64,30 @@ def table(decisions: list[Decision]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for d in decisions:
         name = policy_label(d.policy) + (f" ({context_title(d.context)})" if len(contexts) > 1 else "")
-        rows.append([name, f"{d.budget:.1f}%", _est(d.vs_regular), short_against(d.cheap.against) if d.cheap else "—",
-                     _est(d.vs_cheap), f"{pval(d.p_claim)} ({pval(d.p_holm)})" if d.route else "—", _word(d)])
+        rows.append(
+            [
+                name,
+                f"{d.budget:.1f}%",
+                _est(d.vs_regular),
+                short_against(d.cheap.against) if d.cheap else "—",
+                _est(d.vs_cheap),
+                f"{pval(d.p_claim)} ({pval(d.p_holm)})" if d.route else "—",
+                _word(d),
+            ]
+        )
     return HEADER, rows
 
 
 def family_text(decisions: list[Decision], judging: Judging) -> str:
     k = len(decisions)
-    return (f"One decision per policy, {k} in this report's family; the chance of any wrong *worth it* or "
-            f"*not worth it* among them is held at {judging.alpha:.0%} (Holm over the family). Worth it: not worse "
-            f"than regular by more than m = {judging.margin:g} pt *and* better than its cheap alternative C(p); "
-            f"not worth it: worse than regular by more than m, or shown not to beat C(p) by "
-            f"{judging.gain:g} pt (either route, each at half the level). Intervals are 90% (two one-sided 5% "
-            "tests); p is the claim's p-value, Holm-adjusted in brackets.")
+    return (
+        f"One decision per policy, {k} in this report's family; the chance of any wrong *worth it* or "
+        f"*not worth it* among them is held at {judging.alpha:.0%} (Holm over the family). Worth it: not worse "
+        f"than regular by more than m = {judging.margin:g} pt *and* better than its cheap alternative C(p); "
+        f"not worth it: worse than regular by more than m, or shown not to beat C(p) by "
+        f"{judging.gain:g} pt (either route, each at half the level). Intervals are 90% (two one-sided 5% "
+        "tests); p is the claim's p-value, Holm-adjusted in brackets."
+    )
 
 
 def chain(d: Decision, judging: Judging) -> list[str]:
@@ -80,14 +95,26 @@ def chain(d: Decision, judging: Judging) -> list[str]:
     m, gain = judging.margin, judging.gain
     head = f"- **{policy_label(d.policy)}** ({d.budget:.1f}% of sample-epochs skipped): **{d.word}**"
     lines = [head + _because(d, judging) + "."]
-    lines.append(f"  - Against regular: {_comparison(d.regular, d.vs_regular)}"
-                 + (f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by more than {m:g}) "
-                    f"{peq(d.p['worse'])}" if "worse" in d.p else "") + ".")
+    lines.append(
+        f"  - Against regular: {_comparison(d.regular, d.vs_regular)}"
+        + (
+            f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by more than {m:g}) {peq(d.p['worse'])}"
+            if "worse" in d.p
+            else ""
+        )
+        + "."
+    )
     if d.cheap is not None:
-        lines.append(f"  - Against C(p), {d.cheap.against} (arms {', '.join(d.cheap.arms)}): "
-                     f"{_comparison(d.cheap, d.vs_cheap)}"
-                     + (f"; p(better) {peq(d.p['better'])}, p(short of +{gain:g}) {peq(d.p['short'])}"
-                        if "better" in d.p else "") + ".")
+        lines.append(
+            f"  - Against C(p), {d.cheap.against} (arms {', '.join(d.cheap.arms)}): "
+            f"{_comparison(d.cheap, d.vs_cheap)}"
+            + (
+                f"; p(better) {peq(d.p['better'])}, p(short of +{gain:g}) {peq(d.p['short'])}"
+                if "better" in d.p
+                else ""
+            )
+            + "."
+        )
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
     return lines
@@ -96,30 +123,39 @@ def chain(d: Decision, judging: Judging) -> list[str]:
 def _because(d: Decision, judging: Judging) -> str:
     m, gain = judging.margin, judging.gain
     if d.word != CANT_TELL:
-        what = {"worse": f"worse than regular by more than {m:g} pt",
-                "worth": f"not worse than regular by {m:g} pt and better than {short_against(d.cheap.against)}"
-                if d.cheap else "",
-                "short": f"shown not to beat {short_against(d.cheap.against) if d.cheap else 'C(p)'} "
-                         f"by {gain:g} pt"}[d.route]
+        what = {
+            "worse": f"worse than regular by more than {m:g} pt",
+            "worth": f"not worse than regular by {m:g} pt and better than {short_against(d.cheap.against)}"
+            if d.cheap
+            else "",
+            "short": f"shown not to beat {short_against(d.cheap.against) if d.cheap else 'C(p)'} by {gain:g} pt",
+        }[d.route]
         return f": {what} (Holm-adjusted p {pval(d.p_holm)})"
     if d.vs_regular is None:
         if d.regular.diffs:
-            return (": its seeds against regular leave no spread to judge by (no interval); run more seeds "
-                    "(`fineprune compare --seeds 0,1,2`)")
+            return (
+                ": its seeds against regular leave no spread to judge by (no interval); run more seeds "
+                "(`fineprune compare --seeds 0,1,2`)"
+            )
         return ": no seed has both it and regular"
     why = f" (nearest claim: {ROUTES[d.route]}, Holm-adjusted p {pval(d.p_holm)})" if d.route else ""
     if d.seeds_80:
         return f"{why}; about {d.seeds_80} seeds would decide it with 80% probability at this noise"
     if d.resolvable is not None:
-        return (f"{why}; no feasible number of seeds decides it at this noise: {stats.MAX_SEEDS} seeds would "
-                f"resolve a margin of about ±{d.resolvable:.2f} pt, not ±{m:g}")
+        return (
+            f"{why}; no feasible number of seeds decides it at this noise: {stats.MAX_SEEDS} seeds would "
+            f"resolve a margin of about ±{d.resolvable:.2f} pt, not ±{m:g}"
+        )
     return why
 
 
 def _comparison(p: paired.Paired, e: stats.Estimate | None) -> str:
     if e is None:
-        return (f"{p.mean:+.2f} pt in seed {seeds_text(p.seeds)}, no spread to judge by" if p.diffs
-                else "no seed has both runs")
+        return (
+            f"{p.mean:+.2f} pt in seed {seeds_text(p.seeds)}, no spread to judge by"
+            if p.diffs
+            else "no seed has both runs"
+        )
     text = f"{e.fmt()} pt over {e.n} seed{'s' if e.n != 1 else ''} ({seeds_text(p.seeds)}; {e.method})"
     if p.left_out:
         text += "; left out: " + "; ".join(f"seed {s} ({why})" for s, why in sorted(p.left_out.items()))
@@ -129,15 +165,32 @@ def _comparison(p: paired.Paired, e: stats.Estimate | None) -> str:
 def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
     reg = row_numbers(runs_by, REGULAR).final_acc
     n, fit = len(runs_by.get(REGULAR, {})), noise(runs_by)
-    pooled = (f"residual sd {fit.sigma:.2f} pt per run on {fit.df} df (block model over "
-              f"{sum(len(v) for v in runs_by.values())} runs)") if fit.sigma is not None else "no pooled sd (no df left)"
-    lines = [f"- **{title}**: regular {reg.fmt(2, '%')} over {n} seed{'s' if n != 1 else ''} "
-             f"({seeds_text(sorted(runs_by.get(REGULAR, {})))}); {pooled}; one test image = {fit.quantum:g} pt."
-             + (f" Out of line with the pool, so judged on their own paired spread: "
-                f"{', '.join(policy_label(a) for a in sorted(fit.loud))}." if fit.loud else "")]
-    missing = [what for what, test in (("random pruning in every epoch (`compare --frontier 0.1,0.3`)", is_frontier),
-                                       ("training fewer epochs (`compare --shorter 0.1,0.3`)", is_shorter))
-               if not any(test(p) for p in runs_by)]
+    pooled = (
+        (
+            f"residual sd {fit.sigma:.2f} pt per run on {fit.df} df (block model over "
+            f"{sum(len(v) for v in runs_by.values())} runs)"
+        )
+        if fit.sigma is not None
+        else "no pooled sd (no df left)"
+    )
+    lines = [
+        f"- **{title}**: regular {reg.fmt(2, '%')} over {n} seed{'s' if n != 1 else ''} "
+        f"({seeds_text(sorted(runs_by.get(REGULAR, {})))}); {pooled}; one test image = {fit.quantum:g} pt."
+        + (
+            f" Out of line with the pool, so judged on their own paired spread: "
+            f"{', '.join(policy_label(a) for a in sorted(fit.loud))}."
+            if fit.loud
+            else ""
+        )
+    ]
+    missing = [
+        what
+        for what, test in (
+            ("random pruning in every epoch (`compare --frontier 0.1,0.3`)", is_frontier),
+            ("training fewer epochs (`compare --shorter 0.1,0.3`)", is_shorter),
+        )
+        if not any(test(p) for p in runs_by)
+    ]
     if missing and any(not paired.is_baseline(p) for p in pruned_policies(runs_by)):
         lines.append(f"  - Not measured here, so not a C(p): {' or '.join(missing)}.")
     return lines
@@ -147,6 +200,7 @@ def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
 class Verdict:
     """What the verdict says, before it is rendered: the family sentence, the decisions table,
     then the lines of each decision's chain and of each context."""
+
     intro: str
     header: list[str]
     rows: list[list[str]]

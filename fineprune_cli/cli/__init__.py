@@ -24,16 +24,21 @@ from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, bui
 from ..errors import ConfigError, FinepruneError
 from ..pruning.config import PruneConfig
 from . import dryrun_view, views
-from .conventions import (EXAMPLES, DryRunOpt, NameOpt, PrintConfigOpt, VersionOpt, named_folder,
-                          without_name)
+from .conventions import EXAMPLES, DryRunOpt, NameOpt, PrintConfigOpt, VersionOpt, named_folder, without_name
 from .options import SetOpt, parse_set, with_settings
 
 
 class OneLineErrors(TyperGroup):
     """Bad input ends in one line on stderr and exit code 2, never a traceback or a box."""
 
-    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: Any = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except typer.TyperException as exc:
@@ -60,7 +65,7 @@ class OneLineErrors(TyperGroup):
         return rv
 
 
-_OWN_PROCESS = {"main": False}   # set by main(): the process ends with this command
+_OWN_PROCESS = {"main": False}  # set by main(): the process ends with this command
 
 
 def _ending() -> None:
@@ -73,10 +78,14 @@ def _ending() -> None:
 
 
 app = typer.Typer(
-    cls=OneLineErrors, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    cls=OneLineErrors,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
     help="Data fine-pruning (Li et al., 2018) and other data-pruning policies: train, compare "
-         "against equal-budget controls, report, and estimate the time saved.",
-    epilog=EXAMPLES[""])
+    "against equal-budget controls, report, and estimate the time saved.",
+    epilog=EXAMPLES[""],
+)
 
 
 @app.callback()
@@ -84,18 +93,31 @@ def _options(version: VersionOpt = False) -> None:
     pass
 
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it.")]
+ConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--config", "-c", help="YAML file with sections model/data/train/prune/run (and compare); flags override it."
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
-NOTES_LIMIT = 2**20   # --notes: a page of Markdown, not a stream
+NOTES_LIMIT = 2**20  # --notes: a page of Markdown, not a stream
 RESUME_ALONE = "--resume takes no other options: the run continues with its saved config"
 SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
-TRAIN = (("model", ModelConfig, ()), ("data", DataConfig, ()), ("train", TrainConfig, ()),
-         ("prune", PruneConfig, ()), ("run", RunConfig, ()))
-COMPARE = (("compare", CompareConfig, ()),
-           ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")), ("train", TrainConfig, ()),
-           ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
-           ("run", RunConfig, ("device", "compile", "tensorboard")))
+TRAIN = (
+    ("model", ModelConfig, ()),
+    ("data", DataConfig, ()),
+    ("train", TrainConfig, ()),
+    ("prune", PruneConfig, ()),
+    ("run", RunConfig, ()),
+)
+COMPARE = (
+    ("compare", CompareConfig, ()),
+    ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")),
+    ("train", TrainConfig, ()),
+    ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
+    ("run", RunConfig, ("device", "compile", "tensorboard")),
+)
 
 
 def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -107,15 +129,33 @@ def _split(settings: dict[str, Any], section: str) -> tuple[dict[str, Any], dict
 @with_settings(*TRAIN, required=("model.name", "data.dataset"))
 def train_command(
     settings: dict[str, Any],
-    config: ConfigOpt = None, set_: SetOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
     name: NameOpt = None,
-    dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
-    resume: Annotated[Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")] = None,
-    nproc_per_node: Annotated[Optional[int], typer.Option(help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun).")] = None,
-    nnodes: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")] = None,
+    dry_run: DryRunOpt = False,
+    print_config: PrintConfigOpt = False,
+    resume: Annotated[
+        Optional[Path], typer.Option(help="Continue an interrupted run folder from its checkpoint (no other options).")
+    ] = None,
+    nproc_per_node: Annotated[
+        Optional[int],
+        typer.Option(
+            help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun)."
+        ),
+    ] = None,
+    nnodes: Annotated[
+        Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")
+    ] = None,
     node_rank: Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank.")] = None,
-    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node 0).")] = None,
-    max_restarts: Annotated[Optional[int], typer.Option(help="With --nproc-per-node: when a process fails, torchrun restarts them all, up to N times; they continue from the run's last checkpoint. (default 0)")] = None,
+    rdzv_endpoint: Annotated[
+        Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node 0).")
+    ] = None,
+    max_restarts: Annotated[
+        Optional[int],
+        typer.Option(
+            help="With --nproc-per-node: when a process fails, torchrun restarts them all, up to N times; they continue from the run's last checkpoint. (default 0)"
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
@@ -147,8 +187,7 @@ def train_command(
         return dryrun_view.show_dry_run(dry_train(cfg), as_json)
     if nproc_per_node is not None:
         argv = without_name(sys.argv[1:], cfg.run.out) if name is not None else sys.argv[1:]
-        raise typer.Exit(runner.launch(argv, cfg, nproc_per_node, nnodes, node_rank, rdzv_endpoint,
-                                       max_restarts or 0))
+        raise typer.Exit(runner.launch(argv, cfg, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))
     if cfg is None:
         summary = runner.resume(resume, show_progress=not as_json)
     else:
@@ -157,12 +196,16 @@ def train_command(
         views.show_trained(summary, as_json)
 
 
-
 @app.command(epilog=EXAMPLES["compare"])
 @with_settings(*COMPARE, required=("compare.models", "compare.datasets"))
-def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = None,
-            dry_run: DryRunOpt = False, print_config: PrintConfigOpt = False,
-            as_json: JsonOpt = False) -> None:
+def compare(
+    settings: dict[str, Any],
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    dry_run: DryRunOpt = False,
+    print_config: PrintConfigOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Train every policy with identical seeds and compare them (regular, fine and random by default).
 
     Runs already complete in --out are reused, so an interrupted compare continues."""
@@ -173,7 +216,7 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
     from ..drivers.matrix import run_matrix
 
     matrix, rest = _split(settings, "compare")
-    set_matrix, set_rest = _split(parse_set(set_), "compare")   # --set compare.jobs=2 fills the matrix
+    set_matrix, set_rest = _split(parse_set(set_), "compare")  # --set compare.jobs=2 fills the matrix
     matrix.update(set_matrix)
     rest.update(set_rest)
     c = load_compare(config, matrix)
@@ -200,13 +243,32 @@ def compare(settings: dict[str, Any], config: ConfigOpt = None, set_: SetOpt = N
 
 @app.command(epilog=EXAMPLES["report"])
 def report(
-    run_dirs: Annotated[Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")] = None,
+    run_dirs: Annotated[
+        Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")
+    ] = None,
     out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots (needs matplotlib).")] = True,
-    notes: Annotated[Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")] = None,
-    margin: Annotated[float, typer.Option(help="The margin m in accuracy points: a policy is 'worth it' only if shown not worse than regular by more than m (and better than its cheap alternative); 'not worth it' if shown worse by more than m.")] = 0.3,
-    min_gain: Annotated[Optional[float], typer.Option(help="Minimum gain over the cheap alternative (points): a policy shown not to beat it by this much is 'not worth it'. (default: the margin)")] = None,
-    target: Annotated[Optional[float], typer.Option(help="Test accuracy (%) for time-to-accuracy. (default: regular's mean final accuracy − 0.5 pt, per model and dataset)")] = None,
+    notes: Annotated[
+        Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")
+    ] = None,
+    margin: Annotated[
+        float,
+        typer.Option(
+            help="The margin m in accuracy points: a policy is 'worth it' only if shown not worse than regular by more than m (and better than its cheap alternative); 'not worth it' if shown worse by more than m."
+        ),
+    ] = 0.3,
+    min_gain: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Minimum gain over the cheap alternative (points): a policy shown not to beat it by this much is 'not worth it'. (default: the margin)"
+        ),
+    ] = None,
+    target: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Test accuracy (%) for time-to-accuracy. (default: regular's mean final accuracy − 0.5 pt, per model and dataset)"
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write one decision per policy (worth it / not worth it / can't tell yet, error held at 5% over the
@@ -231,8 +293,13 @@ def report(
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
     with _term_as_interrupt():
-        made = write_report(run_dirs or [Path("results/runs")], out, with_plots=plots, notes=text,
-                            judging=Judging(margin, target, min_gain))
+        made = write_report(
+            run_dirs or [Path("results/runs")],
+            out,
+            with_plots=plots,
+            notes=text,
+            judging=Judging(margin, target, min_gain),
+        )
     views.show_report(made, as_json)
 
 
@@ -255,22 +322,61 @@ def _term_as_interrupt() -> Any:
 
 
 @app.command(epilog=EXAMPLES["scale"])
-@with_settings(("model", ModelConfig, ("name",)), ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
-               ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
-               ("run", RunConfig, ("device", "group_size", "dist_timeout")), ("prune", PruneConfig, ("enabled",)),
-               required=("model.name", "data.dataset"))
+@with_settings(
+    ("model", ModelConfig, ("name",)),
+    ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
+    ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
+    ("run", RunConfig, ("device", "group_size", "dist_timeout")),
+    ("prune", PruneConfig, ("enabled",)),
+    required=("model.name", "data.dataset"),
+)
 def scale(
-    settings: dict[str, Any], config: ConfigOpt = None,
-    nproc: Annotated[str, typer.Option(help="Worker counts to compare, e.g. 1,2,4; async/mixed add their --num-ps servers. With --nnodes > 1: processes per node, servers among them. A 1-process sync run (the baseline) is always added.")] = "1,2",
-    dist_mode: Annotated[str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter servers).")] = "sync",
-    num_ps: Annotated[str, typer.Option(help="Parameter servers of the async/mixed runs, e.g. 1,2 (the paper's Table 1).")] = "1",
-    nnodes: Annotated[int, typer.Option(help="Machines; run the same command on each with its --node-rank (--out on a shared folder). (default 1)")] = 1,
-    node_rank: Annotated[int, typer.Option(help="With --nnodes > 1: this machine's rank; rank 0 runs the baseline and writes the tables.")] = 0,
-    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node rank 0).")] = None,
-    target_accuracy: Annotated[Optional[float], typer.Option(help="Test accuracy (percent) to time (default: the lowest final accuracy of all configurations).")] = None,
-    target_loss: Annotated[Optional[float], typer.Option(help="Training loss to time (default: the highest final loss of the configurations that learned).")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for scale.csv, scale.md and the run folders (default: ignored by "
-                                            "git; results/scale holds the committed table).")] = Path("results/runs/scale"),
+    settings: dict[str, Any],
+    config: ConfigOpt = None,
+    nproc: Annotated[
+        str,
+        typer.Option(
+            help="Worker counts to compare, e.g. 1,2,4; async/mixed add their --num-ps servers. With --nnodes > 1: processes per node, servers among them. A 1-process sync run (the baseline) is always added."
+        ),
+    ] = "1,2",
+    dist_mode: Annotated[
+        str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter servers).")
+    ] = "sync",
+    num_ps: Annotated[
+        str, typer.Option(help="Parameter servers of the async/mixed runs, e.g. 1,2 (the paper's Table 1).")
+    ] = "1",
+    nnodes: Annotated[
+        int,
+        typer.Option(
+            help="Machines; run the same command on each with its --node-rank (--out on a shared folder). (default 1)"
+        ),
+    ] = 1,
+    node_rank: Annotated[
+        int,
+        typer.Option(help="With --nnodes > 1: this machine's rank; rank 0 runs the baseline and writes the tables."),
+    ] = 0,
+    rdzv_endpoint: Annotated[
+        Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node rank 0).")
+    ] = None,
+    target_accuracy: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Test accuracy (percent) to time (default: the lowest final accuracy of all configurations)."
+        ),
+    ] = None,
+    target_loss: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Training loss to time (default: the highest final loss of the configurations that learned)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Folder for scale.csv, scale.md and the run folders (default: ignored by "
+            "git; results/scale holds the committed table)."
+        ),
+    ] = Path("results/runs/scale"),
     as_json: JsonOpt = False,
 ) -> None:
     """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017): throughput, speedup
@@ -280,10 +386,12 @@ def scale(
     from ..engine.config import parse_int_list
 
     launch = Launch(nnodes, node_rank, rdzv_endpoint)
-    jobs = plan(parse_int_list(nproc, "--nproc") or [], _names(dist_mode),
-                parse_int_list(num_ps, "--num-ps") or [], launch)
-    done = run_scale(build_config(config, settings), jobs, out, _invocation(),
-                     Targets(target_loss, target_accuracy), launch)
+    jobs = plan(
+        parse_int_list(nproc, "--nproc") or [], _names(dist_mode), parse_int_list(num_ps, "--num-ps") or [], launch
+    )
+    done = run_scale(
+        build_config(config, settings), jobs, out, _invocation(), Targets(target_loss, target_accuracy), launch
+    )
     views.show_scale(done, node_rank, as_json)
 
 
@@ -292,8 +400,11 @@ def scale(
 def estimate(
     settings: dict[str, Any],
     epoch_seconds: Annotated[Optional[float], typer.Option(help="Seconds per full training epoch.")] = None,
-    run: Annotated[Optional[Path], typer.Option(help="Run folder: take its schedule, measured epoch time and overhead.")] = None,
-    config: ConfigOpt = None, as_json: JsonOpt = False,
+    run: Annotated[
+        Optional[Path], typer.Option(help="Run folder: take its schedule, measured epoch time and overhead.")
+    ] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Predict the pruning epochs and time saved before training (Section 4.4).
 

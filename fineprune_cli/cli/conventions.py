@@ -20,28 +20,39 @@ def examples(*lines: str) -> str:
 
 
 EXAMPLES = {
-    "": examples("fineprune train -m lenet -d fashion-mnist --epochs 10 --prune",
-                 "fineprune compare --config experiments/demo.yaml --dry-run",
-                 "fineprune report results/demo/runs --out results/runs/demo-report",
-                 "fineprune COMMAND --help    # each command's options and examples"),
-    "train": examples("fineprune train -m lenet -d fashion-mnist --epochs 10    # regular training",
-                      "fineprune train -m lenet -d fashion-mnist --epochs 10 --prune --name fp",
-                      "fineprune train -m resnet18 -d cifar10 --data-dir data/cifar10 --dry-run",
-                      "fineprune train --config experiments/demo.yaml --print-config",
-                      "fineprune train --resume results/runs/20260101-120000-lenet-fashion-mnist"),
-    "compare": examples("fineprune compare --config experiments/demo.yaml",
-                        "fineprune compare -m lenet -d fashion-mnist --epochs 30 --seeds 0,1,2 --dry-run",
-                        "fineprune compare -m lenet -d fashion-mnist --policies regular,fine --frontier 0.1,0.3 "
-                        "--shorter 0.3",
-                        "fineprune compare --config experiments/paper.yaml --print-config > mine.yaml"),
-    "report": examples("fineprune report    # the runs under results/runs",
-                       "fineprune report results/demo/runs --out results/runs/demo-report",
-                       "fineprune report results/runs/compare --margin 0.5 --no-plots --json"),
-    "scale": examples("fineprune scale -m lenet -d fashion-mnist --epochs 5 --nproc 1,2",
-                      "fineprune scale -m lenet -d fashion-mnist --dist-mode sync,async --num-ps 1,2 --nproc 2,4"),
-    "estimate": examples("fineprune estimate --epochs 200 --epoch-seconds 30",
-                         "fineprune estimate --epochs 30 --window 10 --start 5 --json",
-                         "fineprune estimate --run results/runs/compare/lenet-fashion-mnist/infobatch-seed0"),
+    "": examples(
+        "fineprune train -m lenet -d fashion-mnist --epochs 10 --prune",
+        "fineprune compare --config experiments/demo.yaml --dry-run",
+        "fineprune report results/demo/runs --out results/runs/demo-report",
+        "fineprune COMMAND --help    # each command's options and examples",
+    ),
+    "train": examples(
+        "fineprune train -m lenet -d fashion-mnist --epochs 10    # regular training",
+        "fineprune train -m lenet -d fashion-mnist --epochs 10 --prune --name fp",
+        "fineprune train -m resnet18 -d cifar10 --data-dir data/cifar10 --dry-run",
+        "fineprune train --config experiments/demo.yaml --print-config",
+        "fineprune train --resume results/runs/20260101-120000-lenet-fashion-mnist",
+    ),
+    "compare": examples(
+        "fineprune compare --config experiments/demo.yaml",
+        "fineprune compare -m lenet -d fashion-mnist --epochs 30 --seeds 0,1,2 --dry-run",
+        "fineprune compare -m lenet -d fashion-mnist --policies regular,fine --frontier 0.1,0.3 --shorter 0.3",
+        "fineprune compare --config experiments/paper.yaml --print-config > mine.yaml",
+    ),
+    "report": examples(
+        "fineprune report    # the runs under results/runs",
+        "fineprune report results/demo/runs --out results/runs/demo-report",
+        "fineprune report results/runs/compare --margin 0.5 --no-plots --json",
+    ),
+    "scale": examples(
+        "fineprune scale -m lenet -d fashion-mnist --epochs 5 --nproc 1,2",
+        "fineprune scale -m lenet -d fashion-mnist --dist-mode sync,async --num-ps 1,2 --nproc 2,4",
+    ),
+    "estimate": examples(
+        "fineprune estimate --epochs 200 --epoch-seconds 30",
+        "fineprune estimate --epochs 30 --window 10 --start 5 --json",
+        "fineprune estimate --run results/runs/compare/lenet-fashion-mnist/infobatch-seed0",
+    ),
     "models": examples("fineprune models"),
     "policies": examples("fineprune policies", "fineprune policies --json"),
 }
@@ -53,6 +64,7 @@ def show_version(value: bool) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         from .. import __version__
+
         try:
             torch = f", torch {version('torch')}"
         except PackageNotFoundError:
@@ -61,11 +73,29 @@ def show_version(value: bool) -> None:
         raise typer.Exit()
 
 
-VersionOpt = Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
-                                          help="Print fineprune's version (and torch's) and exit.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the resolved settings, the pruning epochs, the runs and a time estimate (the model timed on random inputs at the threads the runs will use; with --jobs the runs side by side; with --until-decided first look .. all looks; none, and why, when the timing is unsteady), then exit: trains nothing, writes nothing.")]
-PrintConfigOpt = Annotated[bool, typer.Option("--print-config", help="Print the resolved config as YAML (a file --config reads back) and exit.")]
-NameOpt = Annotated[Optional[str], typer.Option(help="Run folder results/runs/<YYYYmmdd-HHMMSS>-NAME instead of <time>-<model>-<dataset>; not with --out.")]
+VersionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--version", callback=show_version, is_eager=True, help="Print fineprune's version (and torch's) and exit."
+    ),
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print the resolved settings, the pruning epochs, the runs and a time estimate (the model timed on random inputs at the threads the runs will use; with --jobs the runs side by side; with --until-decided first look .. all looks; none, and why, when the timing is unsteady), then exit: trains nothing, writes nothing.",
+    ),
+]
+PrintConfigOpt = Annotated[
+    bool,
+    typer.Option("--print-config", help="Print the resolved config as YAML (a file --config reads back) and exit."),
+]
+NameOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        help="Run folder results/runs/<YYYYmmdd-HHMMSS>-NAME instead of <time>-<model>-<dataset>; not with --out."
+    ),
+]
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 
@@ -74,8 +104,10 @@ def named_folder(name: str, config: Optional[Path], settings: dict[str, Any]) ->
     from ..engine.record import default_run_dir
 
     if not NAME.fullmatch(name):
-        raise ConfigError(f"--name must be a folder name of letters, digits, '.', '_', '+' or '-' "
-                          f"(at most 100, not starting with a dot or dash), got '{name[:100]}'")
+        raise ConfigError(
+            f"--name must be a folder name of letters, digits, '.', '_', '+' or '-' "
+            f"(at most 100, not starting with a dot or dash), got '{name[:100]}'"
+        )
     if build_config(config, settings).run.out:
         raise ConfigError("--name and --out both name the run folder: give one (or drop run.out from --config)")
     return str(default_run_dir("", "", name))

@@ -24,8 +24,9 @@ def show_config(config: dict[str, Any], as_json: bool) -> None:
         out = (config.get(section) or {}).get("out")
         if out is not None and (Path(str(out)).is_absolute() or ".." in Path(str(out)).parts):
             del config[section]["out"]
-            notes.append(f"# {section}.out {out} is outside the working folder, which --config refuses: "
-                         "pass it as --out")
+            notes.append(
+                f"# {section}.out {out} is outside the working folder, which --config refuses: pass it as --out"
+            )
     console.result(Text("\n".join([dump(config).rstrip(), *notes])))
 
 
@@ -70,12 +71,21 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
         pruning = epochs_text(first.pruning_epochs)
         if first.pruning_epochs:
             pruning += f", {100 * first.prune_fraction:g}% left out"
-        table.add_row(Text(first.model), Text(first.dataset), Text(first.arm),
-                      ",".join(str(r.seed) for r in runs), str(first.epochs), Text(pruning), each)
+        table.add_row(
+            Text(first.model),
+            Text(first.dataset),
+            Text(first.arm),
+            ",".join(str(r.seed) for r in runs),
+            str(first.epochs),
+            Text(pruning),
+            each,
+        )
     console.result(table)
     folders = sorted({r.run_dir for r in dry.runs})
-    console.result(f"run folder{'s' if len(folders) > 1 else ''}: " + (folders[0] if len(folders) == 1 else
-                   f"{len(folders)} under {_common(folders)}"))
+    console.result(
+        f"run folder{'s' if len(folders) > 1 else ''}: "
+        + (folders[0] if len(folders) == 1 else f"{len(folders)} under {_common(folders)}")
+    )
     done = sum(r.state in ("complete", "diverged") for r in dry.runs)
     if done:
         console.result(f"{done} of {len(dry.runs)} runs already finished there: compare would skip them")
@@ -85,18 +95,27 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
 def estimate_text(dry: Any) -> str:
     """The time line: one figure, a range for --until-decided (and Slurm), or why there is none."""
     one = dry.one_thread_seconds
-    faster = "" if one is None else (f"\nwith 1 thread a run, at this load: ~{duration(one)} (set OMP_NUM_THREADS=1 "
-                                     "for train, --threads 1 for compare)")
+    faster = (
+        ""
+        if one is None
+        else (
+            f"\nwith 1 thread a run, at this load: ~{duration(one)} (set OMP_NUM_THREADS=1 "
+            "for train, --threads 1 for compare)"
+        )
+    )
     if dry.estimated_seconds is None:
         return f"no time estimate: {dry.cannot_estimate}{faster}"
     todo = sum(r.state in ("new", "incomplete") for r in dry.runs)
     how = {0: "as many at once as the queue allows", 1: "one after the other"}.get(
-        dry.pace.at_once, f"{dry.pace.at_once} at once")
+        dry.pace.at_once, f"{dry.pace.at_once} at once"
+    )
     what = f"{todo} run to train" if todo == 1 else f"{todo} runs to train{' at most' * bool(dry.looks)}, {how}"
     if dry.looks:
-        span = (f"~{duration(dry.fewest_seconds)} if the first look ({dry.looks[0]} seeds) decides every "
-                f"policy, up to ~{duration(dry.estimated_seconds)} for all {len(dry.looks)} looks "
-                f"({', '.join(map(str, dry.looks))} seeds)")
+        span = (
+            f"~{duration(dry.fewest_seconds)} if the first look ({dry.looks[0]} seeds) decides every "
+            f"policy, up to ~{duration(dry.estimated_seconds)} for all {len(dry.looks)} looks "
+            f"({', '.join(map(str, dry.looks))} seeds)"
+        )
     elif dry.fewest_seconds != dry.estimated_seconds:
         span = f"~{duration(dry.fewest_seconds)} to ~{duration(dry.estimated_seconds)}"
     else:

@@ -24,8 +24,12 @@ Spec = tuple[str, type, tuple[str, ...]]  # (section name, settings class, field
 def _parser(annotation: Any, flag: str) -> tuple[Any, Callable[[Any], Any]]:
     """The type Typer parses and how its value becomes the field's value."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    inner = args[0] if typing.get_origin(annotation) is typing.Union or str(
-        typing.get_origin(annotation)) == "<class 'types.UnionType'>" else annotation
+    inner = (
+        args[0]
+        if typing.get_origin(annotation) is typing.Union
+        or str(typing.get_origin(annotation)) == "<class 'types.UnionType'>"
+        else annotation
+    )
     if typing.get_origin(inner) is list:
         item = typing.get_args(inner)[0]
 
@@ -36,6 +40,7 @@ def _parser(annotation: Any, flag: str) -> tuple[Any, Callable[[Any], Any]]:
             except ValueError:
                 kind = {"int": "integers", "float": "numbers"}.get(item.__name__, "values")
                 raise ConfigError(f"{flag} must be comma-separated {kind}, got '{text}'") from None
+
         return str, parse
     return inner, lambda value: value
 
@@ -46,6 +51,7 @@ REQUIRED = " \\[required: this flag or {key} in --config]"  # \\[: a bracket, no
 def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """`required`: the fields ('section.key') a command cannot run without; their help says so
     (not click's required=True: the --config file may give them instead)."""
+
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         extra, parsers = [], {}
         for section, cls, names in specs:
@@ -59,8 +65,14 @@ def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Cal
                 mark = REQUIRED.format(key=dotted) if dotted in required else ""
                 # \[: a bracket is rich markup in help ('fineprune[tensorboard]' printed as 'fineprune')
                 option = typer.Option(*flag.split(), help=f.metadata["help"].replace("[", "\\[") + mark)
-                extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                               annotation=Annotated[Optional[cli_type], option]))
+                extra.append(
+                    inspect.Parameter(
+                        name,
+                        inspect.Parameter.KEYWORD_ONLY,
+                        default=None,
+                        annotation=Annotated[Optional[cli_type], option],
+                    )
+                )
                 parsers[name] = (dotted, parse)
         own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "settings"]
 
@@ -76,11 +88,16 @@ def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Cal
         command.__annotations__ = {}
         del command.__wrapped__  # Typer must read the new signature, not fn's
         return command
+
     return deco
 
 
-SetOpt = Annotated[Optional[list[str]], typer.Option(
-    "--set", help="Any setting as section.key=value (YAML value), e.g. --set train.momentum=0.8; repeatable.")]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--set", help="Any setting as section.key=value (YAML value), e.g. --set train.momentum=0.8; repeatable."
+    ),
+]
 
 
 def parse_set(items: list[str] | None) -> dict[str, Any]:
@@ -100,4 +117,4 @@ def parse_set(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-MAPPINGS = ("compare.slurm.",)   # settings that are mappings: --set section.key.name=value fills one name
+MAPPINGS = ("compare.slurm.",)  # settings that are mappings: --set section.key.name=value fills one name

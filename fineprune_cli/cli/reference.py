@@ -32,7 +32,7 @@ SECTIONS: tuple[tuple[str, type], ...] = (
 # "(default ...)" at the end of a help text: the default as the help states it, with one
 # level of parentheses inside ("(default: min(4, the cores ...))")
 STATED_DEFAULT = re.compile(r"\s*\(default[: ]((?:[^()]|\([^()]*\))*)\)\s*$")
-PROBES: dict[Any, tuple[Any, ...]] = {   # values a check is asked about, to learn its rule
+PROBES: dict[Any, tuple[Any, ...]] = {  # values a check is asked about, to learn its rule
     int: (0, -1, 10**12, 2**70),
     float: (0.0, -1.0, 1.5, 1e12),
     str: ("", "?"),
@@ -91,7 +91,7 @@ def _split_default(help_text: str) -> tuple[str, str | None]:
     match = STATED_DEFAULT.search(help_text)
     if not match:
         return help_text, None
-    return help_text[:match.start()], match.group(1).strip()
+    return help_text[: match.start()], match.group(1).strip()
 
 
 def _yaml(value: Any) -> str:
@@ -148,16 +148,18 @@ def _commands_by_setting() -> dict[str, list[str]]:
 
 def _other_options() -> list[str]:
     """Each command's own options, which are not settings (no YAML key)."""
-    out = ["## Command options that are not settings", "",
-           "These belong to one command and have no YAML key.", ""]
+    out = ["## Command options that are not settings", "", "These belong to one command and have no YAML key.", ""]
     for command, cmd in _click_commands().items():
         own = [p for p in cmd.params if "__" not in (p.name or "") and p.name != "help"]
         if not own:
             continue
         out += [f"### `fineprune {command}`", "", "| option | default | help |", "|---|---|---|"]
         for p in own:
-            names = " ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts]) if p.param_type_name == "option" \
+            names = (
+                " ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
+                if p.param_type_name == "option"
                 else f"`{p.name.upper()}` (argument)"
+            )
             default = "—" if p.default is None or p.default is False or p.default == () else f"`{p.default}`"
             out.append(f"| {names} | {default} | {_cell(getattr(p, 'help', None) or '')} |")
         out.append("")

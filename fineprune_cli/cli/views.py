@@ -85,7 +85,8 @@ def show_trained(summary: Any, as_json: bool) -> None:
     console.result(
         f"{summary.model} on {summary.dataset}: test accuracy {summary.final_accuracy:.2f}% "
         f"(best-3 {summary.best3_accuracy:.2f}%), training {summary.train_seconds:.1f}s "
-        f"over {_count(summary.epochs, 'epoch')}, {_count(summary.samples_skipped, 'sample')} skipped")
+        f"over {_count(summary.epochs, 'epoch')}, {_count(summary.samples_skipped, 'sample')} skipped"
+    )
     console.result(f"run folder: {summary.run_dir}")
 
 
@@ -94,8 +95,15 @@ TEXT_COLUMNS = ("model", "dataset", "variant", "policy", "seed_list", "decision"
 
 def _json_rows(rows: list[dict]) -> list[dict]:
     """A number a row lacks (one seed's interval) is null, not ''."""
-    return [{k: None if v == "" and k not in TEXT_COLUMNS and not k.endswith("_seeds") and not k.endswith("_pooled")
-             else v for k, v in r.items()} for r in rows]
+    return [
+        {
+            k: None
+            if v == "" and k not in TEXT_COLUMNS and not k.endswith("_seeds") and not k.endswith("_pooled")
+            else v
+            for k, v in r.items()
+        }
+        for r in rows
+    ]
 
 
 def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None, verdict: Any = None) -> None:
@@ -110,9 +118,11 @@ def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None
 
 
 COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [90%]")
-TABLE_NOTE = ("n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
-              "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
-              "paired by seed, with the 90% interval the decisions use. Full columns: summary.csv.")
+TABLE_NOTE = (
+    "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
+    "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
+    "paired by seed, with the 90% interval the decisions use. Full columns: summary.csv."
+)
 
 
 def show_looks(rows: list[dict], out: Path, as_json: bool) -> None:
@@ -137,8 +147,14 @@ def _show_verdict(verdict: Any) -> None:
         return
     console.result(Text(_plain(verdict.intro)))
     if verdict.rows:
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, title="Decisions",
-                      title_justify="left", width=100)
+        table = Table(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            collapse_padding=True,
+            title="Decisions",
+            title_justify="left",
+            width=100,
+        )
         for i, name in enumerate(verdict.header):
             table.add_column(name, overflow="fold", max_width=None if i else ROW_WIDTH)
         for row in verdict.rows:
@@ -160,42 +176,68 @@ def _compare_table(rows: list[dict]) -> None:
     for r in rows:
         groups.setdefault((r["model"], r["dataset"], r.get("variant", "")), []).append(r)
     for (model, dataset, variant), members in groups.items():
-        table = Table(title=Text(f"{model} on {dataset}" + (f" (regular: {variant})" if variant else "")),
-                      box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, title_justify="left")
+        table = Table(
+            title=Text(f"{model} on {dataset}" + (f" (regular: {variant})" if variant else "")),
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            collapse_padding=True,
+            title_justify="left",
+        )
         for name in COLUMNS:
-            table.add_column(name, justify="left" if name == "row" else "right",
-                             overflow="fold" if name == "row" else "ellipsis", no_wrap=name != "row",
-                             max_width=ROW_WIDTH if name == "row" else None)
+            table.add_column(
+                name,
+                justify="left" if name == "row" else "right",
+                overflow="fold" if name == "row" else "ellipsis",
+                no_wrap=name != "row",
+                max_width=ROW_WIDTH if name == "row" else None,
+            )
         for r in members:
-            table.add_row(Text(r["policy"]), str(r["seeds"]), _pm(r, "train_s", 1, 100), _pm(r, "saved_pct", 1, 10),
-                          _pm(r, "skipped_pct", 1), _pm(r, "final_acc", 2), _interval(r, "d_final"))
+            table.add_row(
+                Text(r["policy"]),
+                str(r["seeds"]),
+                _pm(r, "train_s", 1, 100),
+                _pm(r, "saved_pct", 1, 10),
+                _pm(r, "skipped_pct", 1),
+                _pm(r, "final_acc", 2),
+                _interval(r, "d_final"),
+            )
         console.result(table)
     console.result(TABLE_NOTE)
 
 
-ROW_WIDTH = 26   # the row name's column: the numbers beside it take the rest of 100 columns
+ROW_WIDTH = 26  # the row name's column: the numbers beside it take the rest of 100 columns
 
 
 def show_report(rep: Any, as_json: bool) -> None:
     from ..analysis.numbers import summary_rows
 
     if as_json:
-        console.print_json({
-            "out": str(rep.out), "runs": [str(r.path) for r in rep.runs],
-            "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
-            "files": [str(f) for f in rep.files], "verdict": rep.verdict.markdown() if rep.verdict else [],
-            "decisions": _json_rows(summary_rows(rep.runs, rep.judging)) if rep.runs else []})
+        console.print_json(
+            {
+                "out": str(rep.out),
+                "runs": [str(r.path) for r in rep.runs],
+                "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
+                "files": [str(f) for f in rep.files],
+                "verdict": rep.verdict.markdown() if rep.verdict else [],
+                "decisions": _json_rows(summary_rows(rep.runs, rep.judging)) if rep.runs else [],
+            }
+        )
         return
     if rep.runs:
         _compare_table(summary_rows(rep.runs, rep.judging))
     _show_verdict(rep.verdict)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
-    rows = len({(r["model"], r["dataset"], r["variant"], r["policy"])
-                for r in summary_rows(rep.runs, rep.judging)}) if rep.runs else 0
-    console.result(f"{_count(rows, 'row')} (runs that share every setting but the seed) from "
-                   f"{_count(len(rep.runs), 'run')}, {len(rep.problems)} left out; "
-                   f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})")
+    rows = (
+        len({(r["model"], r["dataset"], r["variant"], r["policy"]) for r in summary_rows(rep.runs, rep.judging)})
+        if rep.runs
+        else 0
+    )
+    console.result(
+        f"{_count(rows, 'row')} (runs that share every setting but the seed) from "
+        f"{_count(len(rep.runs), 'run')}, {len(rep.problems)} left out; "
+        f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})"
+    )
 
 
 def _count(n: int, what: str) -> str:
@@ -213,16 +255,27 @@ def show_scale(done: tuple[list[dict], Path] | None, node_rank: int, as_json: bo
     if as_json:
         console.print_json(rows)
         return
-    show_rows([{short: r[name] for name, short in SCALE_COLUMNS.items()} for r in rows],
-              "Scaling (one thread per process; speedup against 1 sync process)")
+    show_rows(
+        [{short: r[name] for name, short in SCALE_COLUMNS.items()} for r in rows],
+        "Scaling (one thread per process; speedup against 1 sync process)",
+    )
     console.result(f"all columns: {path} and {path.with_suffix('.csv')} (explained in {path.name})")
 
 
 # the scale table's columns a terminal shows, with headers short enough to fit 100 columns whole
-SCALE_COLUMNS = {"mode": "mode", "workers": "workers", "servers": "servers", "nodes": "nodes",
-                 "processes": "procs", "images_per_s": "images/s", "speedup": "speedup",
-                 "efficiency": "efficiency", "final_accuracy": "final %", "seconds_to_accuracy": "s to acc",
-                 "train_seconds": "train s"}
+SCALE_COLUMNS = {
+    "mode": "mode",
+    "workers": "workers",
+    "servers": "servers",
+    "nodes": "nodes",
+    "processes": "procs",
+    "images_per_s": "images/s",
+    "speedup": "speedup",
+    "efficiency": "efficiency",
+    "final_accuracy": "final %",
+    "seconds_to_accuracy": "s to acc",
+    "train_seconds": "train s",
+}
 
 
 def show_policies(as_json: bool) -> None:

@@ -46,8 +46,9 @@ class Peers:
             self.call(k, "finish")
 
 
-def open_record(cfg: Config, trainer: Any, world: World, command: str | None,
-                resume_dir: Path | None) -> tuple[RunRecord, RunSummary, dict[str, Any] | None]:
+def open_record(
+    cfg: Config, trainer: Any, world: World, command: str | None, resume_dir: Path | None
+) -> tuple[RunRecord, RunSummary, dict[str, Any] | None]:
     if resume_dir is None:
         path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
         record = RunRecord(path, fresh=True)
@@ -58,27 +59,39 @@ def open_record(cfg: Config, trainer: Any, world: World, command: str | None,
     record = RunRecord(Path(resume_dir))
     state = checkpoint.load(record.path, trainer.device)
     if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):
-        raise checkpoint.StaleCheckpoint(f"{record.path}: the checkpoint was made with other settings than "
-                                         "its config.yaml; resume refused")
+        raise checkpoint.StaleCheckpoint(
+            f"{record.path}: the checkpoint was made with other settings than its config.yaml; resume refused"
+        )
     summary.status = Status.INCOMPLETE
     summary.resumed_after_epochs.append(len(state["totals"]["rows"]))
     return record, summary, state
 
 
-def run_chief(cfg: Config, trainer: Any, policy: Any, world: World, pushers: int, shards: Shards,
-              command: str | None, resume_dir: Path | None, publish: Callable[[Chief], Any],
-              peers: Peers) -> RunSummary:
+def run_chief(
+    cfg: Config,
+    trainer: Any,
+    policy: Any,
+    world: World,
+    pushers: int,
+    shards: Shards,
+    command: str | None,
+    resume_dir: Path | None,
+    publish: Callable[[Chief], Any],
+    peers: Peers,
+) -> RunSummary:
     record, summary, state = open_record(cfg, trainer, world, command, resume_dir)
     try:
         totals = Totals.from_state(state["totals"]) if state else Totals()
         chief = Chief(trainer, shards, policy, pushers, cfg.run.dist_timeout, len(totals.rows) + 1)
         schedule = lr_schedule(cfg.train, policy, trainer.data.num_train)
-        chief.lr_for = lambda epoch, plan: schedule.at(
-            epoch, plan.samples, [r.samples for r in totals.rows]).value(cfg.train)
+        chief.lr_for = lambda epoch, plan: schedule.at(epoch, plan.samples, [r.samples for r in totals.rows]).value(
+            cfg.train
+        )
         if state:  # before publishing: the workers' first call waits until the chief is ready
             restore(state, chief, policy, peers)
-        summary.extra.update(dist_mode=cfg.run.dist_mode, workers=world.size - cfg.run.num_ps,
-                             groups=pushers, servers=cfg.run.num_ps)
+        summary.extra.update(
+            dist_mode=cfg.run.dist_mode, workers=world.size - cfg.run.num_ps, groups=pushers, servers=cfg.run.num_ps
+        )
         record.write_metrics(totals.rows)
         record.scalars = ScalarLog.open(cfg.run.tensorboard, record.path, len(totals.rows))
         record.write_summary(summary)  # 'incomplete' from the start, as in the sync mode
@@ -102,12 +115,20 @@ def restore(state: dict[str, Any], chief: Chief, policy: Any, peers: Peers) -> N
         policy.load_state_dict(state["policy"])
         checkpoint.restore_rng(state)
     except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
-        raise ConfigError(f"the checkpoint does not fit this run ({type(exc).__name__}); "
-                                     "train it again") from None
+        raise ConfigError(f"the checkpoint does not fit this run ({type(exc).__name__}); train it again") from None
 
 
-def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summary: RunSummary,
-                totals: Totals, epoch: int, stop: checkpoint.StopRequest, world: World) -> None:
+def serve_epoch(
+    cfg: Config,
+    chief: Chief,
+    peers: Peers,
+    record: RunRecord,
+    summary: RunSummary,
+    totals: Totals,
+    epoch: int,
+    stop: checkpoint.StopRequest,
+    world: World,
+) -> None:
     trainer, policy, n = chief.trainer, chief.policy, cfg.train.epochs
     loss_sum, samples, asked = chief.wait_epoch(epoch)
     t1 = time.perf_counter()
@@ -120,17 +141,27 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
     totals.refresh_s += refresh_s
     t1 += refresh_s  # the policy's forward-only pass is training time, timed apart
     test_loss, test_acc = trainer.evaluate()
-    row = EpochRow(epoch=epoch, lr=chief.lrs.pop(epoch), samples=samples,
-                   train_seconds=round(t1 - t0, 4), train_loss=loss_sum / max(samples, 1),
-                   test_loss=test_loss, test_accuracy=test_acc, pruned=int(chief.plans.pop(epoch).pruned),
-                   overhead_seconds=0.0)
+    row = EpochRow(
+        epoch=epoch,
+        lr=chief.lrs.pop(epoch),
+        samples=samples,
+        train_seconds=round(t1 - t0, 4),
+        train_loss=loss_sum / max(samples, 1),
+        test_loss=test_loss,
+        test_accuracy=test_acc,
+        pruned=int(chief.plans.pop(epoch).pruned),
+        overhead_seconds=0.0,
+    )
     totals.rows.append(row)
     totals.train_s += t1 - t0
     totals.eval_s += time.perf_counter() - t1
     summarize(summary, totals)
     stale = states[0]["stale"]
-    summary.extra.update(updates=stale["count"], staleness_mean=round(stale["sum"] / max(stale["count"], 1), 3),
-                         staleness_max=stale["max"])
+    summary.extra.update(
+        updates=stale["count"],
+        staleness_mean=round(stale["sum"] / max(stale["count"], 1), 3),
+        staleness_max=stale["max"],
+    )
     if not (finite(row.train_loss) and finite(row.test_loss)):
         _end_all(chief, peers, epoch)
         raise mark_diverged(record, summary, totals, row)
@@ -140,17 +171,25 @@ def serve_epoch(cfg: Config, chief: Chief, peers: Peers, record: RunRecord, summ
     record.write_metrics(totals.rows)
     stopping = stop.requested is not None or asked
     if stopping or epoch == n or (cfg.run.checkpoint_every and epoch % cfg.run.checkpoint_every == 0):
-        checkpoint.save(record.path, {"model": trainer.model.state_dict(), "servers": states,
-                                      "policy": policy.state_dict(), "totals": totals.state_dict(),
-                                      "fingerprint": fingerprint(cfg.to_dict(), summary.data)})
+        checkpoint.save(
+            record.path,
+            {
+                "model": trainer.model.state_dict(),
+                "servers": states,
+                "policy": policy.state_dict(),
+                "totals": totals.state_dict(),
+                "fingerprint": fingerprint(cfg.to_dict(), summary.data),
+            },
+        )
     record.write_summary(summary)
     if stopping and epoch < n:
         summary.status = Status.INTERRUPTED
         record.write_summary(summary)
         _end_all(chief, peers, epoch)
         hint = shlex.join(["fineprune", "train", "--resume", str(record.path), "--nproc-per-node", str(world.size)])
-        raise checkpoint.Stopped(f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} "
-                                 f"of {n}; continue with: {hint}")
+        raise checkpoint.Stopped(
+            f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} of {n}; continue with: {hint}"
+        )
     chief.close_epoch(epoch)
 
 

@@ -21,8 +21,9 @@ LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint"
 MAX_RESTARTS = 100
 
 
-def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | None,
-             endpoint: str | None, max_restarts: int = 0) -> int:
+def relaunch(
+    argv: list[str], nproc: int, nnodes: int | None, node_rank: int | None, endpoint: str | None, max_restarts: int = 0
+) -> int:
     """Run `fineprune <argv>` in nproc processes through torch.distributed.run (torchrun); when
     one fails, torchrun restarts them all up to `max_restarts` times (see `restarted`)."""
     if "RANK" in os.environ:
@@ -32,15 +33,26 @@ def relaunch(argv: list[str], nproc: int, nnodes: int | None, node_rank: int | N
         raise ConfigError(f"--max-restarts must be between 0 and {MAX_RESTARTS}, got {max_restarts}")
     nnodes = nnodes or 1
     launcher = ["--nproc-per-node", str(nproc), "--nnodes", str(nnodes), "--max-restarts", str(max_restarts)]
-    launcher += (["--standalone"] if nnodes == 1 else
-                 ["--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint])
+    launcher += (
+        ["--standalone"]
+        if nnodes == 1
+        else ["--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint]
+    )
     # "--": the launcher would otherwise take our flags (e.g. --start) for abbreviations of its own
-    cmd = [sys.executable, "-m", "fineprune_cli.distributed.torchrun", *launcher, "-m", "fineprune_cli", "--",
-           *without_launch_flags(argv)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fineprune_cli.distributed.torchrun",
+        *launcher,
+        "-m",
+        "fineprune_cli",
+        "--",
+        *without_launch_flags(argv),
+    ]
     return call_forwarding_signals(cmd)
 
 
-MAX_NPROC, MAX_NODES = 256, 4096   # processes per node, machines: more is a typo
+MAX_NPROC, MAX_NODES = 256, 4096  # processes per node, machines: more is a typo
 
 
 def check_launch(nproc: int, nnodes: int | None, node_rank: int | None, endpoint: str | None) -> None:
@@ -97,9 +109,11 @@ def check_parallel(cfg: Config, size: int, per_node: int | None = None) -> None:
     if mode == "mixed" and not cfg.train.batch_per_worker:
         odd = sorted({len(g) for g in groups if batch % len(g)})
         if odd:  # an uneven split would train the groups' members on batches of other sizes
-            raise ConfigError(f"--batch-size {batch} must divide evenly over a mixed group of {odd[0]} "
-                              f"workers (groups: {', '.join(str(len(g)) for g in groups)} workers; "
-                              "--group-size 0 = the workers of a node)")
+            raise ConfigError(
+                f"--batch-size {batch} must divide evenly over a mixed group of {odd[0]} "
+                f"workers (groups: {', '.join(str(len(g)) for g in groups)} workers; "
+                "--group-size 0 = the workers of a node)"
+            )
 
 
 def naming_the_run(argv: list[str], cfg: Config) -> list[str]:

@@ -34,8 +34,10 @@ def worker_groups(size: int, num_ps: int, per_node: int, group_size: int, mode: 
     """The worker ranks that push together: one each in async mode; in mixed mode the
     workers of a node, split into runs of `group_size` (0: the whole node)."""
     if size <= num_ps:
-        raise ConfigError(f"--dist-mode {mode} with --num-ps {num_ps} needs more than {num_ps} processes "
-                          f"(the servers and at least one worker); got {size}")
+        raise ConfigError(
+            f"--dist-mode {mode} with --num-ps {num_ps} needs more than {num_ps} processes "
+            f"(the servers and at least one worker); got {size}"
+        )
     workers = list(range(num_ps, size))
     if mode != "mixed":
         return [[w] for w in workers]
@@ -43,7 +45,7 @@ def worker_groups(size: int, num_ps: int, per_node: int, group_size: int, mode: 
     for node in range(-(-size // per_node)):
         members = [w for w in workers if w // per_node == node]
         step = group_size or len(members) or 1
-        groups += [members[i:i + step] for i in range(0, len(members), step)]
+        groups += [members[i : i + step] for i in range(0, len(members), step)]
     return groups
 
 
@@ -56,7 +58,7 @@ def gpu_placement(world: World, per_node: int, num_ps: int, ps_device: str) -> W
         return world
     if world.rank < num_ps:
         return None
-    first = world.rank // per_node * per_node   # the node's first rank
+    first = world.rank // per_node * per_node  # the node's first rank
     servers_here = max(0, min(num_ps, first + per_node) - first)
     return World(world.rank, world.size, max(0, world.local_rank - servers_here))
 
@@ -80,7 +82,7 @@ class Shards:
         self.members = [[i for i, o in enumerate(self.owner) if o == k] for k in range(num_ps)]
         self.order = [i for m in self.members for i in m]
         sizes = [sum(params[i].numel() for i in m) for m in self.members]
-        self.bounds = [(sum(sizes[:k]), sum(sizes[:k + 1])) for k in range(num_ps)]
+        self.bounds = [(sum(sizes[:k]), sum(sizes[: k + 1])) for k in range(num_ps)]
 
     def part(self, flat: torch.Tensor, k: int) -> torch.Tensor:
         lo, hi = self.bounds[k]
@@ -102,5 +104,5 @@ def load_flat(tensors: Sequence[torch.Tensor], flat: torch.Tensor) -> None:
     at = 0
     with torch.no_grad():
         for t in tensors:
-            t.copy_(flat[at:at + t.numel()].view(t.shape))  # copy_ casts and moves to t's device
+            t.copy_(flat[at : at + t.numel()].view(t.shape))  # copy_ casts and moves to t's device
             at += t.numel()

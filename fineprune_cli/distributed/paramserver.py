@@ -131,8 +131,9 @@ def start(world: World, cfg: Config) -> list[list[int]]:
     the chief while the workers wait for the next epoch). RPC meets through the group's own
     store, so no second port is picked (a port found free, closed and bound again later could
     be taken in between)."""
-    groups = worker_groups(world.size, cfg.run.num_ps, local_size(os.environ, world.size),
-                           cfg.run.group_size, cfg.run.dist_mode)
+    groups = worker_groups(
+        world.size, cfg.run.num_ps, local_size(os.environ, world.size), cfg.run.group_size, cfg.run.dist_mode
+    )
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
     timeout = timedelta(seconds=cfg.run.dist_timeout)
@@ -141,9 +142,9 @@ def start(world: World, cfg: Config) -> list[list[int]]:
     if STORE_SCHEME not in _registered:
         dist.register_rendezvous_handler(STORE_SCHEME, _group_store)
         _registered.add(STORE_SCHEME)
-    options = rpc.TensorPipeRpcBackendOptions(init_method=f"{STORE_SCHEME}://",
-                                              num_worker_threads=max(16, 4 * world.size),
-                                              rpc_timeout=cfg.run.dist_timeout)
+    options = rpc.TensorPipeRpcBackendOptions(
+        init_method=f"{STORE_SCHEME}://", num_worker_threads=max(16, 4 * world.size), rpc_timeout=cfg.run.dist_timeout
+    )
     name = f"ps{world.rank}" if world.rank < cfg.run.num_ps else f"worker{world.rank}"
     rpc.init_rpc(name, rank=world.rank, world_size=world.size, rpc_backend_options=options)
     _WAIT_S[0] = cfg.run.dist_timeout
@@ -151,7 +152,7 @@ def start(world: World, cfg: Config) -> list[list[int]]:
 
 
 STORE_SCHEME = "fineprune-group-store"
-_STORE: list[Any] = []      # the process group's store, which RPC shares (kept alive here)
+_STORE: list[Any] = []  # the process group's store, which RPC shares (kept alive here)
 _registered: set[str] = set()
 
 
@@ -195,13 +196,15 @@ class RpcServers:
     def pull(self, k: int) -> tuple[torch.Tensor, int]:
         return call(k, _pull)
 
-    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int,
-             lr: float | None = None) -> list[tuple[torch.Tensor, int]]:
+    def push(
+        self, parts: list[torch.Tensor], versions: list[int], epoch: int, lr: float | None = None
+    ) -> list[tuple[torch.Tensor, int]]:
         futures = [send(k, _push, part, versions[k], epoch, lr) for k, part in enumerate(parts)]
         return [wait(f, k) for k, f in enumerate(futures)]
 
-    def end_epoch(self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int,
-                  buffers: torch.Tensor, stop: bool) -> None:
+    def end_epoch(
+        self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int, buffers: torch.Tensor, stop: bool
+    ) -> None:
         call(0, _end_epoch, epoch, counts, loss_sum, samples, buffers, stop)
 
 
@@ -278,8 +281,7 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
         shards = Shards(list(host.model.parameters()), cfg.run.num_ps)
         if world.main:
             peers = Peers(cfg.run.num_ps, lambda k, what, *args: call(k, _PEER_CALLS[what], *args))
-            summary = run_chief(cfg, trainer, policy, world, len(groups), shards, command, resume_dir,
-                                publish, peers)
+            summary = run_chief(cfg, trainer, policy, world, len(groups), shards, command, resume_dir, publish, peers)
         elif serves_only:
             summary = None
             with checkpoint.StopRequest():  # the chief decides when to stop; signals reach it too
@@ -292,7 +294,7 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
     except (checkpoint.Interrupted, checkpoint.Diverged):
         finished = True  # an orderly stop: the chief released every process first
         raise
-    except dist.DistError as exc:   # outside an RPC: in setup (new_group) or a group's collective
+    except dist.DistError as exc:  # outside an RPC: in setup (new_group) or a group's collective
         raise _group_lost(exc) from None
     finally:
         stop(finished)

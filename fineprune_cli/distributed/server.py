@@ -29,6 +29,7 @@ class PeerLost(FinepruneError):
 class ModelHost:
     """What a server other than the chief needs of a trainer: the model (for its shard), the
     training settings and the warm-up length. It loads no data (the chief sends the sizes)."""
+
     model: torch.nn.Module
     cfg: TrainConfig
     warmup_steps: int
@@ -45,29 +46,35 @@ class Server:
         params = list(trainer.model.parameters())
         self.params = [params[i] for i in shards.members[k]]
         c = trainer.cfg
-        self.optimizer = torch.optim.SGD(self.params or [torch.zeros(1, requires_grad=True)], lr=c.lr,
-                                         momentum=c.momentum, weight_decay=c.weight_decay)
+        self.optimizer = torch.optim.SGD(
+            self.params or [torch.zeros(1, requires_grad=True)],
+            lr=c.lr,
+            momentum=c.momentum,
+            weight_decay=c.weight_decay,
+        )
         self.cond = threading.Condition()
         self.version, self.steps = 0, 0
         self.stale = {"sum": 0, "count": 0, "max": 0}  # versions a push's weights were behind
         self.heard = time.monotonic()  # the last call from any process
         self.finished = False
 
-    def push(self, grads: torch.Tensor, version: int, epoch: int,
-             lr: float | None = None) -> tuple[torch.Tensor, int]:
+    def push(self, grads: torch.Tensor, version: int, epoch: int, lr: float | None = None) -> tuple[torch.Tensor, int]:
         """Apply one (group's) gradient; returns this shard's fresh weights and version. `lr`:
         the epoch's lr before warm-up, as the chief set it (default: the milestone schedule)."""
         t = self.trainer
         with self.cond:
             self.heard = time.monotonic()
             behind = self.version - version
-            self.stale = {"sum": self.stale["sum"] + behind, "count": self.stale["count"] + 1,
-                          "max": max(self.stale["max"], behind)}
+            self.stale = {
+                "sum": self.stale["sum"] + behind,
+                "count": self.stale["count"] + 1,
+                "max": max(self.stale["max"], behind),
+            }
             for group in self.optimizer.param_groups:
                 group["lr"] = lr_at(t.cfg, epoch, self.steps, t.warmup_steps, lr)
             at = 0
             for p in self.params:
-                p.grad = grads[at:at + p.numel()].view(p.shape).to(p.device, p.dtype)
+                p.grad = grads[at : at + p.numel()].view(p.shape).to(p.device, p.dtype)
                 at += p.numel()
             self.optimizer.step()
             self.steps += 1
@@ -85,8 +92,13 @@ class Server:
     def state_dict(self) -> dict[str, Any]:
         with self.cond:
             self.heard = time.monotonic()
-            return {"weights": self._weights(), "optimizer": to_device(self.optimizer.state_dict(), "cpu"),
-                    "version": self.version, "steps": self.steps, "stale": dict(self.stale)}
+            return {
+                "weights": self._weights(),
+                "optimizer": to_device(self.optimizer.state_dict(), "cpu"),
+                "version": self.version,
+                "steps": self.steps,
+                "stale": dict(self.stale),
+            }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         with self.cond:
@@ -107,8 +119,10 @@ class Server:
             while not self.finished:
                 left = self.heard + self.timeout_s - time.monotonic()
                 if left <= 0:
-                    raise PeerLost(f"parameter server {self.k}: no call for {self.timeout_s:g} s "
-                                   "(--dist-timeout): the chief server or the workers died; run stopped")
+                    raise PeerLost(
+                        f"parameter server {self.k}: no call for {self.timeout_s:g} s "
+                        "(--dist-timeout): the chief server or the workers died; run stopped"
+                    )
                 self.cond.wait(left)
 
 
@@ -116,8 +130,9 @@ class Chief(Server):
     """Server 0: also the epochs. A worker starts epoch e once epoch e - 1 is closed
     (evaluated and recorded); `stopping` tells the workers to return instead."""
 
-    def __init__(self, trainer: Any, shards: Shards, policy: Any, pushers: int,
-                 timeout_s: float = 1800.0, first_epoch: int = 1):
+    def __init__(
+        self, trainer: Any, shards: Shards, policy: Any, pushers: int, timeout_s: float = 1800.0, first_epoch: int = 1
+    ):
         super().__init__(trainer, shards, 0, timeout_s)
         self.policy, self.pushers, self.first_epoch = policy, pushers, first_epoch
         self.closed, self.stopping = first_epoch - 1, False
@@ -127,14 +142,17 @@ class Chief(Server):
         self.started: dict[int, float] = {}  # when the first worker began each epoch
         self.ended: dict[int, list[tuple[Any, ...]]] = {}
 
-    def begin_epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor | None, bool, torch.Tensor,
-                                               float | None, bool]:
+    def begin_epoch(
+        self, epoch: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None, bool, torch.Tensor, float | None, bool]:
         """(kept indices, their weights or None, pruned?, batch-norm buffers, the epoch's lr, stop?)"""
         with self.cond:
             self.heard = time.monotonic()
             if not self.cond.wait_for(lambda: self.closed >= epoch - 1, self.timeout_s):
-                raise PeerLost(f"the server did not close epoch {epoch - 1} within --dist-timeout "
-                               f"{self.timeout_s:g} s (a worker died or hangs, or the server did)")
+                raise PeerLost(
+                    f"the server did not close epoch {epoch - 1} within --dist-timeout "
+                    f"{self.timeout_s:g} s (a worker died or hangs, or the server did)"
+                )
             buffers = flatten(list(self.trainer.model.buffers())).cpu()
             if self.stopping:
                 return torch.zeros(0, dtype=torch.long), None, False, buffers, None, True
@@ -146,8 +164,15 @@ class Chief(Server):
             weights = None if plan.weights is None else plan.weights.cpu()
             return plan.indices.cpu(), weights, bool(plan.pruned), buffers, self.lrs[epoch], False
 
-    def end_epoch(self, epoch: int, pending: list[torch.Tensor], loss_sum: float, samples: int,
-                  buffers: torch.Tensor, stop: bool = False) -> None:
+    def end_epoch(
+        self,
+        epoch: int,
+        pending: list[torch.Tensor],
+        loss_sum: float,
+        samples: int,
+        buffers: torch.Tensor,
+        stop: bool = False,
+    ) -> None:
         with self.cond:
             self.heard = time.monotonic()
             # batch-norm statistics: the last group to end the epoch wins, as a push did before
@@ -168,7 +193,8 @@ class Chief(Server):
                     raise PeerLost(
                         f"epoch {epoch}: {len(self.ended.get(epoch, []))} of {self.pushers} workers "
                         f"(groups) ended it and none has called for {self.timeout_s:g} s "
-                        "(--dist-timeout): a worker died or hangs; run stopped")
+                        "(--dist-timeout): a worker died or hangs; run stopped"
+                    )
                 self.cond.wait(left)
             parts = self.ended.pop(epoch)
         pending = [p[0] for p in parts if p[0]]

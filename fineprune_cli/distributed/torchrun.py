@@ -21,8 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         torchrun(argv)
     except SignalException as exc:
-        print(f"torchrun: stopped by {exc.sigval.name}; its ranks were stopped "
-              "(a run records itself 'interrupted' once its epoch ends)", file=sys.stderr)
+        print(
+            f"torchrun: stopped by {exc.sigval.name}; its ranks were stopped "
+            "(a run records itself 'interrupted' once its epoch ends)",
+            file=sys.stderr,
+        )
         return EXIT_STOPPED
     return 0
 

@@ -29,10 +29,12 @@ class ServerCalls(Protocol):
     def first_epoch(self) -> int: ...
     def begin_epoch(self, epoch: int) -> tuple[Any, ...]: ...
     def pull(self, k: int) -> tuple[torch.Tensor, int]: ...
-    def push(self, parts: list[torch.Tensor], versions: list[int], epoch: int,
-             lr: float | None = None) -> list[tuple[torch.Tensor, int]]: ...
-    def end_epoch(self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int,
-                  buffers: torch.Tensor, stop: bool) -> None: ...
+    def push(
+        self, parts: list[torch.Tensor], versions: list[int], epoch: int, lr: float | None = None
+    ) -> list[tuple[torch.Tensor, int]]: ...
+    def end_epoch(
+        self, epoch: int, counts: list[torch.Tensor], loss_sum: float, samples: int, buffers: torch.Tensor, stop: bool
+    ) -> None: ...
 
 
 class HostBuffer:
@@ -52,8 +54,16 @@ class HostBuffer:
         return self.buffer
 
 
-def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list[int]],
-         subgroups: list[Any], shards: Shards, servers: ServerCalls) -> None:
+def work(
+    cfg: Config,
+    trainer: Any,
+    policy: Any,
+    world: World,
+    groups: list[list[int]],
+    subgroups: list[Any],
+    shards: Shards,
+    servers: ServerCalls,
+) -> None:
     """A worker's whole run: fetch keep-list and weights, train its share, push, report."""
     index = next(i for i, g in enumerate(groups) if world.rank in g)
     members, group = groups[index], subgroups[index]
@@ -73,27 +83,45 @@ def work(cfg: Config, trainer: Any, policy: Any, world: World, groups: list[list
                 shards.load(params, flat, k)
             load_flat(list(trainer.model.buffers()), buffers)
             gen = torch.Generator().manual_seed(cfg.run.seed * 100_003 + epoch)
-            order = keep[torch.randperm(keep.numel(), generator=gen)][index::len(groups)]
+            order = keep[torch.randperm(keep.numel(), generator=gen)][index :: len(groups)]
             loss_sum, seen = torch.zeros((), dtype=torch.float64, device=trainer.device), 0
             for idx in step_slices(order, batch, me):
-                total, fresh = train_step(trainer, policy, idx, weights, shards, members, group, leads,
-                                          versions, (epoch, lr), servers, host)
-                shards.load(params, fresh[:-len(versions)])
+                total, fresh = train_step(
+                    trainer, policy, idx, weights, shards, members, group, leads, versions, (epoch, lr), servers, host
+                )
+                shards.load(params, fresh[: -len(versions)])
                 if leads:  # only the leader pushes; the others need no host read per step
-                    versions[:] = [int(v) for v in fresh[-len(versions):].tolist()]
+                    versions[:] = [int(v) for v in fresh[-len(versions) :].tolist()]
                 loss_sum, seen = loss_sum + total[0], seen + idx.numel() * len(members)
             pending = policy.take_pending()
             for t in pending if len(members) > 1 else []:
                 dist.all_reduce(t, group=group)
             if leads:
-                servers.end_epoch(epoch, [t.cpu() for t in pending], loss_sum.item(), seen,
-                                  flatten(list(trainer.model.buffers())).cpu(), asked.requested is not None)
+                servers.end_epoch(
+                    epoch,
+                    [t.cpu() for t in pending],
+                    loss_sum.item(),
+                    seen,
+                    flatten(list(trainer.model.buffers())).cpu(),
+                    asked.requested is not None,
+                )
             epoch += 1
 
 
-def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tensor | None, shards: Shards,
-               members: list[int], group: Any, leads: bool, versions: list[int], epoch_lr: tuple[int, Any],
-               servers: ServerCalls, host: HostBuffer) -> tuple[torch.Tensor, torch.Tensor]:
+def train_step(
+    trainer: Any,
+    policy: Any,
+    idx: torch.Tensor,
+    weights: torch.Tensor | None,
+    shards: Shards,
+    members: list[int],
+    group: Any,
+    leads: bool,
+    versions: list[int],
+    epoch_lr: tuple[int, Any],
+    servers: ServerCalls,
+    host: HostBuffer,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One step of a worker (`epoch_lr`: the epoch and its lr from the chief, for the
     servers): gradients, the group's average, the leader's pushes; returns
     (loss sum and samples of the group's batch, the fresh weights of every shard + versions),
@@ -104,7 +132,7 @@ def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tens
     params = list(trainer.model.parameters())
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     total = torch.stack([losses.detach().sum().float(), torch.full((), float(idx.numel()), device=device)])
-    flat = torch.cat([shards.flatten(grads), total])   # stays on the device
+    flat = torch.cat([shards.flatten(grads), total])  # stays on the device
     if len(members) > 1:
         dist.all_reduce(flat, group=group)
         flat[:-2] /= len(members)
@@ -113,7 +141,7 @@ def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tens
         policy.observe(dev_idx, losses.detach(), total[0] / total[1], *seen)
     num_ps = len(versions)
     if leads:
-        sent = host.copy(flat)                      # the one copy off the device
+        sent = host.copy(flat)  # the one copy off the device
         replies = servers.push([shards.part(sent, k).clone() for k in range(num_ps)], versions, *epoch_lr)
         fresh = torch.cat([w for w, _ in replies] + [torch.tensor([float(v) for _, v in replies])])
         fresh = fresh.to(device)
@@ -124,14 +152,15 @@ def train_step(trainer: Any, policy: Any, idx: torch.Tensor, weights: torch.Tens
     return total, fresh
 
 
-def worker_step(trainer: Any, idx: torch.Tensor, weights: torch.Tensor | None = None,
-                predictions: bool = False) -> tuple[torch.Tensor, tuple]:
+def worker_step(
+    trainer: Any, idx: torch.Tensor, weights: torch.Tensor | None = None, predictions: bool = False
+) -> tuple[torch.Tensor, tuple]:
     """Forward and backward of one batch through the trainer's forward (compiled with
     --compile, as the synchronous loop's), under its autocast (bf16 data on CUDA);
     `weights`: the plan's per-sample loss weights (InfoBatch), as the synchronous loop uses.
     Returns the per-sample losses and, with `predictions`, (correct, confidence) (else ())."""
     trainer.model.train()
-    x = next(iter(trainer.data.batches([idx], trainer.generator)))   # device-resident or streamed
+    x = next(iter(trainer.data.batches([idx], trainer.generator)))  # device-resident or streamed
     x = x.contiguous(memory_format=trainer.memory_format)
     with trainer.autocast():
         logits = trainer.forward(x)

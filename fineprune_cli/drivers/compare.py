@@ -34,61 +34,111 @@ def _policies(names: list[str]) -> str | None:
 @dataclass
 class CompareConfig:
     """The matrix `fineprune compare` runs: an experiment file's `compare` section."""
-    models: list[str] = option(factory=list, flag="--model -m", help="Model name(s), comma-separated. (default model.name)")
-    datasets: list[str] = option(factory=list, flag="--dataset -d", help="Dataset name(s), comma-separated. (default data.dataset)")
-    policies: list[str] = option(factory=lambda: ["regular", "fine", "random"], check=_policies,
-                                 help="Policies to compare, comma-separated (see `fineprune policies`). (default regular,fine,random)")
-    seeds: list[int] = option(factory=lambda: [0], check=lambda v: None if v else "must list at least one seed",
-                              help="Seeds, e.g. 0,1,2. (default 0)")
-    frontier: list[float] = option(factory=list, check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
-                                   help="The random frontier: `random` pruning in every epoch at these prune fractions, "
-                                        "e.g. 0.1,0.2,0.3,0.4,0.5, so each policy meets random at its own budget.")
-    shorter: list[float] = option(factory=list, check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
-                                  help="The shorter-schedule frontier: regular training for round((1 - b) x epochs) "
-                                       "epochs, milestones and warm-up scaled alike, at these budgets b, e.g. 0.1,0.3, "
-                                       "so each policy meets simply training less at its own budget.")
-    order: str = option("seed", choices=("seed", "arm"),
-                        help="Run order: 'seed' trains every arm of seed 0, then of seed 1, ..., so slow drift of "
-                             "the machine spreads over the arms; 'arm' trains all seeds of one arm before the next. (default seed)")
+
+    models: list[str] = option(
+        factory=list, flag="--model -m", help="Model name(s), comma-separated. (default model.name)"
+    )
+    datasets: list[str] = option(
+        factory=list, flag="--dataset -d", help="Dataset name(s), comma-separated. (default data.dataset)"
+    )
+    policies: list[str] = option(
+        factory=lambda: ["regular", "fine", "random"],
+        check=_policies,
+        help="Policies to compare, comma-separated (see `fineprune policies`). (default regular,fine,random)",
+    )
+    seeds: list[int] = option(
+        factory=lambda: [0],
+        check=lambda v: None if v else "must list at least one seed",
+        help="Seeds, e.g. 0,1,2. (default 0)",
+    )
+    frontier: list[float] = option(
+        factory=list,
+        check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
+        help="The random frontier: `random` pruning in every epoch at these prune fractions, "
+        "e.g. 0.1,0.2,0.3,0.4,0.5, so each policy meets random at its own budget.",
+    )
+    shorter: list[float] = option(
+        factory=list,
+        check=lambda v: None if all(0 < f < 1 for f in v) else "takes fractions in (0, 1)",
+        help="The shorter-schedule frontier: regular training for round((1 - b) x epochs) "
+        "epochs, milestones and warm-up scaled alike, at these budgets b, e.g. 0.1,0.3, "
+        "so each policy meets simply training less at its own budget.",
+    )
+    order: str = option(
+        "seed",
+        choices=("seed", "arm"),
+        help="Run order: 'seed' trains every arm of seed 0, then of seed 1, ..., so slow drift of "
+        "the machine spreads over the arms; 'arm' trains all seeds of one arm before the next. (default seed)",
+    )
     out: str = option("results/runs/compare", help="Folder for the run folders. (default results/runs/compare)")
-    until_decided: bool = option(False, flag="--until-decided",
-                                 help="Add seeds in the planned --looks until every policy is decided (worth it / "
-                                      "not worth it), the error spent over looks by Bonferroni; --seeds is not used.")
-    looks: list[int] = option(factory=list, check=lambda v: None if _increasing(v) else
-                              "takes an increasing list of seed counts, each at least 2, e.g. 3,5,8,12",
-                              help="Seeds at each planned look of --until-decided, e.g. 3,5,8,12.")
-    jobs: int = option(1, check=between(1, 1024),
-                       help="Runs at once on this machine: one per visible GPU on CUDA, else the cores split "
-                            "between them, each run pinned to its own. (default 1)")
-    threads: int = option(0, check=between(0, 1024),
-                          help="CPU threads (and pinned cores) of each run; a run's CPU result depends on it, "
-                               "so fix it to compare matrices run with different --jobs. (default: cores // jobs; "
-                               "with --jobs 1, torch's own count in this process)")
-    executor: str = option("local", choices=("local", "slurm"),
-                           help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
-                                "a task of a job array, through submitit). (default local)")
-    detach: bool = option(False, flag="--detach",
-                          help="With --executor slurm: submit and return at once; `compare` again with the same "
-                               "arguments collects what finished and submits what is missing.")
+    until_decided: bool = option(
+        False,
+        flag="--until-decided",
+        help="Add seeds in the planned --looks until every policy is decided (worth it / "
+        "not worth it), the error spent over looks by Bonferroni; --seeds is not used.",
+    )
+    looks: list[int] = option(
+        factory=list,
+        check=lambda v: (
+            None if _increasing(v) else "takes an increasing list of seed counts, each at least 2, e.g. 3,5,8,12"
+        ),
+        help="Seeds at each planned look of --until-decided, e.g. 3,5,8,12.",
+    )
+    jobs: int = option(
+        1,
+        check=between(1, 1024),
+        help="Runs at once on this machine: one per visible GPU on CUDA, else the cores split "
+        "between them, each run pinned to its own. (default 1)",
+    )
+    threads: int = option(
+        0,
+        check=between(0, 1024),
+        help="CPU threads (and pinned cores) of each run; a run's CPU result depends on it, "
+        "so fix it to compare matrices run with different --jobs. (default: cores // jobs; "
+        "with --jobs 1, torch's own count in this process)",
+    )
+    executor: str = option(
+        "local",
+        choices=("local", "slurm"),
+        help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
+        "a task of a job array, through submitit). (default local)",
+    )
+    detach: bool = option(
+        False,
+        flag="--detach",
+        help="With --executor slurm: submit and return at once; `compare` again with the same "
+        "arguments collects what finished and submits what is missing.",
+    )
     slurm_partition: str = option("", help="With --executor slurm: the partition. (default: the cluster's)")
-    slurm_time: int = option(60, check=between(1, 525600),
-                             help="With --executor slurm: minutes per task; a task that runs out is requeued and "
-                                  "resumes from its checkpoint. (default 60)")
+    slurm_time: int = option(
+        60,
+        check=between(1, 525600),
+        help="With --executor slurm: minutes per task; a task that runs out is requeued and "
+        "resumes from its checkpoint. (default 60)",
+    )
     slurm_gpus_per_task: int = option(0, check=between(0, 64), help="With --executor slurm: GPUs per run. (default 0)")
-    slurm_cpus_per_task: int = option(0, check=between(0, 1024), flag="",
-                                      help="With --executor slurm: CPUs per run. (default: the cluster's)")
+    slurm_cpus_per_task: int = option(
+        0, check=between(0, 1024), flag="", help="With --executor slurm: CPUs per run. (default: the cluster's)"
+    )
     slurm_account: str = option("", help="With --executor slurm: the account charged. (default: yours)")
-    slurm: dict[str, Any] = option(factory=dict, flag="",
-                                   help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
-                                        "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
-                                        "or a compare.slurm mapping in --config.")
+    slurm: dict[str, Any] = option(
+        factory=dict,
+        flag="",
+        help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
+        "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
+        "or a compare.slurm mapping in --config.",
+    )
 
     def check(self) -> None:
         """Slurm settings mean nothing to the local executor: given without it, they are a mistake."""
         if self.executor != "slurm":
             default = CompareConfig()
-            given = [f.name for f in fields(self) if f.name.startswith("slurm") or f.name == "detach"
-                     if getattr(self, f.name) != getattr(default, f.name)]
+            given = [
+                f.name
+                for f in fields(self)
+                if f.name.startswith("slurm") or f.name == "detach"
+                if getattr(self, f.name) != getattr(default, f.name)
+            ]
             if given:
                 name = "compare.slurm" if given[0] == "slurm" else f"--{given[0].replace('_', '-')}"
                 raise ConfigError(f"{name} needs --executor slurm")
@@ -106,14 +156,15 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
         apply_values(c, section, str(config_file), "compare")
         out = Path(str(section.get("out", ""))) if isinstance(section, dict) else Path()
         if out.is_absolute() or ".." in out.parts:
-            raise ConfigError(f"{config_file}: compare.out must be a relative path without '..' "
-                              f"(got '{out}'); pass --out on the command line to write elsewhere")
-    apply_values(c, {k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None},
-                 "command line", "compare")
+            raise ConfigError(
+                f"{config_file}: compare.out must be a relative path without '..' "
+                f"(got '{out}'); pass --out on the command line to write elsewhere"
+            )
+    apply_values(c, {k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None}, "command line", "compare")
     check_section(c, "compare.")
     if c.until_decided != bool(c.looks):
         raise ConfigError("--until-decided and --looks go together: e.g. --until-decided --looks 3,5,8")
-    if c.until_decided and c.detach:   # a look decides on finished runs: it must wait for them
+    if c.until_decided and c.detach:  # a look decides on finished runs: it must wait for them
         raise ConfigError("--until-decided waits for each look's runs; it cannot --detach")
     return c
 
@@ -124,8 +175,8 @@ class Job:
     dataset: str
     policy: str
     seed: int
-    fraction: float | None = None   # a frontier arm: this prune fraction in every epoch
-    shorter: float | None = None    # a shorter-schedule arm: this budget of fewer epochs
+    fraction: float | None = None  # a frontier arm: this prune fraction in every epoch
+    shorter: float | None = None  # a shorter-schedule arm: this budget of fewer epochs
 
     @property
     def arm(self) -> str:
@@ -149,10 +200,12 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
         raise ConfigError("no model given: pass --model or list compare.models in --config")
     if not dataset_names:
         raise ConfigError("no dataset given: pass --dataset or list compare.datasets in --config")
-    arms = ([(p, None, None) for p in c.policies] + [("random", f, None) for f in c.frontier]
-            + [("regular", None, b) for b in c.shorter])
-    jobs = [Job(m, d, p, s, f, b) for s in c.seeds for m in model_names for d in dataset_names
-            for p, f, b in arms]
+    arms = (
+        [(p, None, None) for p in c.policies]
+        + [("random", f, None) for f in c.frontier]
+        + [("regular", None, b) for b in c.shorter]
+    )
+    jobs = [Job(m, d, p, s, f, b) for s in c.seeds for m in model_names for d in dataset_names for p, f, b in arms]
     _refuse_duplicates(jobs, c.out)
     if c.order == "arm":  # stable: within an arm, seeds keep their order
         rank = {(j.model, j.dataset, j.arm): i for i, j in reversed(list(enumerate(jobs)))}
@@ -170,8 +223,10 @@ def _refuse_duplicates(jobs: list[Job], out: str) -> None:
         other = seen.setdefault(job.run_dir(out), job)
         if other is not job:
             what = "is listed twice" if other == job else f"and {other.arm} share it"
-            raise ConfigError(f"{job.arm}, seed {job.seed} ({job.model} on {job.dataset}) {what}: each arm "
-                              f"of a comparison needs its own run folder ({job.run_dir(out)}); list it once")
+            raise ConfigError(
+                f"{job.arm}, seed {job.seed} ({job.model} on {job.dataset}) {what}: each arm "
+                f"of a comparison needs its own run folder ({job.run_dir(out)}); list it once"
+            )
 
 
 def job_config(cfg: Config, job: Job, out: str) -> Config:
@@ -188,11 +243,10 @@ def job_config(cfg: Config, job: Job, out: str) -> Config:
         p.prune_fraction, p.anneal = job.fraction, None
     if job.shorter is not None:
         t = job_cfg.train
-        t.epochs, t.milestones, t.warmup_epochs = shorter_schedule(t.epochs, t.milestones, t.warmup_epochs,
-                                                                   job.shorter)
+        t.epochs, t.milestones, t.warmup_epochs = shorter_schedule(t.epochs, t.milestones, t.warmup_epochs, job.shorter)
     job_cfg.run.arm = job.arm if job.arm != job.policy else ""
     job_cfg.run.out = str(job.run_dir(out))
-    return resolve(job_cfg)   # this job's policy: settings of the others dropped
+    return resolve(job_cfg)  # this job's policy: settings of the others dropped
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -236,17 +290,23 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
     try:  # fields added since the run was made read as their defaults
         saved = config_from_dict(saved).to_dict()
     except ConfigError as exc:
-        raise ConfigError(f"{path} holds a run whose config this version cannot read ({exc}); "
-                          "use another --out or delete that folder") from None
+        raise ConfigError(
+            f"{path} holds a run whose config this version cannot read ({exc}); use another --out or delete that folder"
+        ) from None
     diffs = _differences(_comparable(job_cfg.to_dict()), _comparable(saved))
     if diffs:  # whatever its status: resuming it would mix settings under one label too
-        raise ConfigError(f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
-                          "use another --out or delete that folder")
-    changed = data_changes(summary.data, data_identity(job_cfg.data) if data is None else data,
-                           str(job_cfg.data.data_dir))
+        raise ConfigError(
+            f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
+            "use another --out or delete that folder"
+        )
+    changed = data_changes(
+        summary.data, data_identity(job_cfg.data) if data is None else data, str(job_cfg.data.data_dir)
+    )
     if changed:
-        raise ConfigError(f"{path} holds a run ({status.value}) made on other data: {changed}; "
-                          "use another --out or delete that folder")
+        raise ConfigError(
+            f"{path} holds a run ({status.value}) made on other data: {changed}; "
+            "use another --out or delete that folder"
+        )
     if status == Status.DIVERGED:
         return "diverged"  # deterministic: training it again would diverge again
     return "incomplete" if status.resumable else "complete"
@@ -291,8 +351,9 @@ def _resume_or_note(path: Path, bar: Any) -> bool:
         console.info(f"{bar.label}: {exc}; training it again")
         return False
     except ConfigError as exc:
-        raise ConfigError(f"{bar.label}: {exc}; compare keeps {path} as it is (delete it to train the run "
-                          "anew)") from None
+        raise ConfigError(
+            f"{bar.label}: {exc}; compare keeps {path} as it is (delete it to train the run anew)"
+        ) from None
     return True
 
 

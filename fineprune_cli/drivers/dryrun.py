@@ -22,11 +22,15 @@ from .compare import CompareConfig, existing_state, job_config, plan
 from .probe import Probe, busy, probe, step_text
 
 # (training images, test images, channels, image size, classes) of the built-in datasets
-KNOWN = {"fashion-mnist": (60000, 10000, 1, 28, 10), "cifar10": (50000, 10000, 3, 32, 10),
-         "cifar100": (50000, 10000, 3, 32, 100), "synthetic": (50000, 10000, 3, 32, 10)}
-TO_TRAIN = ("new", "incomplete")   # compare trains these again; 'complete' and 'diverged' it skips
+KNOWN = {
+    "fashion-mnist": (60000, 10000, 1, 28, 10),
+    "cifar10": (50000, 10000, 3, 32, 10),
+    "cifar100": (50000, 10000, 3, 32, 100),
+    "synthetic": (50000, 10000, 3, 32, 10),
+}
+TO_TRAIN = ("new", "incomplete")  # compare trains these again; 'complete' and 'diverged' it skips
 
-Timer = Callable[[Config, int, int, int, "int | None"], Probe]   # probe's signature: tests pass their own
+Timer = Callable[[Config, int, int, int, "int | None"], Probe]  # probe's signature: tests pass their own
 
 
 @dataclass
@@ -36,20 +40,21 @@ class PlannedRun:
     arm: str
     seed: int
     epochs: int
-    pruning_epochs: list[int] | None   # None: chosen from the losses during the run
+    pruning_epochs: list[int] | None  # None: chosen from the losses during the run
     prune_fraction: float
-    images: int | None                 # training images over the run (None: dataset size unknown)
+    images: int | None  # training images over the run (None: dataset size unknown)
     run_dir: str
-    tests: int = 0                     # test images of each epoch's evaluation
-    state: str = "new"                 # compare: 'complete' and 'diverged' runs are not trained again
-    look: int = 1                      # --until-decided: the first look that trains it
-    seconds: float | None = None       # its estimated time (None: no estimate)
+    tests: int = 0  # test images of each epoch's evaluation
+    state: str = "new"  # compare: 'complete' and 'diverged' runs are not trained again
+    look: int = 1  # --until-decided: the first look that trains it
+    seconds: float | None = None  # its estimated time (None: no estimate)
 
 
 @dataclass
 class Pace:
     """How the runs share the machine: `at_once` runs side by side (0: as many as a Slurm queue
     allows), each with `threads` torch threads (None: this process's count)."""
+
     at_once: int = 1
     threads: int | None = None
 
@@ -58,17 +63,17 @@ class Pace:
 class DryRun:
     config: dict[str, Any]
     runs: list[PlannedRun]
-    seconds_per_image: dict[str, float]   # 'model-dataset' -> training seconds per image (the probe's median)
+    seconds_per_image: dict[str, float]  # 'model-dataset' -> training seconds per image (the probe's median)
     eval_seconds_per_image: dict[str, float]
-    estimated_seconds: float | None       # wall time of all of it (--until-decided: every look); None: see why
-    fewest_seconds: float | None          # the least it can take (--until-decided: the first look decides all)
-    cannot_estimate: str                  # why there is no estimate ('' when there is one)
+    estimated_seconds: float | None  # wall time of all of it (--until-decided: every look); None: see why
+    fewest_seconds: float | None  # the least it can take (--until-decided: the first look decides all)
+    cannot_estimate: str  # why there is no estimate ('' when there is one)
     device: str
     pace: Pace
     looks: list[int]
     note: str
     probes: dict[str, Probe] = field(default_factory=dict)
-    one_thread_seconds: float | None = None   # a busy CPU, runs of several threads: the most at 1 thread a run
+    one_thread_seconds: float | None = None  # a busy CPU, runs of several threads: the most at 1 thread a run
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,8 +109,9 @@ def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
             est = estimate(PruneSchedule.from_config(p), epochs, p.prune_fraction, anneal=anneal)
             pruning, images = est.pruning_epochs, round(est.t_prune * n)
     fraction = p.prune_fraction if p.enabled else 0.0
-    return PlannedRun(cfg.model.name, cfg.data.dataset, arm, cfg.run.seed, epochs, pruning, fraction,
-                      images, cfg.run.out or "", tests)
+    return PlannedRun(
+        cfg.model.name, cfg.data.dataset, arm, cfg.run.seed, epochs, pruning, fraction, images, cfg.run.out or "", tests
+    )
 
 
 def run_seconds(run: PlannedRun, p: Probe) -> float | None:
@@ -148,8 +154,9 @@ def dry_train(cfg: Config, timer: Timer | None = None) -> DryRun:
     n, tests, channels, size, classes = shape_of(cfg.data)
     run = planned(cfg, cfg.prune.active_policy, n, tests)
     run.run_dir = run.run_dir or str(default_run_dir(cfg.model.name, cfg.data.dataset))
-    return _timed(cfg.to_dict(), [run], {f"{run.model}-{run.dataset}": (cfg, channels, size, classes)},
-                  cfg, Pace(), [], timer)
+    return _timed(
+        cfg.to_dict(), [run], {f"{run.model}-{run.dataset}": (cfg, channels, size, classes)}, cfg, Pace(), [], timer
+    )
 
 
 def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> DryRun:
@@ -187,12 +194,19 @@ def pace_of(cfg: Config, c: CompareConfig) -> Pace:
     return Pace(len(executor.slots), executor.threads)
 
 
-def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tuple], cfg: Config,
-           pace: Pace, looks: list[int], timer: Timer | None) -> DryRun:
+def _timed(
+    config: dict[str, Any],
+    runs: list[PlannedRun],
+    costs: dict[str, tuple],
+    cfg: Config,
+    pace: Pace,
+    looks: list[int],
+    timer: Timer | None,
+) -> DryRun:
     from ..engine.device import resolve_device
 
     device = str(resolve_device(cfg.run.device))
-    timer = timer or probe   # looked up now: a test replaces the module's probe
+    timer = timer or probe  # looked up now: a test replaces the module's probe
     probes = {key: timer(*args, pace.threads) for key, args in costs.items()}
     one = None
     why = contended(next(iter(probes.values()))) if device == "cpu" else ""
@@ -201,8 +215,21 @@ def _timed(config: dict[str, Any], runs: list[PlannedRun], costs: dict[str, tupl
         one = time_runs([replace(r) for r in runs], {k: timer(*args, 1) for k, args in costs.items()}, pace)[1]
     else:
         fewest, most, why = time_runs(runs, probes, pace)
-    return DryRun(config, runs, {k: p.train for k, p in probes.items()}, {k: p.eval for k, p in probes.items()},
-                  most, fewest, why, device, pace, list(looks), _note(runs, probes, pace, looks), probes, one)
+    return DryRun(
+        config,
+        runs,
+        {k: p.train for k, p in probes.items()},
+        {k: p.eval for k, p in probes.items()},
+        most,
+        fewest,
+        why,
+        device,
+        pace,
+        list(looks),
+        _note(runs, probes, pace, looks),
+        probes,
+        one,
+    )
 
 
 def contended(p: Probe) -> str:
@@ -214,30 +241,43 @@ def contended(p: Probe) -> str:
     if p.threads <= 1 or p.load is None or p.load < p.cores:
         return ""
     low, high = (step_text(s * p.batch) for s in (min(p.train_s), max(p.train_s)))
-    return (f"at {p.threads} threads a run on a machine with more work than cores (load {p.load:.1f} on "
-            f"{p.cores}) waits at every step for its descheduled threads, and its pace swings with the other "
-            f"work (the probe: {low} to {high} per step)")
+    return (
+        f"at {p.threads} threads a run on a machine with more work than cores (load {p.load:.1f} on "
+        f"{p.cores}) waits at every step for its descheduled threads, and its pace swings with the other "
+        f"work (the probe: {low} to {high} per step)"
+    )
 
 
 def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: list[int]) -> str:
     """How the figure was made and what it leaves out."""
     p = next(iter(probes.values()))
-    parts = [f"each model's training step and evaluation timed on random inputs: the median of "
-             f"{len(p.train_s)} repeats after a warm-up ({step_text(p.train * p.batch)} per step of "
-             f"{p.batch} images at {p.threads} thread{'s' if p.threads != 1 else ''})"]
+    parts = [
+        f"each model's training step and evaluation timed on random inputs: the median of "
+        f"{len(p.train_s)} repeats after a warm-up ({step_text(p.train * p.batch)} per step of "
+        f"{p.batch} images at {p.threads} thread{'s' if p.threads != 1 else ''})"
+    ]
     if p.load is not None:
-        parts.append(f"machine load {p.load:.1f} on {p.cores} cores when timed: " + (
-            "the figure holds while that load lasts, an idle machine is faster" if busy(p.load, p.cores)
-            else "about idle, other work started meanwhile slows the runs"))
+        parts.append(
+            f"machine load {p.load:.1f} on {p.cores} cores when timed: "
+            + (
+                "the figure holds while that load lasts, an idle machine is faster"
+                if busy(p.load, p.cores)
+                else "about idle, other work started meanwhile slows the runs"
+            )
+        )
     if pace.at_once > 1:
-        parts.append(f"{pace.at_once} runs at once on cores of their own; they share the memory bus, "
-                     "so expect them somewhat slower")
+        parts.append(
+            f"{pace.at_once} runs at once on cores of their own; they share the memory bus, "
+            "so expect them somewhat slower"
+        )
     if pace.at_once == 0:
         parts.append("timed on this machine, not the cluster's nodes; how many run at once is the queue's")
     if any(r.pruning_epochs is None for r in runs):
         parts.append("loss-driven policies counted as training every sample")
     if looks:
-        parts.append("later looks train only regular, the undecided policies and their alternatives, "
-                     "and may add shorter-schedule arms not counted here")
+        parts.append(
+            "later looks train only regular, the undecided policies and their alternatives, "
+            "and may add shorter-schedule arms not counted here"
+        )
     parts.append("not counted: loading the data, starting each run, torch.compile")
     return "; ".join(parts)

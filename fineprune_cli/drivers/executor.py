@@ -22,22 +22,23 @@ from typing import Protocol
 
 from ..errors import ConfigError
 
-POLL_S = 0.5           # how often the executor looks at its processes and the run folders
-CONCURRENCY = "FINEPRUNE_CONCURRENCY"   # read by engine.device.machine_signature
-THREADS = "FINEPRUNE_THREADS"           # read by drivers/task.py before torch starts
+POLL_S = 0.5  # how often the executor looks at its processes and the run folders
+CONCURRENCY = "FINEPRUNE_CONCURRENCY"  # read by engine.device.machine_signature
+THREADS = "FINEPRUNE_THREADS"  # read by drivers/task.py before torch starts
 
 
 @dataclass(frozen=True)
 class Task:
     """One run of the matrix, as an executor sees it."""
-    label: str            # "lenet on synthetic, fine, seed 0"
-    group: str            # "lenet-synthetic": the grid's rows are arms of a group
+
+    label: str  # "lenet on synthetic, fine, seed 0"
+    group: str  # "lenet-synthetic": the grid's rows are arms of a group
     arm: str
     seed: int
-    config: Path          # the job's config (compare writes it under <out>/.jobs/)
+    config: Path  # the job's config (compare writes it under <out>/.jobs/)
     run_dir: Path
     epochs: int
-    command: str | None = None   # how compare was started, for the run's summary
+    command: str | None = None  # how compare was started, for the run's summary
 
     @property
     def log(self) -> Path:
@@ -49,7 +50,7 @@ class Task:
 class Outcome:
     task: Task
     ok: bool
-    error: str = ""       # the task's own last error line
+    error: str = ""  # the task's own last error line
 
 
 class Watch(Protocol):
@@ -65,11 +66,16 @@ class Watch(Protocol):
 @dataclass(frozen=True)
 class Slot:
     cores: tuple[int, ...]
-    gpu: str | None = None    # the CUDA device it sees (CUDA_VISIBLE_DEVICES)
+    gpu: str | None = None  # the CUDA device it sees (CUDA_VISIBLE_DEVICES)
 
     def env(self, threads: int, concurrency: int) -> dict[str, str]:
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-               THREADS: str(threads), CONCURRENCY: str(concurrency)}
+        env = {
+            **os.environ,
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+            THREADS: str(threads),
+            CONCURRENCY: str(concurrency),
+        }
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
         return env
@@ -88,7 +94,7 @@ def visible_gpus() -> list[str]:
         return []
     listed = os.environ.get("CUDA_VISIBLE_DEVICES")
     ids = [x.strip() for x in listed.split(",") if x.strip()] if listed else []
-    return ids[:torch.cuda.device_count()] or [str(i) for i in range(torch.cuda.device_count())]
+    return ids[: torch.cuda.device_count()] or [str(i) for i in range(torch.cuda.device_count())]
 
 
 def slots(jobs: int, threads: int, cores: list[int], gpus: list[str] | None) -> list[Slot]:
@@ -100,20 +106,27 @@ def slots(jobs: int, threads: int, cores: list[int], gpus: list[str] | None) -> 
         raise ConfigError(f"--jobs {jobs} is more than the {len(cores)} cores this process may use")
     threads = threads or len(cores) // jobs
     if jobs * threads > len(cores):
-        raise ConfigError(f"--jobs {jobs} x --threads {threads} is more than the {len(cores)} cores "
-                          "this process may use: runs would share cores")
-    return [Slot(tuple(cores[i * threads:(i + 1) * threads]), None if gpus is None else gpus[i])
-            for i in range(jobs)]
+        raise ConfigError(
+            f"--jobs {jobs} x --threads {threads} is more than the {len(cores)} cores "
+            "this process may use: runs would share cores"
+        )
+    return [Slot(tuple(cores[i * threads : (i + 1) * threads]), None if gpus is None else gpus[i]) for i in range(jobs)]
 
 
 def task_command(task: Task) -> list[str]:
-    return [sys.executable, "-m", "fineprune_cli.drivers.task", str(task.config),
-            *([task.command] if task.command else [])]
+    return [
+        sys.executable,
+        "-m",
+        "fineprune_cli.drivers.task",
+        str(task.config),
+        *([task.command] if task.command else []),
+    ]
 
 
 @dataclass
 class LocalExecutor:
     """Runs tasks as child processes of this one, at most one per slot at a time."""
+
     slots: list[Slot]
     running: dict[Slot, tuple[Task, subprocess.Popen]] = field(default_factory=dict)
 
@@ -134,8 +147,11 @@ class LocalExecutor:
                 for slot, (task, proc) in list(self.running.items()):
                     if proc.poll() is not None:
                         del self.running[slot]
-                        outcome = Outcome(task, proc.returncode == 0, "" if proc.returncode == 0
-                                          else last_error(task.log, proc.returncode))
+                        outcome = Outcome(
+                            task,
+                            proc.returncode == 0,
+                            "" if proc.returncode == 0 else last_error(task.log, proc.returncode),
+                        )
                         outcomes.append(outcome)
                         watch.changed(task, "done" if outcome.ok else f"failed: {outcome.error}")
                 watch.tick()
@@ -152,9 +168,14 @@ class LocalExecutor:
     def _start(self, task: Task, slot: Slot) -> subprocess.Popen:
         task.log.parent.mkdir(parents=True, exist_ok=True)
         with open(task.log, "ab") as log:
-            return subprocess.Popen(task_command(task), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=slot.env(self.threads, len(self.slots)),
-                                    preexec_fn=lambda: os.sched_setaffinity(0, slot.cores))
+            return subprocess.Popen(
+                task_command(task),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=slot.env(self.threads, len(self.slots)),
+                preexec_fn=lambda: os.sched_setaffinity(0, slot.cores),
+            )
 
 
 def last_error(log: Path, code: int | None) -> str:
@@ -164,5 +185,5 @@ def last_error(log: Path, code: int | None) -> str:
     except OSError:
         lines = []
     errors = [x for x in lines if x.startswith("error:")]
-    line = errors[-1][len("error:"):].strip() if errors else (lines[-1] if lines else "no output")
+    line = errors[-1][len("error:") :].strip() if errors else (lines[-1] if lines else "no output")
     return f"{line} (exit code {code}; log: {log})"

@@ -32,7 +32,7 @@ class Grid:
     """An executor's Watch: the state of every task, shown as it changes."""
 
     def __init__(self, tasks: list[Task], mode: str, clock: Callable[[], float] = time.monotonic):
-        self.tasks, self.mode, self.clock = tasks, mode, clock   # mode: 'live', 'lines' or 'off'
+        self.tasks, self.mode, self.clock = tasks, mode, clock  # mode: 'live', 'lines' or 'off'
         self.state = {t: "queued" for t in tasks}
         self.epoch = {t: 0 for t in tasks}
         self.started = clock()
@@ -60,7 +60,7 @@ class Grid:
         if state == "running":
             self.epoch[task] = epochs_done(task)
         if state.startswith("failed"):  # its own error line, whatever the view
-            console.error(f"{task.label}: {state[len('failed: '):]}")
+            console.error(f"{task.label}: {state[len('failed: ') :]}")
         self._show(task)
 
     def tick(self) -> None:
@@ -76,15 +76,19 @@ class Grid:
             self._live.update(self.table(), refresh=True)
         elif self.mode == "lines":
             finished = sum(s in ("done",) or s.startswith("failed") for s in self.state.values())
-            console.info(f"{task.label}: {self.text(task)} ({finished}/{len(self.tasks)} runs finished, "
-                         f"elapsed {console.clock(self.clock() - self.started)})")
+            console.info(
+                f"{task.label}: {self.text(task)} ({finished}/{len(self.tasks)} runs finished, "
+                f"elapsed {console.clock(self.clock() - self.started)})"
+            )
 
     def table(self) -> Table:
         several = len({t.group for t in self.tasks}) > 1
         rows = list(dict.fromkeys((t.group, t.arm) for t in self.tasks))
         seeds = sorted({t.seed for t in self.tasks})
-        table = Table(title=f"compare: {len(self.tasks)} runs, elapsed "
-                            f"{console.clock(self.clock() - self.started)}", title_justify="left")
+        table = Table(
+            title=f"compare: {len(self.tasks)} runs, elapsed {console.clock(self.clock() - self.started)}",
+            title_justify="left",
+        )
         table.add_column("arm")
         for seed in seeds:
             table.add_column(f"seed {seed}")

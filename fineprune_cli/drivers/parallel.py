@@ -41,8 +41,9 @@ def on_cuda(device: str) -> bool:
 
 def local_executor(cfg: Config, c: "CompareConfig") -> LocalExecutor:
     """The slots of this machine; --jobs or --threads beyond it is refused before anything trains."""
-    return LocalExecutor(slots(c.jobs, c.threads, available_cores(),
-                               visible_gpus() if on_cuda(cfg.run.device) else None))
+    return LocalExecutor(
+        slots(c.jobs, c.threads, available_cores(), visible_gpus() if on_cuda(cfg.run.device) else None)
+    )
 
 
 def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None) -> list[Task]:
@@ -54,13 +55,22 @@ def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str
         where = Path(c.out) / JOBS / f"{job.model}-{job.dataset}" / f"{job.arm}-seed{job.seed}.yaml"
         where.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(where, yamlvalues.dump(job_cfg.to_dict()))
-        tasks.append(Task(str(job), f"{job.model}-{job.dataset}", job.arm, job.seed, where.resolve(),
-                          Path(job_cfg.run.out).resolve(), job_cfg.train.epochs, command))
+        tasks.append(
+            Task(
+                str(job),
+                f"{job.model}-{job.dataset}",
+                job.arm,
+                job.seed,
+                where.resolve(),
+                Path(job_cfg.run.out).resolve(),
+                job_cfg.train.epochs,
+                command,
+            )
+        )
     return tasks
 
 
-def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None,
-              show_progress: bool) -> None:
+def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None, show_progress: bool) -> None:
     """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
     end when some failed."""
     if c.executor == "slurm":
@@ -77,6 +87,8 @@ def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str |
         outcomes = executor.run(tasks, grid)
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        raise RunsFailed(f"{len(failed)} of {len(tasks)} runs failed (each said why above; logs beside "
-                         f"their configs in {Path(c.out) / JOBS}); the others are kept, and `compare` "
-                         "again trains only what is missing")
+        raise RunsFailed(
+            f"{len(failed)} of {len(tasks)} runs failed (each said why above; logs beside "
+            f"their configs in {Path(c.out) / JOBS}); the others are kept, and `compare` "
+            "again trains only what is missing"
+        )

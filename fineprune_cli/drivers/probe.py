@@ -16,27 +16,28 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-WARMUP_STEPS = 3    # untimed: allocation, first-call and kernel-choice overheads ...
-WARMUP_S = 0.3      # ... and at least this long, so the clock and the caches have settled
+WARMUP_STEPS = 3  # untimed: allocation, first-call and kernel-choice overheads ...
+WARMUP_S = 0.3  # ... and at least this long, so the clock and the caches have settled
 WARMUP_MAX_S = 2.0  # ... but two steps are enough where they took this long (a ResNet on a CPU)
-REPEATS = 5         # timed repeats; the figure is their median
-MIN_REPEATS = 3     # a slow model (a ResNet step on a CPU takes seconds) stops here ...
-BUDGET_S = 15.0     # ... once the probe has taken this long
-REPEAT_S = 0.25     # each repeat: whole steps until this much time has passed (at least one)
+REPEATS = 5  # timed repeats; the figure is their median
+MIN_REPEATS = 3  # a slow model (a ResNet step on a CPU takes seconds) stops here ...
+BUDGET_S = 15.0  # ... once the probe has taken this long
+REPEAT_S = 0.25  # each repeat: whole steps until this much time has passed (at least one)
 SPREAD_LIMIT = 2.0  # repeats further apart than this: the machine's speed changes, no estimate
-TIMED_BATCH = 128   # the run's batch up to this
-EVAL_IMAGES = 128   # the evaluation batch up to this (a ResNet forward on a CPU is slow too)
-PROBE_LR = 1e-4     # random labels at the run's lr may diverge; the step costs the same
+TIMED_BATCH = 128  # the run's batch up to this
+EVAL_IMAGES = 128  # the evaluation batch up to this (a ResNet forward on a CPU is slow too)
+PROBE_LR = 1e-4  # random labels at the run's lr may diverge; the step costs the same
 
 
 @dataclass
 class Probe:
     """Seconds per image of each timed repeat, training and evaluation apart."""
+
     train_s: list[float]
     eval_s: list[float]
-    threads: int                  # torch threads the probe ran with (the run's)
-    batch: int                    # images per timed training step
-    load: float | None = None     # the machine's 1-minute load average when it ran
+    threads: int  # torch threads the probe ran with (the run's)
+    batch: int  # images per timed training step
+    load: float | None = None  # the machine's 1-minute load average when it ran
     cores: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
 
     @property
@@ -56,9 +57,11 @@ class Probe:
         if self.spread() <= SPREAD_LIMIT:
             return ""
         low, high = (step_text(s * self.batch) for s in (min(self.train_s), max(self.train_s)))
-        return (f"the probe's {len(self.train_s)} timed repeats took {low} to {high} per step "
-                f"({self.spread():.1f}x apart, more than {SPREAD_LIMIT:g}x): the machine's speed is changing"
-                f"{busy(self.load, self.cores)}; run --dry-run again when it is steadier")
+        return (
+            f"the probe's {len(self.train_s)} timed repeats took {low} to {high} per step "
+            f"({self.spread():.1f}x apart, more than {SPREAD_LIMIT:g}x): the machine's speed is changing"
+            f"{busy(self.load, self.cores)}; run --dry-run again when it is steadier"
+        )
 
 
 def step_text(seconds: float) -> str:
@@ -74,7 +77,7 @@ def busy(load: float | None, cores: int) -> str:
 def load_average() -> float | None:
     try:
         return os.getloadavg()[0]
-    except OSError:   # not on every platform
+    except OSError:  # not on every platform
         return None
 
 
@@ -87,8 +90,9 @@ def per_call(fn: Callable[[], Any], clock: Callable[[], float], min_s: float) ->
     return (clock() - start) / calls
 
 
-def measure(step: Callable[[], Any], evaluate: Callable[[], Any], clock: Callable[[], float]
-            ) -> tuple[list[float], list[float]]:
+def measure(
+    step: Callable[[], Any], evaluate: Callable[[], Any], clock: Callable[[], float]
+) -> tuple[list[float], list[float]]:
     """Seconds per training step and per evaluation of each timed repeat, after the warm-up."""
     start, warm = clock(), 0
     while warm < 2 or (warm < WARMUP_STEPS or clock() - start < WARMUP_S) and clock() - start < WARMUP_MAX_S:
@@ -97,7 +101,7 @@ def measure(step: Callable[[], Any], evaluate: Callable[[], Any], clock: Callabl
     start, steps, evals = clock(), [], []
     while len(steps) < REPEATS and (len(steps) < MIN_REPEATS or clock() - start < BUDGET_S):
         steps.append(per_call(step, clock, REPEAT_S))
-        if not evals or clock() - start < BUDGET_S:   # a small share of a run: once is enough when slow
+        if not evals or clock() - start < BUDGET_S:  # a small share of a run: once is enough when slow
             evals.append(per_call(evaluate, clock, 0.0))
     return steps, evals
 
@@ -120,7 +124,7 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
         train_cfg = replace(cfg.train, batch_size=batch, lr=PROBE_LR)
         trainer = Trainer(build_model(cfg, channels, classes), data, train_cfg, device, cfg.run.seed)
 
-        def step() -> None:   # one batch: the data holds exactly one
+        def step() -> None:  # one batch: the data holds exactly one
             trainer.train_epoch(1)
             synchronize(device)
 
@@ -131,8 +135,7 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     return Probe([s / batch for s in steps], [e / tests for e in evals], threads or before, batch, load)
 
 
-def random_data(channels: int, size: int, classes: int, batch: int, tests: int, augment: bool,
-                device: Any) -> Any:
+def random_data(channels: int, size: int, classes: int, batch: int, tests: int, augment: bool, device: Any) -> Any:
     """One training batch and one evaluation batch of normalised noise, stored as a run's are."""
     import torch
 
@@ -146,5 +149,10 @@ def random_data(channels: int, size: int, classes: int, batch: int, tests: int, 
         train_x = pad_images(train_x, crop_pad(size), torch.zeros(channels))
         crop = CropFlip(size, crop_pad(size), device)
     test_x = torch.randn(tests, channels, size, size, generator=gen)
-    return DeviceData(train_x.to(device, dtype), torch.randint(0, classes, (batch,), generator=gen).to(device),
-                      test_x.to(device, dtype), torch.randint(0, classes, (tests,), generator=gen).to(device), crop)
+    return DeviceData(
+        train_x.to(device, dtype),
+        torch.randint(0, classes, (batch,), generator=gen).to(device),
+        test_x.to(device, dtype),
+        torch.randint(0, classes, (tests,), generator=gen).to(device),
+        crop,
+    )

@@ -20,7 +20,7 @@ from .. import console
 
 @dataclass
 class Planned:
-    key: Hashable        # runs with the same key cost the same per epoch: (model, dataset)
+    key: Hashable  # runs with the same key cost the same per epoch: (model, dataset)
     label: str
     epochs: int
 
@@ -63,12 +63,13 @@ class MatrixProgress:
     def __init__(self, bar: Any, planned: list[Planned], clock: Callable[[], float] = time.monotonic):
         self.bar, self.planned, self.clock = bar, planned, clock
         self.costs = Costs()
-        self.done = [0] * len(planned)    # epochs done per run
+        self.done = [0] * len(planned)  # epochs done per run
         self.current = -1
 
     def seconds_left(self) -> tuple[float, int]:
-        runs = [(p.key, p.epochs - self.done[i], i <= self.current)
-                for i, p in enumerate(self.planned) if i >= self.current]
+        runs = [
+            (p.key, p.epochs - self.done[i], i <= self.current) for i, p in enumerate(self.planned) if i >= self.current
+        ]
         return self.costs.seconds_left(runs)
 
     @contextmanager
@@ -77,10 +78,11 @@ class MatrixProgress:
         self.current = i
         run_bar = RunBar(self, i)
         yield run_bar
-        self.current = i + 1   # a run that stopped early (diverged) has no epochs left
+        self.current = i + 1  # a run that stopped early (diverged) has no epochs left
         p = self.planned[i]
-        self.bar.note(f"done {p.label} (run {i + 1}/{len(self.planned)}, "
-                      f"{console.clock(self.clock() - run_bar.started)})")
+        self.bar.note(
+            f"done {p.label} (run {i + 1}/{len(self.planned)}, {console.clock(self.clock() - run_bar.started)})"
+        )
 
 
 class RunBar:
@@ -100,7 +102,7 @@ class RunBar:
 
     @contextmanager
     def steps(self, total: int, read: Callable[[], int], label: str) -> Iterator[None]:
-        if self.epoch_started is None:   # the run's first epoch: what came before was start-up
+        if self.epoch_started is None:  # the run's first epoch: what came before was start-up
             self.epoch_started = self.matrix.clock()
             self.matrix.costs.start_s[self.planned.key].append(self.epoch_started - self.started)
         with self.matrix.bar.steps(total, read, label):

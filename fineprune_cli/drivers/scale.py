@@ -41,6 +41,7 @@ MODES = ("sync", "async", "mixed")  # async/mixed: workers plus --num-ps paramet
 @dataclass(frozen=True)
 class Job:
     """One configuration: `nproc` as the command line gives it (see the module's docstring)."""
+
     mode: str
     nproc: int
     num_ps: int = 1
@@ -76,6 +77,7 @@ BASELINE = Job("sync", 1)
 @dataclass(frozen=True)
 class Launch:
     """Where this `scale` command runs: node `node_rank` of `nnodes`."""
+
     nnodes: int = 1
     node_rank: int = 0
     endpoint: str | None = None
@@ -94,8 +96,7 @@ class Launch:
         parse_endpoint(self.endpoint)
 
 
-def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None,
-         launch: Launch = Launch()) -> list[Job]:
+def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None, launch: Launch = Launch()) -> list[Job]:
     """The configurations to run, baseline (1-process sync) last, each once."""
     num_ps = [1] if num_ps is None else num_ps
     launch.check()
@@ -113,7 +114,7 @@ def plan(nprocs: list[int], modes: list[str], num_ps: list[int] | None = None,
     jobs = []
     for mode in dict.fromkeys(modes):
         for n in sorted(set(nprocs)):
-            for k in (sorted(set(num_ps)) if mode != "sync" else [1]):
+            for k in sorted(set(num_ps)) if mode != "sync" else [1]:
                 jobs.append(_checked(Job(mode, n, k, launch.nnodes)))
     return [j for j in jobs if j != BASELINE] + [BASELINE]
 
@@ -122,21 +123,26 @@ def _checked(job: Job) -> Job:
     # the launched run would check its --num-ps only after starting: refuse it here, as it would
     check_section(RunConfig(dist_mode=job.mode, num_ps=job.num_ps), "")
     if job.workers < 1:  # only with several nodes, where the servers are among the processes
-        raise ConfigError(f"--nproc {job.nproc} x --nnodes {job.nnodes} processes leave no worker "
-                          f"beside {job.num_ps} parameter servers")
+        raise ConfigError(
+            f"--nproc {job.nproc} x --nnodes {job.nnodes} processes leave no worker "
+            f"beside {job.num_ps} parameter servers"
+        )
     return job
 
 
-def run_scale(cfg: Config, jobs: list[Job], out: Path, command: str, targets: Targets | None = None,
-              launch: Launch = Launch()) -> tuple[list[dict[str, Any]], Path] | None:
+def run_scale(
+    cfg: Config, jobs: list[Job], out: Path, command: str, targets: Targets | None = None, launch: Launch = Launch()
+) -> tuple[list[dict[str, Any]], Path] | None:
     """Run (or reuse) every job; on node rank 0, write and return the table rows and scale.md."""
     validate(cfg)
     targets = targets or Targets()
     targets.check()
     bpw = cfg.train.batch_per_worker
     if bpw is None and any(cfg.train.batch_size % j.processes for j in jobs if j.mode == "sync"):
-        raise ConfigError(f"--batch-size {cfg.train.batch_size} must divide by every sync run's processes "
-                          "(or give --batch-per-worker)")
+        raise ConfigError(
+            f"--batch-size {cfg.train.batch_size} must divide by every sync run's processes "
+            "(or give --batch-per-worker)"
+        )
     _check_folder(out)
     for job in jobs:  # before any training: the baseline, run last, once failed after 11 minutes
         existing = out / "runs" / job.folder(cfg)
@@ -165,13 +171,28 @@ def job_config(cfg: Config, job: Job) -> str:
 
 def train_command(job: Job, config_file: Path, run_dir: Path, launch: Launch = Launch()) -> list[str]:
     """The `fineprune train` command of one job on this node (pure: nothing runs)."""
-    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(config_file),
-           "--out", str(run_dir), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fineprune_cli",
+        "train",
+        "--config",
+        str(config_file),
+        "--out",
+        str(run_dir),
+        "--json",
+    ]
     if job.processes > 1:
         cmd += ["--nproc-per-node", str(job.per_node)]
     if job.nnodes > 1:
-        cmd += ["--nnodes", str(job.nnodes), "--node-rank", str(launch.node_rank),
-                "--rdzv-endpoint", str(launch.endpoint)]
+        cmd += [
+            "--nnodes",
+            str(job.nnodes),
+            "--node-rank",
+            str(launch.node_rank),
+            "--rdzv-endpoint",
+            str(launch.endpoint),
+        ]
     return cmd
 
 
@@ -188,8 +209,9 @@ def run_one(cfg: Config, job: Job, out: Path, launch: Launch = Launch()) -> Path
     cmd = train_command(job, run_dir / "scale-config.yaml", run_dir, launch)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
-        raise ConfigError(f"the {job.processes}-process {job.mode} run failed: "
-                          f"{failure_reason(proc.stderr, run_dir)} (see {run_dir})")
+        raise ConfigError(
+            f"the {job.processes}-process {job.mode} run failed: {failure_reason(proc.stderr, run_dir)} (see {run_dir})"
+        )
     return run_dir
 
 
@@ -202,8 +224,10 @@ def failure_reason(stderr: str, run_dir: Path) -> str:
     except ConfigError:  # no record, or an unreadable one
         summary = None
     if summary is not None and summary.status == Status.DIVERGED:
-        return (f"diverged at epoch {summary.diverged_epoch} (its loss is not finite; try a smaller --lr: "
-                "stale updates, async and mixed, need one below the synchronous recipe's)")
+        return (
+            f"diverged at epoch {summary.diverged_epoch} (its loss is not finite; try a smaller --lr: "
+            "stale updates, async and mixed, need one below the synchronous recipe's)"
+        )
     lines = [line.strip() for line in stderr.splitlines() if line.strip(" =-_\t")]
     ours = [line for line in lines if line.startswith("error:")]
     return ours[-1].removeprefix("error:").strip() if ours else (lines or ["no output"])[-1]
@@ -219,8 +243,9 @@ def _check_same_settings(run_dir: Path, text: str) -> None:
     except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError):
         same = False
     if not same:
-        raise ConfigError(f"{run_dir} holds a run with other settings than this command's; "
-                          "choose another --out or delete that folder")
+        raise ConfigError(
+            f"{run_dir} holds a run with other settings than this command's; choose another --out or delete that folder"
+        )
 
 
 def _used(config: dict[str, Any]) -> dict[str, Any]:

@@ -39,8 +39,8 @@ gradient was computed on (async/mixed)"""
 
 @dataclass(frozen=True)
 class Targets:
-    loss: float | None = None       # training loss; None: the highest final loss of the runs that learned
-    accuracy: float | None = None   # test accuracy in percent; None: the lowest final accuracy
+    loss: float | None = None  # training loss; None: the highest final loss of the runs that learned
+    accuracy: float | None = None  # test accuracy in percent; None: the lowest final accuracy
 
     def check(self) -> None:
         if self.loss is not None and not (math.isfinite(self.loss) and self.loss > 0):
@@ -53,12 +53,17 @@ def measure(run_dir: Path) -> dict[str, Any]:
     try:
         s, rows = read_summary(run_dir), read_metrics(run_dir)
     except FinepruneError as exc:  # e.g. several nodes and an --out they do not share
-        raise ConfigError(f"cannot read the run in {run_dir} (with --nnodes > 1, --out must be a "
-                          f"folder all nodes share): {exc}") from None
+        raise ConfigError(
+            f"cannot read the run in {run_dir} (with --nnodes > 1, --out must be a folder all nodes share): {exc}"
+        ) from None
     if not rows or s.train_seconds <= 0:
         raise ConfigError(f"{run_dir} has no finished epoch to measure")
-    return {"summary": s, "train_loss": [r.train_loss for r in rows],
-            "accuracy": [r.test_accuracy for r in rows], "seconds": [r.train_seconds for r in rows]}
+    return {
+        "summary": s,
+        "train_loss": [r.train_loss for r in rows],
+        "accuracy": [r.test_accuracy for r in rows],
+        "seconds": [r.train_seconds for r in rows],
+    }
 
 
 def time_to(target: float, m: dict[str, Any], key: str = "train_loss") -> float | None:
@@ -80,8 +85,9 @@ def table(results: list[tuple[Any, Path]], targets: Targets = Targets()) -> list
         raise ConfigError("no 1-process sync run to compute the speedups against")
     base_rate = _rate(base[0]["summary"])
     loss = targets.loss if targets.loss is not None else _default_loss([m for _, m in measured])
-    accuracy = (targets.accuracy if targets.accuracy is not None
-                else min(m["summary"].final_accuracy for _, m in measured))
+    accuracy = (
+        targets.accuracy if targets.accuracy is not None else min(m["summary"].final_accuracy for _, m in measured)
+    )
     return [_row(job, m, base_rate, loss, accuracy) for job, m in measured]
 
 
@@ -99,17 +105,26 @@ def _row(job: Any, m: dict[str, Any], base_rate: float, loss: float, accuracy: f
     s = m["summary"]
     speedup = _rate(s) / base_rate
     to_acc, to_loss = time_to(accuracy, m, "accuracy"), time_to(loss, m)
-    return {"mode": job.mode, "workers": job.workers, "servers": job.servers, "nodes": job.nnodes,
-            "processes": job.processes, "images_per_s": round(_rate(s), 1),
-            "speedup": round(speedup, 3), "efficiency": round(speedup / job.processes, 3),
-            "speedup_per_worker": round(speedup / job.workers, 3),
-            "final_accuracy": round(s.final_accuracy, 2), "target_accuracy": round(accuracy, 2),
-            "seconds_to_accuracy": round(to_acc, 2) if to_acc is not None else "",
-            "final_train_loss": round(m["train_loss"][-1], 4), "target_train_loss": round(loss, 4),
-            "seconds_to_loss": round(to_loss, 2) if to_loss is not None else "",
-            "train_seconds": s.train_seconds,
-            "staleness_mean": s.extra.get("staleness_mean", ""),
-            "staleness_max": s.extra.get("staleness_max", "")}
+    return {
+        "mode": job.mode,
+        "workers": job.workers,
+        "servers": job.servers,
+        "nodes": job.nnodes,
+        "processes": job.processes,
+        "images_per_s": round(_rate(s), 1),
+        "speedup": round(speedup, 3),
+        "efficiency": round(speedup / job.processes, 3),
+        "speedup_per_worker": round(speedup / job.workers, 3),
+        "final_accuracy": round(s.final_accuracy, 2),
+        "target_accuracy": round(accuracy, 2),
+        "seconds_to_accuracy": round(to_acc, 2) if to_acc is not None else "",
+        "final_train_loss": round(m["train_loss"][-1], 4),
+        "target_train_loss": round(loss, 4),
+        "seconds_to_loss": round(to_loss, 2) if to_loss is not None else "",
+        "train_seconds": s.train_seconds,
+        "staleness_mean": s.extra.get("staleness_mean", ""),
+        "staleness_max": s.extra.get("staleness_max", ""),
+    }
 
 
 def write_tables(rows: list[dict[str, Any]], dirs: list[Path], out: Path, command: str) -> Path:
@@ -121,15 +136,33 @@ def write_tables(rows: list[dict[str, Any]], dirs: list[Path], out: Path, comman
     body = [list(r.values()) for r in rows]
     commits = sorted({f"{s.git_commit} ({s.extra.get('dist_mode', 'sync')})" for s in summaries})
     atomic_write_text(out / "scale.csv", to_csv(header, body))
-    text = "\n".join([
-        f"# Scaling: {first.model} on {first.label}", "",
-        f"- machine: {first.device.split(',')[0]}; one thread per process; torch {first.torch}",
-        f"- code: {', '.join(commits)}; command: `{command}`",
-        ("- as in Campos et al. (2017): Tables 1-2 (throughput, speedup, efficiency), Table 3 and "
-         "Figure 3 (final accuracy, time to a target)"),
-        *([("- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth, "
-            "so these speedups say little about several GPUs or nodes")]
-          if first.device.startswith("cpu") else []),
-        "", "Columns:", "", COLUMNS, "", to_markdown(header, body)])
+    text = "\n".join(
+        [
+            f"# Scaling: {first.model} on {first.label}",
+            "",
+            f"- machine: {first.device.split(',')[0]}; one thread per process; torch {first.torch}",
+            f"- code: {', '.join(commits)}; command: `{command}`",
+            (
+                "- as in Campos et al. (2017): Tables 1-2 (throughput, speedup, efficiency), Table 3 and "
+                "Figure 3 (final accuracy, time to a target)"
+            ),
+            *(
+                [
+                    (
+                        "- caveat: on a CPU the processes share one machine's cores, caches and memory bandwidth, "
+                        "so these speedups say little about several GPUs or nodes"
+                    )
+                ]
+                if first.device.startswith("cpu")
+                else []
+            ),
+            "",
+            "Columns:",
+            "",
+            COLUMNS,
+            "",
+            to_markdown(header, body),
+        ]
+    )
     atomic_write_text(out / "scale.md", text)
     return out / "scale.md"

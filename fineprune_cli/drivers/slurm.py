@@ -29,8 +29,17 @@ if TYPE_CHECKING:
     from .compare import CompareConfig
 
 LEDGER = "slurm.json"
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
-            "DEADLINE", "PREEMPTED")
+FINISHED = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+)
 
 
 class Detached(FinepruneError):
@@ -58,9 +67,14 @@ def slurm_executor(c: "CompareConfig") -> "SlurmRunner":
 
 def parameters(c: "CompareConfig") -> dict[str, Any]:
     """sbatch settings from the compare section (None: Slurm's own default)."""
-    given = {"partition": c.slurm_partition or None, "time": c.slurm_time,
-             "gpus_per_task": c.slurm_gpus_per_task or None, "account": c.slurm_account or None,
-             "cpus_per_task": c.slurm_cpus_per_task or None, "job_name": "fineprune"}
+    given = {
+        "partition": c.slurm_partition or None,
+        "time": c.slurm_time,
+        "gpus_per_task": c.slurm_gpus_per_task or None,
+        "account": c.slurm_account or None,
+        "cpus_per_task": c.slurm_cpus_per_task or None,
+        "job_name": "fineprune",
+    }
     return {**{k: v for k, v in given.items() if v is not None}, **c.slurm}
 
 
@@ -105,10 +119,9 @@ class SlurmRunner:
             executor = submitit.SlurmExecutor(folder=self.folder)
             try:
                 executor.update_parameters(**parameters(self.c))
-            except ValueError as exc:   # a compare.slurm name submitit does not know: its list follows
+            except ValueError as exc:  # a compare.slurm name submitit does not know: its list follows
                 raise ConfigError(f"compare.slurm: {' '.join(str(exc).split())}") from None
-            new = executor.map_array(FinepruneTask(), [str(t.config) for t in missing],
-                                     [t.command for t in missing])
+            new = executor.map_array(FinepruneTask(), [str(t.config) for t in missing], [t.command for t in missing])
             jobs.update(zip(missing, new))
             ledger.update({str(t.config): j.job_id for t, j in zip(missing, new)})
             self._save(ledger)
@@ -118,15 +131,22 @@ class SlurmRunner:
     def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
         jobs = self.submit(tasks)
         if self.c.detach:
-            raise Detached(f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
-                           "arguments collects what finished and submits what is missing")
+            raise Detached(
+                f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
+                "arguments collects what finished and submits what is missing"
+            )
         outcomes, running = [], set()
         while jobs:
             for task, job in list(jobs.items()):
                 if job.done():
                     error = job.exception()
-                    outcome = Outcome(task, error is None, "" if error is None else
-                                      f"{failure_line(error)} (Slurm job {job.job_id}; logs: {job.paths.stderr})")
+                    outcome = Outcome(
+                        task,
+                        error is None,
+                        ""
+                        if error is None
+                        else f"{failure_line(error)} (Slurm job {job.job_id}; logs: {job.paths.stderr})",
+                    )
                     outcomes.append(outcome)
                     del jobs[task]
                     watch.changed(task, "done" if outcome.ok else f"failed: {outcome.error}")

@@ -16,7 +16,7 @@ from typing import Any
 from .. import console
 from ..errors import FinepruneError
 
-THREADS = "FINEPRUNE_THREADS"   # set by the executor: this run's share of the cores
+THREADS = "FINEPRUNE_THREADS"  # set by the executor: this run's share of the cores
 
 
 class Label:
@@ -36,7 +36,7 @@ def run(config: str | Path, command: str | None = None) -> None:
     from .compare import existing_state, train_job
 
     threads = os.environ.get(THREADS)
-    if threads:   # OMP_NUM_THREADS says the same; set here too in case torch read it otherwise
+    if threads:  # OMP_NUM_THREADS says the same; set here too in case torch read it otherwise
         import torch
 
         torch.set_num_threads(int(threads))

@@ -29,12 +29,13 @@ def trainer_and_policy(cfg: Config, world: World = worlds.SINGLE) -> tuple[Train
     device = resolve_device(worlds.device_for(world, cfg.run.device), given_as(cfg, "run.device", "--device"))
     worlds.place(device)
     worlds.init(world, device, cfg.run.dist_timeout)
-    data, channels, classes = load_data(cfg.data, cfg.run.seed, device,
-                                        max(cfg.train.batch_size, cfg.train.eval_batch_size))
+    data, channels, classes = load_data(
+        cfg.data, cfg.run.seed, device, max(cfg.train.batch_size, cfg.train.eval_batch_size)
+    )
     model = build_model(cfg, channels, classes)
-    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile,
-                      cfg.run.compile_mode, world=world)
+    trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode, world=world)
     trainer.channels, trainer.classes = channels, classes
-    policy = create_policy(cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1,
-                           device=device, epochs=cfg.train.epochs)
+    policy = create_policy(
+        cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1, device=device, epochs=cfg.train.epochs
+    )
     return trainer, policy

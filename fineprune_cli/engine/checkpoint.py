@@ -18,6 +18,7 @@ import torch
 from ..errors import ConfigError, FinepruneError
 from .files import atomic_torch_save
 from .record import CHECKPOINT
+
 FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr scheduler)
 # Generator.set_state takes a CPU ByteTensor only, for a CUDA generator too: these stay on the CPU
 HOST_KEYS = frozenset({"generator", "rng"})
@@ -61,8 +62,10 @@ class Diverged(FinepruneError):
 
 def save(path: Path, state: dict[str, Any]) -> None:
     state = dict(state, format=FORMAT)
-    state["rng"] = {"cpu": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []}
+    state["rng"] = {
+        "cpu": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
+    }
     atomic_torch_save(state, Path(path) / CHECKPOINT)
 
 
@@ -79,9 +82,11 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
     except Exception as exc:  # any failure here means a damaged file, not a bug to trace
         raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise StaleCheckpoint(f"{file} was written by an older fineprune (checkpoint format "
-                          f"{state.get('format', 1) if isinstance(state, dict) else '?'}); "
-                          "train the run again")
+        raise StaleCheckpoint(
+            f"{file} was written by an older fineprune (checkpoint format "
+            f"{state.get('format', 1) if isinstance(state, dict) else '?'}); "
+            "train the run again"
+        )
     return to_device(state, device)
 
 

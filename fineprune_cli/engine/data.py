@@ -22,15 +22,25 @@ from .imagefolder import load_image_folder
 from .synthetic import synthetic_tensors
 
 FASHION_MNIST_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
-FASHION_CLASSES = ["t-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
-                   "sneaker", "bag", "ankle boot"]
+FASHION_CLASSES = [
+    "t-shirt/top",
+    "trouser",
+    "pullover",
+    "dress",
+    "coat",
+    "sandal",
+    "shirt",
+    "sneaker",
+    "bag",
+    "ankle boot",
+]
 
 
 @dataclass
 class Dataset:
     name: str
-    train_x: torch.Tensor   # uint8 N x C x H x W
-    train_y: torch.Tensor   # int64 N
+    train_x: torch.Tensor  # uint8 N x C x H x W
+    train_y: torch.Tensor  # int64 N
     test_x: torch.Tensor
     test_y: torch.Tensor
     num_classes: int
@@ -49,11 +59,22 @@ class Dataset:
         return self.train_y.numel()
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None, download: bool = False,
-                 subset: int | None = None, seed: int = 0, test_subset: int | None = None,
-                 image_size: int | None = None) -> Dataset:
-    loaders = {"fashion-mnist": _fashion_mnist, "cifar10": _cifar10, "cifar100": _cifar100,
-               "folder": lambda d, dl: _folder(d, image_size), "synthetic": lambda d, dl: make_synthetic()}
+def load_dataset(
+    name: str,
+    data_dir: str | Path | None = None,
+    download: bool = False,
+    subset: int | None = None,
+    seed: int = 0,
+    test_subset: int | None = None,
+    image_size: int | None = None,
+) -> Dataset:
+    loaders = {
+        "fashion-mnist": _fashion_mnist,
+        "cifar10": _cifar10,
+        "cifar100": _cifar100,
+        "folder": lambda d, dl: _folder(d, image_size),
+        "synthetic": lambda d, dl: make_synthetic(),
+    }
     if name not in loaders:
         raise DataError(f"unknown dataset '{name}'; choose one of: {', '.join(DATASETS)}")
     ds = loaders[name](Path(data_dir) if data_dir is not None else None, download)
@@ -87,8 +108,12 @@ def balanced_subset(labels: torch.Tensor, n: int, seed: int, option: str = "--su
 
 # --- Fashion-MNIST (IDX) -------------------------------------------------------------------
 
-_IDX_FILES = {"train_x": "train-images-idx3-ubyte", "train_y": "train-labels-idx1-ubyte",
-              "test_x": "t10k-images-idx3-ubyte", "test_y": "t10k-labels-idx1-ubyte"}
+_IDX_FILES = {
+    "train_x": "train-images-idx3-ubyte",
+    "train_y": "train-labels-idx1-ubyte",
+    "test_x": "t10k-images-idx3-ubyte",
+    "test_y": "t10k-labels-idx1-ubyte",
+}
 
 
 def read_idx(path: Path) -> np.ndarray:
@@ -102,9 +127,9 @@ def read_idx(path: Path) -> np.ndarray:
     ndim = raw[3]
     if len(raw) < 4 + 4 * ndim:
         raise DataError(f"{path} is truncated (header)")
-    dims = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
+    dims = struct.unpack(f">{ndim}I", raw[4 : 4 + 4 * ndim])
     size = int(np.prod(dims))
-    body = raw[4 + 4 * ndim:]
+    body = raw[4 + 4 * ndim :]
     if len(body) != size:
         raise DataError(f"{path} is truncated or padded: {len(body)} bytes of data, expected {size}")
     return np.frombuffer(body, dtype=np.uint8).reshape(dims)
@@ -130,25 +155,40 @@ def _fashion_mnist(data_dir: Path | None, download: bool) -> Dataset:
     missing = [stem for k, stem in _IDX_FILES.items() if paths[k] is None]
     if missing:
         where = " or ".join(str(d) for d in dirs)
-        raise DataError(f"Fashion-MNIST files ({missing[0]}[.gz], ...) not found in {where}: "
-                        "apt-get install dataset-fashion-mnist, or pass --download with --data-dir DIR")
+        raise DataError(
+            f"Fashion-MNIST files ({missing[0]}[.gz], ...) not found in {where}: "
+            "apt-get install dataset-fashion-mnist, or pass --download with --data-dir DIR"
+        )
     arrays = {k: torch.from_numpy(read_idx(p).copy()) for k, p in paths.items()}
     for split in ("train", "test"):
         if arrays[f"{split}_x"].shape[0] != arrays[f"{split}_y"].shape[0]:
             raise DataError(f"{paths[split + '_x']} and its labels disagree on the number of samples")
-    return Dataset("fashion-mnist", arrays["train_x"].unsqueeze(1).contiguous(), arrays["train_y"].long(),
-                   arrays["test_x"].unsqueeze(1).contiguous(), arrays["test_y"].long(), 10, FASHION_CLASSES)
+    return Dataset(
+        "fashion-mnist",
+        arrays["train_x"].unsqueeze(1).contiguous(),
+        arrays["train_y"].long(),
+        arrays["test_x"].unsqueeze(1).contiguous(),
+        arrays["test_y"].long(),
+        10,
+        FASHION_CLASSES,
+    )
 
 
 # --- CIFAR-10/100 (torchvision's python pickles) -------------------------------------------
+
 
 class _ArraysOnly(pickle.Unpickler):
     """CIFAR batches hold dicts, lists, bytes and numpy arrays; refuse anything else, so a
     planted pickle cannot run code."""
 
-    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-               ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-               ("numpy._core.multiarray", "scalar")}
+    ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+    }
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in self.ALLOWED:
@@ -185,14 +225,19 @@ def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
     root = data_dir or Path("data")
     sub = root / ("cifar-100-python" if hundred else "cifar-10-batches-py")
     train_files = ["train"] if hundred else [f"data_batch_{i}" for i in range(1, 6)]
-    offline = ("; offline, CIFAR-10 (JPEG q75): make cifar10-jpeg, then --dataset folder --data-dir "
-               ".data/cifar10-jpeg") if not hundred else ""
+    offline = (
+        ("; offline, CIFAR-10 (JPEG q75): make cifar10-jpeg, then --dataset folder --data-dir .data/cifar10-jpeg")
+        if not hundred
+        else ""
+    )
     if not sub.is_dir() and download:
         _fetch_cifar(root, hundred, offline)
     if not sub.is_dir():
-        raise DataError(f"{sub} not found: pass --download (needs internet) or put torchvision's "
-                        f"cifar-{'100' if hundred else '10'}-python files there (--data-dir sets the parent)"
-                        f"{offline}")
+        raise DataError(
+            f"{sub} not found: pass --download (needs internet) or put torchvision's "
+            f"cifar-{'100' if hundred else '10'}-python files there (--data-dir sets the parent)"
+            f"{offline}"
+        )
     label_key = "fine_labels" if hundred else "labels"
     parts = [_cifar_arrays(sub / f, label_key) for f in train_files]
     test_x, test_y = _cifar_arrays(sub / "test" if hundred else sub / "test_batch", label_key)
@@ -204,8 +249,15 @@ def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
         names = _unpickle(meta).get(names_key)
         if names:
             classes = [c.decode() if isinstance(c, bytes) else str(c) for c in names]
-    return Dataset("cifar100" if hundred else "cifar10", torch.cat([p[0] for p in parts]),
-                   torch.cat([p[1] for p in parts]), test_x, test_y, n, classes)
+    return Dataset(
+        "cifar100" if hundred else "cifar10",
+        torch.cat([p[0] for p in parts]),
+        torch.cat([p[1] for p in parts]),
+        test_x,
+        test_y,
+        n,
+        classes,
+    )
 
 
 def _fetch_cifar(root: Path, hundred: bool, offline: str) -> None:
@@ -217,8 +269,10 @@ def _fetch_cifar(root: Path, hundred: bool, offline: str) -> None:
         cls(root=str(root), download=True)
     except (OSError, RuntimeError) as exc:  # URLError is an OSError; a bad checksum a RuntimeError
         reason = getattr(exc, "reason", None) or exc
-        raise DataError(f"cannot download CIFAR-{'100' if hundred else '10'} into {root} "
-                        f"(no internet?): {' '.join(str(reason).split())}{offline}") from None
+        raise DataError(
+            f"cannot download CIFAR-{'100' if hundred else '10'} into {root} "
+            f"(no internet?): {' '.join(str(reason).split())}{offline}"
+        ) from None
 
 
 def _cifar10(data_dir: Path | None, download: bool) -> Dataset:
@@ -231,14 +285,20 @@ def _cifar100(data_dir: Path | None, download: bool) -> Dataset:
 
 # --- image folders (engine/imagefolder.py) ----------------------------------------------
 
+
 def _folder(data_dir: Path | None, image_size: int | None) -> Dataset:
     train_x, train_y, test_x, test_y, classes = load_image_folder(data_dir, image_size)
     return Dataset("folder", train_x, train_y, test_x, test_y, len(classes), classes)
 
 
-
-def make_synthetic(num_train: int = 50000, num_test: int = 10000, num_classes: int = 10,
-                   image_size: int = 32, channels: int = 3, seed: int = 0) -> Dataset:
+def make_synthetic(
+    num_train: int = 50000,
+    num_test: int = 10000,
+    num_classes: int = 10,
+    image_size: int = 32,
+    channels: int = 3,
+    seed: int = 0,
+) -> Dataset:
     """Class templates (smooth random patterns) x per-sample brightness + noise, shifted per chunk.
 
     Learnable, not trivial, and identical on every call: its own generator, not the global RNG.

@@ -47,8 +47,12 @@ def machine_signature(device: torch.device) -> dict[str, object]:
     """What decides how fast a run trains, beyond its settings: wall times are compared only
     between runs whose signatures are equal."""
     processor = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_model()
-    signature: dict[str, object] = {"processor": processor, "threads": torch.get_num_threads(),
-                                    "torch": torch.__version__, "device": device.type}
+    signature: dict[str, object] = {
+        "processor": processor,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "device": device.type,
+    }
     concurrency = concurrent_runs()
     if concurrency > 1:  # runs beside it share memory bandwidth and caches: another pace
         signature["concurrency"] = concurrency

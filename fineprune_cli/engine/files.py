@@ -22,10 +22,12 @@ def cache_home() -> Path:
     """Where decoded datasets are kept between runs: $FINEPRUNE_CACHE, else the user's cache
     folder ($XDG_CACHE_HOME or ~/.cache) / fineprune."""
     explicit = os.environ.get("FINEPRUNE_CACHE")
-    return Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
+    return (
+        Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
+    )
 
 
-READ_LIMIT = 64 * 2**20   # a record, config or notes file larger than this is none of ours
+READ_LIMIT = 64 * 2**20  # a record, config or notes file larger than this is none of ours
 
 
 def read_regular(path: Path, limit: int = READ_LIMIT) -> bytes:
@@ -108,4 +110,5 @@ def to_csv(header: list[str], rows: list[list[Any]]) -> str:
 def to_markdown(header: list[str], rows: list[list[Any]]) -> str:
     def line(cells: list[Any]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
     return "\n".join([line(header), line(["---"] * len(header))] + [line(r) for r in rows]) + "\n"

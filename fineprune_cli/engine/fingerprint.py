@@ -12,8 +12,10 @@ from typing import Any
 # data settings added after the first release, with the defaults that reproduce it
 ADDED_LATER = {"image_size": None, "loader": "auto"}
 # settings of other sections added later (issue 23), at the values that reproduce older runs
-SECTION_ADDED_LATER = {"train": {"lr_schedule": "epochs", "lr_scale_pruned": None},
-                       "prune": {"kakurenbo_tau": 0.7, "infobatch_rescale": True}}
+SECTION_ADDED_LATER = {
+    "train": {"lr_schedule": "epochs", "lr_scale_pruned": None},
+    "prune": {"kakurenbo_tau": 0.7, "infobatch_rescale": True},
+}
 
 
 def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict[str, Any]:
@@ -65,6 +67,8 @@ def data_changes(then: dict[str, str], now: dict[str, str], where: str) -> str |
     when nothing did (or the run recorded none: made before data identity was recorded)."""
     for split in sorted(then):
         if then[split] != now.get(split):
-            return (f"the {split} images in {where} changed since the run started ({then[split]} then, "
-                    f"{now.get(split, 'none')} now: files added, removed, moved between classes or edited)")
+            return (
+                f"the {split} images in {where} changed since the run started ({then[split]} then, "
+                f"{now.get(split, 'none')} now: files added, removed, moved between classes or edited)"
+            )
     return None

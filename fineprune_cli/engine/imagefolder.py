@@ -27,13 +27,16 @@ def list_folder(root: Path) -> dict[str, list[tuple[Path, int]]]:
     for split in ("train", "test"):
         d = root / split
         if not d.is_dir():
-            raise DataError(f"{root} must hold train/<class>/*.jpg|png and test/<class>/*.jpg|png "
-                            f"({d} is missing)")
+            raise DataError(f"{root} must hold train/<class>/*.jpg|png and test/<class>/*.jpg|png ({d} is missing)")
         classes = sorted(p.name for p in d.iterdir() if p.is_dir())
         if len(classes) < 2:  # one class would train to a meaningless 100%
             raise DataError(f"{d} needs at least two class folders, found {len(classes)}")
-        splits[split] = [(f, i) for i, c in enumerate(classes) for f in sorted((d / c).iterdir())
-                         if f.suffix.lower() in IMAGE_SUFFIXES]
+        splits[split] = [
+            (f, i)
+            for i, c in enumerate(classes)
+            for f in sorted((d / c).iterdir())
+            if f.suffix.lower() in IMAGE_SUFFIXES
+        ]
         odd = [f for f, _ in splits[split] if not f.is_file()]
         if odd:  # a FIFO would block the reader, a device never end
             raise DataError(f"{odd[0]} is not a regular file")
@@ -64,8 +67,9 @@ def _fingerprint(root: Path, listing: dict) -> str:
 def identity(root: Path, listing: dict) -> dict[str, str]:
     """What a checkpoint records of its data: each split's listing hash (with the file count,
     so a refusal can say what changed)."""
-    return {split: f"{len(listing[split])} files, {listing_hash(root, listing[split])[:16]}"
-            for split in ("train", "test")}
+    return {
+        split: f"{len(listing[split])} files, {listing_hash(root, listing[split])[:16]}" for split in ("train", "test")
+    }
 
 
 def _cached(saved: dict, fingerprint: str) -> Folder | None:
@@ -73,9 +77,14 @@ def _cached(saved: dict, fingerprint: str) -> Folder | None:
     if saved.get("fingerprint") != fingerprint:
         return None
     parts = [saved[k] for k in ("train_x", "train_y", "test_x", "test_y")]
-    ok = (all(isinstance(t, torch.Tensor) for t in parts) and parts[0].dim() == parts[2].dim() == 4
-          and parts[0].dtype == parts[2].dtype == torch.uint8 and len(parts[0]) == len(parts[1])
-          and len(parts[2]) == len(parts[3]) and parts[0].shape[1:] == parts[2].shape[1:])
+    ok = (
+        all(isinstance(t, torch.Tensor) for t in parts)
+        and parts[0].dim() == parts[2].dim() == 4
+        and parts[0].dtype == parts[2].dtype == torch.uint8
+        and len(parts[0]) == len(parts[1])
+        and len(parts[2]) == len(parts[3])
+        and parts[0].shape[1:] == parts[2].shape[1:]
+    )
     return (*parts, list(saved["classes"])) if ok else None
 
 
@@ -99,8 +108,7 @@ def folder_mode(listing: dict, size: int | None) -> tuple[str, tuple[int, int]]:
         shape = (header.height, header.width)
         first = first or (path, shape)
         if size is None and shape != first[1]:
-            raise DataError(f"{path} is {shape}, {first[0]} is {first[1]}: "
-                            "pass --image-size N to resize them all")
+            raise DataError(f"{path} is {shape}, {first[0]} is {first[1]}: pass --image-size N to resize them all")
     return ("RGB" if colour else "GRAY"), (first[1] if first else (0, 0))
 
 
@@ -114,7 +122,7 @@ def read_image(path: Path, mode: str, size: int | None = None) -> torch.Tensor:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read image {path}: {exc.strerror or exc}") from None
-    read_header(path, raw)   # these very bytes: a file swapped since the folder's scan is caught too
+    read_header(path, raw)  # these very bytes: a file swapped since the folder's scan is caught too
     try:
         with quiet_stderr():
             image = as_uint8(_decode(raw, mode))
@@ -140,15 +148,14 @@ def _decode(raw: bytes, mode: str) -> torch.Tensor:
     check_png_chunks(raw)
     with Image.open(io.BytesIO(raw), formats=["PNG"]) as image:
         image.load()
-        if image.mode.startswith("I"):   # 16-bit grey: scaled to 8 bits by as_uint8, not clipped
+        if image.mode.startswith("I"):  # 16-bit grey: scaled to 8 bits by as_uint8, not clipped
             grey = torch.from_numpy(np.asarray(image, dtype=np.uint16).copy())[None]
             return grey.expand(3, -1, -1).contiguous() if mode == "RGB" else grey
         pixels = np.asarray(image.convert("RGB" if mode == "RGB" else "L"))
     return torch.from_numpy(pixels.copy()).reshape(*pixels.shape[:2], -1).permute(2, 0, 1).contiguous()
 
 
-def _decode_all(items: list[tuple[Path, int]], mode: str, size: int | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def _decode_all(items: list[tuple[Path, int]], mode: str, size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     if not items:
         raise DataError("image folder split has no .jpg/.jpeg/.png files")
     first = read_image(items[0][0], mode, size)
@@ -156,9 +163,11 @@ def _decode_all(items: list[tuple[Path, int]], mode: str, size: int | None = Non
     out[0] = first
     for i, (path, _) in enumerate(items[1:], 1):
         image = read_image(path, mode, size)
-        if image.shape != first.shape:   # the header said otherwise: a crafted or odd file
-            raise DataError(f"{path} decodes to {tuple(image.shape[1:])}, other images to "
-                            f"{tuple(first.shape[1:])}: pass --image-size N to resize them all")
+        if image.shape != first.shape:  # the header said otherwise: a crafted or odd file
+            raise DataError(
+                f"{path} decodes to {tuple(image.shape[1:])}, other images to "
+                f"{tuple(first.shape[1:])}: pass --image-size N to resize them all"
+            )
         out[i] = image
     return out, torch.tensor([label for _, label in items], dtype=torch.long)
 
@@ -185,8 +194,17 @@ def load_image_folder(data_dir: Path | None, image_size: int | None = None) -> F
     train_x, train_y = _decode_all(listing["train"], mode, image_size)
     test_x, test_y = _decode_all(listing["test"], mode, image_size)
     classes = listing["train_classes"]
-    _save_cache(cache, {"fingerprint": fingerprint, "train_x": train_x, "train_y": train_y,
-                        "test_x": test_x, "test_y": test_y, "classes": classes})
+    _save_cache(
+        cache,
+        {
+            "fingerprint": fingerprint,
+            "train_x": train_x,
+            "train_y": train_y,
+            "test_x": test_x,
+            "test_y": test_y,
+            "classes": classes,
+        },
+    )
     return train_x, train_y, test_x, test_y, classes
 
 

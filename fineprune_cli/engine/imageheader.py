@@ -17,10 +17,10 @@ from typing import BinaryIO
 
 from ..errors import DataError
 
-MAX_PIXELS = 8192 * 8192   # per image, as declared in its header (67,108,864)
+MAX_PIXELS = 8192 * 8192  # per image, as declared in its header (67,108,864)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-PNG_COLOUR = {0: False, 2: True, 3: True, 4: False, 6: True}   # colour type -> colour (3: palette)
-_JPEG_SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}       # frame headers (not DHT/JPG/DAC)
+PNG_COLOUR = {0: False, 2: True, 3: True, 4: False, 6: True}  # colour type -> colour (3: palette)
+_JPEG_SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # frame headers (not DHT/JPG/DAC)
 _JPEG_STANDALONE = set(range(0xD0, 0xD8)) | {0x01}
 _JPEG_MAX_SEGMENTS = 10_000
 
@@ -29,7 +29,7 @@ _JPEG_MAX_SEGMENTS = 10_000
 class Header:
     width: int
     height: int
-    colour: bool   # RGB(A) or palette; False: grey (with or without alpha)
+    colour: bool  # RGB(A) or palette; False: grey (with or without alpha)
 
 
 def read_header(path: Path, data: bytes | None = None) -> Header:
@@ -37,7 +37,7 @@ def read_header(path: Path, data: bytes | None = None) -> Header:
     DataError naming the file when it is no PNG or JPEG, is cut short, declares no pixels or
     more than MAX_PIXELS."""
     try:
-        with (io.BytesIO(data) if data is not None else open(path, "rb")) as f:
+        with io.BytesIO(data) if data is not None else open(path, "rb") as f:
             header = _parse(f)
     except OSError as exc:
         raise DataError(f"cannot read image {path}: {exc.strerror or exc}") from None
@@ -46,8 +46,10 @@ def read_header(path: Path, data: bytes | None = None) -> Header:
     if header.width < 1 or header.height < 1:
         raise DataError(f"cannot decode image {path}: it declares {header.width} x {header.height} pixels")
     if header.width * header.height > MAX_PIXELS:
-        raise DataError(f"image {path} declares {header.width} x {header.height} pixels, more than the "
-                        f"limit of {MAX_PIXELS:,} per image")
+        raise DataError(
+            f"image {path} declares {header.width} x {header.height} pixels, more than the "
+            f"limit of {MAX_PIXELS:,} per image"
+        )
     return header
 
 
@@ -74,7 +76,7 @@ def _jpeg(f: BinaryIO) -> Header:
     """Walk the markers to the frame header (SOFn): its height, width and component count."""
     for _ in range(_JPEG_MAX_SEGMENTS):
         marker = f.read(2)
-        while len(marker) == 2 and marker[0] == 0xFF and marker[1] == 0xFF:   # fill bytes
+        while len(marker) == 2 and marker[0] == 0xFF and marker[1] == 0xFF:  # fill bytes
             marker = marker[1:] + f.read(1)
         if len(marker) < 2 or marker[0] != 0xFF:
             break
@@ -101,12 +103,12 @@ def check_png_chunks(raw: bytes) -> None:
     decodes our PNGs, does not for image data (a flipped byte could decode to other pixels)."""
     at = len(PNG_SIGNATURE)
     while at + 12 <= len(raw):
-        length = struct.unpack(">I", raw[at:at + 4])[0]
+        length = struct.unpack(">I", raw[at : at + 4])[0]
         end = at + 12 + length
         if end > len(raw):
             break
-        kind = raw[at + 4:at + 8]
-        if zlib.crc32(raw[at + 4:end - 4]) != struct.unpack(">I", raw[end - 4:end])[0]:
+        kind = raw[at + 4 : at + 8]
+        if zlib.crc32(raw[at + 4 : end - 4]) != struct.unpack(">I", raw[end - 4 : end])[0]:
             raise DataError(f"{kind.decode('latin-1')!r} chunk has a bad CRC (damaged file)")
         if kind == b"IEND":
             return

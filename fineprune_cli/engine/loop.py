@@ -29,6 +29,7 @@ from .world import World
 @dataclass
 class Session:
     """One run being trained in this process: its config, record, working parts and figures."""
+
     cfg: Config
     record: RunRecord
     trainer: Trainer
@@ -43,12 +44,12 @@ def run_session(s: Session, show_progress: bool, bar: Any) -> RunSummary:
     error or a second Ctrl-C end in one line that says what is kept and how to go on."""
     finished = False
     try:
-        s.record.scalars = ScalarLog.open(s.cfg.run.tensorboard and s.world.main, s.record.path,
-                                          len(s.totals.rows))
+        s.record.scalars = ScalarLog.open(s.cfg.run.tensorboard and s.world.main, s.record.path, len(s.totals.rows))
         with checkpoint.StopRequest() as stop:
-            own_bar = console.progress(s.cfg.train.epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}",
-                                       show_progress and s.world.main)
-            with (nullcontext(bar) if bar is not None else own_bar) as epoch_bar:
+            own_bar = console.progress(
+                s.cfg.train.epochs, f"{s.cfg.model.name} on {s.cfg.data.dataset}", show_progress and s.world.main
+            )
+            with nullcontext(bar) if bar is not None else own_bar as epoch_bar:
                 fit(s, stop, epoch_bar)
         s.summary.status = Status.COMPLETE
         s.summary.finished = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -58,14 +59,16 @@ def run_session(s: Session, show_progress: bool, bar: Any) -> RunSummary:
     except OSError as exc:  # every record is written atomically, so what is there stays whole
         raise checkpoint.StorageFull(
             f"cannot write {exc.filename or s.record.path}: {exc.strerror or exc}; the records already "
-            f"written are whole; make room, then {_resume_hint(s)}") from None
+            f"written are whole; make room, then {_resume_hint(s)}"
+        ) from None
     except (MemoryError, RuntimeError) as exc:  # CUDA: torch.OutOfMemoryError; CPU: the allocator's RuntimeError
         if not isinstance(exc, (MemoryError, torch.OutOfMemoryError)) and "can't allocate memory" not in str(exc):
             raise
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise checkpoint.OutOfMemory(
             f"out of memory while training ({reason.split('. ')[-1][:160]}): lower --batch-size or "
-            f"--image-size; the records written so far in {s.record.path} are whole") from None
+            f"--image-size; the records written so far in {s.record.path} are whole"
+        ) from None
     except KeyboardInterrupt:  # a second Ctrl-C: the epochs since the last checkpoint are lost
         if s.world.main and (s.record.path / CHECKPOINT).exists():
             hint = f"{_resume_hint(s)} (from its last checkpoint)"
@@ -96,8 +99,9 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
             plan = policy.plan(epoch)
         lr = schedule.at(epoch, plan.samples, [r.samples for r in totals.rows]).value(s.cfg.train)
         first = trainer.steps
-        with console.step_view(bar, trainer.steps_in(plan.samples), lambda first=first: trainer.steps - first,
-                               f"epoch {epoch}"):
+        with console.step_view(
+            bar, trainer.steps_in(plan.samples), lambda first=first: trainer.steps - first, f"epoch {epoch}"
+        ):
             loss_sum = trainer.train_epoch(epoch, plan, observe, lr, policy.observes_predictions)
         _refresh(trainer, policy, epoch, totals)
         with watch.section():
@@ -106,10 +110,17 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
         t1 = time.perf_counter()
         test_loss, test_acc = trainer.evaluate()
         overhead = watch.seconds()
-        row = EpochRow(epoch=epoch, lr=lr, samples=plan.samples,
-                       train_seconds=round(t1 - t0, 4), train_loss=loss_sum.item() / plan.samples,
-                       test_loss=test_loss, test_accuracy=test_acc, pruned=int(plan.pruned),
-                       overhead_seconds=round(overhead - totals.overhead_s, 5))
+        row = EpochRow(
+            epoch=epoch,
+            lr=lr,
+            samples=plan.samples,
+            train_seconds=round(t1 - t0, 4),
+            train_loss=loss_sum.item() / plan.samples,
+            test_loss=test_loss,
+            test_accuracy=test_acc,
+            pruned=int(plan.pruned),
+            overhead_seconds=round(overhead - totals.overhead_s, 5),
+        )
         totals.rows.append(row)
         totals.train_s += t1 - t0
         totals.eval_s += time.perf_counter() - t1
@@ -147,6 +158,7 @@ def _timed(observe: Any, watch: Stopwatch) -> Any:
     def timed(*args: Any) -> None:
         with watch.section():
             observe(*args)
+
     return timed
 
 
@@ -158,8 +170,12 @@ def _any_rank(flag: bool, world: World, device: torch.device) -> bool:
 
 
 def _checkpoint(s: Session) -> None:
-    state = {"trainer": s.trainer.state_dict(), "policy": s.policy.state_dict(),
-             "totals": s.totals.state_dict(), "fingerprint": fingerprint(s.cfg.to_dict(), s.summary.data)}
+    state = {
+        "trainer": s.trainer.state_dict(),
+        "policy": s.policy.state_dict(),
+        "totals": s.totals.state_dict(),
+        "fingerprint": fingerprint(s.cfg.to_dict(), s.summary.data),
+    }
     if s.world.main:
         checkpoint.save(s.record.path, state)
 
@@ -169,7 +185,8 @@ def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
     s.record.write_summary(s.summary)
     raise checkpoint.Stopped(
         f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
-        f"{s.cfg.train.epochs}; {_resume_hint(s)}")
+        f"{s.cfg.train.epochs}; {_resume_hint(s)}"
+    )
 
 
 def _diverged(s: Session, row: EpochRow) -> None:

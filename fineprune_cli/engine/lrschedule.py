@@ -38,8 +38,8 @@ Planned = Callable[[int], "int | None"]  # samples epoch j trains, when known be
 
 @dataclass(frozen=True)
 class EpochLr:
-    decays: int          # milestones passed
-    scale: float = 1.0   # N / samples when --lr-scale-pruned and the epoch is pruned
+    decays: int  # milestones passed
+    scale: float = 1.0  # N / samples when --lr-scale-pruned and the epoch is pruned
 
     def value(self, cfg: TrainConfig) -> float:
         lr = cfg.lr
@@ -94,7 +94,7 @@ class LrSchedule:
         scale = self.num_train / samples if self.scale_pruned and 0 < samples < self.num_train else 1.0
         if not self.progress:
             return EpochLr(passed_by_epoch(self.cfg, epoch), scale)
-        counts = list(history[:epoch - 1]) + [samples]
+        counts = list(history[: epoch - 1]) + [samples]
         done, best = 0, 0
         for k in range(1, epoch + 1):  # the most milestones any epoch so far had passed
             total = done + self.known_after[k - 1] + self.unknown_after[k - 1] * counts[k - 1]

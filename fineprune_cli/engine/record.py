@@ -38,9 +38,9 @@ SCHEMA = 3  # 1: written before the typed record (no "schema" key); 2: before th
 
 
 class Status(str, Enum):
-    INCOMPLETE = "incomplete"    # training, or killed before it could say otherwise
+    INCOMPLETE = "incomplete"  # training, or killed before it could say otherwise
     INTERRUPTED = "interrupted"  # stopped on a signal after a whole epoch
-    DIVERGED = "diverged"        # loss became NaN or infinite: training again would too
+    DIVERGED = "diverged"  # loss became NaN or infinite: training again would too
     COMPLETE = "complete"
 
     @property
@@ -58,6 +58,7 @@ class Status(str, Enum):
 @dataclass
 class EpochRow:
     """One epoch in metrics.csv; the column order is the field order."""
+
     epoch: int
     lr: float
     samples: int
@@ -87,12 +88,13 @@ class EpochRow:
 @dataclass
 class RunSummary:
     """summary.json. Fields a run always has come first; the others depend on its kind."""
+
     model: str
     dataset: str
     epochs: int
     seed: int
     policy: str = "regular"
-    arm: str = ""            # its name in a comparison when that is not the policy (e.g. random-every-20)
+    arm: str = ""  # its name in a comparison when that is not the policy (e.g. random-every-20)
     status: Status = Status.INCOMPLETE
     epochs_completed: int = 0
     dataset_label: str = ""
@@ -116,11 +118,11 @@ class RunSummary:
     samples_seen: int = 0
     samples_skipped: int = 0
     pruning_epochs: list[int] = field(default_factory=list)
-    schedule: dict[str, Any] = field(default_factory=dict)   # the prune settings of a pruned run
-    data: dict[str, Any] = field(default_factory=dict)       # an image folder's listings (data_identity)
+    schedule: dict[str, Any] = field(default_factory=dict)  # the prune settings of a pruned run
+    data: dict[str, Any] = field(default_factory=dict)  # an image folder's listings (data_identity)
     resumed_after_epochs: list[int] = field(default_factory=list)
     diverged_epoch: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)       # mode-specific (staleness...), kept as is
+    extra: dict[str, Any] = field(default_factory=dict)  # mode-specific (staleness...), kept as is
     schema: int = SCHEMA
 
     @property
@@ -146,7 +148,8 @@ class RunSummary:
             raise ConfigError(f"{where} is unreadable or corrupt")
         data = dict(data)
         data.pop("pruning", None) if "policy" in data else data.update(
-            policy="fine" if data.pop("pruning", False) else "regular")
+            policy="fine" if data.pop("pruning", False) else "regular"
+        )
         known = {f.name: f for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known and k != "extra"}
         values["extra"] = {k: v for k, v in data.items() if k not in known}
@@ -163,8 +166,14 @@ class RunSummary:
             value = getattr(self, f.name)
             if value is None or f.name in ("status", "extra"):
                 continue
-            want = {"str": str, "int": int, "float": (int, float), "list[int]": list, "list[float]": list,
-                    "dict[str, Any]": dict}.get(str(f.type).replace("None", "").strip(" |"))
+            want = {
+                "str": str,
+                "int": int,
+                "float": (int, float),
+                "list[int]": list,
+                "list[float]": list,
+                "dict[str, Any]": dict,
+            }.get(str(f.type).replace("None", "").strip(" |"))
             bad = want is not None and (not isinstance(value, want) or isinstance(value, bool))
             if bad:
                 raise ConfigError(f"{where}: '{f.name}' has the wrong type ({type(value).__name__})")
@@ -177,10 +186,12 @@ def default_run_dir(model: str, dataset: str, name: str = "") -> Path:
 
 def git_commit() -> str:
     """Short commit of the code, '-dirty' when tracked code outside results/ has changed."""
+
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5,
-                                 cwd=Path(__file__).resolve().parent)
+            out = subprocess.run(
+                ["git", *args], capture_output=True, text=True, timeout=5, cwd=Path(__file__).resolve().parent
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
@@ -226,8 +237,10 @@ class RunRecord:
 
     def _refuse_a_run(self) -> None:
         if self.fresh and any((self.path / n).exists() for n in (SUMMARY, CHECKPOINT)):
-            raise ConfigError(f"{self.path} already holds a run: continue it with `fineprune train "
-                              f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)")
+            raise ConfigError(
+                f"{self.path} already holds a run: continue it with `fineprune train "
+                f"--resume {shlex.quote(str(self.path))}`, or choose another --out (or delete it)"
+            )
 
     def _take_lock(self) -> None:
         fd = os.open(self.path / ".lock", os.O_CREAT | os.O_RDWR, 0o666 & ~UMASK)
@@ -235,8 +248,9 @@ class RunRecord:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise ConfigError(f"{self.path} is being written by another fineprune process; wait for it "
-                              "or choose another --out") from None
+            raise ConfigError(
+                f"{self.path} is being written by another fineprune process; wait for it or choose another --out"
+            ) from None
         self._lock = fd
 
     def close(self) -> None:
@@ -347,7 +361,7 @@ def load_run_config(run_dir: Path) -> dict[str, Any]:
 
 
 def finite(value: float) -> bool:
-    try:   # an int of 400 digits (valid JSON) overflows the conversion to float
+    try:  # an int of 400 digits (valid JSON) overflows the conversion to float
         return isinstance(value, (int, float)) and math.isfinite(value)
     except OverflowError:
         return False

@@ -21,8 +21,10 @@ def writer_class() -> Any:
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:  # torch's wrapper imports the tensorboard package and fails without it
-        raise ConfigError(f"--tensorboard needs the tensorboard package, which is not installed: {INSTALL} "
-                          "(or pip install tensorboard)") from None
+        raise ConfigError(
+            f"--tensorboard needs the tensorboard package, which is not installed: {INSTALL} "
+            "(or pip install tensorboard)"
+        ) from None
     return SummaryWriter
 
 
@@ -45,7 +47,7 @@ class ScalarLog:
         return cls(run_dir, done) if enabled else None
 
     def write(self, rows: list[EpochRow]) -> None:
-        for row in rows[self.logged:]:
+        for row in rows[self.logged :]:
             for name in EpochRow.columns():
                 if name != "epoch":
                     self.writer.add_scalar(name, float(getattr(row, name)), global_step=row.epoch)

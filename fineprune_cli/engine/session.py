@@ -23,8 +23,9 @@ from .totals import Totals, new_summary
 from .world import World
 
 
-def train_sync(cfg: Config, world: World, show_progress: bool = True, command: str | None = None,
-               bar: Any = None) -> RunSummary:
+def train_sync(
+    cfg: Config, world: World, show_progress: bool = True, command: str | None = None, bar: Any = None
+) -> RunSummary:
     """Train a new run as `cfg` says. `command` (how it was launched) goes into the summary;
     `bar`: a caller's progress bar to advance per epoch."""
     path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
@@ -47,8 +48,10 @@ def resumable(run_dir: Path) -> tuple[RunSummary, Config]:
     if summary.status == Status.COMPLETE:
         raise ConfigError(f"{run_dir} is already complete")
     if summary.status == Status.DIVERGED:
-        raise ConfigError(f"{run_dir} diverged at epoch {summary.diverged_epoch}: resuming it would "
-                          "diverge again; train it anew with a lower --lr or a longer warm-up")
+        raise ConfigError(
+            f"{run_dir} diverged at epoch {summary.diverged_epoch}: resuming it would "
+            "diverge again; train it anew with a lower --lr or a longer warm-up"
+        )
     cfg = validate(config_from_dict(load_run_config(run_dir), f"{run_dir}/config.yaml"))
     cfg.run.out = str(run_dir)
     changed = data_changes(summary.data, data_identity(cfg.data), str(cfg.data.data_dir))
@@ -57,8 +60,9 @@ def resumable(run_dir: Path) -> tuple[RunSummary, Config]:
     return summary, cfg
 
 
-def resume_sync(run_dir: Path, summary: RunSummary, cfg: Config, world: World, show_progress: bool = True,
-                bar: Any = None) -> RunSummary:
+def resume_sync(
+    run_dir: Path, summary: RunSummary, cfg: Config, world: World, show_progress: bool = True, bar: Any = None
+) -> RunSummary:
     """Continue an interrupted run (`summary`, `cfg`: what `resumable` read from it) from its
     checkpoint, as if it had never stopped."""
     record = RunRecord(Path(run_dir), write=world.main)
@@ -66,9 +70,11 @@ def resume_sync(run_dir: Path, summary: RunSummary, cfg: Config, world: World, s
         trainer, policy = trainer_and_policy(cfg, world)
         state = checkpoint.load(record.path, trainer.device)
         if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):
-            raise checkpoint.StaleCheckpoint(f"{record.path}: the checkpoint was made with other settings than its "
-                                             "config.yaml (a run started over it, or the file was edited); "
-                                             "resume refused")
+            raise checkpoint.StaleCheckpoint(
+                f"{record.path}: the checkpoint was made with other settings than its "
+                "config.yaml (a run started over it, or the file was edited); "
+                "resume refused"
+            )
         totals = _restore(state, trainer, policy, record)
         summary.status = Status.INCOMPLETE
         summary.resumed_after_epochs.append(len(totals.rows))
@@ -89,5 +95,6 @@ def _restore(state: dict[str, Any], trainer: Any, policy: Any, record: RunRecord
         checkpoint.restore_rng(state)
         return Totals.from_state(state["totals"])
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
-        raise ConfigError(f"{record.path}/{CHECKPOINT} does not fit this run "
-                          f"({type(exc).__name__}); train it again") from None
+        raise ConfigError(
+            f"{record.path}/{CHECKPOINT} does not fit this run ({type(exc).__name__}); train it again"
+        ) from None

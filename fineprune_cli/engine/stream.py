@@ -24,8 +24,8 @@ from .data import balanced_subset, load_dataset
 from .imagefolder import folder_mode, identity, list_folder, read_image
 from .trainer import CropFlip, DeviceData, crop_pad, pad_images, wants_augment
 
-STATS_SAMPLES = 2048   # images whose pixels give the normalisation (all of them when fewer)
-MEMORY_SHARE = 0.5     # `auto` holds the data on the device when it takes under this share of free memory
+STATS_SAMPLES = 2048  # images whose pixels give the normalisation (all of them when fewer)
+MEMORY_SHARE = 0.5  # `auto` holds the data on the device when it takes under this share of free memory
 
 
 class FolderImages(torch.utils.data.Dataset):
@@ -33,7 +33,7 @@ class FolderImages(torch.utils.data.Dataset):
     as values (a message naming the file), so the main process raises them as one line."""
 
     def __init__(self, items: list[tuple[Path, int]], mode: str, size: int | None):
-        self.paths = [str(p) for p, _ in items]   # plain strings: cheap to send to workers
+        self.paths = [str(p) for p, _ in items]  # plain strings: cheap to send to workers
         self.mode, self.size = mode, size
 
     def __len__(self) -> int:
@@ -54,8 +54,10 @@ def collate(items: list[tuple[str, Any]]) -> torch.Tensor | str:
     shape = items[0][1].shape
     for path, image in items:
         if image.shape != shape:
-            return (f"{path} is {tuple(image.shape[1:])}, other images are {tuple(shape[1:])}: "
-                    "pass --image-size N to resize them all")
+            return (
+                f"{path} is {tuple(image.shape[1:])}, other images are {tuple(shape[1:])}: "
+                "pass --image-size N to resize them all"
+            )
     return torch.stack([image for _, image in items])
 
 
@@ -76,22 +78,35 @@ class _Batches:
 class StreamData:
     """The trainer's data (as DeviceData): labels on the device, images decoded per batch."""
 
-    def __init__(self, train: list[tuple[Path, int]], test: list[tuple[Path, int]], size: int | None,
-                 mode: str, device: torch.device, crop_size: int | None, workers: int):
+    def __init__(
+        self,
+        train: list[tuple[Path, int]],
+        test: list[tuple[Path, int]],
+        size: int | None,
+        mode: str,
+        device: torch.device,
+        crop_size: int | None,
+        workers: int,
+    ):
         """size: the resize target (None: as decoded); mode: the folder's ('RGB' or 'GRAY');
         crop_size: augment with crop + flip."""
         self.device, self.num_test = device, len(test)
         self.dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-        self.images = FolderImages(train + test, mode, size)   # one pool of workers for both splits
+        self.images = FolderImages(train + test, mode, size)  # one pool of workers for both splits
         self.train_y = torch.tensor([y for _, y in train], dtype=torch.long).to(device)
         self.test_y = torch.tensor([y for _, y in test], dtype=torch.long).to(device)
         self.sampler = _Batches()
         # the worker count is the user's choice (--workers); torch's advice against more workers
         # than cores would be a second line under every run
         warnings.filterwarnings("ignore", message="This DataLoader will create")
-        self.loader = DataLoader(self.images, batch_sampler=self.sampler, num_workers=workers,
-                                 collate_fn=collate, pin_memory=device.type == "cuda",
-                                 persistent_workers=workers > 0)
+        self.loader = DataLoader(
+            self.images,
+            batch_sampler=self.sampler,
+            num_workers=workers,
+            collate_fn=collate,
+            pin_memory=device.type == "cuda",
+            persistent_workers=workers > 0,
+        )
         self.mean, self.std = self._stats(len(train))
         self.crop = None if crop_size is None else CropFlip(crop_size, crop_pad(crop_size), device)
 
@@ -103,7 +118,7 @@ class StreamData:
         """Per-channel mean and std of the training pixels as DeviceData computes them, over up to
         STATS_SAMPLES evenly spaced images (all of them, in order, when fewer: the same figures)."""
         picks = torch.linspace(0, n - 1, min(n, STATS_SAMPLES)).round().long().unique().tolist()
-        x = torch.cat(list(self._decode([picks[i:i + 256] for i in range(0, len(picks), 256)])))
+        x = torch.cat(list(self._decode([picks[i : i + 256] for i in range(0, len(picks), 256)])))
         x = x.to(self.device).float()
         mean = x.mean(dim=(0, 2, 3)) / 255
         std = x.std(dim=(0, 2, 3)).clamp_min(1e-3) / 255
@@ -136,7 +151,7 @@ class StreamData:
         return (self._norm(x) for x in self._decode([b.tolist() for b in batches]))
 
     def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
-        base = self.num_train   # the test images follow the training images in self.images
+        base = self.num_train  # the test images follow the training images in self.images
         chunks = [list(range(base + i, base + min(i + size, hi))) for i in range(lo, hi, size)]
         return (self._norm(x) for x in self._decode(chunks))
 
@@ -194,10 +209,14 @@ def choose_loader(loader: str, n: int, batch: int, channels: int, size: int, dev
         loader = "device" if data <= MEMORY_SHARE * free else "stream"
     need = data + step if loader == "device" else step
     if need > free:
-        instead = ("--loader stream fits" if loader == "device" and step <= free else
-                   "lower --image-size or --batch-size")
-        what = (f"{n} images of {size} x {size} held on {device.type}" if loader == "device" else
-                f"a batch of {batch} images of {size} x {size}")
+        instead = (
+            "--loader stream fits" if loader == "device" and step <= free else "lower --image-size or --batch-size"
+        )
+        what = (
+            f"{n} images of {size} x {size} held on {device.type}"
+            if loader == "device"
+            else f"a batch of {batch} images of {size} x {size}"
+        )
         raise DataError(f"{what} need about {_gb(need)}, {_gb(free)} is free: {instead}")
     return loader
 
@@ -206,8 +225,9 @@ def _gb(n: int) -> str:
     return f"{n / 2**30:.1f} GB"
 
 
-def load_data(d: DataConfig, seed: int, device: torch.device, batch: int = 128
-              ) -> tuple[DeviceData | StreamData, int, int]:
+def load_data(
+    d: DataConfig, seed: int, device: torch.device, batch: int = 128
+) -> tuple[DeviceData | StreamData, int, int]:
     """The trainer's data for these settings, with the model's input channels and classes
     (`batch`: the largest batch a step takes, for the memory check)."""
     if d.dataset == "folder":
@@ -215,14 +235,15 @@ def load_data(d: DataConfig, seed: int, device: torch.device, batch: int = 128
         mode, shape = folder_mode(listing, d.image_size)
         channels, size = (3 if mode == "RGB" else 1), d.image_size or max(shape)
         train, test = _subsets(listing, d, seed)
-        n = len(listing["train"]) + len(listing["test"])   # the device path decodes all, then picks
+        n = len(listing["train"]) + len(listing["test"])  # the device path decodes all, then picks
         batch = min(batch, max(len(train), len(test)))
         if choose_loader(d.loader, n, batch, channels, size, device) == "stream":
             crop = size if wants_augment(d.augment, channels) else None
             classes = len(listing["train_classes"])
             return StreamData(train, test, d.image_size, mode, device, crop, d.workers), channels, classes
-    ds = load_dataset(d.dataset, d.data_dir, d.download, d.subset, seed=seed, test_subset=d.test_subset,
-                      image_size=d.image_size)
+    ds = load_dataset(
+        d.dataset, d.data_dir, d.download, d.subset, seed=seed, test_subset=d.test_subset, image_size=d.image_size
+    )
     augment = wants_augment(d.augment, ds.in_channels)
     return DeviceData.build(ds, device, augment), ds.in_channels, ds.num_classes
 

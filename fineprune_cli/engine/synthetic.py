@@ -14,13 +14,15 @@ VERSION = 1  # part of the cache file's name: bump it whenever the generator bel
 
 
 @functools.lru_cache(maxsize=2)
-def synthetic_tensors(num_train: int, num_test: int, num_classes: int, image_size: int,
-                      channels: int, seed: int) -> tuple[torch.Tensor, ...]:
+def synthetic_tensors(
+    num_train: int, num_test: int, num_classes: int, image_size: int, channels: int, seed: int
+) -> tuple[torch.Tensor, ...]:
     """Cached per process and on disk: generating 60,000 images takes seconds, and every
     process of a data-parallel or subprocess test would pay it again. Callers never modify
     the tensors in place."""
-    path = cache_home() / (f"synthetic-v{VERSION}-{num_train}-{num_test}-{num_classes}-{image_size}-"
-                           f"{channels}-{seed}.pt")
+    path = cache_home() / (
+        f"synthetic-v{VERSION}-{num_train}-{num_test}-{num_classes}-{image_size}-{channels}-{seed}.pt"
+    )
     try:
         saved = torch.load(path, weights_only=True)
         if isinstance(saved, (list, tuple)) and len(saved) == 4:
@@ -36,8 +38,9 @@ def synthetic_tensors(num_train: int, num_test: int, num_classes: int, image_siz
     return tensors
 
 
-def _generate(num_train: int, num_test: int, num_classes: int, image_size: int, channels: int,
-              seed: int) -> tuple[torch.Tensor, ...]:
+def _generate(
+    num_train: int, num_test: int, num_classes: int, image_size: int, channels: int, seed: int
+) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
     coarse = torch.rand(num_classes, channels, 4, 4, generator=g)
     templates = F.interpolate(coarse, size=(image_size, image_size), mode="bilinear", align_corners=False)
@@ -48,12 +51,12 @@ def _generate(num_train: int, num_test: int, num_classes: int, image_size: int, 
         y = torch.randint(0, num_classes, (n,), generator=g)
         x = torch.empty(n, channels, image_size, image_size, dtype=torch.uint8)
         for lo in range(0, n, 4096):  # chunks keep the float intermediates small
-            yc = y[lo:lo + 4096]
+            yc = y[lo : lo + 4096]
             scale = 0.3 + 1.4 * torch.rand(len(yc), 1, 1, 1, generator=g)
             noise = bank[torch.randint(0, len(bank), (len(yc),), generator=g)]
             xc = templates[yc] * scale + 0.6 * noise
             shifts = torch.randint(-3, 4, (2,), generator=g).tolist()
-            x[lo:lo + 4096] = (torch.roll(xc, shifts, dims=(2, 3)).clamp(0, 1) * 255).round()
+            x[lo : lo + 4096] = (torch.roll(xc, shifts, dims=(2, 3)).clamp(0, 1) * 255).round()
         return x, y
 
     return (*split(num_train), *split(num_test))

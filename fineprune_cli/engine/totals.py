@@ -21,6 +21,7 @@ from .stream import data_identity
 @dataclass
 class Totals:
     """What a run has done so far; a checkpoint stores it, a resumed run starts from it."""
+
     rows: list[EpochRow] = field(default_factory=list)
     train_s: float = 0.0
     eval_s: float = 0.0
@@ -28,13 +29,23 @@ class Totals:
     refresh_s: float = 0.0  # forward-only passes a policy asked for (kakurenbo), part of train_s
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rows": [vars(r) for r in self.rows], "train_s": self.train_s,
-                "eval_s": self.eval_s, "overhead_s": self.overhead_s, "refresh_s": self.refresh_s}
+        return {
+            "rows": [vars(r) for r in self.rows],
+            "train_s": self.train_s,
+            "eval_s": self.eval_s,
+            "overhead_s": self.overhead_s,
+            "refresh_s": self.refresh_s,
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "Totals":
-        return cls([EpochRow(**r) for r in state["rows"]], state["train_s"], state["eval_s"],
-                   state["overhead_s"], state.get("refresh_s", 0.0))  # absent from older checkpoints
+        return cls(
+            [EpochRow(**r) for r in state["rows"]],
+            state["train_s"],
+            state["eval_s"],
+            state["overhead_s"],
+            state.get("refresh_s", 0.0),
+        )  # absent from older checkpoints
 
 
 def best3(accuracies: list[float]) -> float:
@@ -61,17 +72,31 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
         summary.extra["refresh_seconds"] = round(totals.refresh_s, 3)
 
 
-def new_summary(cfg: Config, device: torch.device, path: Path, num_train: int,
-                world_size: int = 1, command: str | None = None) -> RunSummary:
+def new_summary(
+    cfg: Config, device: torch.device, path: Path, num_train: int, world_size: int = 1, command: str | None = None
+) -> RunSummary:
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
     return RunSummary(
-        model=cfg.model.name, dataset=cfg.data.dataset, epochs=cfg.train.epochs, seed=cfg.run.seed,
-        policy=cfg.policy, arm=cfg.run.arm, dataset_label=cfg.data.label or cfg.data.dataset,
+        model=cfg.model.name,
+        dataset=cfg.data.dataset,
+        epochs=cfg.train.epochs,
+        seed=cfg.run.seed,
+        policy=cfg.policy,
+        arm=cfg.run.arm,
+        dataset_label=cfg.data.label or cfg.data.dataset,
         num_train=num_train,
-        device=describe_device(device), run_dir=str(path), torch=torch.__version__,
-        git_commit=git_commit(), started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=command,
-        world_size=world_size, schedule=schedule if cfg.policy != "regular" else {},
-        data=data_identity(cfg.data), machine=machine_signature(device), load_average=load_average())
+        device=describe_device(device),
+        run_dir=str(path),
+        torch=torch.__version__,
+        git_commit=git_commit(),
+        started=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        command=command,
+        world_size=world_size,
+        schedule=schedule if cfg.policy != "regular" else {},
+        data=data_identity(cfg.data),
+        machine=machine_signature(device),
+        load_average=load_average(),
+    )
 
 
 def mark_diverged(record: RunRecord, summary: RunSummary, totals: Totals, row: EpochRow) -> checkpoint.Diverged:
@@ -83,4 +108,5 @@ def mark_diverged(record: RunRecord, summary: RunSummary, totals: Totals, row: E
     return checkpoint.Diverged(
         f"training diverged at epoch {row.epoch}: train loss {row.train_loss}, test loss "
         f"{row.test_loss}; the record is kept in {record.path} with status 'diverged' "
-        "(try a lower --lr or a longer train.warmup_epochs)")
+        "(try a lower --lr or a longer train.warmup_epochs)"
+    )

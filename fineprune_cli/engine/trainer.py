@@ -45,7 +45,7 @@ def pad_images(x: torch.Tensor, pad: int, fill: torch.Tensor) -> torch.Tensor:
     """Pad N x C x H x W by `pad` pixels with a per-channel fill (normalised black = zero padding)."""
     n, c, h, w = x.shape
     out = fill.to(x.dtype).view(1, c, 1, 1).expand(n, c, h + 2 * pad, w + 2 * pad).contiguous()
-    out[:, :, pad:pad + h, pad:pad + w] = x
+    out[:, :, pad : pad + h, pad : pad + w] = x
     return out
 
 
@@ -67,12 +67,13 @@ class CropFlip:
         b, dev = idx.numel(), idx.device
         shift = torch.randint(0, 2 * self.pad + 1, (2, b), generator=gen, device=dev)
         flip = torch.randint(0, 2, (b, 1), generator=gen, device=dev).bool()
-        rows = shift[0, :, None] + self.ramp                     # B x H
-        cols = shift[1, :, None] + self.ramp                     # B x W
-        cols = torch.where(flip, cols.flip(1), cols)             # reversed columns = mirrored crop
+        rows = shift[0, :, None] + self.ramp  # B x H
+        cols = shift[1, :, None] + self.ramp  # B x W
+        cols = torch.where(flip, cols.flip(1), cols)  # reversed columns = mirrored crop
         chans = torch.arange(padded.shape[1], device=dev)
-        return padded[idx[:, None, None, None], chans[None, :, None, None],
-                      rows[:, None, :, None], cols[:, None, None, :]]
+        return padded[
+            idx[:, None, None, None], chans[None, :, None, None], rows[:, None, :, None], cols[:, None, None, :]
+        ]
 
 
 @dataclass
@@ -102,8 +103,7 @@ class DeviceData:
             pad = crop_pad(dataset.image_size)
             train_x = pad_images(train_x, pad, (0 - mean) / std)
             crop = CropFlip(dataset.image_size, pad, device)
-        return cls(train_x, dataset.train_y.to(device), norm(dataset.test_x),
-                   dataset.test_y.to(device), crop)
+        return cls(train_x, dataset.train_y.to(device), norm(dataset.test_x), dataset.test_y.to(device), crop)
 
     @property
     def num_train(self) -> int:
@@ -121,20 +121,29 @@ class DeviceData:
         if self.crop is None:
             return (self.train_x[idx] for idx in batches)
         pad, size = CROP_PAD, self.crop.size
-        return (self.train_x[idx, :, pad:pad + size, pad:pad + size] for idx in batches)
+        return (self.train_x[idx, :, pad : pad + size, pad : pad + size] for idx in batches)
 
     def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
         return iter(self.test_x[lo:hi].split(size))
 
 
 class Trainer:
-    channels: int | None = None   # the data's (set by whoever built the data and the model)
+    channels: int | None = None  # the data's (set by whoever built the data and the model)
     classes: int | None = None
 
-    def __init__(self, model: torch.nn.Module, data: "DeviceData | Any", cfg: TrainConfig,
-                 device: torch.device, seed: int = 0, compile: bool = False,
-                 compile_mode: str = "auto", static_batches: bool | None = None,
-                 world: World = SINGLE, bf16: bool | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        data: "DeviceData | Any",
+        cfg: TrainConfig,
+        device: torch.device,
+        seed: int = 0,
+        compile: bool = False,
+        compile_mode: str = "auto",
+        static_batches: bool | None = None,
+        world: World = SINGLE,
+        bf16: bool | None = None,
+    ):
         if world.active and cfg.batch_size % world.size:
             raise ConfigError(f"--batch-size {cfg.batch_size} must divide evenly over {world.size} processes")
         self.device, self.data, self.cfg, self.world = device, data, cfg, world
@@ -143,8 +152,12 @@ class Trainer:
         self.memory_format = torch.channels_last if self.cuda else torch.contiguous_format
         self.model = model.to(device, memory_format=self.memory_format)
         self.optimizer = torch.optim.SGD(
-            self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
-            weight_decay=cfg.weight_decay, fused=self.cuda or None)
+            self.model.parameters(),
+            lr=cfg.lr,
+            momentum=cfg.momentum,
+            weight_decay=cfg.weight_decay,
+            fused=self.cuda or None,
+        )
         mode = compile_mode if compile_mode != "auto" else ("reduce-overhead" if self.cuda else "default")
         net = self.model
         if world.active:  # gradients are averaged across ranks inside backward()
@@ -172,8 +185,14 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 
-    def train_epoch(self, epoch: int, plan: EpochPlan | None = None, observe: Observe | None = None,
-                    lr: float | None = None, predictions: bool = False) -> torch.Tensor:
+    def train_epoch(
+        self,
+        epoch: int,
+        plan: EpochPlan | None = None,
+        observe: Observe | None = None,
+        lr: float | None = None,
+        predictions: bool = False,
+    ) -> torch.Tensor:
         """One pass over the plan's samples (all if None) in shuffled batches; returns the
         summed (unweighted) training loss as a device tensor, read once after the epoch.
         `lr`: the epoch's lr before warm-up (default: the milestone schedule's); `predictions`:
@@ -225,7 +244,7 @@ class Trainer:
         for idx, x in zip(batches, self.data.plain_batches(full)):
             y = self.data.train_y[idx]
             with self.autocast():
-                logits = self.eval_forward(x.contiguous(memory_format=self.memory_format))[:idx.numel()]
+                logits = self.eval_forward(x.contiguous(memory_format=self.memory_format))[: idx.numel()]
             losses = F.cross_entropy(logits.float(), y, reduction="none")
             observe(idx, losses, None, *predicted(logits, y))
 
@@ -239,8 +258,15 @@ class Trainer:
         gen = torch.Generator(device=self.device)
         return gen.manual_seed(((self.seed * 1_000_003 + epoch) * 4_099 + self.world.rank + 1) % 2**63)
 
-    def _observe(self, observe: Observe, idx: torch.Tensor, losses: torch.Tensor,
-                 total: torch.Tensor, real: int, seen: tuple = ()) -> None:
+    def _observe(
+        self,
+        observe: Observe,
+        idx: torch.Tensor,
+        losses: torch.Tensor,
+        total: torch.Tensor,
+        real: int,
+        seen: tuple = (),
+    ) -> None:
         if not self.world.active:
             if seen:
                 observe(idx, losses, None, *seen)
@@ -297,8 +323,12 @@ class Trainer:
                 torch.distributed.broadcast(buffer, 0)
 
     def state_dict(self) -> dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "generator": self.generator.get_state(), "steps": self.steps}
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "steps": self.steps,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])

@@ -66,7 +66,7 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
             if "MASTER_PORT" in env:
                 env_int(env, "MASTER_PORT", 1, 65535)
             return World(env_int(env, rank, 0, int(env[size]) - 1), int(env[size]), env_int(env, local, 0, default=0))
-        high = env_int(env, size, 1) - 1 if size in env else None   # RANK=1 WORLD_SIZE=1: not rank 0 alone
+        high = env_int(env, size, 1) - 1 if size in env else None  # RANK=1 WORLD_SIZE=1: not rank 0 alone
         for key in (rank, local):  # a lone RANK=-1 or LOCAL_RANK=x is a mistake too
             if key in env:
                 env_int(env, key, 0, high)
@@ -97,21 +97,26 @@ def init(world: World, device: torch.device, timeout_s: float, init_method: str 
         return
     timeout = timedelta(seconds=timeout_s)
     if init_method is None and "MASTER_ADDR" not in os.environ:
-        raise ConfigError(f"{world.size} processes need MASTER_ADDR and MASTER_PORT to meet (torchrun sets them; "
-                          "see docs/howto/distributed.md)")
+        raise ConfigError(
+            f"{world.size} processes need MASTER_ADDR and MASTER_PORT to meet (torchrun sets them; "
+            "see docs/howto/distributed.md)"
+        )
     try:
-        with quiet_stderr():   # c10d logs each failed try with a 30-line C++ stack
+        with quiet_stderr():  # c10d logs each failed try with a 30-line C++ stack
             store = None if init_method else group_store(world, timeout)
             # every rank of a run has one device type, so all of them post or none does
             shared = store is not None and device.type == "cuda" and shared_gpu(store, world, gpu_id(device))
             backend = "nccl" if device.type == "cuda" and not shared else "gloo"
-            dist.init_process_group(backend, init_method=init_method, store=store, rank=world.rank,
-                                    world_size=world.size, timeout=timeout)
+            dist.init_process_group(
+                backend, init_method=init_method, store=store, rank=world.rank, world_size=world.size, timeout=timeout
+            )
     except (dist.DistError, TimeoutError, ValueError) as exc:  # the rendezvous or a peer unreachable
         where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT')}"
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise ConfigError(f"rank {world.rank} of {world.size} could not join the process group at {where} "
-                          f"within {timeout_s:g} s: {reason}") from None
+        raise ConfigError(
+            f"rank {world.rank} of {world.size} could not join the process group at {where} "
+            f"within {timeout_s:g} s: {reason}"
+        ) from None
 
 
 def gpu_id(device: torch.device | str) -> str:
@@ -120,8 +125,9 @@ def gpu_id(device: torch.device | str) -> str:
     device = torch.device(device)
     if device.type != "cuda":
         return ""
-    return str(torch.cuda.get_device_properties(device.index if device.index is not None
-                                                  else torch.cuda.current_device()).uuid)
+    return str(
+        torch.cuda.get_device_properties(device.index if device.index is not None else torch.cuda.current_device()).uuid
+    )
 
 
 def shared_gpu(store: dist.Store, world: World, gpu: str) -> bool:
@@ -138,8 +144,10 @@ def group_store(world: World, timeout: timedelta) -> dist.Store:
     """The store a group meets through: env:// (MASTER_ADDR:MASTER_PORT), or `restart_store`'s
     in a rank that torchrun restarted."""
     os.environ.setdefault("MASTER_PORT", "29500")
-    return (restart_store(os.environ, timeout)
-            or next(dist.rendezvous("env://", rank=world.rank, world_size=world.size, timeout=timeout))[0])
+    return (
+        restart_store(os.environ, timeout)
+        or next(dist.rendezvous("env://", rank=world.rank, world_size=world.size, timeout=timeout))[0]
+    )
 
 
 def restart_store(env: Mapping[str, str], timeout: timedelta) -> dist.Store | None:
@@ -169,8 +177,10 @@ def cuda_index(local_rank: int, device_count: int, env: Mapping[str, str]) -> in
     if device_count == 1 or (visible is not None and len([v for v in visible.split(",") if v.strip()]) == 1):
         return 0
     if local_rank >= device_count:
-        raise ConfigError(f"local rank {local_rank} needs GPU {local_rank}, but this process sees "
-                          f"{device_count}: start at most {device_count} processes per node")
+        raise ConfigError(
+            f"local rank {local_rank} needs GPU {local_rank}, but this process sees "
+            f"{device_count}: start at most {device_count} processes per node"
+        )
     return local_rank
 
 
@@ -188,7 +198,7 @@ def step_slices(order: torch.Tensor, batch_size: int, world: World) -> list[torc
     for batch in order.split(batch_size):
         per_rank = batch.numel() // world.size
         if per_rank:
-            out.append(batch[world.rank * per_rank:(world.rank + 1) * per_rank])
+            out.append(batch[world.rank * per_rank : (world.rank + 1) * per_rank])
     return out
 
 

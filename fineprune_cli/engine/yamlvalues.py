@@ -20,8 +20,10 @@ from ..errors import ConfigError
 
 _DIGITS = r"[0-9](?:_?[0-9])*"
 INT = re.compile(r"[-+]?(?:0|[1-9](?:_?[0-9])*|0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+)$")
-FLOAT = re.compile(rf"[-+]?(?:(?:{_DIGITS})?\.{_DIGITS}(?:[eE][-+]?{_DIGITS})?|{_DIGITS}\.?(?:[eE][-+]?{_DIGITS})?"
-                   rf"|{_DIGITS}\.)$|[-+]?\.(?:inf|Inf|INF)$|\.(?:nan|NaN|NAN)$")
+FLOAT = re.compile(
+    rf"[-+]?(?:(?:{_DIGITS})?\.{_DIGITS}(?:[eE][-+]?{_DIGITS})?|{_DIGITS}\.?(?:[eE][-+]?{_DIGITS})?"
+    rf"|{_DIGITS}\.)$|[-+]?\.(?:inf|Inf|INF)$|\.(?:nan|NaN|NAN)$"
+)
 AMBIGUOUS = re.compile(r"[-+]?(?:0[0-9_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$")
 INT_TAG, FLOAT_TAG, AMBIGUOUS_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:fineprune,ambiguous"
 STARTS = list("-+0123456789.")
@@ -32,7 +34,8 @@ def _number_resolvers(cls: type) -> None:
     PyYAML's dict is shared with SafeLoader)."""
     cls.yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag not in (INT_TAG, FLOAT_TAG)]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
     # ambiguous first: '010' also matches the float pattern (Python reads it as 10.0)
     cls.add_implicit_resolver(AMBIGUOUS_TAG, AMBIGUOUS, STARTS)
     cls.add_implicit_resolver(INT_TAG, INT, STARTS)
@@ -54,8 +57,14 @@ class Loader(yaml.SafeLoader):
         return int(node.value, 0 if node.value.lstrip("+-")[1:2].isalpha() else 10)
 
     def construct_yaml_float(self, node: Any) -> float:
-        return float(node.value.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
-                     .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+        return float(
+            node.value.replace(".inf", "inf")
+            .replace(".Inf", "inf")
+            .replace(".INF", "inf")
+            .replace(".nan", "nan")
+            .replace(".NaN", "nan")
+            .replace(".NAN", "nan")
+        )
 
     def construct_ambiguous(self, node: Any) -> Any:
         raise Ambiguous(None, None, ambiguity(node.value), node.start_mark)
@@ -70,13 +79,16 @@ Loader.add_constructor(INT_TAG, Loader.construct_yaml_int)
 Loader.add_constructor(FLOAT_TAG, Loader.construct_yaml_float)
 Loader.add_constructor(AMBIGUOUS_TAG, Loader.construct_ambiguous)
 
+
 def ambiguity(text: str) -> str:
     """Why `text` is refused: YAML 1.1 and a reader (or Python) read it differently."""
     yaml11 = yaml.safe_load(text)
     if ":" in text:
         return f"'{text}' is a base-60 number to YAML 1.1 ({yaml11!r}); write the number itself, or quote it for text"
-    return (f"'{text}' has a leading 0: YAML 1.1 reads it as {yaml11!r}, Python as {int(text.replace('_', ''))}; "
-            "write it without the 0 (0o... for octal), or quote it for text")
+    return (
+        f"'{text}' has a leading 0: YAML 1.1 reads it as {yaml11!r}, Python as {int(text.replace('_', ''))}; "
+        "write it without the 0 (0o... for octal), or quote it for text"
+    )
 
 
 class Dumper(yaml.SafeDumper):
@@ -111,7 +123,7 @@ def comment_in(text: str) -> bool:
     try:
         spans = [(t.start_mark.index, t.end_mark.index) for t in yaml.scan(text)]
     except yaml.YAMLError:
-        return False   # not valid YAML: the load says so
+        return False  # not valid YAML: the load says so
     return any(ch == "#" and not any(a <= i < b for a, b in spans) for i, ch in enumerate(text))
 
 
@@ -120,8 +132,10 @@ def setting_value(key: str, text: str) -> Any:
     is refused, since the user typed exactly this."""
     try:
         if comment_in(text):
-            raise ConfigError(f"--set {key}: '{text}' holds ' #', which YAML reads as the start of a "
-                              f"comment; quote the value ({key}=\"'{text}'\") to keep it whole")
+            raise ConfigError(
+                f"--set {key}: '{text}' holds ' #', which YAML reads as the start of a "
+                f"comment; quote the value ({key}=\"'{text}'\") to keep it whole"
+            )
         return load(text)
     except yaml.YAMLError as exc:
         why = problem_of(exc)

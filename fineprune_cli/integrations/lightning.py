@@ -53,13 +53,16 @@ class PruningCallback(pl.Callback):
         if stage != "fit":
             return
         if trainer.world_size > 1 and not isinstance(self.sampler, DistributedPruningSampler):
-            raise ValueError(f"{trainer.world_size} processes train: use DistributedPruningSampler, "
-                             "so that the ranks share one plan and each takes its own shard")
+            raise ValueError(
+                f"{trainer.world_size} processes train: use DistributedPruningSampler, "
+                "so that the ranks share one plan and each takes its own shard"
+            )
         step = pl_module.training_step
 
         @functools.wraps(step)  # keeps the signature Lightning inspects (batch_idx or not)
         def training_step(batch: Any, *args: Any, **kwargs: Any) -> Any:
             return self.reduced(batch, step(batch, *args, **kwargs))
+
         pl_module.training_step = training_step
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -86,8 +89,10 @@ class PruningCallback(pl.Callback):
         combined = getattr(trainer.fit_loop, "_combined_loader", None)
         if combined is None or combined.limits is None:
             return
-        combined.limits = [_limited(len(dl), trainer.limit_train_batches) if _holds(dl, self.sampler)
-                           else limit for dl, limit in zip(combined.flattened, combined.limits)]
+        combined.limits = [
+            _limited(len(dl), trainer.limit_train_batches) if _holds(dl, self.sampler) else limit
+            for dl, limit in zip(combined.flattened, combined.limits)
+        ]
         batches = max(combined.limits)  # Lightning's default mode, max_size_cycle
         trainer.fit_loop.max_batches = batches
         fetcher = getattr(trainer.fit_loop, "_data_fetcher", None)

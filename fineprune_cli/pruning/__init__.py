@@ -9,10 +9,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_WHERE = {"PruneConfig": "config", "EpochPlan": "policy", "Policy": "policy", "create": "policy",
-          "Pruner": "pruner", "get": "registry", "list_policies": "registry", "register": "registry",
-          "DistributedPruningSampler": "sampler", "IndexedDataset": "sampler",
-          "PruningSampler": "sampler", "PruneSchedule": "schedule", "DroppingCount": "tracker"}
+_WHERE = {
+    "PruneConfig": "config",
+    "EpochPlan": "policy",
+    "Policy": "policy",
+    "create": "policy",
+    "Pruner": "pruner",
+    "get": "registry",
+    "list_policies": "registry",
+    "register": "registry",
+    "DistributedPruningSampler": "sampler",
+    "IndexedDataset": "sampler",
+    "PruningSampler": "sampler",
+    "PruneSchedule": "schedule",
+    "DroppingCount": "tracker",
+}
 
 __all__ = sorted(_WHERE)
 

@@ -11,13 +11,13 @@ from .schedule import PruneSchedule, formula_n_prune, last_pruning_epoch
 class Estimate:
     epochs: int
     pruning_epochs: list[int]
-    n_prune: int                 # counted by running the schedule
-    n_prune_formula: int         # Formulas 3/4 as printed
+    n_prune: int  # counted by running the schedule
+    n_prune_formula: int  # Formulas 3/4 as printed
     formula_agrees: bool
     prune_fraction: float
-    epoch_seconds: float         # T * b: one full epoch
-    time_unit: str               # "seconds" or "epochs" (when no time was given)
-    overhead_per_pruning_epoch: float   # t_0
+    epoch_seconds: float  # T * b: one full epoch
+    time_unit: str  # "seconds" or "epochs" (when no time was given)
+    overhead_per_pruning_epoch: float  # t_0
     t_regular: float
     t_prune: float
     t_save: float
@@ -27,9 +27,14 @@ class Estimate:
         return asdict(self)
 
 
-def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
-             epoch_seconds: float | None = None, overhead: float = 0.0,
-             anneal: float | None = None) -> Estimate:
+def estimate(
+    schedule: PruneSchedule,
+    epochs: int,
+    prune_fraction: float,
+    epoch_seconds: float | None = None,
+    overhead: float = 0.0,
+    anneal: float | None = None,
+) -> Estimate:
     """t_regular = n T b (F2); a pruning epoch runs (1 - f) of the batches (F5);
     t_prune = sum of epoch times + n_prune t_0 (F6); t_save = t_regular - t_prune (F7).
     `anneal` (--anneal δ): no pruning epoch after floor(δ·n), which the formulas ignore."""
@@ -38,8 +43,14 @@ def estimate(schedule: PruneSchedule, epochs: int, prune_fraction: float,
     return from_epochs(pruning, epochs, prune_fraction, epoch_seconds, overhead, formula)
 
 
-def from_epochs(pruning: list[int], epochs: int, prune_fraction: float, epoch_seconds: float | None = None,
-                overhead: float = 0.0, n_prune_formula: int | None = None) -> Estimate:
+def from_epochs(
+    pruning: list[int],
+    epochs: int,
+    prune_fraction: float,
+    epoch_seconds: float | None = None,
+    overhead: float = 0.0,
+    n_prune_formula: int | None = None,
+) -> Estimate:
     """Formulas 2 and 5-7 for given pruning epochs: a schedule's, or those a run measured (a
     dynamic policy's budget is only known after a run; then `prune_fraction` is the share it
     left out of its pruning epochs on average)."""
@@ -50,8 +61,21 @@ def from_epochs(pruning: list[int], epochs: int, prune_fraction: float, epoch_se
     t_regular = epochs * t_epoch
     t_prune = (epochs - n_prune) * t_epoch + n_prune * (1 - prune_fraction) * t_epoch + n_prune * overhead
     t_save = t_regular - t_prune
-    return Estimate(epochs, pruning, n_prune, formula, formula == n_prune, prune_fraction, t_epoch,
-                    unit, overhead, t_regular, t_prune, t_save, 100.0 * t_save / t_regular)
+    return Estimate(
+        epochs,
+        pruning,
+        n_prune,
+        formula,
+        formula == n_prune,
+        prune_fraction,
+        t_epoch,
+        unit,
+        overhead,
+        t_regular,
+        t_prune,
+        t_save,
+        100.0 * t_save / t_regular,
+    )
 
 
 def timeline(schedule: PruneSchedule, epochs: int) -> list[tuple[int, int, str]]:

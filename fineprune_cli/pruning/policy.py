@@ -46,9 +46,9 @@ def global_mean(total: torch.Tensor, count: int, reduce: Reduce) -> torch.Tensor
 
 @dataclass(frozen=True)
 class EpochPlan:
-    indices: torch.Tensor                 # the samples this epoch trains (any order)
-    weights: torch.Tensor | None = None   # per-sample loss weight for all N samples; None = 1
-    pruned: bool = False                  # the epoch leaves samples out
+    indices: torch.Tensor  # the samples this epoch trains (any order)
+    weights: torch.Tensor | None = None  # per-sample loss weight for all N samples; None = 1
+    pruned: bool = False  # the epoch leaves samples out
 
     @property
     def samples(self) -> int:
@@ -72,16 +72,16 @@ class Policy:
     label: ClassVar[str] = ""
     color: ClassVar[str] = "#444444"
     description: ClassVar[str] = ""
-    observes: ClassVar[bool] = False      # False: the trainer skips observe() altogether
+    observes: ClassVar[bool] = False  # False: the trainer skips observe() altogether
     # PruneConfig fields only this policy reads: under another policy they are reset to their
     # defaults, so a setting that cannot act neither splits report rows nor blocks compare reuse
     own_settings: ClassVar[tuple[str, ...]] = ()
-    order: ClassVar[int] = 100            # position in tables, plots and `fineprune policies`
+    order: ClassVar[int] = 100  # position in tables, plots and `fineprune policies`
     score_name: ClassVar[str] = "scores"  # snapshot files: <score_name>_window<k>.pt
     budget_before_run: ClassVar[bool] = True  # False: which epochs prune, and how much, depend on losses
     default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
     observes_predictions: ClassVar[bool] = False  # True: observe() also gets correct and confidence
-    scales_lr: ClassVar[bool] = False     # --lr-scale-pruned when the run does not say (kakurenbo: on)
+    scales_lr: ClassVar[bool] = False  # --lr-scale-pruned when the run does not say (kakurenbo: on)
 
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
@@ -94,8 +94,14 @@ class Policy:
     def anneal_of(cls, cfg: PruneConfig) -> float | None:
         return cfg.anneal if cfg.anneal is not None else cls.default_anneal
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         """`epochs`: the run's length n, for policies that change with the epoch's share of
         the run (annealing, the default schedule); None when the caller does not know it."""
         self.num_samples, self.cfg, self.device = num_samples, cfg, torch.device(device)
@@ -110,9 +116,14 @@ class Policy:
     def plan(self, epoch: int) -> EpochPlan:
         return EpochPlan(self.all)
 
-    def observe(self, indices: torch.Tensor, losses: torch.Tensor,
-                mean: torch.Tensor | None = None, correct: torch.Tensor | None = None,
-                confidence: torch.Tensor | None = None) -> None:
+    def observe(
+        self,
+        indices: torch.Tensor,
+        losses: torch.Tensor,
+        mean: torch.Tensor | None = None,
+        correct: torch.Tensor | None = None,
+        confidence: torch.Tensor | None = None,
+    ) -> None:
         """Per-sample losses of one step (after its forward pass); `mean`: the global batch
         mean when this is one rank's part of a data-parallel batch. Only to a policy with
         `observes_predictions`: `correct` (bool, argmax == label) and `confidence` (the top
@@ -168,13 +179,21 @@ def pruned_count(cfg: PruneConfig, num_samples: int) -> int:
     """m = round(prune_fraction x N), refused when it would leave an epoch without samples."""
     m = round(cfg.prune_fraction * num_samples)
     if m >= num_samples:
-        raise ConfigError(f"--prune-fraction {cfg.prune_fraction:g} leaves none of the {num_samples} "
-                          f"training samples; use at most {(num_samples - 1) / num_samples:.4g}")
+        raise ConfigError(
+            f"--prune-fraction {cfg.prune_fraction:g} leaves none of the {num_samples} "
+            f"training samples; use at most {(num_samples - 1) / num_samples:.4g}"
+        )
     return m
 
 
-def create(name: str, num_samples: int, cfg: PruneConfig | None = None, seed: int = 0,
-           device: torch.device | str = "cpu", epochs: int | None = None) -> Policy:
+def create(
+    name: str,
+    num_samples: int,
+    cfg: PruneConfig | None = None,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    epochs: int | None = None,
+) -> Policy:
     """The policy `name`; every argument checked here, in one line (TypeError for a wrong
     type, ValueError for a wrong value), before any of it reaches torch."""
     if not isinstance(name, str):
@@ -207,8 +226,9 @@ def require_int(value: object, name: str, low: int, high: int | None = None, opt
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer, got {_shown(value)}")
     if value < low or (high is not None and value > high):
-        raise ConfigError(f"{name} must be {f'between {low} and {high}' if high is not None else f'at least {low}'}, "
-                          f"got {value}")
+        raise ConfigError(
+            f"{name} must be {f'between {low} and {high}' if high is not None else f'at least {low}'}, got {value}"
+        )
 
 
 def as_device(device: object) -> torch.device:
@@ -223,4 +243,3 @@ def as_device(device: object) -> torch.device:
 def _shown(value: object) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
-

@@ -29,10 +29,18 @@ class Pruner:
     epochs, so both spend the same budget. Data-parallel: `reduce` sums a tensor over ranks.
     """
 
-    def __init__(self, num_samples: int, schedule: PruneSchedule, prune_fraction: float = 0.3,
-                 tolerance: float = 0.0, policy: str = "fine", seed: int = 0,
-                 device: torch.device | str = "cpu", reduce: Reduce | None = None,
-                 epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        schedule: PruneSchedule,
+        prune_fraction: float = 0.3,
+        tolerance: float = 0.0,
+        policy: str = "fine",
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        reduce: Reduce | None = None,
+        epochs: int | None = None,
+    ):
         if not isinstance(schedule, PruneSchedule):
             raise TypeError(f"schedule must be a PruneSchedule, got {type(schedule).__name__}")
         for name, value in (("prune_fraction", prune_fraction), ("tolerance", tolerance)):
@@ -40,9 +48,16 @@ class Pruner:
                 raise TypeError(f"{name} must be a number, got {type(value).__name__}")
         if reduce is not None and not callable(reduce):
             raise TypeError(f"reduce must be a function (a sum over ranks) or None, got {type(reduce).__name__}")
-        cfg = PruneConfig(policy=policy, window=schedule.window, start=schedule.start,
-                          attenuation=schedule.attenuation, block=schedule.block, count=schedule.count,
-                          prune_fraction=prune_fraction, tolerance=tolerance)
+        cfg = PruneConfig(
+            policy=policy,
+            window=schedule.window,
+            start=schedule.start,
+            attenuation=schedule.attenuation,
+            block=schedule.block,
+            count=schedule.count,
+            prune_fraction=prune_fraction,
+            tolerance=tolerance,
+        )
         check_section(cfg, "prune.")  # ValueError (ConfigError) on a bad value
         self.schedule = schedule
         self.policy: Policy = create(policy, num_samples, cfg, seed, device, epochs)
@@ -56,8 +71,10 @@ class Pruner:
     def prunes(self, epoch: int) -> bool:
         """Whether epoch `epoch` leaves samples out: the policy's own rule, without planning it."""
         if not isinstance(self.policy, Scheduled):
-            raise TypeError(f"policy {self.policy.name!r} chooses from the losses which epochs prune; "
-                            "read begin_epoch's keep-list instead")
+            raise TypeError(
+                f"policy {self.policy.name!r} chooses from the losses which epochs prune; "
+                "read begin_epoch's keep-list instead"
+            )
         return self.policy.prunes(epoch)
 
     def begin_epoch(self, epoch: int) -> torch.Tensor:

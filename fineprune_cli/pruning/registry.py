@@ -15,7 +15,7 @@ _LOADED: list[bool] = []
 
 def _load() -> None:
     if not _LOADED:
-        _LOADED.append(True)   # first: the policy modules import this one while they load
+        _LOADED.append(True)  # first: the policy modules import this one while they load
         from . import policies  # noqa: F401
 
 
@@ -37,5 +37,4 @@ def get(name: str) -> Any:
     try:
         return _REGISTRY[ALIASES.get(name, name)]
     except KeyError:
-        raise ValueError(f"unknown pruning policy '{name}'; choose one of: "
-                         f"{', '.join(list_policies())}") from None
+        raise ValueError(f"unknown pruning policy '{name}'; choose one of: {', '.join(list_policies())}") from None

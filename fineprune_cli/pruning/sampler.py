@@ -56,29 +56,33 @@ class PruningSampler(Sampler[int]):
             raise TypeError(f"policy must be a Policy (fineprune_cli.create_policy(...)), got {type(policy).__name__}")
         require_int(seed, "seed", 0, 2**63 - 1)
         self.policy, self.seed = policy, seed
-        self.epoch: int | None = None        # 0-based; None before the first plan
-        self.plan: EpochPlan | None = None   # the current epoch's plan
+        self.epoch: int | None = None  # 0-based; None before the first plan
+        self.plan: EpochPlan | None = None  # the current epoch's plan
         self.order = torch.empty(0, dtype=torch.long)  # this rank's indices for the epoch
-        self.consumed = False                # the current epoch has been iterated
-        self.iterated = False                # ... by this process (not restored by load_state_dict)
-        self.synced = True                   # nothing observed since the last sync
-        self.seen = 0                        # samples passed to loss() in this epoch
-        self.pad_last = False                # this rank's last index is padding (distributed)
+        self.consumed = False  # the current epoch has been iterated
+        self.iterated = False  # ... by this process (not restored by load_state_dict)
+        self.synced = True  # nothing observed since the last sync
+        self.seen = 0  # samples passed to loss() in this epoch
+        self.pad_last = False  # this rank's last index is padding (distributed)
 
     # --- epochs ---
     def set_epoch(self, epoch: int) -> None:
         """Enter epoch `epoch` (0-based); a no-op when it is already the current one and not
         yet iterated."""
         if self.epoch is not None and epoch < self.epoch:
-            raise ValueError(f"epoch {epoch} is before the sampler's epoch {self.epoch}: a policy "
-                             "plans each epoch once, forward only (load_state_dict to go back)")
+            raise ValueError(
+                f"epoch {epoch} is before the sampler's epoch {self.epoch}: a policy "
+                "plans each epoch once, forward only (load_state_dict to go back)"
+            )
         if epoch == self.epoch and self.consumed and (self.seen or not self.iterated):
             # trained already (here, or before the state was saved): a loop resumed at the saved
             # epoch. As a no-op, the next iteration would train epoch + 1's plan, and the sampler
             # would run one epoch ahead of the loop from then on. (Iterated but not trained is
             # fine: a DataLoader with persistent workers draws indices before set_epoch.)
-            raise ValueError(f"set_epoch({epoch}): epoch {epoch} was already iterated (a state saved after "
-                             f"it was loaded?); a resumed loop continues with set_epoch({epoch + 1})")
+            raise ValueError(
+                f"set_epoch({epoch}): epoch {epoch} was already iterated (a state saved after "
+                f"it was loaded?); a resumed loop continues with set_epoch({epoch + 1})"
+            )
         if epoch != self.epoch:
             self._enter(epoch)
 
@@ -107,8 +111,10 @@ class PruningSampler(Sampler[int]):
         indices (a dataset without IndexedDataset), and a policy that scores losses would go on
         choosing from empty scores, which is random pruning under its name."""
         if self.iterated and self.seen == 0 and self.policy.observes and self.order.numel():
-            raise RuntimeError(f"epoch {self.epoch} was iterated but loss() never received its samples: wrap "
-                               "the dataset in IndexedDataset and call sampler.loss(idx, losses) for each batch")
+            raise RuntimeError(
+                f"epoch {self.epoch} was iterated but loss() never received its samples: wrap "
+                "the dataset in IndexedDataset and call sampler.loss(idx, losses) for each batch"
+            )
 
     def _shuffled(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
         # a fresh generator per epoch (as DistributedSampler): every rank, and a resumed run,
@@ -127,17 +133,25 @@ class PruningSampler(Sampler[int]):
         Call it once per batch, in the order the loader yields them."""
         if self.plan is None:
             raise RuntimeError("no epoch planned yet: iterate the sampler's DataLoader first")
-        if not isinstance(indices, torch.Tensor) or indices.dtype.is_floating_point or indices.dtype in (
-                torch.bool, torch.complex64, torch.complex128):
-            raise TypeError("loss() needs the batch's sample indices (an integer tensor, the first field of "
-                            f"IndexedDataset's items), got {getattr(indices, 'dtype', type(indices).__name__)}")
+        if (
+            not isinstance(indices, torch.Tensor)
+            or indices.dtype.is_floating_point
+            or indices.dtype in (torch.bool, torch.complex64, torch.complex128)
+        ):
+            raise TypeError(
+                "loss() needs the batch's sample indices (an integer tensor, the first field of "
+                f"IndexedDataset's items), got {getattr(indices, 'dtype', type(indices).__name__)}"
+            )
         n = self.policy.num_samples
         if indices.numel() and not (0 <= int(indices.min()) and int(indices.max()) < n):
-            raise ValueError(f"loss() got sample indices outside [0, {n}): pass the first field of "
-                             "IndexedDataset's items")
+            raise ValueError(
+                f"loss() got sample indices outside [0, {n}): pass the first field of IndexedDataset's items"
+            )
         if losses.dim() != 1 or losses.numel() != indices.numel():
-            raise ValueError(f"loss() needs one loss per sample (reduction='none'): got shape "
-                             f"{tuple(losses.shape)} for {indices.numel()} indices")
+            raise ValueError(
+                f"loss() needs one loss per sample (reduction='none'): got shape "
+                f"{tuple(losses.shape)} for {indices.numel()} indices"
+            )
         if self.policy.observes:
             idx, observed = self._real(indices, losses.detach())
             self.policy.observe(idx, observed, self._batch_mean(observed))
@@ -171,11 +185,22 @@ class PruningSampler(Sampler[int]):
     def state_dict(self) -> dict:
         """Policy and epoch; taken at an epoch edge (it syncs first)."""
         self.sync()
-        plan = None if self.plan is None else {
-            "indices": self.plan.indices.clone(), "pruned": self.plan.pruned,
-            "weights": None if self.plan.weights is None else self.plan.weights.clone()}
-        return {"policy": self.policy.state_dict(), "epoch": self.epoch, "consumed": self.consumed,
-                "seed": self.seed, "plan": plan}
+        plan = (
+            None
+            if self.plan is None
+            else {
+                "indices": self.plan.indices.clone(),
+                "pruned": self.plan.pruned,
+                "weights": None if self.plan.weights is None else self.plan.weights.clone(),
+            }
+        )
+        return {
+            "policy": self.policy.state_dict(),
+            "epoch": self.epoch,
+            "consumed": self.consumed,
+            "seed": self.seed,
+            "plan": plan,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.policy.load_state_dict(state["policy"])
@@ -208,8 +233,14 @@ class DistributedPruningSampler(PruningSampler, DistributedSampler):  # type: ig
     A DistributedSampler subclass, so Lightning's DDP strategy keeps it rather than
     wrapping it in one of its own."""
 
-    def __init__(self, policy: Policy, num_replicas: int | None = None, rank: int | None = None,
-                 seed: int = 0, global_mean: bool = True):
+    def __init__(
+        self,
+        policy: Policy,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        seed: int = 0,
+        global_mean: bool = True,
+    ):
         PruningSampler.__init__(self, policy, seed)
         require_int(num_replicas, "num_replicas", 1, optional=True)
         require_int(rank, "rank", 0, None if num_replicas is None else num_replicas - 1, optional=True)

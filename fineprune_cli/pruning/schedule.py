@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 
 
-WINDOW_PERCENT, START_PERCENT = 30, 15   # the paper's w = 60, a_0 = 30 of n = 200 epochs
+WINDOW_PERCENT, START_PERCENT = 30, 15  # the paper's w = 60, a_0 = 30 of n = 200 epochs
 
 
 def percent_of(epochs: int, percent: int) -> int:

@@ -74,8 +74,7 @@ class DroppingCount:
         sizes = sizes.to(dev, non_blocking=True)
         losses = torch.cat(self._losses).float().to(dev)
         indices = torch.cat(self._indices).to(dev)
-        batch = torch.repeat_interleave(torch.arange(len(self._losses), device=dev), sizes,
-                                        output_size=losses.numel())
+        batch = torch.repeat_interleave(torch.arange(len(self._losses), device=dev), sizes, output_size=losses.numel())
         means = torch.zeros(len(self._losses), device=dev).index_add_(0, batch, losses) / sizes
         if any(m is not None for m in self._means):
             means = torch.stack([means[i] if m is None else m.to(dev) for i, m in enumerate(self._means)])

@@ -35,6 +35,7 @@ RULE = "Bonferroni over looks"
 @dataclass
 class Reached:
     """A policy's decision and the look that reached it (its 1-based number, seeds, level)."""
+
     word: str
     look: int
     seeds: int
@@ -46,9 +47,9 @@ class Reached:
 class Look:
     seeds: int
     level: float
-    arms: list[str]                                   # the arms this look asked for
-    decided: dict[str, Reached] = field(default_factory=dict)   # reached at this look
-    open: list[str] = field(default_factory=list)     # still can't tell after it
+    arms: list[str]  # the arms this look asked for
+    decided: dict[str, Reached] = field(default_factory=dict)  # reached at this look
+    open: list[str] = field(default_factory=list)  # still can't tell after it
 
 
 def levels(looks: list[int], alpha: float = ALPHA) -> list[float]:
@@ -56,8 +57,9 @@ def levels(looks: list[int], alpha: float = ALPHA) -> list[float]:
     return [alpha / len(looks)] * len(looks)
 
 
-def record(decisions: list[Decision], reached: dict[str, Reached], k: int, seeds: int,
-           level: float) -> tuple[dict[str, Reached], list[str]]:
+def record(
+    decisions: list[Decision], reached: dict[str, Reached], k: int, seeds: int, level: float
+) -> tuple[dict[str, Reached], list[str]]:
     """The decisions first reached at look k (1-based), and the policies still open after it.
     A decision reached earlier stands whatever later seeds say."""
     new, still = {}, []
@@ -76,8 +78,9 @@ def _key(d: Decision) -> str:
     return f"{d.policy} ({d.context.model} on {d.context.label})"
 
 
-def until_decided(cfg: Config, c: CompareConfig, show_progress: bool = True,
-                  command: str | None = None) -> tuple[list[Path], list[Look]]:
+def until_decided(
+    cfg: Config, c: CompareConfig, show_progress: bool = True, command: str | None = None
+) -> tuple[list[Path], list[Look]]:
     """Run the planned looks; returns the run folders and what each look decided."""
     reached: dict[str, Reached] = {}
     done: list[Look] = []
@@ -87,7 +90,7 @@ def until_decided(cfg: Config, c: CompareConfig, show_progress: bool = True,
         console.info(f"look {k} of {len(c.looks)}: seeds 0–{n - 1}, level {level:.4g} ({RULE})")
         matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command)
         runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < n] if Path(c.out).is_dir() else []
-        if not runs:   # nothing finished (every run failed, or a dry check): nothing to decide
+        if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
         groups = group(runs)
         decisions = decide(groups, Judging(alpha=level))
@@ -115,17 +118,21 @@ def _next_arms(c: CompareConfig, groups: dict, open_: list[Decision]) -> Compare
                 frontier.append(f)
             elif (b := shorter_budget(name)) is not None:
                 shorter.append(b)
-            elif name in c.policies:   # a row of other settings (an ablation folder) is not ours to train
+            elif name in c.policies:  # a row of other settings (an ablation folder) is not ours to train
                 policies.append(name)
         shorter += bracketing_shares(groups[d.context], d.policy)
-    unique = lambda xs: sorted(set(xs), key=xs.index)   # noqa: E731
+    unique = lambda xs: sorted(set(xs), key=xs.index)  # noqa: E731
     return replace(c, policies=unique(policies), frontier=unique(frontier), shorter=unique(shorter))
 
 
 def _write(out: Path, looks: list[int], done: list[Look], reached: dict[str, Reached]) -> None:
-    data: dict[str, Any] = {"rule": RULE, "alpha": ALPHA, "looks": looks,
-                            "done": [asdict(look) for look in done],
-                            "decisions": {k: asdict(v) for k, v in reached.items()}}
+    data: dict[str, Any] = {
+        "rule": RULE,
+        "alpha": ALPHA,
+        "looks": looks,
+        "done": [asdict(look) for look in done],
+        "decisions": {k: asdict(v) for k, v in reached.items()},
+    }
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "looks.json", json.dumps(data, indent=2) + "\n")
     atomic_write_text(out / "looks.md", looks_markdown(data))
@@ -134,13 +141,18 @@ def _write(out: Path, looks: list[int], done: list[Look], reached: dict[str, Rea
 def looks_markdown(data: dict[str, Any]) -> str:
     """The procedure as a reader needs it: the plan, then each look and what it decided."""
     plan = ", ".join(map(str, data["looks"]))
-    lines = [f"Planned looks after {plan} seeds; {data['alpha']:.0%} family-wise error over the whole "
-             f"procedure, spent by {data['rule']} ({data['alpha'] / len(data['looks']):.4g} at each look, "
-             "Holm over the policies within a look). A decision reached at a look stands.", "",
-             "| look | seeds | level | arms (trained or reused) | decided at this look | still can't tell |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"Planned looks after {plan} seeds; {data['alpha']:.0%} family-wise error over the whole "
+        f"procedure, spent by {data['rule']} ({data['alpha'] / len(data['looks']):.4g} at each look, "
+        "Holm over the policies within a look). A decision reached at a look stands.",
+        "",
+        "| look | seeds | level | arms (trained or reused) | decided at this look | still can't tell |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for k, look in enumerate(data["done"], start=1):
         decided = "; ".join(f"{p}: {r['word']} (Holm p {r['p_holm']:.3g})" for p, r in look["decided"].items())
-        lines.append(f"| {k} | 0–{look['seeds'] - 1} | {look['level']:.4g} | {', '.join(look['arms'])} | "
-                     f"{decided or '—'} | {', '.join(look['open']) or '—'} |")
+        lines.append(
+            f"| {k} | 0–{look['seeds'] - 1} | {look['level']:.4g} | {', '.join(look['arms'])} | "
+            f"{decided or '—'} | {', '.join(look['open']) or '—'} |"
+        )
     return "\n".join(lines) + "\n"

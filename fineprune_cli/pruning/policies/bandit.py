@@ -23,8 +23,14 @@ class RunningLoss(LossScored):
 
     state_keys = ("seen", "mean", "var")
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.mean = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
         self.var = torch.zeros(num_samples, dtype=torch.float32, device=self.device)

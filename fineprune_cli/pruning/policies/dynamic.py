@@ -28,8 +28,9 @@ class WholeRunState(Policy):
     """Per-sample tensors named by `state_keys`, kept for the whole run: checkpointed whole at an
     epoch edge and saved as one 'window' after the last epoch. A fresh choice each epoch from
     `first_choice` on, up to the annealing epoch."""
+
     state_keys: ClassVar[tuple[str, ...]] = ()
-    first_choice: ClassVar[int] = 1   # the first epoch whose plan can leave samples out
+    first_choice: ClassVar[int] = 1  # the first epoch whose plan can leave samples out
 
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
@@ -40,8 +41,10 @@ class WholeRunState(Policy):
             return None
         if epochs < cls.first_choice:
             return f"its first epoch that can leave samples out is epoch {cls.first_choice}; train longer"
-        return (f"--anneal {anneal:g} stops pruning after epoch {last}, before epoch {cls.first_choice}, "
-                "the first that can leave samples out; raise --anneal")
+        return (
+            f"--anneal {anneal:g} stops pruning after epoch {last}, before epoch {cls.first_choice}, "
+            "the first that can leave samples out; raise --anneal"
+        )
 
     def clear_pending(self) -> None:
         """Drop observations not yet folded in by `sync` (a checkpoint never holds them)."""
@@ -71,8 +74,14 @@ class LossScored(WholeRunState):
     budget_before_run = False
     state_keys: ClassVar[tuple[str, ...]] = ("seen",)
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.seen = torch.zeros(num_samples, dtype=torch.bool, device=self.device)  # ever observed
         self._reset_pending()
@@ -95,8 +104,14 @@ class LossScored(WholeRunState):
     def plan(self, epoch: int) -> EpochPlan:
         return EpochPlan(self.all) if self.annealed(epoch) else self.choose(epoch)
 
-    def observe(self, indices: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None,
-                correct: torch.Tensor | None = None, confidence: torch.Tensor | None = None) -> None:
+    def observe(
+        self,
+        indices: torch.Tensor,
+        losses: torch.Tensor,
+        mean: torch.Tensor | None = None,
+        correct: torch.Tensor | None = None,
+        confidence: torch.Tensor | None = None,
+    ) -> None:
         self._steps.append((indices, losses.detach().reshape(-1)))
         if len(self._steps) >= FLUSH_EVERY:
             self._flush()

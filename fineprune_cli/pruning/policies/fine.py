@@ -23,8 +23,14 @@ class FinePruning(Scheduled):
     score_name = "dropping_counts"
     description = "the paper: leave out the highest DroppingCount in the schedule's epochs"
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         super().__init__(num_samples, cfg, seed, device, epochs)
         # this process's steps since the last sync, counted by Algorithm 1's rule
         self.pending = DroppingCount(num_samples, cfg.tolerance, self.device)
@@ -41,8 +47,14 @@ class FinePruning(Scheduled):
         ranked = self.dropping_count if self.cfg.drop == "hard" else -self.dropping_count
         return highest(ranked, self.num_pruned, self.generator)
 
-    def observe(self, indices: torch.Tensor, losses: torch.Tensor, mean: torch.Tensor | None = None,
-                correct: torch.Tensor | None = None, confidence: torch.Tensor | None = None) -> None:
+    def observe(
+        self,
+        indices: torch.Tensor,
+        losses: torch.Tensor,
+        mean: torch.Tensor | None = None,
+        correct: torch.Tensor | None = None,
+        confidence: torch.Tensor | None = None,
+    ) -> None:
         self.pending.update(indices, losses, mean)
 
     def take_pending(self) -> list[torch.Tensor]:

@@ -28,8 +28,14 @@ class InfoBatch(LossScored):
     state_keys = ("seen", "loss")
     first_choice = 2  # epoch 1 has no losses yet, so nothing below their mean
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.loss = torch.zeros(num_samples, dtype=torch.float32, device=self.device)  # latest
 
@@ -54,8 +60,7 @@ class InfoBatch(LossScored):
         if r == 0 or candidates.numel() == 0:
             return EpochPlan(self.all)
         n_out = math.floor(r * candidates.numel() + 1e-9)  # r·|W| rounded down (see above)
-        out = candidates[torch.randperm(candidates.numel(), generator=self.generator,
-                                        device=self.device)[:n_out]]
+        out = candidates[torch.randperm(candidates.numel(), generator=self.generator, device=self.device)[:n_out]]
         keep = torch.ones(self.num_samples, dtype=torch.bool, device=self.device)
         keep[out] = False
         if not self.cfg.infobatch_rescale:  # the ablation: no expectation rescaling

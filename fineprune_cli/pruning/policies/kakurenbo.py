@@ -26,24 +26,32 @@ class Kakurenbo(WholeRunState):
     label = "KAKURENBO"
     color = "#17becf"
     order = 60
-    description = ("Nguyen et al. 2023: hide up to F of the lowest-loss samples unless mispredicted or "
-                   "unsure (< tau); lr x N/trained")
+    description = (
+        "Nguyen et al. 2023: hide up to F of the lowest-loss samples unless mispredicted or "
+        "unsure (< tau); lr x N/trained"
+    )
     observes = True
     observes_predictions = True
     scales_lr = True
     budget_before_run = False
     state_keys = ("seen", "loss", "right", "confidence")
     own_settings = ("kakurenbo_tau",)
-    first_choice = 2   # epoch 1 has observed nothing: it trains every sample
+    first_choice = 2  # epoch 1 has observed nothing: it trains every sample
 
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
         if cfg.prune_fraction == 0:
             return "--prune-fraction 0 hides no sample; give the share it may hide"
-        return super().idle_reason(cfg, epochs)   # the epochs and --anneal
+        return super().idle_reason(cfg, epochs)  # the epochs and --anneal
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.max_hidden = pruned_count(cfg, num_samples)
         self.seen = torch.zeros(num_samples, dtype=torch.bool, device=self.device)
@@ -83,9 +91,15 @@ class Kakurenbo(WholeRunState):
             raise ValueError("kakurenbo observes each sample's correctness and confidence as well")
         idx = indices.to(self.device)
         ones = torch.ones(idx.numel(), dtype=torch.float32, device=self.device)
-        rows = torch.stack([losses.detach().reshape(-1).to(self.device, torch.float32), ones,
-                            correct.reshape(-1).to(self.device, torch.float32),
-                            confidence.detach().reshape(-1).to(self.device, torch.float32)], dim=1)
+        rows = torch.stack(
+            [
+                losses.detach().reshape(-1).to(self.device, torch.float32),
+                ones,
+                correct.reshape(-1).to(self.device, torch.float32),
+                confidence.detach().reshape(-1).to(self.device, torch.float32),
+            ],
+            dim=1,
+        )
         self._pending.index_add_(0, idx, rows)
 
     def take_pending(self) -> list[torch.Tensor]:

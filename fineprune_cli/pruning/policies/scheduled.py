@@ -13,11 +13,19 @@ from ..schedule import PruneSchedule, annealed, last_pruning_epoch
 class Scheduled(Policy):
     """Leaves `select()`'s m = round(prune_fraction x N) samples out of the schedule's epochs."""
 
-    def __init__(self, num_samples: int, cfg: PruneConfig, seed: int = 0,
-                 device: torch.device | str = "cpu", epochs: int | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        cfg: PruneConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        epochs: int | None = None,
+    ):
         if cfg.window is None or cfg.start is None:
-            raise ConfigError(f"{self.name}: the default window and start are shares of the run's length; "
-                              "create the policy with epochs=n, or set window and start")
+            raise ConfigError(
+                f"{self.name}: the default window and start are shares of the run's length; "
+                "create the policy with epochs=n, or set window and start"
+            )
         super().__init__(num_samples, cfg, seed, device, epochs)
         self.schedule = PruneSchedule.from_config(cfg)
         self.num_pruned = pruned_count(cfg, num_samples)
@@ -30,13 +38,19 @@ class Scheduled(Policy):
         if first is not None and first <= epochs and not annealed(first, last):
             return None
         if first is None:
-            return (f"window {schedule.window} with start {schedule.start} never meets an epoch that block "
-                    f"{schedule.block} with count {schedule.count} prunes; change --start or --block")
+            return (
+                f"window {schedule.window} with start {schedule.start} never meets an epoch that block "
+                f"{schedule.block} with count {schedule.count} prunes; change --start or --block"
+            )
         if first <= epochs:
-            return (f"--anneal {anneal:g} stops pruning after epoch {last}, before the schedule's first "
-                    f"pruning epoch {first}; raise --anneal or lower --start")
-        return (f"window {schedule.window} with start {schedule.start} first prunes epoch {first}; "
-                f"lower --start or --window, or leave both unset (15% and 30% of --epochs)")
+            return (
+                f"--anneal {anneal:g} stops pruning after epoch {last}, before the schedule's first "
+                f"pruning epoch {first}; raise --anneal or lower --start"
+            )
+        return (
+            f"window {schedule.window} with start {schedule.start} first prunes epoch {first}; "
+            f"lower --start or --window, or leave both unset (15% and 30% of --epochs)"
+        )
 
     def prunes(self, epoch: int) -> bool:
         """Whether `epoch` leaves samples out: the one rule, which `plan`, `planned_samples` and
