@@ -319,6 +319,7 @@ def _dry(monkeypatch):
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import compare, matrix
     from fineprune_cli.analysis import runs
+    from fineprune_cli.sequential import looks
     from fineprune_cli.engine.config import validate
 
     checked = []
@@ -339,6 +340,7 @@ def _dry(monkeypatch):
     monkeypatch.setattr(matrix, "run_matrix", check_matrix)
     monkeypatch.setattr(views, "show_compare", lambda *args: None)
     monkeypatch.setattr(runs, "load_runs", lambda dirs: ([], []))  # what compare then reports: nothing
+    monkeypatch.setattr(looks, "load_runs", lambda dirs: ([], []))  # nor the looks: no looks.json in results/
     monkeypatch.setattr(views, "show_looks", lambda *args: None)
     return checked
 
