@@ -346,7 +346,7 @@ def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
 
 
 COMMITTED = [  # (experiment file, compare flags, the folder its runs are in), as their commands say
-    ("experiments/demo.yaml", {}, "results/demo/runs"),
+    ("experiments/demo.yaml", {"compare.seeds": [0, 1, 2, 3, 4]}, "results/demo/runs"),  # its looks: 3, then 5 seeds
     (
         "experiments/demo.yaml",
         {
