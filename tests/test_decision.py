@@ -320,3 +320,13 @@ def test_an_arms_spread_is_judged_against_a_plain_differences_norm_of_two(monkey
     monkeypatch.setattr(decision.stats, "out_of_line", spy)
     decision.noise(context(line(0.0, {"ucb": (0.0, pruned("ucb", 0.3))})))
     assert [n for n in seen if n] == [[2.0] * 5] * 2  # ucb and shorter-30 against regular (regular: none)
+
+
+def test_the_missing_side_of_the_line_is_named_on_five_percent_steps_at_their_boundaries():
+    """ucb at exactly 20%, the line only below it (shorter-10): the arm it lacks is shorter-20
+    itself, not shorter-25. ucb at 19.7%, shorter-20 at 20.0% is 0.3 pt away, not 'at' it: the
+    line lacks the side below, 15%."""
+    by = context({"regular": (0.0, {}), shorter(0.1)[0]: (0.0, shorter(0.1)[1]), "ucb": (0.0, pruned("ucb", 0.2))})
+    assert decision.bracketing_shares(by, "ucb") == [0.2]
+    by = context({"regular": (0.0, {}), shorter(0.2)[0]: (0.0, shorter(0.2)[1]), "ucb": (0.0, pruned("ucb", 0.197))})
+    assert decision.bracketing_shares(by, "ucb") == [0.15]
