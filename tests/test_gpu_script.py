@@ -136,25 +136,20 @@ def test_report_names_device_commands_and_commit(dry_run):
 
 
 @pytest.mark.slow
-def test_dist_interrupts_and_resumes_sync_in_a_group_and_async_with_two_servers(dry_run):
+def test_dist_interrupts_and_resumes_sync_in_a_group(dry_run):
     results, out, _ = dry_run
     folder = _one("gpu-*/dist", results)
     rows = json.loads((folder / "dist.json").read_text())["runs"]
-    # the dry run: sync with 2 ranks (a process group) and async with 2 servers; on CUDA mixed too
+    # the dry run: sync with 2 ranks (a process group); on CUDA async with 2 servers and mixed too
     assert [(r["mode"], r["processes"], r["servers"], r["status"], r["epochs"]) for r in rows] == [
         ("sync", 2, 0, "complete", 4),
-        ("async", 3, 2, "complete", 4),
     ]
-    for row in rows:  # stopped by SIGTERM after epoch 1 or 2, then `train --resume` to epoch 4
-        assert 1 <= row["interrupted_after"] <= 3 and row["resumed_ok"] is True
-        assert row["exit"].endswith("/0") and row["images_per_s"] > 0
-        run = folder / "runs" / f"lenet-{row['mode']}-p{row['processes']}"
-        summary = json.loads((run / "summary.json").read_text())
-        assert (
-            summary["resumed_after_epochs"] == [row["interrupted_after"]] and summary["world_size"] == row["processes"]
-        )
-        assert "an interruption after epoch 1" in (folder / "logs" / f"{row['mode']}.json").read_text()
-    assert rows[1]["staleness_mean"] != ""
+    row = rows[0]  # stopped by SIGTERM after epoch 1 or 2, then `train --resume` to epoch 4
+    assert 1 <= row["interrupted_after"] <= 3 and row["resumed_ok"] is True
+    assert row["exit"].endswith("/0") and row["images_per_s"] > 0
+    summary = json.loads((folder / "runs" / "lenet-sync-p2" / "summary.json").read_text())
+    assert summary["resumed_after_epochs"] == [row["interrupted_after"]] and summary["world_size"] == 2
+    assert "an interruption after epoch 1" in (folder / "logs" / "sync.json").read_text()
     assert "| sync | 2 | 0 |" in (folder / "dist.md").read_text()
     assert f"results/{folder.parent.name}/dist/dist.md" in _members(out / "dist.tar.gz")
 

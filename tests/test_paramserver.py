@@ -553,6 +553,19 @@ def test_a_chief_that_dies_while_a_worker_builds_its_groups_is_named(monkeypatch
     assert stopped == [False]  # left without waiting for the dead peers
 
 
+def test_a_peer_that_dies_while_the_chief_shares_the_sizes_is_one_line(monkeypatch):
+    """A peer gone during the first collective (a server timed out on a loaded machine): gloo
+    raises a plain RuntimeError there, not a DistError, and the chief ended in a traceback."""
+    from fineprune_cli.distributed import paramserver
+
+    def closed(objects, src):
+        raise RuntimeError("[gloo/transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:41707.\nmore")
+
+    monkeypatch.setattr(paramserver.dist, "broadcast_object_list", closed)
+    with pytest.raises(PeerLost, match=r"^lost a process of the group: \[gloo.*Connection closed by peer .*41707\.$"):
+        paramserver.share_sizes(None)
+
+
 class OnGpu(torch.Tensor):
     """A CPU tensor that says it lives on a GPU until it is moved: stands in for CUDA state,
     which RPC (no device maps set) refuses to carry."""

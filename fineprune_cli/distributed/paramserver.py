@@ -248,7 +248,10 @@ def share_sizes(trainer: Any | None) -> tuple[int, int, int]:
     sizes = [None]
     if trainer is not None and dist.get_rank() == 0:
         sizes = [(trainer.channels, trainer.classes, trainer.data.num_train)]
-    dist.broadcast_object_list(sizes, src=0)
+    try:
+        dist.broadcast_object_list(sizes, src=0)
+    except RuntimeError as exc:  # gloo's "Connection closed by peer" is a plain RuntimeError, not a DistError
+        raise _group_lost(exc) from None
     return sizes[0]
 
 
