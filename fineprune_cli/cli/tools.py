@@ -1,0 +1,213 @@
+"""`report`, `scale`, `estimate`, `models` and `policies`: each parses its flags and calls one function."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .. import console
+from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
+from ..errors import ConfigError
+from ..pruning.config import PruneConfig
+from . import views
+from .app import ConfigOpt, JsonOpt, app, invocation, names
+from .conventions import EXAMPLES
+from .options import with_settings
+
+NOTES_LIMIT = 2**20  # --notes: a page of Markdown, not a stream
+SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction")
+
+
+@app.command(epilog=EXAMPLES["report"])
+def report(
+    run_dirs: Annotated[
+        Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Where the tables, plots and index.md go.")] = Path("results/report"),
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw the PNG plots (needs matplotlib).")] = True,
+    notes: Annotated[
+        Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")
+    ] = None,
+    margin: Annotated[
+        float,
+        typer.Option(
+            help="The margin m in accuracy points: a policy is 'worth it' only if shown not worse than regular by more than m (and better than its cheap alternative); 'not worth it' if shown worse by more than m."
+        ),
+    ] = 0.3,
+    min_gain: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Minimum gain over the cheap alternative (points): a policy shown not to beat it by this much is 'not worth it'. (default: the margin)"
+        ),
+    ] = None,
+    target: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Test accuracy (%) for time-to-accuracy. (default: regular's mean final accuracy − 0.5 pt, per model and dataset)"
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write one decision per policy (worth it / not worth it / can't tell yet, error held at 5% over the
+    report), the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots and an index.md, from run folders."""
+    import math
+
+    from ..analysis.report import write_report
+    from ..engine.files import read_regular_text
+    from ..analysis.decision import Judging
+
+    if not (math.isfinite(margin) and 0 < margin <= 100):
+        raise ConfigError(f"--margin must be a positive number of accuracy points, at most 100, got {margin:g}")
+    if min_gain is not None and not (math.isfinite(min_gain) and 0 <= min_gain <= 100):
+        raise ConfigError(f"--min-gain must be a number of accuracy points in [0, 100], got {min_gain:g}")
+    if target is not None and not (math.isfinite(target) and 0 < target <= 100):
+        raise ConfigError(f"--target must be a test accuracy in (0, 100] percent, got {target:g}")
+
+    text = ""
+    if notes is not None:
+        try:
+            text = read_regular_text(notes, NOTES_LIMIT)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
+    with _term_as_interrupt():
+        made = write_report(
+            run_dirs or [Path("results/runs")],
+            out,
+            with_plots=plots,
+            notes=text,
+            judging=Judging(margin, target, min_gain),
+        )
+    views.show_report(made, as_json)
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Any:
+    """SIGTERM ends a report as Ctrl-C does: by an exception, so the half-written staging
+    folder is removed (killed outright, it stayed in --out as a hidden .report-* folder)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@app.command(epilog=EXAMPLES["scale"])
+@with_settings(
+    ("model", ModelConfig, ("name",)),
+    ("data", DataConfig, ("dataset", "data_dir", "subset", "test_subset")),
+    ("train", TrainConfig, ("epochs", "batch_size", "batch_per_worker", "lr", "milestones")),
+    ("run", RunConfig, ("device", "group_size", "dist_timeout")),
+    ("prune", PruneConfig, ("enabled",)),
+    required=("model.name", "data.dataset"),
+)
+def scale(
+    settings: dict[str, Any],
+    config: ConfigOpt = None,
+    nproc: Annotated[
+        str,
+        typer.Option(
+            help="Worker counts to compare, e.g. 1,2,4; async/mixed add their --num-ps servers. With --nnodes > 1: processes per node, servers among them. A 1-process sync run (the baseline) is always added."
+        ),
+    ] = "1,2",
+    dist_mode: Annotated[
+        str, typer.Option(help="Distributed modes to compare: sync (DDP), async, mixed (parameter servers).")
+    ] = "sync",
+    num_ps: Annotated[
+        str, typer.Option(help="Parameter servers of the async/mixed runs, e.g. 1,2 (the paper's Table 1).")
+    ] = "1",
+    nnodes: Annotated[
+        int,
+        typer.Option(
+            help="Machines; run the same command on each with its --node-rank (--out on a shared folder). (default 1)"
+        ),
+    ] = 1,
+    node_rank: Annotated[
+        int,
+        typer.Option(help="With --nnodes > 1: this machine's rank; rank 0 runs the baseline and writes the tables."),
+    ] = 0,
+    rdzv_endpoint: Annotated[
+        Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node rank 0).")
+    ] = None,
+    target_accuracy: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Test accuracy (percent) to time (default: the lowest final accuracy of all configurations)."
+        ),
+    ] = None,
+    target_loss: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Training loss to time (default: the highest final loss of the configurations that learned)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Folder for scale.csv, scale.md and the run folders (default: ignored by "
+            "git; results/scale holds the committed table)."
+        ),
+    ] = Path("results/runs/scale"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017): throughput, speedup
+    and efficiency against one process, final accuracy, time to a target accuracy and loss."""
+    from ..drivers.scale import Launch, plan, run_scale
+    from ..drivers.scale_table import Targets
+    from ..engine.config import parse_int_list
+
+    launch = Launch(nnodes, node_rank, rdzv_endpoint)
+    jobs = plan(
+        parse_int_list(nproc, "--nproc") or [], names(dist_mode), parse_int_list(num_ps, "--num-ps") or [], launch
+    )
+    done = run_scale(
+        build_config(config, settings), jobs, out, invocation(), Targets(target_loss, target_accuracy), launch
+    )
+    views.show_scale(done, node_rank, as_json)
+
+
+@app.command(epilog=EXAMPLES["estimate"])
+@with_settings(("train", TrainConfig, ("epochs",)), ("prune", PruneConfig, SCHEDULE + ("policy", "anneal")))
+def estimate(
+    settings: dict[str, Any],
+    epoch_seconds: Annotated[Optional[float], typer.Option(help="Seconds per full training epoch.")] = None,
+    run: Annotated[
+        Optional[Path], typer.Option(help="Run folder: take its schedule, measured epoch time and overhead.")
+    ] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Predict the pruning epochs and time saved before training (Section 4.4).
+
+    For policies whose budget depends on the losses (infobatch, ucb, egreedy, kakurenbo) it
+    reads the figures from a run of theirs (--run); kakurenbo's end-of-epoch forward pass is
+    part of its epochs' measured time, so of the overhead t_0."""
+    from ..analysis.runs import estimate_for
+
+    views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)
+
+
+@app.command("models", epilog=EXAMPLES["models"])
+def list_models() -> None:
+    """List the model zoo."""
+    from .. import models
+
+    for name in models.list_models():
+        console.result(name)
+
+
+@app.command("policies", epilog=EXAMPLES["policies"])
+def list_policies(as_json: JsonOpt = False) -> None:
+    """List the pruning policies (`--policy`, `compare --policies`)."""
+    views.show_policies(as_json)
