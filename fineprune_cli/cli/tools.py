@@ -53,8 +53,10 @@ def report(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write one decision per policy (worth it / not worth it / can't tell yet, error held at 5% over the
-    report), the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots and an index.md, from run folders."""
+    """Decide per policy: worth it, not worth it or can't tell yet (5% error over the report).
+
+    Also writes the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots and an
+    index.md, from run folders."""
     import math
 
     from ..analysis.report import write_report
@@ -161,8 +163,10 @@ def scale(
     ] = Path("results/runs/scale"),
     as_json: JsonOpt = False,
 ) -> None:
-    """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017): throughput, speedup
-    and efficiency against one process, final accuracy, time to a target accuracy and loss."""
+    """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017) and tabulate the scaling.
+
+    Throughput, speedup and efficiency against one process, final accuracy, time to a target
+    accuracy and loss."""
     from ..drivers.scale import Launch, plan, run_scale
     from ..drivers.scale_table import Targets
     from ..engine.config import parse_int_list
