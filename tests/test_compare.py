@@ -367,7 +367,7 @@ def test_committed_run_folders_still_count_as_complete(experiment, matrix, folde
     are the same runs under the defaults scaled to --epochs: compare reuses every one."""
     from pathlib import Path
 
-    from fineprune_cli.drivers.compare import existing_state
+    from fineprune_cli.drivers.reuse import existing_state
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)

@@ -9,16 +9,12 @@ it stopped; an incomplete one is trained again from epoch 1.
 from __future__ import annotations
 
 import copy
-import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .. import console
 from ..arms import frontier_arm, shorter_arm, shorter_schedule
-from ..engine.config import Config, config_from_dict, load_yaml, resolve, split_experiment, validate
-from ..engine.fingerprint import data_changes, drop_unused
-from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, load_run_config, read_summary
+from ..engine.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, between, check_section, option
@@ -247,117 +243,3 @@ def job_config(cfg: Config, job: Job, out: str) -> Config:
     job_cfg.run.arm = job.arm if job.arm != job.policy else ""
     job_cfg.run.out = str(job.run_dir(out))
     return resolve(job_cfg)  # this job's policy: settings of the others dropped
-
-
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """The settings that decide a run's result; where it is written and the matrix do not."""
-    config = copy.deepcopy(config)
-    config.get("run", {}).pop("out", None)
-    config.get("run", {}).pop("checkpoint_every", None)
-    config.get("run", {}).pop("dist_timeout", None)
-    config.get("run", {}).pop("arm", None)
-    config.get("data", {}).pop("label", None)
-    config.get("data", {}).pop("workers", None)  # decoding processes: same images, same run
-    if not config.get("prune", {}).get("enabled", False):
-        config.pop("prune", None)
-    return drop_unused(config)
-
-
-def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
-    diffs = []
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key), b.get(key)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            diffs += _differences(va, vb, f"{prefix}{key}.")
-        elif va != vb:
-            diffs.append(f"{prefix}{key}: {vb!r} there, {va!r} now")
-    return diffs
-
-
-def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
-    """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a run made with other
-    settings or on other data (`data`: the data's identity now), finished or not, is an error."""
-    from ..engine.stream import data_identity
-
-    path = Path(job_cfg.run.out)
-    if not (path / SUMMARY).exists():
-        return "new"
-    try:
-        summary = read_summary(path)
-        status, saved = summary.status, load_run_config(path)
-    except ConfigError:
-        return "incomplete"
-    try:  # fields added since the run was made read as their defaults
-        saved = config_from_dict(saved).to_dict()
-    except ConfigError as exc:
-        raise ConfigError(
-            f"{path} holds a run whose config this version cannot read ({exc}); use another --out or delete that folder"
-        ) from None
-    diffs = _differences(_comparable(job_cfg.to_dict()), _comparable(saved))
-    if diffs:  # whatever its status: resuming it would mix settings under one label too
-        raise ConfigError(
-            f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
-            "use another --out or delete that folder"
-        )
-    changed = data_changes(
-        summary.data, data_identity(job_cfg.data) if data is None else data, str(job_cfg.data.data_dir)
-    )
-    if changed:
-        raise ConfigError(
-            f"{path} holds a run ({status.value}) made on other data: {changed}; "
-            "use another --out or delete that folder"
-        )
-    if status == Status.DIVERGED:
-        return "diverged"  # deterministic: training it again would diverge again
-    return "incomplete" if status.resumable else "complete"
-
-
-def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
-    """Train one job of the matrix whose folder is in `state` ('new' or 'incomplete'): an
-    incomplete run resumes from its checkpoint where it can."""
-    path = Path(job_cfg.run.out)
-    if state == "incomplete":
-        if not (path / CHECKPOINT).exists():
-            console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")
-        elif _resume_or_note(path, bar):
-            return
-        _clear(path)
-    _train_or_note(job_cfg, command, bar)
-
-
-def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
-    from ..engine.checkpoint import Diverged
-    from ..runner import train
-
-    try:
-        train(job_cfg, show_progress=False, command=command, bar=bar)
-    except Diverged as exc:  # one diverged run must not stop the matrix
-        console.info(f"{bar.label}: {exc}")
-
-
-def _resume_or_note(path: Path, bar: Any) -> bool:
-    """Resume; False when the checkpoint can never be continued (an older format, or made with
-    other settings), so the run is trained again. Any other failure stops the matrix and keeps
-    the folder: a CUDA resume once failed this way on every run, and each was deleted."""
-    from ..engine.checkpoint import Diverged, StaleCheckpoint
-    from ..runner import resume
-
-    console.info(f"{bar.label}: resuming from its checkpoint")
-    try:
-        resume(path, show_progress=False, bar=bar)
-    except Diverged as exc:
-        console.info(f"{bar.label}: {exc}")
-    except StaleCheckpoint as exc:
-        console.info(f"{bar.label}: {exc}; training it again")
-        return False
-    except ConfigError as exc:
-        raise ConfigError(
-            f"{bar.label}: {exc}; compare keeps {path} as it is (delete it to train the run anew)"
-        ) from None
-    return True
-
-
-def _clear(path: Path) -> None:
-    """Remove a run folder we wrote (it has our config or summary), nothing else."""
-    if (path / SUMMARY).exists() or (path / CONFIG).exists():
-        shutil.rmtree(path)

@@ -18,7 +18,8 @@ from ..engine.config import Config, DataConfig, validate
 from ..pruning.estimate import estimate
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
-from .compare import CompareConfig, existing_state, job_config, plan
+from .compare import CompareConfig, job_config, plan
+from .reuse import existing_state
 from .probe import Probe, busy, probe, step_text
 
 # (training images, test images, channels, image size, classes) of the built-in datasets

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .. import console
 from ..engine.config import Config
-from .compare import CompareConfig, existing_state, job_config, plan, train_job
+from .compare import CompareConfig, job_config, plan
+from .reuse import existing_state, train_job
 from .progress import MatrixProgress, Planned
 
 

@@ -20,7 +20,7 @@ THREADS = "FINEPRUNE_THREADS"  # set by the executor: this run's share of the co
 
 
 class Label:
-    """What `compare.train_job` reports through when nobody watches the epochs (the parent
+    """What `reuse.train_job` reports through when nobody watches the epochs (the parent
     reads them from the run folder)."""
 
     def __init__(self, label: str):
@@ -33,7 +33,7 @@ class Label:
 def run(config: str | Path, command: str | None = None) -> None:
     """Train, resume or leave the job whose config compare wrote to `config`."""
     from ..engine.config import config_from_dict, load_yaml, validate
-    from .compare import existing_state, train_job
+    from .reuse import existing_state, train_job
 
     threads = os.environ.get(THREADS)
     if threads:  # OMP_NUM_THREADS says the same; set here too in case torch read it otherwise
