@@ -1,0 +1,148 @@
+"""index.md of a report: its decisions, how to read them, where the runs ran, the tables and plots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine.files import to_markdown
+from . import timing
+from .decision import Judging
+from .groups import group, pruned_policies
+from .runs import Problem, Run
+from .tables import context_title, paper_results
+from .verdict import Verdict
+
+
+@dataclass
+class Report:
+    out: Path
+    runs: list[Run]
+    problems: list[Problem]
+    files: list[Path] = field(default_factory=list)
+    notes: str = ""
+    judging: Judging = Judging()
+    verdict: Verdict | None = None
+    looks: str = ""  # looks.md of a `compare --until-decided` folder: its decisions are the procedure's
+
+
+def index_markdown(
+    report: Report, tables: dict[str, tuple[list[str], list[list[str]]]], figures: list[tuple[str, Path]]
+) -> str:
+    parts = ["# Data fine-pruning: results\n"]
+    if report.looks:
+        parts.append("## Planned looks (`compare --until-decided`)\n\n" + report.looks + "\n" + LOOKS_NOTE)
+    if report.verdict:
+        parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
+    parts += [report.notes.strip() + "\n"] if report.notes else []
+    runs = report.runs
+    if runs:
+        commits = sorted({r.summary.git_commit or "unknown" for r in runs})
+        commands = sorted({r.summary.command for r in runs if r.summary.command})
+        n_rows = sum(len(by) for by in group(runs).values())
+        parts.append(
+            f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {n_rows} row{'s' if n_rows != 1 else ''} "
+            f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n"
+        )
+        if commands:
+            parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
+    titles = {
+        "table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
+        "table2_accuracy": "Table 2: test accuracy",
+        "table3_time_to_accuracy": "Table 3: time to accuracy",
+    }
+    notes = {
+        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs),
+        "table2_accuracy": ACCURACY_NOTE,
+        "table3_time_to_accuracy": REACH_NOTE.format(
+            target=f"{report.judging.target:g}%"
+            if report.judging.target is not None
+            else "regular's mean final accuracy − 0.5 pt"
+        ),
+    }
+    for name, (header, rows) in tables.items():
+        parts.append(f"## {titles[name]}\n\n{to_markdown(header, rows)}\n{notes[name]}")
+    if figures:
+        parts.append(
+            "## Plots\n\n"
+            + "\n".join(f"![{title}]({path.relative_to(report.out).as_posix()})\n" for title, path in figures)
+        )
+    if report.problems:
+        parts.append(
+            "## Runs left out\n\n" + "".join(f"- `{p.path}`: {p.status} ({p.reason})\n" for p in report.problems)
+        )
+    if not runs:
+        parts.append("No complete runs were found.\n")
+    return "\n".join(parts)
+
+
+LOOKS_NOTE = (
+    "These runs were made by planned looks: the decisions that hold are the ones above, each "
+    "at the level its look spent. The next section recomputes every policy over all seeds at the "
+    "full level, which the procedure did not test: read it as a description.\n"
+)
+
+
+VERDICT_NOTE = (
+    "How to read it: a difference is final test accuracy minus the baseline's in the same seed, as mean "
+    "[90% interval] over the seeds both have (n, and which, beside it). The spread is pooled from a "
+    "randomized-block model (arm + seed) over all runs of the context, except for an arm whose paired "
+    "spread against regular is out of line with the other arms' pool (upper-tail F test at 5%): its "
+    "comparisons keep their own paired t. No interval is narrower than one test image. C(p) is "
+    "training fewer epochs at the policy's budget where the runs reach it, else random pruning in every "
+    "epoch at that budget, else the equal-budget random control; a line is read through the same arms in "
+    "every seed, and a seed that lacks one is left out and named. Everything outside this section describes "
+    "and decides nothing (the rules and their measured error rates: docs/decisions.md).\n"
+)
+TIME_NOTE = (
+    "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
+    "of the same seed, only where both ran on one machine signature (processor, torch threads, torch "
+    "version, device); the other pairs are counted and left out. The random control leaves out as "
+    "many samples, chosen at random, in the same epochs as fine-pruning. *Saved at own pace* compares "
+    "a run with itself: 1 − its training time / (epochs × the median of its unpruned epochs, epoch 1 "
+    "excluded). Sample-epochs trained (1.0 = one full pass) and optimizer steps do not depend on the "
+    "machine and compare across all runs.\n"
+)
+ACCURACY_NOTE = (
+    "Final-accuracy changes: mean [90% interval] (n seeds), paired by seed, as the decisions use "
+    "them; best-3 is the paper's metric, selected on the test set, so it is shown as mean ± std "
+    "and decides nothing.\n"
+)
+REACH_NOTE = (
+    "The first epoch whose test accuracy reaches the target ({target}, on the test set's quantum, "
+    "compared in whole test images), the sample-epochs and training seconds up to its end (as "
+    "DAWNBench and MLPerf time training); means over the seeds that reach it, the others counted as "
+    "censored. It describes and does not rank. Seconds only from runs with the machine signature named; other work on that machine "
+    "still moves them (`runs.csv` gives each run's load at its start).\n"
+)
+
+
+def machines(runs: list[Run]) -> str:
+    """Which machines the runs ran on, and which time pairs were left out and why."""
+    by_sig: dict[str, list[Run]] = {}
+    for run in runs:
+        by_sig.setdefault(timing.signature(run), []).append(run)
+    lines = ["\nMachines:\n"]
+    for sig, members in sorted(by_sig.items()):
+        loads = [r.summary.load_average[0] for r in members if r.summary.load_average]
+        load = f"; 1-minute load at start {min(loads):g}–{max(loads):g}" if loads else ""
+        why = {
+            timing.UNKNOWN: ": recorded no machine signature (made before schema 3); their times are "
+            "shown, never compared",
+            timing.MIXED: ": resumed on another machine; their times are shown, never compared",
+        }.get(sig, "")
+        lines.append(f"- {sig}: {len(members)} run{'s' if len(members) != 1 else ''}{load}{why}\n")
+    left: dict[str, list[str]] = {}
+    groups = group(runs)
+    for context, by in groups.items():
+        where = f"{context_title(context)}, " if len(groups) > 1 else ""
+        for p in pruned_policies(by):
+            for x in timing.savings(by, p)[1]:
+                left.setdefault(x.reason, []).append(f"{where}{p} seed {x.seed}")
+    if left:
+        lines.append(
+            "\nPairs left out of *saved*: "
+            + "; ".join(f"{reason} ({len(pairs)}: {', '.join(pairs)})" for reason, pairs in sorted(left.items()))
+            + ".\n"
+        )
+    return "".join(lines)
