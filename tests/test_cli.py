@@ -18,6 +18,8 @@ TINY = [
     "synthetic",
     "--subset",
     "200",
+    "--test-subset",
+    "100",  # the synthetic set's 10,000 test images: seconds of evaluation an epoch
     "--epochs",
     "2",
     "--device",
@@ -360,9 +362,7 @@ def test_main_called_in_process_leaves_later_commands_their_signal_handlers(monk
 def test_a_pruning_policy_alone_prunes(tmp_path):
     """`--policy random` without --prune used to train regular and record policy 'regular'."""
     out = tmp_path / "run"
-    result = invoke(
-        ["train", *TINY, "--epochs", "4", "--test-subset", "100", "--policy", "random", "--out", str(out), "--json"]
-    )
+    result = invoke(["train", *TINY, "--epochs", "4", "--policy", "random", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     s = json.loads(result.output)
     assert s["policy"] == "random" and s["pruning_epochs"] == [2, 4]  # window 1, start 0 of 4 epochs
@@ -374,7 +374,7 @@ def test_a_ten_epoch_prune_run_prunes_the_scaled_schedule(tmp_path):
     """--prune on 10 epochs: window 3, start 2 (30% and 15% of 10, half up), milestones 3, 6, 8;
     the old fixed window 60, start 30 pruned nothing."""
     out = tmp_path / "run"
-    result = invoke(["train", *TINY, "--epochs", "10", "--test-subset", "100", "--prune", "--out", str(out), "--json"])
+    result = invoke(["train", *TINY, "--epochs", "10", "--prune", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     s = json.loads(result.output)
     assert s["pruning_epochs"] == [2, 4, 6, 8, 10] and s["schedule"]["window"] == 3

@@ -3,9 +3,9 @@ and --print-config, --name, and `auto` augmentation of any RGB size."""
 
 import json
 import os
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ TINY = [
     "synthetic",
     "--subset",
     "200",
+    "--test-subset",
+    "100",  # the synthetic set's 10,000 test images: seconds of evaluation an epoch
     "--epochs",
     "2",
     "--device",
@@ -28,7 +30,7 @@ TINY = [
     "--batch-size",
     "50",
 ]
-HELP_BOUND_S = 3.0  # the issue asks for under 1 s; generous for a loaded CI machine
+HELP_CPU_S = 2.0  # processor seconds: help alone about 0.7, with torch imported over 3.5
 
 
 def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -51,19 +53,18 @@ def test_help_imports_no_torch(args, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [["--help"], ["train", "--help"]])
-def test_help_returns_quickly(args, tmp_path):
-    """The best of three (a busy machine slows one start; torch's import took 6 s every time)."""
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "fineprune_cli", *args], capture_output=True, text=True, cwd=tmp_path, timeout=60
-        )
-        times.append(time.perf_counter() - start)
-        assert done.returncode == 0 and "Usage" in done.stdout
-        if times[-1] < HELP_BOUND_S:
-            break
-    assert min(times) < HELP_BOUND_S, f"fineprune {' '.join(args)} took {min(times):.2f} s at best"
+def test_help_takes_little_processor_time(args, tmp_path):
+    """Processor seconds, not wall seconds: a loaded machine stretches the wall clock of a start
+    (3.8 s once under a load of 7), not the work it does. Help costs about 0.7 s of CPU here;
+    importing torch alone costs over 3 s."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, "-m", "fineprune_cli", *args], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0 and "Usage" in done.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < HELP_CPU_S, f"fineprune {' '.join(args)} took {cpu:.2f} s of processor time"
 
 
 def test_version_prints_package_and_torch_versions():
