@@ -162,3 +162,47 @@ def test_a_line_on_one_side_only_is_a_miss_that_names_its_arms():
     found = paired.vs_line(line_at([100, 200], 300), "ucb", is_frontier)
     assert isinstance(found, paired.Miss) and found.against == paired.RANDOM_LINE
     assert found.reason == "its arms are at 10.0%, 20.0%, none at or beyond 30.0% on both sides"
+
+
+def test_a_seed_beyond_the_bracketing_arms_reads_the_nearer_arm_not_an_extrapolation():
+    """ucb skipped 25%, 45% and 10% in seeds 0-2 (mean 26.7%: the 20% and 40% arms bracket it, at
+    78.0 and 76.0). Seed 0 reads 78 - 0.25 x 2 = 77.5 (norm 0.75^2 + 0.25^2 = 0.625, +1 for ucb);
+    seed 1 at 45% reads the 40% arm, 76.0 (extrapolated it would be 75.5); seed 2 at 10% reads the
+    20% arm, 78.0 (not 79.0)."""
+    by = line_at([200, 400], 300)
+    by["ucb"] = {s: make("ucb", s, 80.0, skipped=k) for s, k in enumerate((250, 450, 100))}
+    found = paired.vs_line(by, "ucb", is_frontier)
+    assert found.arms == ("random-every-20", "random-every-40")
+    assert found.diffs == pytest.approx({0: 2.5, 1: 4.0, 2: 2.0})
+    assert found.norms == pytest.approx({0: 1.625, 1: 2.0, 2: 2.0})
+
+
+def test_a_seed_where_both_bracketing_arms_sit_at_one_budget_reads_the_lower_arm():
+    """Arms whose budgets vary by seed: A at 20% and 30% (mean 25%), B at 30% and 40% (mean 35%),
+    ucb at 30% brackets between them; in seed 1 both are at 30%, so no interpolation is possible:
+    the lower arm's value is read (A: 78.0), weight 0, norm 1 + 1."""
+    regular = arm("regular", {0: 80.0, 1: 80.0})
+    by = {
+        "regular": regular,
+        "ucb": arm("ucb", {0: 80.0, 1: 80.0}, skipped=300),
+        "random-every-25": {
+            s: make("random", s, 78.0, skipped=k, arm="random-every-25") for s, k in ((0, 200), (1, 300))
+        },
+        "random-every-35": {
+            s: make("random", s, 76.0, skipped=k, arm="random-every-35") for s, k in ((0, 300), (1, 400))
+        },
+    }
+    found = paired.vs_line(by, "ucb", is_frontier)
+    assert found.arms == ("random-every-25", "random-every-35")
+    assert found.diffs[1] == pytest.approx(2.0) and found.norms[1] == pytest.approx(2.0)
+
+
+def test_the_controls_a_policy_meets_are_those_with_a_seed_in_common():
+    """fine (seeds 0, 1) against: the random control (seed 2 only: no seed in common, left out), the
+    random frontier (10% and 20% arms, fine at 30%: a Miss, left out), no shorter line (None)."""
+    by = line_at([100, 200], 300)
+    by["fine"] = arm("fine", {0: 80.0, 1: 80.0}, skipped=300)
+    by["random"] = arm("random", {2: 79.0}, skipped=300)
+    assert paired.vs_controls(by, "fine") == []
+    by["random"] = arm("random", {1: 79.0}, skipped=300)
+    assert [p.against for p in paired.vs_controls(by, "fine")] == [paired.THE_CONTROL]
