@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from fineprune_cli.analysis.decision import CANT_TELL, decide
+from fineprune_cli.analysis.groups import group
 from fineprune_cli.analysis.numbers import Stat, csv_cells, epoch_ratio, pace_saving, summary_rows
 from factories import make
 
@@ -41,3 +43,15 @@ def test_summary_rows_compare_policies_with_the_frontier_and_never_the_frontier_
     rows = {r["policy"]: r for r in summary_rows(runs)}
     assert rows["ucb"]["d_frontier_n"] == 3 and rows["ucb"]["d_frontier_seeds"] == "0 1 2"
     assert rows["random-every-30"]["d_frontier_n"] == "" and rows["regular"]["d_frontier_n"] == ""
+    # undecided on 3 seeds: summary.csv carries its plan of seeds (the decision's own number)
+    [d] = decide(group(runs))
+    assert rows["ucb"]["decision"] == d.word == CANT_TELL and rows["ucb"]["family_size"] == 1
+    assert isinstance(d.seeds_80, int) and rows["ucb"]["seeds_for_80pct"] == d.seeds_80 > 3
+    assert rows["regular"]["seeds_for_80pct"] == rows["regular"]["decision"] == ""
+    # time to accuracy: target regular's mean final 90.1 - 0.5 = 89.6; epoch e reads final - (10 - e)
+    # x 0.37: regular reaches it at epoch 9 in every seed (89.63, 89.73, 89.83); ucb (finals 89.5,
+    # 89.75, 90.0) never in seed 0, at epoch 10 in seed 1 (89.38 at 9), at epoch 9 in seed 2 (89.63)
+    assert rows["ucb"]["tta_target"] == pytest.approx(89.6)
+    assert (rows["regular"]["tta_reached"], rows["regular"]["tta_epoch_mean"]) == (3, pytest.approx(9.0))
+    ucb = rows["ucb"]
+    assert (ucb["tta_reached"], ucb["tta_censored"], ucb["tta_epoch_mean"]) == (2, 1, pytest.approx(9.5))
