@@ -316,3 +316,33 @@ def test_a_shorter_arm_must_follow_regulars_schedule_in_epochs_milestones_and_wa
     run(tmp_path, "regular", 0, 70.0, **{"train.epochs": 10, "train.milestones": [3, 6, 8]})
     run(tmp_path, "regular", 0, 69.0, arm="shorter-50", **settings)
     assert len(group(load_runs([tmp_path])[0])) == 2
+
+
+@pytest.mark.parametrize(
+    "regular_warmup, arm_warmup, paired_",
+    [
+        (5.0, 2.53, True),  # 2.5 expected; 0.03 off is within 1% of 5 (0.05)
+        (0.5, 0.258, True),  # 0.25 expected; 0.008 off is within 0.01 (1% of at least one epoch)
+        (1.0, 0.515, False),  # 0.5 expected; 0.015 off is beyond 0.01
+    ],
+)
+def test_a_shorter_arms_warm_up_is_matched_within_one_percent_of_regulars_or_of_one_epoch(
+    tmp_path, regular_warmup, arm_warmup, paired_
+):
+    """The warm-up tolerance: 1% of regular's warm-up, and never below 1% of one epoch."""
+    run(
+        tmp_path,
+        "regular",
+        0,
+        70.0,
+        **{"train.epochs": 10, "train.milestones": [], "train.warmup_epochs": regular_warmup},
+    )
+    run(
+        tmp_path,
+        "regular",
+        0,
+        69.0,
+        arm="shorter-50",
+        **{"train.epochs": 5, "train.milestones": [], "train.warmup_epochs": arm_warmup},
+    )
+    assert (len(group(load_runs([tmp_path])[0])) == 1) == paired_
