@@ -176,3 +176,9 @@ def test_a_target_just_below_a_whole_image_as_a_float_is_not_reached_an_image_ea
 def test_a_batch_of_one_sample_is_a_batch_size(tmp_path):
     """Batch size 1: one step per sample trained, 100 + 70 + 100 + 100 = 370 (not the default's 12)."""
     assert timing.optimizer_steps(_run(tmp_path, batch=1)) == 370
+
+
+@pytest.mark.parametrize("batch", ["x", -5])
+def test_a_batch_size_that_is_no_size_counts_steps_at_the_default(tmp_path, batch):
+    """A config.yaml batch size of text or below 1: steps at the default 128 (one per epoch here)."""
+    assert timing.optimizer_steps(_run(tmp_path, batch=batch)) == 4
