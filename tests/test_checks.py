@@ -41,6 +41,7 @@ SUMMARY_EDITS = {  # the issue's findings first
     "samples_seen off": ({"samples_seen": 7}, "samples_seen 7"),
     "pruning_epochs off": ({"pruning_epochs": [1]}, "pruning_epochs"),
     "eval_seconds negative": ({"eval_seconds": -1.0}, "eval_seconds"),
+    "seed 2**63": ({"seed": 2**63}, "seed 9223372036854775808"),  # one past run.seed's bound
 }
 
 
@@ -51,6 +52,13 @@ def test_an_impossible_or_contradicting_summary_is_left_out_with_the_reason(tmp_
     runs, problems = load_runs([tmp_path])
     assert len(runs) == 3 and [str(p.path) for p in problems] == [str(edited)]
     assert problems[0].status == "implausible" and words in problems[0].reason, problems[0].reason
+
+
+def test_the_largest_seed_run_seed_takes_is_a_seed(tmp_path):
+    """2**63 - 1 is run.seed's own bound: a run of that seed is read (one more is not, above)."""
+    _pair(tmp_path, summary={"seed": 2**63 - 1})
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 4 and problems == [] and max(r.seed for r in runs) == 2**63 - 1
 
 
 ROW_EDITS = {
