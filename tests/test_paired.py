@@ -178,9 +178,10 @@ def test_a_seed_beyond_the_bracketing_arms_reads_the_nearer_arm_not_an_extrapola
 
 
 def test_a_seed_where_both_bracketing_arms_sit_at_one_budget_reads_the_lower_arm():
-    """Arms whose budgets vary by seed: A at 20% and 30% (mean 25%), B at 30% and 40% (mean 35%),
-    ucb at 30% brackets between them; in seed 1 both are at 30%, so no interpolation is possible:
-    the lower arm's value is read (A: 78.0), weight 0, norm 1 + 1."""
+    """Arms whose budgets vary by seed: A at 20% and 30% in seeds 0 and 1 (mean 25%, 78.0), B at 40%
+    and 30% (mean 35%, 76.0); ucb at 30% lies between them. Seed 0 reads halfway, 77.0 (diff 3.0,
+    norm 1 + 0.25 + 0.25); in seed 1 both arms are at 30%, so no interpolation is possible: the lower
+    arm's value is read (A: 78.0, diff 2.0), weight 0, norm 1 + 1."""
     regular = arm("regular", {0: 80.0, 1: 80.0})
     by = {
         "regular": regular,
@@ -189,12 +190,12 @@ def test_a_seed_where_both_bracketing_arms_sit_at_one_budget_reads_the_lower_arm
             s: make("random", s, 78.0, skipped=k, arm="random-every-25") for s, k in ((0, 200), (1, 300))
         },
         "random-every-35": {
-            s: make("random", s, 76.0, skipped=k, arm="random-every-35") for s, k in ((0, 300), (1, 400))
+            s: make("random", s, 76.0, skipped=k, arm="random-every-35") for s, k in ((0, 400), (1, 300))
         },
     }
     found = paired.vs_line(by, "ucb", is_frontier)
     assert found.arms == ("random-every-25", "random-every-35")
-    assert found.diffs[1] == pytest.approx(2.0) and found.norms[1] == pytest.approx(2.0)
+    assert found.diffs == pytest.approx({0: 3.0, 1: 2.0}) and found.norms == pytest.approx({0: 1.5, 1: 2.0})
 
 
 def test_the_controls_a_policy_meets_are_those_with_a_seed_in_common():
