@@ -207,6 +207,7 @@ def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(
     assert done[0].open == ["egreedy (lenet on toy)", "kakurenbo (lenet on toy)"]
     assert asked[1].policies == ["regular", "egreedy", "kakurenbo"] and asked[1].shorter == [0.35, 0.3]
     assert "kakurenbo (lenet on toy)" in done[2].open and "ucb (lenet on toy)" not in done[1].open + done[2].open
+    assert (out / "looks.json").read_text().startswith('{\n  "rule": "Bonferroni over looks",\n')
     saved = json.loads((out / "looks.json").read_text())
     assert saved["decisions"]["ucb (lenet on toy)"]["look"] == 1 and len(saved["done"]) == 3
     table = (out / "looks.md").read_text()
