@@ -41,6 +41,8 @@ SUMMARY_EDITS = {  # the issue's findings first
     "samples_seen off": ({"samples_seen": 7}, "samples_seen 7"),
     "pruning_epochs off": ({"pruning_epochs": [1]}, "pruning_epochs"),
     "eval_seconds negative": ({"eval_seconds": -1.0}, "eval_seconds"),
+    "seed 2**63": ({"seed": 2**63}, "seed 9223372036854775808"),  # one past run.seed's bound
+    "resumed after epoch 1.5": ({"resumed_after_epochs": [1.5]}, "resumed_after_epochs lists other than epochs"),
 }
 
 
@@ -51,6 +53,32 @@ def test_an_impossible_or_contradicting_summary_is_left_out_with_the_reason(tmp_
     runs, problems = load_runs([tmp_path])
     assert len(runs) == 3 and [str(p.path) for p in problems] == [str(edited)]
     assert problems[0].status == "implausible" and words in problems[0].reason, problems[0].reason
+
+
+def test_the_largest_seed_run_seed_takes_is_a_seed(tmp_path):
+    """2**63 - 1 is run.seed's own bound: a run of that seed is read (one more is not, above)."""
+    _pair(tmp_path, summary={"seed": 2**63 - 1})
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 4 and problems == [] and max(r.seed for r in runs) == 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        {"summary": {"resumed_after_epochs": [0, 2]}},  # stopped before its first epoch ended, and after its last
+        {"rows": {2: {"samples": 0}}},  # an epoch that pruned every sample still is an epoch
+    ],
+)
+def test_records_at_the_edges_of_their_meaning_are_read(tmp_path, edits):
+    _pair(tmp_path, **edits)
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 4 and problems == []
+
+
+def test_a_non_number_in_a_metrics_row_is_a_malformed_row(tmp_path):
+    edited = _pair(tmp_path, rows={1: {"train_loss": float("nan")}})
+    runs, problems = load_runs([tmp_path])
+    assert [str(p.path) for p in problems] == [str(edited)] and "has a malformed row" in problems[0].reason
 
 
 ROW_EDITS = {

@@ -222,6 +222,61 @@ def test_the_quantum_is_read_off_the_recorded_accuracies():
     assert stats.DEFAULT_QUANTUM == decision.quantum([])
 
 
+def _curve(*accuracies):
+    """A regular run whose epochs recorded these test accuracies."""
+    run = make("regular", 0, accuracies[-1])
+    run.metrics[:] = [EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, a, 0, 0.0) for e, a in enumerate(accuracies, start=1)]
+    return run
+
+
+def test_a_test_set_of_a_million_images_is_the_largest_read_off_the_accuracies():
+    """0.0064% is 1/15,625 of the test set and 1.5625% is 1/64: the finest grid both lie on is
+    lcm(15,625, 64) = 1,000,000 images, still a test set (0.0001 pt an image). With 0.78125% (1/128)
+    instead it would be 2,000,000: past the bound, the accuracies do not tell, DEFAULT_QUANTUM."""
+    assert decision.quantum([_curve(0.0064, 1.5625)]) == pytest.approx(1e-4)
+    assert decision.quantum([_curve(0.0064, 0.78125)]) == stats.DEFAULT_QUANTUM
+
+
+def test_runs_with_only_baselines_decide_nothing():
+    """Regular and a shorter arm: no scored policy, no decision (and no plan divided by zero policies)."""
+    name, kw = shorter(0.3)
+    assert one(context({"regular": (0.0, {}), name: (0.0, kw)})) == []
+
+
+def _shares(policy_share, *line_shares):
+    """bracketing_shares of ucb at `policy_share` beside the shorter arms at `line_shares`."""
+    arms = {"regular": (0.0, {})}
+    arms.update({shorter(s)[0]: (0.0, shorter(s)[1]) for s in line_shares})
+    arms["ucb"] = (0.0, pruned("ucb", policy_share))
+    return decision.bracketing_shares(context(arms, seeds=range(2)), "ucb")
+
+
+def test_the_missing_side_of_the_line_at_the_edges_of_the_budget_range():
+    """By hand, on 5% steps: at 3% the step below is 0, so the budget itself (0.03) is named; at
+    0.3% that rounds to 0.00, which is no arm (nothing named); at 97% the step above is 100%, no
+    arm either. A line on both sides (10% and 40% around 30%) lacks nothing; neither does one with
+    an arm at the budget beside one that is not (10% and 30%)."""
+    assert _shares(0.03, 0.1) == [0.03]
+    assert _shares(0.003, 0.1) == []
+    assert _shares(0.97, 0.1) == []
+    assert _shares(0.3, 0.1, 0.4) == []
+    assert _shares(0.3, 0.1, 0.3) == []
+    assert _shares(0.3) == [0.3]  # no line at all: 30% is both steps
+
+
+# egreedy's lone seed 7 is a cell the block model cannot separate from its arm: statsmodels says so
+@pytest.mark.filterwarnings("ignore:The design matrix is rank-deficient")
+def test_a_policy_with_no_seed_beside_regular_still_counts_in_the_holm_family_at_p_1():
+    """egreedy has only seed 7, which regular lacks: no estimate, no claim, p 1. It still makes a
+    family of 2, so ucb's claim is doubled by Holm (its p is the smaller of the two), not left alone."""
+    by = context(line(-0.9, {"ucb": (-0.48, pruned("ucb", 0.3))}), seeds=range(3))
+    by["egreedy"] = {7: make("egreedy", 7, 89.0, skipped=300)}
+    found = {d.policy: d for d in one(by)}
+    assert found["egreedy"].route == "" and found["egreedy"].p_claim == 1.0 and found["egreedy"].vs_regular is None
+    assert found["ucb"].family == 2 and found["ucb"].p_claim < 0.5
+    assert found["ucb"].p_holm == pytest.approx(2 * found["ucb"].p_claim)
+
+
 # The committed evidence, with the failing inputs of issue 32 --------------------------------
 
 FASHION = Path(__file__).resolve().parents[1] / "results" / "policies" / "fashion-mnist" / "runs"

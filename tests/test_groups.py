@@ -273,3 +273,76 @@ def test_the_console_table_and_the_verdict_print_the_same_interval(tmp_path):
     assert "+0.13 [-0.71,+0.97]" in result.output  # the console table
     assert "+0.13 [-0.71, +0.97] pt" in result.output  # the verdict
     assert "-0.70" not in result.output
+
+
+def test_rows_are_named_frontier_shorter_or_pruned_by_their_arm():
+    """A row's arm decides what it is, whatever settings follow its name."""
+    from fineprune_cli.analysis.groups import is_frontier, is_shorter, pruned_policies
+
+    assert is_shorter("shorter-30") and is_shorter("shorter-30 (epochs 7)") and not is_shorter("regular")
+    assert is_frontier("random-every-20 (window 3)") and not is_frontier("random") and not is_frontier("shorter-30")
+    assert pruned_policies(dict.fromkeys(["regular", "fine", "shorter-30"])) == ["fine", "shorter-30"]
+
+
+def test_a_shorter_arm_of_a_recipe_that_cannot_be_shortened_is_its_own_row(tmp_path):
+    """Regular's milestones 1,2 at 50% both land on epoch 1 (shorter_schedule refuses them): no
+    shorter-50 follows from that recipe, so a shorter-50 run is never its 'fewer epochs'."""
+    run(tmp_path, "regular", 0, 70.0, **{"train.epochs": 10, "train.milestones": [1, 2]})
+    run(
+        tmp_path,
+        "regular",
+        0,
+        69.0,
+        arm="shorter-50",
+        **{"train.epochs": 5, "train.milestones": [1], "train.warmup_epochs": 0.5},
+    )
+    groups = group(load_runs([tmp_path])[0])
+    assert len(groups) == 2
+    own = next(c for c in groups if c.variant)
+    assert own.variant == "no regular run whose schedule shorter-50 scales"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"train.epochs": 5, "train.milestones": [2, 3], "train.warmup_epochs": 0.5},  # a milestone short
+        {"train.epochs": 5, "train.milestones": [2, 3, 4], "train.warmup_epochs": 1.0},  # warm-up unscaled
+        {"train.epochs": 6, "train.milestones": [2, 3, 4], "train.warmup_epochs": 0.5},  # one epoch more
+    ],
+)
+def test_a_shorter_arm_must_follow_regulars_schedule_in_epochs_milestones_and_warm_up(tmp_path, settings):
+    """Regular: 10 epochs, milestones 3,6,8, warm-up 1.0; its shorter-50 is 5 epochs, 2,3,4, 0.5.
+    An arm that matches in all but one of the three is another recipe's: its own context."""
+    run(tmp_path, "regular", 0, 70.0, **{"train.epochs": 10, "train.milestones": [3, 6, 8]})
+    run(tmp_path, "regular", 0, 69.0, arm="shorter-50", **settings)
+    assert len(group(load_runs([tmp_path])[0])) == 2
+
+
+@pytest.mark.parametrize(
+    "regular_warmup, arm_warmup, paired_",
+    [
+        (5.0, 2.53, True),  # 2.5 expected; 0.03 off is within 1% of 5 (0.05)
+        (0.5, 0.258, True),  # 0.25 expected; 0.008 off is within 0.01 (1% of at least one epoch)
+        (1.0, 0.515, False),  # 0.5 expected; 0.015 off is beyond 0.01
+    ],
+)
+def test_a_shorter_arms_warm_up_is_matched_within_one_percent_of_regulars_or_of_one_epoch(
+    tmp_path, regular_warmup, arm_warmup, paired_
+):
+    """The warm-up tolerance: 1% of regular's warm-up, and never below 1% of one epoch."""
+    run(
+        tmp_path,
+        "regular",
+        0,
+        70.0,
+        **{"train.epochs": 10, "train.milestones": [], "train.warmup_epochs": regular_warmup},
+    )
+    run(
+        tmp_path,
+        "regular",
+        0,
+        69.0,
+        arm="shorter-50",
+        **{"train.epochs": 5, "train.milestones": [], "train.warmup_epochs": arm_warmup},
+    )
+    assert (len(group(load_runs([tmp_path])[0])) == 1) == paired_

@@ -149,3 +149,75 @@ def test_a_tiny_procedure_trains_look_by_look_and_replays_when_started_again(tmp
     assert json.loads((out / "looks.json").read_text()) == first
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     assert "| 1 | 0–1 |" in (out / "looks.md").read_text()
+
+
+def _recipe_runs():
+    """In-memory runs of a 10-epoch recipe (shorter-30: 7 epochs, its warm-up scaled) whose configs
+    let `group` pair them: regular at 90.0, 90.4, 89.8, 90.2 by seed; each other arm that far off
+    regular per seed. ucb (30%) is clearly worse in seeds 0-1 but +5 in seed 2, so it is decided
+    at look 1 (seeds 0-1) and would not be over seeds 0-2; egreedy (35%) is beyond the shorter line
+    (no C(p)); kakurenbo (30%) stays undecided against shorter-30."""
+    from factories import make
+
+    base = [90.0, 90.4, 89.8, 90.2]
+
+    def arm(policy, deltas, epochs=10, skipped=0, name=""):
+        out = []
+        for s, d in enumerate(deltas):
+            run = make(policy, s, round(base[s] + d, 2), epochs=epochs, skipped=skipped, arm=name)
+            run.config = {"train": {"epochs": epochs, "milestones": [], "warmup_epochs": epochs / 10}}
+            out.append(run)
+        return out
+
+    return (
+        arm("regular", [0.0] * 4)
+        + arm("regular", [-1.5, -1.4, -1.6, -1.5], epochs=7, name="shorter-30")
+        + arm("ucb", [-3.0, -3.1, 5.0, -2.9], skipped=300)
+        + arm("egreedy", [-3.0, -1.0, -3.0, -3.0], skipped=350)
+        + arm("kakurenbo", [-1.5, -1.0, -1.6, -1.4], skipped=300)
+    )
+
+
+def _procedure(tmp_path, monkeypatch, policies, looks):
+    """until_decided over the in-memory runs: what each look asked `compare` to train, and the looks."""
+    from fineprune_cli.sequential import looks as procedure
+
+    runs = [r for r in _recipe_runs() if r.policy in policies + ["shorter-30"]]
+    asked = []
+    monkeypatch.setattr(procedure.matrix, "run_matrix", lambda cfg, sub, **kw: asked.append(sub))
+    monkeypatch.setattr(procedure, "load_runs", lambda dirs: (runs, []))
+    cfg, c = tiny_compare(tmp_path, policies=policies, shorter=[0.3], until_decided=True, looks=looks)
+    Path(c.out).mkdir(parents=True)
+    _, done = until_decided(cfg, c, show_progress=False)
+    return asked, done, Path(c.out)
+
+
+def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(tmp_path, monkeypatch):
+    """Looks after 2, 3 and 4 seeds, each at 5%/3. Look 1 (seeds 0, 1) decides ucb; look 2 trains
+    regular, the two open policies, kakurenbo's C(p) arm (shorter-30) and the shorter arm egreedy's
+    35% lacks (shorter-35); kakurenbo is still open at look 3."""
+    asked, done, out = _procedure(tmp_path, monkeypatch, ["regular", "ucb", "egreedy", "kakurenbo"], [2, 3, 4])
+    assert levels([2, 3, 4]) == pytest.approx([0.05 / 3] * 3)
+    assert [sub.seeds for sub in asked] == [[0, 1], [0, 1, 2], [0, 1, 2, 3]]
+    assert [d.seeds for d in done] == [2, 3, 4] and [d.level for d in done] == pytest.approx([0.05 / 3] * 3)
+    assert done[0].arms == ["regular", "ucb", "egreedy", "kakurenbo", "shorter-30"]
+    assert list(done[0].decided) == ["ucb (lenet on toy)"]
+    reached = done[0].decided["ucb (lenet on toy)"]
+    assert (reached.word, reached.look, reached.seeds) == (NOT_WORTH, 1, 2)
+    assert done[0].open == ["egreedy (lenet on toy)", "kakurenbo (lenet on toy)"]
+    assert asked[1].policies == ["regular", "egreedy", "kakurenbo"] and asked[1].shorter == [0.35, 0.3]
+    assert "kakurenbo (lenet on toy)" in done[2].open and "ucb (lenet on toy)" not in done[1].open + done[2].open
+    assert (out / "looks.json").read_text().startswith('{\n  "rule": "Bonferroni over looks",\n')
+    saved = json.loads((out / "looks.json").read_text())
+    assert saved["decisions"]["ucb (lenet on toy)"]["look"] == 1 and len(saved["done"]) == 3
+    table = (out / "looks.md").read_text()
+    assert (
+        "| 1 | 0–1 | 0.01667 | regular, ucb, egreedy, kakurenbo, shorter-30 | ucb (lenet on toy): not worth it" in table
+    )
+    assert "| 3 | 0–3 |" in table and "(0.01667 at each look" in table
+
+
+def test_the_looks_stop_once_nothing_is_open(tmp_path, monkeypatch):
+    """ucb alone (no runs of the others) is decided at look 1 of 2: no second look is trained."""
+    asked, done, _ = _procedure(tmp_path, monkeypatch, ["regular", "ucb"], [2, 3])
+    assert len(asked) == len(done) == 1 and done[0].open == []

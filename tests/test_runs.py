@@ -1,14 +1,19 @@
 """Reading run folders back (analysis/runs.py) and drawing them (analysis/plots.py): hostile
 records are left out with a reason or lose only their own plot, never fail the report."""
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 import torch
 from typer.testing import CliRunner
 
 from fineprune_cli.analysis.plots import slug
 from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.runs import arm_of, check_counts
 from fineprune_cli.cli import app
-from factories import make_run
+from fineprune_cli.errors import ConfigError
+from factories import make, make_run
 
 runner = CliRunner()
 
@@ -129,3 +134,29 @@ def test_a_full_disk_at_start_leaves_no_empty_run_folder(tmp_path, monkeypatch):
     )
     assert result.exit_code == 2 and "No space left on device" in result.output, result.output
     assert not (tmp_path / "a").exists()
+
+
+def test_the_counts_a_report_divides_by_are_taken_up_to_their_bounds_and_refused_one_past():
+    """check_counts at its edges: 1 sample and 1 epoch, 2**40 samples and 10**6 epochs, skipped 0
+    and skipped every sample-epoch are all records a run can hold; 0 epochs, 10**6 + 1 epochs and one
+    skipped sample more than epochs x num_train are not."""
+    base = make("regular", 0, 90.0).summary
+    for fields in (
+        {"num_train": 1, "epochs": 1, "samples_skipped": 0},
+        {"num_train": 2**40, "epochs": 10**6, "samples_skipped": 2**40 * 10**6},
+        {"num_train": 1, "epochs": 1, "samples_skipped": 1},
+    ):
+        check_counts(dataclasses.replace(base, **fields), Path("s.json"))  # no refusal
+    for fields, words in (
+        ({"epochs": 0}, "num_train and epochs must be positive"),
+        ({"epochs": 10**6 + 1}, "num_train and epochs must be positive"),
+        ({"num_train": 2**40 + 1}, "num_train and epochs must be positive"),
+        ({"num_train": 1, "epochs": 1, "samples_skipped": 2}, "samples_skipped must be between"),
+    ):
+        with pytest.raises(ConfigError, match=words):
+            check_counts(dataclasses.replace(base, **fields), Path("s.json"))
+
+
+def test_a_row_name_s_arm_is_what_comes_before_its_settings():
+    assert arm_of("fine (prune_fraction 0.5)") == "fine" and arm_of("shorter-30 (epochs 7)") == "shorter-30"
+    assert arm_of("regular") == "regular"

@@ -158,3 +158,46 @@ def test_seeds_for_reaches_max_seeds_itself():
     )
     assert stats.seeds_for(float(size) * 1.0001, 1.0, 0.05) == stats.MAX_SEEDS
     assert stats.seeds_for(float(size) * 0.99, 1.0, 0.05) is None
+
+
+def test_fifty_seeds_is_the_last_plan_and_what_it_resolves():
+    """MAX_SEEDS is 50, pinned from the noncentral t: an effect of 0.36 sd reaches 80% power at 50
+    seeds and not at 49 (0.7994 < 0.8 <= 0.8066); at 0.355 sd only 51 would (0.7969 at 50, 0.8039 at
+    51), which is past the plan. 50 seeds resolve 0.3566 sd (power exactly 0.8 at n = 50; 49 seeds:
+    0.3603)."""
+    assert _power_by_hand(0.36, 1.0, 0.05, 49) < 0.8 <= _power_by_hand(0.36, 1.0, 0.05, 50)
+    assert seeds_for(0.36, 1.0, 0.05) == 50
+    assert _power_by_hand(0.355, 1.0, 0.05, 50) < 0.8 <= _power_by_hand(0.355, 1.0, 0.05, 51)
+    assert seeds_for(0.355, 1.0, 0.05) is None
+    assert stats.resolvable(1.0, 0.05) == pytest.approx(0.35660, abs=1e-4)
+
+
+def test_a_pooled_estimate_of_one_seed_and_of_none():
+    """One seed has no own spread, but the pool lends it one: mean 0.4, se sigma * sqrt(2) / 1 on the
+    pool's df. No seed at all: no estimate (and no mean to take)."""
+    e = pooled_estimate([0.4], [2.0], sigma=0.3, df=4)
+    assert (e.mean, e.n, e.df) == (pytest.approx(0.4), 1, 4) and e.se == pytest.approx(0.3 * math.sqrt(2))
+    assert pooled_estimate([], [], sigma=0.3, df=4) is None
+    assert pooled_estimate([0.4], [2.0], sigma=0.3, df=0.5) is None  # below one df: no t quantile
+    assert pooled_estimate([0.4], [2.0], sigma=0.3, df=1).df == 1  # one df is enough
+
+
+def test_out_of_line_needs_two_seeds_and_a_pooled_spread():
+    """Two differences (variance 0.5 of 0 and 1) already have a spread: F(1, 6) at 0.5 / (1 * 2) =
+    0.25. One difference has none, and a pool without spread (sigma 0) predicts none: p 1, never
+    'out of line'."""
+    assert stats.out_of_line([0.0, 1.0], [2.0, 2.0], 1.0, 6) == pytest.approx(float(sps.f.sf(0.25, 1, 6)))
+    assert stats.out_of_line([0.0, 1.0], [2.0, 2.0], 1.0, 6) < 0.7
+    assert stats.out_of_line([1.0], [2.0], 1.0, 6) == 1.0
+    assert stats.out_of_line([0.0, 1.0, 3.0], [2.0] * 3, 0.0, 6) == 1.0
+
+
+def test_two_arms_by_two_seeds_leave_one_df():
+    """y = [[1, 2], [1.5, 3.5]]: residuals of the additive fit are +-0.25 in every cell (y - row
+    mean - column mean + grand mean), SS 0.25 on (2 - 1)(2 - 1) = 1 df: sigma 0.5. One df is a pool."""
+    assert block_residual({("a", 0): 1.0, ("a", 1): 2.0, ("b", 0): 1.5, ("b", 1): 3.5}) == (pytest.approx(0.5), 1)
+
+
+def test_no_spread_gives_no_plan_of_seeds():
+    """A per-seed sd of 0 (a pool of exactly additive runs) plans nothing, whatever the effect."""
+    assert seeds_for(0.2, 0.0, 0.05) is None

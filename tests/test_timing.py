@@ -163,3 +163,22 @@ def test_time_saved_pairs_by_seed_when_the_arms_have_different_seeds(tmp_path):
     by = {p: {r.seed: r for r in load_runs([tmp_path])[0] if r.policy == p} for p in ("regular", "fine")}
     saved, left = timing.savings(by, "fine")
     assert saved == pytest.approx({1: 25.0}) and left == []
+
+
+def test_a_target_just_below_a_whole_image_as_a_float_is_not_reached_an_image_early(tmp_path):
+    """54.66 / 0.01 is 5465.999... as floats: the target is image 5466 (rounded), so the epoch at
+    54.65% (image 5465) does not reach it and the one at 54.66% does (truncating would say epoch 2)."""
+    assert 54.66 / 0.01 < 5466
+    run = _run(tmp_path, accs=(50.0, 54.65, 54.66, 60.0))
+    assert timing.time_to_accuracy(run, 54.66, 0.01).epoch == 3
+
+
+def test_a_batch_of_one_sample_is_a_batch_size(tmp_path):
+    """Batch size 1: one step per sample trained, 100 + 70 + 100 + 100 = 370 (not the default's 12)."""
+    assert timing.optimizer_steps(_run(tmp_path, batch=1)) == 370
+
+
+@pytest.mark.parametrize("batch", ["x", -5])
+def test_a_batch_size_that_is_no_size_counts_steps_at_the_default(tmp_path, batch):
+    """A config.yaml batch size of text or below 1: steps at the default 128 (one per epoch here)."""
+    assert timing.optimizer_steps(_run(tmp_path, batch=batch)) == 4

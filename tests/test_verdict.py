@@ -194,3 +194,9 @@ def test_no_policy_is_ranked_by_the_time_it_saves(tmp_path):
     assert "random control: saved (same machine) | 20.00 ± 10.00%" in index
     found = [line for line in index.splitlines() if RANKING.search(line)]
     assert not found, found
+
+
+def test_seeds_are_written_as_a_range_only_from_three_consecutive():
+    from fineprune_cli.analysis.verdict import seeds_text
+
+    assert seeds_text([2, 0, 1]) == "0–2" and seeds_text([0, 1]) == "0, 1" and seeds_text([0, 2, 3]) == "0, 2, 3"
