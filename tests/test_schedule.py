@@ -1,3 +1,6 @@
+import dataclasses
+import re
+
 import pytest
 
 from fineprune_cli.errors import ConfigError
@@ -52,20 +55,30 @@ def test_block_count_equal_prunes_every_epoch_after_start():
 
 
 @pytest.mark.parametrize(
-    "kwargs, word",
+    "kwargs, words",
     [
-        ({"window": 0}, "window"),
-        ({"start": 60}, "start"),
-        ({"start": -1}, "start"),
-        ({"block": 0}, "block"),
-        ({"count": 0}, "count"),
-        ({"count": 3, "block": 2}, "count"),
-        ({"attenuation": 0.5}, "attenuation"),
+        ({"window": 0}, "--window must be >= 1, got 0"),
+        ({"start": 60}, "--start must be in [0, window=60), got 60"),
+        ({"start": -1}, "--start must be in [0, window=60), got -1"),
+        ({"block": 0}, "--block must be >= 1, got 0"),
+        ({"count": 0}, "--count must be in [1, block=2], got 0"),
+        ({"count": 3, "block": 2}, "--count must be in [1, block=2], got 3"),
+        ({"attenuation": 0.5}, "--attenuation must be >= 1, got 0.5"),
     ],
 )
-def test_invalid_schedules(kwargs, word):
-    with pytest.raises(ConfigError, match=word):
+def test_invalid_schedules(kwargs, words):
+    # The whole message: window 0 also breaks `start < window` and block 0 `count <= block`, so
+    # a message that only names the field would pass when the window (block) check itself is
+    # off by one and the start (count) check answers in its place.
+    with pytest.raises(ConfigError, match=re.escape(words)):
         PruneSchedule(**kwargs)
+
+
+def test_the_smallest_valid_schedule_is_accepted():
+    # Each bound at its edge: window 1, start 0 = window - 1, block 1, count = block, attenuation 1.
+    s = PruneSchedule(window=1, start=0, attenuation=1.0, block=1, count=1)
+    assert s.pruning_epochs(3) == [1, 2, 3]
+    assert PruneSchedule(window=5, start=4, block=3, count=3).prunes(4)
 
 
 def test_formula_as_printed():
@@ -146,8 +159,18 @@ def test_a_scaled_schedule_prunes_a_proportionate_share():
         (PruneSchedule(10, 9, attenuation=1.0), None),  # position 9: epochs 9, 19, 29 ... all odd
         (PruneSchedule(10, 9), 14),  # window 1 starts at a_1 = 4: epoch 14
         (PruneSchedule(3, 2, block=1), 2),
+        (PruneSchedule(3, 0, block=1), 1),  # start 0: epoch 1, never "epoch 0" (which p = 0 would allow)
     ],
 )
 def test_first_pruning_epoch(schedule, first):
     assert schedule.first_pruning_epoch() == first
     assert schedule.pruning_epochs(first or 1000) == ([first] if first else [])
+
+
+def test_a_schedule_cannot_be_changed_once_made():
+    # Its starting points a_k are computed once and cached on the object: a schedule that could
+    # be changed afterwards would keep the old a_k (start 8's [8, 4, 2, 1, 0] for start 2).
+    s = PruneSchedule(window=10, start=8)
+    assert s.starting_point(1) == 4
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.start = 2  # type: ignore[misc]
