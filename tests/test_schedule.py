@@ -124,7 +124,7 @@ def test_the_last_annealing_epoch_is_floor_delta_n_also_where_delta_n_is_not_exa
 
 # --- the paper's defaults as shares of the run's length ------------------------------------
 
-from fineprune_cli.pruning.schedule import paper_start, paper_window  # noqa: E402
+from fineprune_cli.pruning.schedule import paper_start, paper_window, percent_of  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -142,6 +142,12 @@ def test_the_paper_schedule_is_a_share_of_the_run(epochs, window, start):
     w = paper_window(epochs)
     assert (w, paper_start(epochs, w)) == (window, start)
     assert PruneSchedule.paper(epochs) == PruneSchedule(window, start)
+
+
+def test_a_share_of_the_run_rounds_half_up_exactly():
+    # In integers: 0.49 of an epoch rounds down, 0.5 up (1% of 49 epochs, 1% of 50). The shares in
+    # use (15, 30, 60, 80%) never fall on x.49, so only a direct case shows `+ 51` for `+ 50`.
+    assert [percent_of(49, 1), percent_of(50, 1), percent_of(149, 1), percent_of(150, 1)] == [0, 1, 1, 2]
 
 
 def test_a_scaled_schedule_prunes_a_proportionate_share():

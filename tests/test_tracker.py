@@ -1,6 +1,6 @@
 import torch
 
-from fineprune_cli.pruning.tracker import DroppingCount
+from fineprune_cli.pruning.tracker import DroppingCount, highest
 
 
 def test_counts_samples_above_batch_mean():
@@ -103,3 +103,12 @@ def test_the_default_tolerance_counts_any_loss_above_the_mean():
     t = DroppingCount(3)
     t.update(torch.arange(3), torch.tensor([0.95, 1.0, 1.05]))
     assert t.tolerance == 0.0 and t.counts.tolist() == [0, 0, 1]
+
+
+def test_ties_keep_the_seeded_permutations_order_on_a_large_set():
+    # 5000 equal counts: the 50 "highest" are exactly the first 50 of the seeded permutation (a
+    # stable sort of the permuted values keeps their order). An unstable sort reorders ties by
+    # itself (torch on CPU does from about a thousand values), so the draw would no longer be the
+    # permutation's, and could differ between devices.
+    expected = torch.randperm(5000, generator=torch.Generator().manual_seed(4))[:50]
+    assert torch.equal(highest(torch.zeros(5000, dtype=torch.int32), 50, torch.Generator().manual_seed(4)), expected)
