@@ -406,11 +406,14 @@ def test_registry_lists_every_policy_with_label_and_colour():
         ("kakurenbo_tau", 1.5),
         ("attenuation", 0.5),  # at least 1
         ("count", 0),  # at least 1
+        ("block", 0),  # at least 1 (the count check would name block too: the whole message below)
+        ("anneal", 0.0),  # in (0, 1]
+        ("ema_weight", 1.5),  # in (0, 1]
     ],
 )
 def test_new_settings_are_checked(field, bad):
     # Catches: a field declared without its check (or choices).
-    with pytest.raises(ConfigError, match=field.replace("_", "-")):
+    with pytest.raises(ConfigError, match=f"^--{field.replace('_', '-')} must"):
         check_section(PruneConfig(**{field: bad}), "prune.")
     check_section(PruneConfig(), "prune.")
     # each range's closed end is allowed: 1 = the latest loss only, 1 = no annealing
@@ -557,3 +560,12 @@ def test_infobatch_with_no_sample_to_leave_out_trains_plainly():
     observe_all(zero, [0.0, 3.0, 3.0])
     plan = zero.plan(2)
     assert plan.samples == 3 and not plan.pruned and plan.weights is None
+
+
+def test_a_start_at_the_window_is_refused_and_only_a_known_length_fills_the_defaults():
+    # start = window is one past the last position (start must be in [0, window)). resolve(n)
+    # fills window and start only for n >= 1: 1 epoch gives window 1, start 0; 0 or None none.
+    with pytest.raises(ConfigError, match=re.escape("--start must be in [0, window=5), got 5")):
+        check_section(PruneConfig(window=5, start=5), "prune.")
+    filled = [(c.window, c.start) for c in (PruneConfig().resolve(n) for n in (1, 0, None))]
+    assert filled == [(1, 0), (None, None), (None, None)]

@@ -312,6 +312,8 @@ def test_a_loader_that_never_hands_the_sampler_its_indices_is_refused():
         sampler.loss(torch.tensor([0, 60]), torch.rand(2))
     with pytest.raises(ValueError, match="outside \\[0, 60\\)"):
         sampler.loss(torch.tensor([-1, 0]), torch.rand(2))
+    with pytest.raises(ValueError, match="one loss per sample"):  # as many losses, but not 1-D
+        sampler.loss(torch.tensor([0, 1]), torch.rand(2, 1))
 
 
 def test_a_policy_that_scores_nothing_needs_no_losses():
@@ -325,7 +327,8 @@ def test_without_a_process_group_the_distributed_sampler_is_one_whole_rank():
     # resume test above). A world of 1 is accepted (the rank then defaults to 0), 0 is not; the
     # last rank of a world is accepted, one past it is not.
     alone = DistributedPruningSampler(_pruning_policy())
-    assert (alone.num_replicas, alone.rank) == (1, 0) and _loop(alone, 3) == [60, 42, 60]
+    assert (alone.num_replicas, alone.rank, alone.seed, alone.global_mean) == (1, 0, 0, True)
+    assert _loop(alone, 3) == [60, 42, 60]
     assert _loop(DistributedPruningSampler(_pruning_policy(), num_replicas=1), 3) == [60, 42, 60]
     assert DistributedPruningSampler(_pruning_policy(), num_replicas=3, rank=2).rank == 2
     with pytest.raises(ValueError, match="num_replicas must be at least 1, got 0"):
@@ -355,3 +358,9 @@ def test_a_ranks_padding_trains_but_is_not_observed_also_after_a_load():
             s.loss(idx, torch.ones(idx.numel()))
         s.sync()
         assert torch.nonzero(s.policy.seen).flatten().tolist() == sorted(order[:16])
+
+
+def test_len_before_any_epoch_is_the_first_epochs_plan():
+    # len() first enters sampler epoch 0 (the policy's epoch 1: 60 samples), not epoch 1 (42).
+    sampler = PruningSampler(_pruning_policy())
+    assert len(sampler) == 60 and sampler.epoch == 0 and len(list(sampler)) == 60
