@@ -3,6 +3,7 @@ import yaml
 
 from fineprune_cli.engine.config import Config, build_config, parse_int_list, resolve, validate
 from fineprune_cli.errors import ConfigError
+from fineprune_cli.pruning import PruneConfig
 
 
 def test_defaults_are_the_papers_recipe():
@@ -174,3 +175,20 @@ def test_a_resolved_config_round_trips_through_a_run_folder():
     again = config_from_dict(yaml.safe_load(yaml.safe_dump(cfg.to_dict())))
     assert again.to_dict() == cfg.to_dict()
     assert cfg.to_dict()["prune"]["enabled"] is True and cfg.to_dict()["train"]["milestones"] == [9, 18, 24]
+
+
+def test_the_prune_sections_defaults_are_the_papers():
+    # Li et al.: a_k halves per window (attenuation 2), block 2 with 1 pruning epoch, 30% left
+    # out, counted above the plain batch mean (tolerance 0); InfoBatch r = 0.5 with rescaling;
+    # KAKURENBO tau 0.7 (its authors' code); UCB c = 1, epsilon 0.1, running-loss weight 0.3.
+    cfg = PruneConfig()
+    assert (cfg.attenuation, cfg.block, cfg.count, cfg.prune_fraction, cfg.tolerance, cfg.drop) == (
+        2.0,
+        2,
+        1,
+        0.3,
+        0.0,
+        "hard",
+    )
+    assert (cfg.infobatch_ratio, cfg.infobatch_rescale, cfg.kakurenbo_tau) == (0.5, True, 0.7)
+    assert (cfg.ucb_c, cfg.epsilon, cfg.ema_weight, cfg.anneal) == (1.0, 0.1, 0.3, None)

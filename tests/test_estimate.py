@@ -4,7 +4,7 @@ import pytest
 
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.analysis.runs import times_from_run
-from fineprune_cli.pruning.estimate import estimate, timeline
+from fineprune_cli.pruning.estimate import estimate, from_epochs, timeline
 from fineprune_cli.pruning.schedule import PruneSchedule
 
 
@@ -83,3 +83,10 @@ def test_a_prune_fraction_of_zero_has_no_pruning_epoch():
         9,
         10,
     ]
+
+
+def test_measured_pruning_epochs_are_charged_no_overhead_unless_given():
+    # A run's own pruning epochs 2 and 3 of 4, half left out: t_prune = 2 + 2 x 0.5 = 3 epochs,
+    # saving 1 of 4 = 25%; a default overhead of 0.1 per pruning epoch would make it 3.2.
+    est = from_epochs([2, 3], 4, 0.5)
+    assert est.t_prune == 3.0 and est.saving_percent == 25.0 and est.overhead_per_pruning_epoch == 0.0

@@ -79,6 +79,10 @@ def test_annealed_epochs_train_everything():
 def test_observe_refuses_a_call_without_predictions():
     with pytest.raises(ValueError, match="correctness"):
         create("kakurenbo", N, PruneConfig()).observe(torch.arange(2), torch.ones(2))
+    right, sure = torch.ones(2, dtype=torch.bool), torch.ones(2)
+    for predictions in ({"correct": right}, {"confidence": sure}):  # either one missing
+        with pytest.raises(ValueError, match="correctness and confidence"):
+            create("kakurenbo", N, PruneConfig()).observe(torch.arange(2), torch.ones(2), **predictions)
 
 
 def test_state_round_trips_bit_exactly():
@@ -177,3 +181,15 @@ def test_a_sample_observed_twice_before_a_sync_keeps_its_mean_confidence():
     policy.sync()
     assert policy.confidence[0].item() == pytest.approx(0.7)
     assert policy.plan(2).samples == 2  # the lowest loss, sample 0, moves back
+
+
+def test_f_times_n_rounding_to_one_hides_the_lowest_and_to_zero_hides_none():
+    # N = 10. F = 0.1: m = 1, the lowest loss (sample 0, right and sure) hides and the epoch's
+    # count is only known from the losses. F = 0.04: m = round(0.4) = 0, nothing hides and
+    # every epoch is planned whole. Catches the no-hiding shortcut taken at m = 1, or its empty
+    # result sliced one long (sample 0 hidden at m = 0).
+    one = _observed(fraction=0.1)
+    assert one.plan(2).samples == N - 1 and one.hidden.tolist() == [0] and one.planned_samples(2) is None
+    none = _observed(fraction=0.04)
+    plan = none.plan(2)
+    assert plan.samples == N and not plan.pruned and none.refresh(2) is None and none.planned_samples(2) == N

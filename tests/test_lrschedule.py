@@ -73,6 +73,10 @@ def test_the_warmup_counts_a_partial_last_batch_as_a_step():
     assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=1.0), 100) == 5
     assert warmup_length(TrainConfig(batch_size=25, warmup_epochs=0.5), 100) == 2
     assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=0.0), 100) == 0
+    # a fraction of a step rounds to the nearest (Python's round: 1.5 -> 2, 2.5 -> 2); int()
+    # would give 1 for 1.5, a ceiling 3 for 2.5
+    assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=0.5), 60) == 2  # 0.5 x 3 steps
+    assert warmup_length(TrainConfig(batch_size=20, warmup_epochs=0.5), 100) == 2  # 0.5 x 5 steps
 
 
 def test_progress_equals_epochs_when_every_epoch_trains_everything():
@@ -80,6 +84,9 @@ def test_progress_equals_epochs_when_every_epoch_trains_everything():
     schedule = LrSchedule(cfg, 50, lambda e: None, scale_pruned=False)
     by_epoch = [sum(e > m for m in cfg.milestones) for e in range(1, 11)]
     assert _decays(schedule, [50] * 10) == by_epoch
+    # the same when every epoch's count is known before the run (regular's planned N): a known
+    # epoch must not also be counted as an unknown one (total 500 + 50 per epoch left)
+    assert _decays(LrSchedule(cfg, 50, lambda e: 50, scale_pruned=False), [50] * 10) == by_epoch
 
 
 def test_progress_moves_a_milestone_to_the_runs_own_half():
@@ -98,6 +105,11 @@ def test_progress_estimates_unknown_epochs_from_the_current_one():
     cfg = _cfg(epochs=10, milestones=[5], lr_schedule="progress")
     schedule = LrSchedule(cfg, 100, lambda e: None, scale_pruned=False)
     assert _decays(schedule, [100, 100] + [50] * 8) == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    # the current epoch is one of the unknown ones it stands for: N = 10, E = 4, milestone 2,
+    # trained 10 then 4 a epoch. Epoch 2: 10 done of 10 + 3 x 4 = 22, short of half (11); epoch
+    # 3: 14 of 14 + 2 x 4 = 22, past it. Leaving epoch 2 out of its estimate (10 of 18) decays it.
+    short = LrSchedule(_cfg(lr_schedule="progress"), 10, lambda e: None, scale_pruned=False)
+    assert _decays(short, [10, 4, 4, 4]) == [0, 0, 1, 1]
 
 
 def test_progress_never_goes_back_up_when_the_estimate_falls():
@@ -107,6 +119,9 @@ def test_progress_never_goes_back_up_when_the_estimate_falls():
     planned = {1: None, 2: None, 3: None, 4: 4}
     schedule = LrSchedule(cfg, 10, planned.get, scale_pruned=False)
     assert _decays(schedule, [10, 1, 10, 4]) == [0, 1, 1, 1]
+    # only the epochs before `epoch` are read from the history: a longer one (the run's later
+    # rows, 7s here) changes nothing; reading epoch 2's row as 7 would give 10/28 < 1/2
+    assert schedule.at(2, 1, [10, 7, 7, 7]).decays == 1
 
 
 def test_lr_scale_pruned_multiplies_by_n_over_samples():
@@ -115,6 +130,7 @@ def test_lr_scale_pruned_multiplies_by_n_over_samples():
     assert schedule.at(1, 70, []).scale == 100 / 70
     assert schedule.at(3, 70, [70, 70]).value(cfg) == pytest.approx(0.1 * 0.2 * 100 / 70, rel=1e-15)
     assert schedule.at(1, 100, []).scale == 1.0  # a full epoch: unchanged
+    assert schedule.at(1, 1, []).scale == 100.0  # a single sample trained: x N, the smallest epoch
     assert LrSchedule(cfg, 100, lambda e: None, False).at(1, 70, []).scale == 1.0  # off
     assert EpochLr(0, 1.0).value(cfg) == 0.1
 
@@ -151,3 +167,14 @@ def test_a_pruned_run_records_progress_milestones_and_scaled_lr(tmp_path):
     rows = metrics_rows(tmp_path / "r")
     assert [int(r["samples"]) for r in rows] == [70, 70, 100, 100]
     assert [float(r["lr"]) for r in rows] == pytest.approx([0.1 * 100 / 70, 0.1 * 100 / 70, 0.1, 0.1 * 0.2], rel=1e-12)
+
+
+def test_progress_counts_the_samples_done_exactly_at_a_milestone():
+    # Milestone 2 of 4 is half the run's samples. Planned 10, 5, 3, 2 of N = 10 (20 in all): after
+    # epoch 1, 10 of 20 is exactly half, so epoch 2 decays. Planned 10, 5, 3, 3 (21): 10 of 21 is
+    # just short of half, so epoch 3 (15 of 21) is the first; a count one sample high (11 of 22)
+    # would decay epoch 2.
+    cfg = _cfg(lr_schedule="progress")
+    for planned, decays in (([10, 5, 3, 2], [0, 1, 1, 1]), ([10, 5, 3, 3], [0, 0, 1, 1])):
+        schedule = LrSchedule(cfg, 10, lambda e, p=planned: p[e - 1], scale_pruned=False)
+        assert _decays(schedule, planned) == decays, planned

@@ -249,12 +249,13 @@ def test_planned_samples_is_the_plans_exact_count_in_every_epoch(name):
     assert [p.pruned for p in plans] == [policy.prunes(e) for e in range(1, 9)]
 
 
-@pytest.mark.parametrize("n, fraction, m", [(4, 0.375, 2), (4, 0.625, 2), (4, 0.75, 3), (8, 0.0625, 0)])
+@pytest.mark.parametrize("n, fraction, m", [(4, 0.375, 2), (4, 0.625, 2), (4, 0.75, 3), (8, 0.0625, 0), (4, 0.25, 1)])
 @pytest.mark.parametrize("name", ["fine", "random", "ucb"])
 def test_the_prune_count_is_fraction_times_n_rounded_half_to_even(name, n, fraction, m):
     # m = round(f x N), Python's round: 1.5 -> 2, 2.5 -> 2, 0.5 -> 0 (no epoch prunes then).
     # Catches: int()/floor (1.5 -> 1), ceil or half-up (2.5 -> 3, 0.5 -> 1), and a refusal
-    # that starts one early (3 of 4 is allowed: 0.75 is what the refusal below suggests).
+    # that starts one early (3 of 4 is allowed: 0.75 is what the refusal below suggests), and an
+    # epoch with m = 1 taken for one that leaves nothing out (`m > 1`).
     plan = create(name, n, PruneConfig(prune_fraction=fraction, **EVERY_EPOCH), seed=0).plan(1)
     assert plan.samples == n - m and plan.pruned == (m > 0)
 
@@ -403,13 +404,21 @@ def test_registry_lists_every_policy_with_label_and_colour():
         ("epsilon", 1.5),
         ("ema_weight", 0.0),
         ("kakurenbo_tau", 1.5),
+        ("attenuation", 0.5),  # at least 1
+        ("count", 0),  # at least 1
+        ("block", 0),  # at least 1 (the count check would name block too: the whole message below)
+        ("anneal", 0.0),  # in (0, 1]
+        ("ema_weight", 1.5),  # in (0, 1]
     ],
 )
 def test_new_settings_are_checked(field, bad):
     # Catches: a field declared without its check (or choices).
-    with pytest.raises(ConfigError, match=field.replace("_", "-")):
+    with pytest.raises(ConfigError, match=f"^--{field.replace('_', '-')} must"):
         check_section(PruneConfig(**{field: bad}), "prune.")
     check_section(PruneConfig(), "prune.")
+    # each range's closed end is allowed: 1 = the latest loss only, 1 = no annealing
+    check_section(PruneConfig(ema_weight=1.0, anneal=1.0, attenuation=1.0, count=1, block=1), "prune.")
+    check_section(PruneConfig(kakurenbo_tau=1.0, epsilon=1.0, infobatch_ratio=0.9), "prune.")
 
 
 # --- the default schedule scales with the run; a run that cannot prune is refused ---------
@@ -435,6 +444,10 @@ def test_create_policy_scales_the_default_schedule_to_its_epochs():
         ("infobatch", PruneConfig(), 1, "first epoch that can leave samples out is epoch 2"),
         ("infobatch", PruneConfig(anneal=0.15), 10, "--anneal 0.15 stops pruning after epoch 1"),
         ("ucb", PruneConfig(anneal=0.05), 10, "stops pruning after epoch 0"),
+        # the schedule's first pruning epoch 30 is the run's last, but --anneal 0.5 ends at 15
+        ("fine", PruneConfig(window=60, start=30, anneal=0.5), 30, "after epoch 15, before the schedule's first"),
+        ("kakurenbo", PruneConfig(), 1, "first epoch that can leave samples out is epoch 2"),
+        ("kakurenbo", PruneConfig(prune_fraction=0.0), 10, "--prune-fraction 0 hides no sample"),
     ],
 )
 def test_a_policy_that_prunes_no_epoch_is_refused(name, cfg, epochs, words):
@@ -452,6 +465,7 @@ def test_a_policy_that_prunes_no_epoch_is_refused(name, cfg, epochs, words):
         ("ucb", PruneConfig(), 1),  # prunes from epoch 1
         ("egreedy", PruneConfig(anneal=0.1), 10),
         ("random", PruneConfig(window=1, start=0, block=1, count=1, attenuation=1.0), 1),  # a frontier arm
+        ("kakurenbo", PruneConfig(), 2),  # epoch 2, its first choice, is the run's last
     ],
 )
 def test_a_policy_that_prunes_some_epoch_is_accepted(name, cfg, epochs):
@@ -461,6 +475,9 @@ def test_a_policy_that_prunes_some_epoch_is_accepted(name, cfg, epochs):
 def test_default_schedule_without_the_runs_length_is_refused():
     with pytest.raises(ConfigError, match="create the policy with epochs=n, or set window and start"):
         create("fine", 100, PruneConfig())
+    for half in (PruneConfig(window=60), PruneConfig(start=30)):  # one of the two unset is enough
+        with pytest.raises(ConfigError, match="create the policy with epochs=n, or set window and start"):
+            create("random", 100, half)
     create("fine", 100, PruneConfig(window=60, start=30))  # explicit: no length needed
     create("infobatch", 100, PruneConfig(anneal=1.0))  # no schedule to scale
 
@@ -468,3 +485,87 @@ def test_default_schedule_without_the_runs_length_is_refused():
 def test_infobatch_on_two_epochs_is_refused_by_its_default_anneal():
     with pytest.raises(ConfigError, match=re.escape("--anneal 0.875 stops pruning after epoch 1")):
         create("infobatch", 100, PruneConfig(), epochs=2)
+
+
+# --- what a policy declares, its defaults, its snapshots ------------------------------------
+
+
+def test_what_each_policy_declares_to_the_engine():
+    # By hand from each method: whether it observes losses (the trainer and the sampler skip
+    # observe() otherwise), needs predictions too (KAKURENBO's correct/confidence), knows its
+    # budget before the run (the dry run's estimate, the report's budget), scales a pruned
+    # epoch's lr by default (KAKURENBO), and its default --anneal (InfoBatch's 0.875). Catches a
+    # flag flipped in a base class (Policy, LossScored) or in one policy.
+    flags = {
+        name: (kind.observes, kind.observes_predictions, kind.budget_before_run, kind.scales_lr, kind.default_anneal)
+        for name in list_policies()
+        for kind in [get(name)]
+    }
+    assert flags == {
+        "regular": (False, False, True, False, None),
+        "fine": (True, False, True, False, None),
+        "random": (False, False, True, False, None),
+        "infobatch": (True, False, False, False, 0.875),
+        "ucb": (True, False, False, False, None),
+        "egreedy": (True, False, False, False, None),
+        "kakurenbo": (True, True, False, True, None),
+    }
+
+
+def _tied_plans(policy):
+    """Epochs 2 and 3 after an epoch 1 whose scores tie (infobatch: half below the mean, of
+    which a random half sits out), so that the seed alone decides who is left out."""
+    n = policy.num_samples
+    policy.plan(1)
+    losses = torch.tensor([0.0, 2.0]).repeat_interleave(n // 2) if policy.name == "infobatch" else torch.ones(n)
+    predictions = {"correct": torch.ones(n, dtype=torch.bool), "confidence": torch.ones(n)}
+    policy.observe(torch.arange(n), losses, **(predictions if policy.name == "kakurenbo" else {}))
+    policy.sync()
+    return [policy.plan(e).indices.tolist() for e in (2, 3)]
+
+
+@pytest.mark.parametrize("name", ["regular", *PRUNING, "kakurenbo"])
+def test_a_policy_made_without_a_seed_is_seed_0(name):
+    # create() and every policy class default to seed 0: made without a seed, a policy holds
+    # seed 0's generator and leaves out the same samples, which seed 1 would not.
+    cfg = PruneConfig(prune_fraction=0.5, **EVERY_EPOCH)
+    made = [create(name, 20, cfg, epochs=6), get(name)(20, cfg, epochs=6)]
+    zero, one = create(name, 20, cfg, seed=0, epochs=6), create(name, 20, cfg, seed=1, epochs=6)
+    assert all(torch.equal(p.generator.get_state(), zero.generator.get_state()) for p in made)
+    if name != "regular":
+        expected = _tied_plans(zero)
+        assert expected != _tied_plans(one)
+        assert all(_tied_plans(p) == expected for p in made)
+
+
+def test_scores_are_snapshot_after_each_window_or_once_after_the_last_epoch():
+    # fine, window 3 over 7 epochs: windows end after epochs 2 (3 resets), 5 (6 resets) and 7
+    # (the run's end): windows 0, 1, 2. A whole-run policy saves one 'window', 0, after epoch 7.
+    fine = create("fine", 10, PruneConfig(window=3, start=1), epochs=7)
+    assert [fine.snapshot_due(e, 7) for e in range(1, 8)] == [None, 0, None, None, 1, None, 2]
+    for name in ("infobatch", "ucb", "kakurenbo"):
+        policy = create(name, 10, PruneConfig(anneal=1.0), epochs=7)
+        assert [policy.snapshot_due(e, 7) for e in range(1, 8)] == [None] * 6 + [0], name
+    assert all(create("regular", 10).snapshot_due(e, 7) is None for e in range(1, 8))
+
+
+def test_infobatch_with_no_sample_to_leave_out_trains_plainly():
+    # Losses 0, 3, 3 (mean 2): W = {0}. r = 0.5 leaves out floor(0.5) = 0, so the epoch trains
+    # all 3 and is not a pruned one; r = 0 is plain training, without weights (None, not ones).
+    half = create("infobatch", 3, PruneConfig(infobatch_ratio=0.5), seed=0, epochs=10)
+    observe_all(half, [0.0, 3.0, 3.0])
+    plan = half.plan(2)
+    assert plan.samples == 3 and not plan.pruned
+    zero = create("infobatch", 3, PruneConfig(infobatch_ratio=0.0), seed=0, epochs=10)
+    observe_all(zero, [0.0, 3.0, 3.0])
+    plan = zero.plan(2)
+    assert plan.samples == 3 and not plan.pruned and plan.weights is None
+
+
+def test_a_start_at_the_window_is_refused_and_only_a_known_length_fills_the_defaults():
+    # start = window is one past the last position (start must be in [0, window)). resolve(n)
+    # fills window and start only for n >= 1: 1 epoch gives window 1, start 0; 0 or None none.
+    with pytest.raises(ConfigError, match=re.escape("--start must be in [0, window=5), got 5")):
+        check_section(PruneConfig(window=5, start=5), "prune.")
+    filled = [(c.window, c.start) for c in (PruneConfig().resolve(n) for n in (1, 0, None))]
+    assert filled == [(1, 0), (None, None), (None, None)]

@@ -113,6 +113,9 @@ GOOD = create_policy("fine", 10, PruneConfig(window=4, start=1))
     [
         (lambda: create_policy("fine", "100"), TypeError, "num_samples must be an integer, got str '100'"),
         (lambda: create_policy("fine", 0), ValueError, "num_samples must be at least 1, got 0"),
+        (lambda: create_policy("fine", None), TypeError, "num_samples must be an integer, got NoneType None"),
+        # a long value is shown by its first 40 characters: b' and 38 x, then "..."
+        (lambda: create_policy(b"x" * 60, 10), TypeError, "got bytes b'" + "x" * 38 + r"\.\.\.$"),
         (lambda: create_policy("fine", True), TypeError, "num_samples must be an integer"),
         (lambda: create_policy("fine", 10, seed=-1), ValueError, "seed must be between 0 and"),
         (lambda: create_policy("fine", 10, seed=1.5), TypeError, "seed must be an integer, got float"),
@@ -148,3 +151,16 @@ def test_the_library_api_checks_its_arguments_at_the_call_in_one_line(call, erro
     with pytest.raises(error, match=words.replace("(", r"\(")) as caught:
         call()
     assert "\n" not in str(caught.value)
+
+
+def test_a_pruner_made_with_the_defaults_leaves_out_30_percent_drawn_with_seed_0():
+    # Every epoch prunes: m = round(0.3 x 20) = 6 of 20, the same samples as seed=0 (all counts
+    # 0: the seeded order decides), not seed 1's. Before any epoch its epoch is 0, also in its
+    # state; a policy without a fixed count (ucb) reports num_pruned 0.
+    every = PruneSchedule(window=1, start=0, attenuation=1, block=1, count=1)
+    plain, zero, one = Pruner(20, every), Pruner(20, every, seed=0), Pruner(20, every, seed=1)
+    assert plain.epoch == 0 and plain.state_dict()["epoch"] == 0 and plain.num_pruned == 6
+    keep = plain.begin_epoch(1)
+    assert len(keep) == 14 and torch.equal(keep, zero.begin_epoch(1)) and not torch.equal(keep, one.begin_epoch(1))
+    assert plain.epoch == 1
+    assert Pruner(20, every, policy="ucb").num_pruned == 0

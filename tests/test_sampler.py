@@ -310,3 +310,57 @@ def test_a_loader_that_never_hands_the_sampler_its_indices_is_refused():
         sampler.loss(torch.randn(4), torch.rand(4))
     with pytest.raises(ValueError, match="outside \\[0, 60\\)"):
         sampler.loss(torch.tensor([0, 60]), torch.rand(2))
+    with pytest.raises(ValueError, match="outside \\[0, 60\\)"):
+        sampler.loss(torch.tensor([-1, 0]), torch.rand(2))
+    with pytest.raises(ValueError, match="one loss per sample"):  # as many losses, but not 1-D
+        sampler.loss(torch.tensor([0, 1]), torch.rand(2, 1))
+
+
+def test_a_policy_that_scores_nothing_needs_no_losses():
+    # regular observes nothing, so a loop that never calls loss() is fine there (it is refused
+    # only for a policy that scores losses, above): every sample in each of 3 epochs.
+    assert _loop(PruningSampler(create_policy("regular", 60)), 3, losses=False) == [60, 60, 60]
+
+
+def test_without_a_process_group_the_distributed_sampler_is_one_whole_rank():
+    # No process group and no world given: world 1, rank 0, the whole plan (60, 42, 60 as in the
+    # resume test above). A world of 1 is accepted (the rank then defaults to 0), 0 is not; the
+    # last rank of a world is accepted, one past it is not.
+    alone = DistributedPruningSampler(_pruning_policy())
+    assert (alone.num_replicas, alone.rank, alone.seed, alone.global_mean) == (1, 0, 0, True)
+    assert _loop(alone, 3) == [60, 42, 60]
+    assert _loop(DistributedPruningSampler(_pruning_policy(), num_replicas=1), 3) == [60, 42, 60]
+    assert DistributedPruningSampler(_pruning_policy(), num_replicas=3, rank=2).rank == 2
+    with pytest.raises(ValueError, match="num_replicas must be at least 1, got 0"):
+        DistributedPruningSampler(_pruning_policy(), num_replicas=0)
+    with pytest.raises(ValueError, match="rank must be between 0 and 2, got 3"):
+        DistributedPruningSampler(_pruning_policy(), num_replicas=3, rank=3)
+
+
+def test_a_ranks_padding_trains_but_is_not_observed_also_after_a_load():
+    # 50 samples over 3 ranks (given, no process group: nothing is reduced): the order is padded
+    # to 51 with its own first index and rank 2 takes positions 2, 5, ..., 50, 17 indices whose
+    # last (position 50, rank 0's first) is the padding. In batches of 4 the fourth batch ends
+    # right before it and the fifth is the padding alone: the 16 others are observed, it is not.
+    # The same for a sampler loaded from a state saved after set_epoch (its count starts at 0).
+    def sampler():
+        policy = create_policy("infobatch", 50, INFOBATCH, seed=3, epochs=EPOCHS)
+        return DistributedPruningSampler(policy, num_replicas=3, rank=2)
+
+    first = sampler()
+    first.set_epoch(0)
+    loaded = sampler()
+    loaded.load_state_dict(first.state_dict())
+    for s in (first, loaded):
+        order = list(s)
+        assert len(order) == 17
+        for idx in torch.tensor(order).split(4):
+            s.loss(idx, torch.ones(idx.numel()))
+        s.sync()
+        assert torch.nonzero(s.policy.seen).flatten().tolist() == sorted(order[:16])
+
+
+def test_len_before_any_epoch_is_the_first_epochs_plan():
+    # len() first enters sampler epoch 0 (the policy's epoch 1: 60 samples), not epoch 1 (42).
+    sampler = PruningSampler(_pruning_policy())
+    assert len(sampler) == 60 and sampler.epoch == 0 and len(list(sampler)) == 60

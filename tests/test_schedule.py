@@ -1,3 +1,6 @@
+import dataclasses
+import re
+
 import pytest
 
 from fineprune_cli.errors import ConfigError
@@ -52,20 +55,30 @@ def test_block_count_equal_prunes_every_epoch_after_start():
 
 
 @pytest.mark.parametrize(
-    "kwargs, word",
+    "kwargs, words",
     [
-        ({"window": 0}, "window"),
-        ({"start": 60}, "start"),
-        ({"start": -1}, "start"),
-        ({"block": 0}, "block"),
-        ({"count": 0}, "count"),
-        ({"count": 3, "block": 2}, "count"),
-        ({"attenuation": 0.5}, "attenuation"),
+        ({"window": 0}, "--window must be >= 1, got 0"),
+        ({"start": 60}, "--start must be in [0, window=60), got 60"),
+        ({"start": -1}, "--start must be in [0, window=60), got -1"),
+        ({"block": 0}, "--block must be >= 1, got 0"),
+        ({"count": 0}, "--count must be in [1, block=2], got 0"),
+        ({"count": 3, "block": 2}, "--count must be in [1, block=2], got 3"),
+        ({"attenuation": 0.5}, "--attenuation must be >= 1, got 0.5"),
     ],
 )
-def test_invalid_schedules(kwargs, word):
-    with pytest.raises(ConfigError, match=word):
+def test_invalid_schedules(kwargs, words):
+    # The whole message: window 0 also breaks `start < window` and block 0 `count <= block`, so
+    # a message that only names the field would pass when the window (block) check itself is
+    # off by one and the start (count) check answers in its place.
+    with pytest.raises(ConfigError, match=re.escape(words)):
         PruneSchedule(**kwargs)
+
+
+def test_the_smallest_valid_schedule_is_accepted():
+    # Each bound at its edge: window 1, start 0 = window - 1, block 1, count = block, attenuation 1.
+    s = PruneSchedule(window=1, start=0, attenuation=1.0, block=1, count=1)
+    assert s.pruning_epochs(3) == [1, 2, 3]
+    assert PruneSchedule(window=5, start=4, block=3, count=3).prunes(4)
 
 
 def test_formula_as_printed():
@@ -111,7 +124,7 @@ def test_the_last_annealing_epoch_is_floor_delta_n_also_where_delta_n_is_not_exa
 
 # --- the paper's defaults as shares of the run's length ------------------------------------
 
-from fineprune_cli.pruning.schedule import paper_start, paper_window  # noqa: E402
+from fineprune_cli.pruning.schedule import paper_start, paper_window, percent_of  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -131,6 +144,12 @@ def test_the_paper_schedule_is_a_share_of_the_run(epochs, window, start):
     assert PruneSchedule.paper(epochs) == PruneSchedule(window, start)
 
 
+def test_a_share_of_the_run_rounds_half_up_exactly():
+    # In integers: 0.49 of an epoch rounds down, 0.5 up (1% of 49 epochs, 1% of 50). The shares in
+    # use (15, 30, 60, 80%) never fall on x.49, so only a direct case shows `+ 51` for `+ 50`.
+    assert [percent_of(49, 1), percent_of(50, 1), percent_of(149, 1), percent_of(150, 1)] == [0, 1, 1, 2]
+
+
 def test_a_scaled_schedule_prunes_a_proportionate_share():
     """10 epochs, window 3 start 2: windows 0..3 start at a = 2, 1, 0, 0 and block 2 keeps the
     even epochs, so 2, 4, 6, 8, 10 prune (hand-computed)."""
@@ -146,8 +165,18 @@ def test_a_scaled_schedule_prunes_a_proportionate_share():
         (PruneSchedule(10, 9, attenuation=1.0), None),  # position 9: epochs 9, 19, 29 ... all odd
         (PruneSchedule(10, 9), 14),  # window 1 starts at a_1 = 4: epoch 14
         (PruneSchedule(3, 2, block=1), 2),
+        (PruneSchedule(3, 0, block=1), 1),  # start 0: epoch 1, never "epoch 0" (which p = 0 would allow)
     ],
 )
 def test_first_pruning_epoch(schedule, first):
     assert schedule.first_pruning_epoch() == first
     assert schedule.pruning_epochs(first or 1000) == ([first] if first else [])
+
+
+def test_a_schedule_cannot_be_changed_once_made():
+    # Its starting points a_k are computed once and cached on the object: a schedule that could
+    # be changed afterwards would keep the old a_k (start 8's [8, 4, 2, 1, 0] for start 2).
+    s = PruneSchedule(window=10, start=8)
+    assert s.starting_point(1) == 4
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.start = 2  # type: ignore[misc]

@@ -1,6 +1,6 @@
 import torch
 
-from fineprune_cli.pruning.tracker import DroppingCount
+from fineprune_cli.pruning.tracker import DroppingCount, highest
 
 
 def test_counts_samples_above_batch_mean():
@@ -95,3 +95,20 @@ def test_load_state_dict_gives_exactly_the_saved_state_whatever_the_tracker_held
     assert target.counts.tolist() == [0, 0, 0, 1] and target.tolerance == 0.5
     target.update(torch.arange(4), torch.tensor([1.0, 1.0, 1.0, 1.4]))  # mean 1.1: 1.4 > 1.1, not > 1.65
     assert target.counts.tolist() == [0, 0, 0, 1]
+
+
+def test_the_default_tolerance_counts_any_loss_above_the_mean():
+    # Batch mean 1.0: 1.05 is above it (counted with the default tolerance 0) but below a bar of
+    # 1.1 (what a default of 0.1 would set).
+    t = DroppingCount(3)
+    t.update(torch.arange(3), torch.tensor([0.95, 1.0, 1.05]))
+    assert t.tolerance == 0.0 and t.counts.tolist() == [0, 0, 1]
+
+
+def test_ties_keep_the_seeded_permutations_order_on_a_large_set():
+    # 5000 equal counts: the 50 "highest" are exactly the first 50 of the seeded permutation (a
+    # stable sort of the permuted values keeps their order). An unstable sort reorders ties by
+    # itself (torch on CPU does from about a thousand values), so the draw would no longer be the
+    # permutation's, and could differ between devices.
+    expected = torch.randperm(5000, generator=torch.Generator().manual_seed(4))[:50]
+    assert torch.equal(highest(torch.zeros(5000, dtype=torch.int32), 50, torch.Generator().manual_seed(4)), expected)
