@@ -560,15 +560,33 @@ def test_a_chief_that_dies_while_a_worker_builds_its_groups_is_named(monkeypatch
 
 def test_a_peer_that_dies_while_the_chief_shares_the_sizes_is_one_line(monkeypatch):
     """A peer gone during the first collective (a server timed out on a loaded machine): gloo
-    raises a plain RuntimeError there, not a DistError, and the chief ended in a traceback."""
+    raises a plain RuntimeError there, not a DistError, and the chief ended in a traceback.
+    Any other RuntimeError is a bug and keeps its traceback."""
+    import types
+
     from fineprune_cli.distributed import paramserver
+    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.world import World
 
     def closed(objects, src):
         raise RuntimeError("[gloo/transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:41707.\nmore")
 
+    trainer = types.SimpleNamespace(channels=1, classes=10, data=types.SimpleNamespace(num_train=64))
+    monkeypatch.setattr(paramserver, "start", lambda world, cfg: [[1]])
+    monkeypatch.setattr(paramserver, "build_on_own_device", lambda cfg, world: (trainer, None))
+    monkeypatch.setattr(paramserver.dist, "new_group", lambda ranks, **kwargs: None)
+    monkeypatch.setattr(paramserver.dist, "get_rank", lambda: 0)
+    monkeypatch.setattr(paramserver, "stop", lambda finished: None)
     monkeypatch.setattr(paramserver.dist, "broadcast_object_list", closed)
     with pytest.raises(PeerLost, match=r"^lost a process of the group: \[gloo.*Connection closed by peer .*41707\.$"):
-        paramserver.share_sizes(None)
+        paramserver.train_ps(Config(), World(0, 2), None)
+
+    def bug(objects, src):
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(paramserver.dist, "broadcast_object_list", bug)
+    with pytest.raises(RuntimeError, match="^shape mismatch$"):
+        paramserver.train_ps(Config(), World(0, 2), None)
 
 
 class OnGpu(torch.Tensor):

@@ -117,6 +117,10 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
+# what gloo's TCP transport says, in a plain RuntimeError (not a DistError), when a peer is gone
+_GLOO_PEER_GONE = ("Connection closed by peer", "Connection reset by peer")
+
+
 def _group_lost(exc: BaseException) -> PeerLost:
     """The store lives on rank 0, the chief server: a store error means the chief is gone
     (a worker still building its groups when the chief died ended in a traceback)."""
@@ -248,10 +252,7 @@ def share_sizes(trainer: Any | None) -> tuple[int, int, int]:
     sizes = [None]
     if trainer is not None and dist.get_rank() == 0:
         sizes = [(trainer.channels, trainer.classes, trainer.data.num_train)]
-    try:
-        dist.broadcast_object_list(sizes, src=0)
-    except RuntimeError as exc:  # gloo's "Connection closed by peer" is a plain RuntimeError, not a DistError
-        raise _group_lost(exc) from None
+    dist.broadcast_object_list(sizes, src=0)
     return sizes[0]
 
 
@@ -297,7 +298,9 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
     except (checkpoint.Interrupted, checkpoint.Diverged):
         finished = True  # an orderly stop: the chief released every process first
         raise
-    except dist.DistError as exc:  # outside an RPC: in setup (new_group) or a group's collective
-        raise _group_lost(exc) from None
+    except RuntimeError as exc:  # outside an RPC: in setup (new_group) or a group's collective
+        if isinstance(exc, dist.DistError) or any(m in str(exc) for m in _GLOO_PEER_GONE):
+            raise _group_lost(exc) from None
+        raise
     finally:
         stop(finished)
