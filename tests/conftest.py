@@ -12,6 +12,23 @@ from typer.testing import CliRunner
 from fineprune_cli.cli import app
 
 TIMING = {"train_seconds", "overhead_seconds"}  # columns that differ between identical runs
+# a LeNet run of seconds on synthetic data (the CLI tests add --out and what they check)
+TINY = [
+    "--model",
+    "lenet",
+    "--dataset",
+    "synthetic",
+    "--subset",
+    "200",
+    "--test-subset",
+    "100",  # the synthetic set's 10,000 test images: seconds of evaluation an epoch
+    "--epochs",
+    "2",
+    "--device",
+    "cpu",
+    "--batch-size",
+    "50",
+]
 _runner = CliRunner()
 
 

@@ -8,25 +8,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import invoke, metrics_rows, summary_of
+from conftest import TINY, invoke, metrics_rows, summary_of
 
 runner = CliRunner()
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "100",  # the synthetic set's 10,000 test images: seconds of evaluation an epoch
-    "--epochs",
-    "2",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-]
 
 
 @pytest.mark.slow

@@ -12,24 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import invoke
+from conftest import TINY, invoke
 
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "100",  # the synthetic set's 10,000 test images: seconds of evaluation an epoch
-    "--epochs",
-    "2",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-]
 HELP_CPU_S = 2.0  # processor seconds: help alone about 0.7, with torch imported over 3.5
 
 
