@@ -319,6 +319,7 @@ def _dry(monkeypatch):
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import compare, matrix
     from fineprune_cli.analysis import runs
+    from fineprune_cli.analysis.plan import Plan
     from fineprune_cli.sequential import looks
     from fineprune_cli.engine.config import validate
 
@@ -338,10 +339,10 @@ def _dry(monkeypatch):
     monkeypatch.setattr(runner, "resume", check_resume)
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
     monkeypatch.setattr(matrix, "run_matrix", check_matrix)
+    monkeypatch.setattr(matrix, "record_plan", lambda c, judging, looks=None: Plan(judging, tuple(looks or ())))
     monkeypatch.setattr(views, "show_compare", lambda *args: None)
     monkeypatch.setattr(runs, "load_runs", lambda dirs: ([], []))  # what compare then reports: nothing
     monkeypatch.setattr(looks, "load_runs", lambda dirs: ([], []))  # nor the looks: no looks.json in results/
-    monkeypatch.setattr(views, "show_looks", lambda *args: None)
     return checked
 
 
@@ -458,6 +459,7 @@ def test_tutorial_runs_as_written_and_ends_in_a_decision(tmp_path, monkeypatch):
     own; tests/test_jobs.py covers it). The estimate shows the pruning epochs the page names,
     the dry run trains nothing, the comparison writes its looks, and the report decides."""
     import csv
+    import json
 
     from conftest import invoke
 
@@ -473,12 +475,12 @@ def test_tutorial_runs_as_written_and_ends_in_a_decision(tmp_path, monkeypatch):
         result = invoke(argv)
         assert result.exit_code == 0, f"tutorial: fineprune {shlex.join(argv)}: {result.output.strip()}"
         if argv[0] == "estimate":
-            import json
-
             assert json.loads(result.output)["pruning_epochs"] == [2, 4, 6, 8]  # as the page says
         if "--dry-run" in argv:
             assert not Path("results/runs/tutorial").exists()
-    assert (tmp_path / "results/runs/tutorial/looks.md").exists()
+    assert (tmp_path / "results/runs/tutorial/looks.json").exists()
+    plan = json.loads((tmp_path / "results/runs/tutorial/plan.json").read_text())
+    assert plan["looks"] == [3, 5] and plan["runs_before"] == 0  # recorded before the first run
     with open(tmp_path / "results/runs/tutorial-report/summary.csv") as f:
         rows = {r["policy"]: r for r in csv.DictReader(f)}
     assert rows["fine"]["decision"] in ("worth it", "not worth it", "can't tell yet")

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from fineprune_cli.cli import app
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.study import study
 from fineprune_cli.analysis.numbers import epoch_ratio, pace_saving, summary_rows
 from fineprune_cli.analysis.tables import paper_results, table1, table2
 from factories import make_run
@@ -49,7 +50,7 @@ def test_short_metrics_is_unreadable(tmp_path):
 
 def test_savings_and_accuracy_changes_are_paired_by_seed(runs_root):
     runs, _ = load_runs([runs_root])
-    rows = {r["policy"]: r for r in summary_rows(runs)}
+    rows = {r["policy"]: r for r in summary_rows(study(runs))}
     # fine: 1 - 90/100 = 10%, 1 - 94.6/110 = 14%
     assert rows["fine"]["saved_pct_mean"] == pytest.approx(12.0)
     assert rows["fine"]["saved_pct_std"] == pytest.approx(2.8284, abs=1e-3)
@@ -97,12 +98,12 @@ def test_table2_best3_final_and_paper(runs_root):
     header, rows = table2(load_runs([runs_root])[0])
     table = {r[0]: r[1] for r in rows}
     assert table["Regular (final)"] == "74.50 ± 0.71%"
-    # no spread at all: the interval is one test image either side (the accuracies lie on a grid
-    # of 0.5 pt, a 200-image test set), never [-0.50, -0.50]
-    assert table["fine-pruning − regular (final)"] == "-0.50 [-1.00, +0.00] pt (n 2)"
+    # no spread at all (the accuracies lie on a grid of 0.5 pt, a 200-image test set): no interval,
+    # never [-0.50, -0.50]
+    assert table["fine-pruning − regular (final)"] == "-0.50 pt (n 2, no spread to judge by: no interval)"
     # (72+68+59)/3 - (74+70+60)/3, selected on the test set: described, not judged
     assert table["random control − regular (best-3; mean ± std, descriptive)"] == "-1.67 ± 0.00 pt"
-    assert table["fine-pruning − random control (final)"] == "+1.50 [+1.00, +2.00] pt (n 2)"
+    assert table["fine-pruning − random control (final)"] == "+1.50 pt (n 2, no spread to judge by: no interval)"
     assert table["fine-pruning: seeds"] == "2 (0 1)"
     assert not any("against regular" in name for name in table)  # words come from the decisions only
     assert table["Paper regular (CIFAR-10)"] == "75.15%" and table["Paper pruned − regular (CIFAR-10)"] == "-0.43 pt"
@@ -244,17 +245,20 @@ def test_cli_report_margin_and_target(runs_root, tmp_path):
     )
     assert result.exit_code == 0, result.output
     index = (tmp_path / "o" / "index.md").read_text()
-    assert "m = 0.75 pt" in index and "| Target (test accuracy) | 73.50% |" in index
-    # -0.50 [-1.00, +0.00] is inside neither side of -0.75: not worth it is not shown, nor worth it
+    assert "regular by 0.75 pt or more" in index and "| Target (test accuracy) | 73.50% |" in index
+    # -0.50 in both seeds: no spread to judge by, so nothing is claimed either way
     assert "- **fine-pruning** (15.0% of sample-epochs skipped): **can't tell yet**" in index
-    assert "Against C(p), the random control at the same budget (arms random): +1.50 [+1.00, +2.00] pt" in index
-    assert "p(not worse by 0.75) = 0.14" in index  # t = 0.25 / (0.5 / t(0.95, 2)) = 1.46 on 2 df
+    assert "Against C(p), the random control at the same budget (arms random): +1.50 pt in seeds 0, 1" in index
+    assert "its seeds against regular leave no spread to judge by" in index
+    assert "this report judges with margin 0.75 (planned 0.3)" not in index  # no plan: post hoc for that reason
+    assert "no judging plan was recorded with these runs" in index
     assert "can't tell yet" in " ".join(result.output.split())  # printed too
     for flag, value, words in (
-        ("--margin", "0", "--margin must be a positive number"),
-        ("--min-gain", "-1", "--min-gain must be a number of accuracy points"),
-        ("--margin", "nan", "--margin must be a positive number"),
-        ("--target", "120", "--target must be a test accuracy in (0, 100]"),
+        ("--margin", "0", "--margin must be a number of accuracy points in (0, 100]"),
+        ("--min-gain", "-1", "--min-gain must be a number of accuracy points in [0, 100]"),
+        ("--margin", "nan", "--margin: must be a finite number"),
+        ("--target", "120", "--target must be a number of accuracy points in (0, 100]"),
+        ("--family", "holm", "--family must be one of: bonferroni"),
     ):
         result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), flag, value])
         assert result.exit_code == 2 and result.output.startswith(f"error: {words}"), result.output

@@ -1,14 +1,18 @@
 """The statistics behind the decisions, each against a computation made here independently."""
 
 import math
-import statistics
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
 from fineprune_cli.analysis import stats
-from fineprune_cli.analysis.stats import block_residual, holm, paired_estimate, pooled_estimate, seeds_for
+from fineprune_cli.analysis.stats import block_residual, paired_estimate, pooled_estimate
+
+
+def seeds_for(effect, sd, alpha):
+    """The seeds for 80% of a one-sided one-sample t test (stats.seeds_for over stats.power)."""
+    return stats.seeds_for(lambda n: stats.power(effect, sd, n, alpha))
 
 
 def test_the_t_quantile_is_the_exact_one_not_a_rounded_table():
@@ -92,30 +96,6 @@ def test_no_df_left_means_no_pooled_sd():
     assert block_residual({("regular", 0): 91.0, ("fine", 0): 90.0}) is None
 
 
-def test_the_own_spread_is_out_of_line_only_upwards():
-    """The F ratio of own variance to sigma^2 * mean(norms): a spread far above the pool is flagged;
-    one far below is not (that is the noise pooling absorbs)."""
-    wide = [2.0, -2.0, 1.5, -1.5, 0.0]
-    p = stats.out_of_line(wide, [2.0] * 5, sigma=0.2, df=60)
-    assert p == pytest.approx(sps.f.sf(statistics.variance(wide) / (0.04 * 2), 4, 60)) and p < 0.05
-    assert stats.out_of_line([0.05, 0.05, 0.11, 0.05, 0.00], [2.0] * 5, sigma=0.2, df=64) > 0.5
-
-
-def test_holm_against_values_by_hand():
-    """p = (0.01, 0.04, 0.03, 0.20): sorted 0.01*4, 0.03*3, 0.04*2, 0.20*1, each at least the one before."""
-    assert holm([0.01, 0.04, 0.03, 0.20]) == pytest.approx([0.04, 0.09, 0.09, 0.20])
-    assert holm([]) == []
-
-
-def test_holm_agrees_with_statsmodels():
-    from statsmodels.stats.multitest import multipletests
-
-    rng = np.random.default_rng(3)
-    for k in (1, 2, 5, 9):
-        p = list(rng.uniform(0, 0.3, k)) + [0.5, 0.5]  # ties too
-        assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]))
-
-
 def _power_by_hand(effect, sd, alpha, n):
     """One-sided one-sample t: P(noncentral t > t crit), noncentrality effect / (sd / sqrt(n))."""
     crit = sps.t.ppf(1 - alpha, n - 1)
@@ -141,14 +121,6 @@ def test_a_spread_of_exactly_one_test_image_has_its_own_interval():
     assert stats.paired_estimate([0.0, 0.5, 1.0], quantum=1.0) is None
 
 
-def test_out_of_line_is_the_f_tail_on_n_minus_1_and_the_pooled_df():
-    """Four differences (variance 2.9167), sigma 1, plain differences (norm 2): F(3, 10) at 1.4583."""
-    diffs = [0.0, 1.0, 2.0, 4.0]
-    ratio = statistics.variance(diffs) / 2.0
-    assert stats.out_of_line(diffs, [2.0] * 4, 1.0, 10) == pytest.approx(float(sps.f.sf(ratio, 3, 10)))
-    assert stats.out_of_line(diffs, [2.0] * 4, 1.0, 10) != pytest.approx(float(sps.f.sf(ratio, 4, 10)))
-
-
 def test_seeds_for_reaches_max_seeds_itself():
     """An effect that 50 seeds, and not 49, show with 80% power: 50, the last feasible number, not None."""
     from statsmodels.stats.power import TTestPower
@@ -156,8 +128,8 @@ def test_seeds_for_reaches_max_seeds_itself():
     size = TTestPower().solve_power(
         effect_size=None, nobs=stats.MAX_SEEDS, alpha=0.05, power=stats.POWER, alternative="larger"
     )
-    assert stats.seeds_for(float(size) * 1.0001, 1.0, 0.05) == stats.MAX_SEEDS
-    assert stats.seeds_for(float(size) * 0.99, 1.0, 0.05) is None
+    assert seeds_for(float(size) * 1.0001, 1.0, 0.05) == stats.MAX_SEEDS
+    assert seeds_for(float(size) * 0.99, 1.0, 0.05) is None
 
 
 def test_fifty_seeds_is_the_last_plan_and_what_it_resolves():
@@ -182,16 +154,6 @@ def test_a_pooled_estimate_of_one_seed_and_of_none():
     assert pooled_estimate([0.4], [2.0], sigma=0.3, df=1).df == 1  # one df is enough
 
 
-def test_out_of_line_needs_two_seeds_and_a_pooled_spread():
-    """Two differences (variance 0.5 of 0 and 1) already have a spread: F(1, 6) at 0.5 / (1 * 2) =
-    0.25. One difference has none, and a pool without spread (sigma 0) predicts none: p 1, never
-    'out of line'."""
-    assert stats.out_of_line([0.0, 1.0], [2.0, 2.0], 1.0, 6) == pytest.approx(float(sps.f.sf(0.25, 1, 6)))
-    assert stats.out_of_line([0.0, 1.0], [2.0, 2.0], 1.0, 6) < 0.7
-    assert stats.out_of_line([1.0], [2.0], 1.0, 6) == 1.0
-    assert stats.out_of_line([0.0, 1.0, 3.0], [2.0] * 3, 0.0, 6) == 1.0
-
-
 def test_two_arms_by_two_seeds_leave_one_df():
     """y = [[1, 2], [1.5, 3.5]]: residuals of the additive fit are +-0.25 in every cell (y - row
     mean - column mean + grand mean), SS 0.25 on (2 - 1)(2 - 1) = 1 df: sigma 0.5. One df is a pool."""
@@ -201,3 +163,20 @@ def test_two_arms_by_two_seeds_leave_one_df():
 def test_no_spread_gives_no_plan_of_seeds():
     """A per-seed sd of 0 (a pool of exactly additive runs) plans nothing, whatever the effect."""
     assert seeds_for(0.2, 0.0, 0.05) is None
+
+
+def test_a_claims_bounds_are_one_sided_at_a_and_at_half_a():
+    """mean 0.5, se 0.2, 4 df, a = 0.02: the lower bound at 2% one-sided, the upper at 1%; a claim
+    tested at those levels reads off them (the lower above 0 exactly when p(above 0) <= a)."""
+    e = stats.Estimate(0.5, 0.2, 4, 5, 0.447, False)
+    low, high = e.claim_bounds(0.02)
+    assert low == pytest.approx(0.5 - sps.t.ppf(0.98, 4) * 0.2)
+    assert high == pytest.approx(0.5 + sps.t.ppf(0.99, 4) * 0.2)
+    assert (low > 0) == (e.p_above(0.0) <= 0.02) and (high < 1.5) == (e.p_below(1.5) <= 0.01)
+
+
+def test_the_bisection_finds_the_first_count_that_reaches_the_target():
+    """A rising chance: 0.1 per seed past 2. 80% first at 10; never below MAX_SEEDS when it stays at 0.5."""
+    assert stats.seeds_for(lambda n: 0.1 * (n - 2)) == 10
+    assert stats.seeds_for(lambda n: 0.5) is None
+    assert stats.seeds_for(lambda n: 1.0) == 2

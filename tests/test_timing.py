@@ -8,7 +8,8 @@ import pytest
 from fineprune_cli.analysis import timing
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.decision import Judging
+from fineprune_cli.analysis.judging import Judging
+from fineprune_cli.analysis.study import study
 from fineprune_cli.analysis.numbers import summary_rows
 from fineprune_cli.analysis.tables import table1, table3
 from factories import MACHINE, make_run
@@ -114,7 +115,7 @@ def two_machines(tmp_path):
 
 def test_a_report_over_two_machines_compares_times_only_within_one(two_machines, tmp_path):
     runs = load_runs([two_machines])[0]
-    fine = next(r for r in summary_rows(runs) if r["policy"] == "fine")
+    fine = next(r for r in summary_rows(study(runs)) if r["policy"] == "fine")
     assert fine["saved_pct_mean"] == pytest.approx(15.0) and fine["saved_pairs"] == 2  # 10% and 20%
     table = {r[0]: r[1] for r in table1(runs)[1]}
     assert table["fine-pruning: saved (same machine)"] == "15.00 ± 7.07% (2 of 4 pairs)"

@@ -7,9 +7,10 @@ import pytest
 
 from fineprune_cli.analysis.runs import load_runs
 from fineprune_cli.analysis import paired
-from fineprune_cli.analysis.decision import Judging
+from fineprune_cli.analysis.judging import Judging
+from fineprune_cli.analysis.study import study
 from fineprune_cli.analysis.groups import group, is_frontier, is_shorter
-from fineprune_cli.analysis.verdict import verdict
+from fineprune_cli.analysis.verdict import build
 from fineprune_cli.arms import shorter_schedule
 from factories import make_run
 
@@ -33,7 +34,8 @@ def arm(root, policy, seed, final, train_s=100.0, skipped=0, machine="default", 
 
 
 def lines_for(root, **judging):
-    return verdict(load_runs([root])[0], Judging(**judging))
+    found = build(study(load_runs([root])[0], Judging(**judging)))
+    return found.markdown() if found else []
 
 
 def by_policy_of(root):
@@ -154,7 +156,7 @@ def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
     assert "Training fewer epochs does not reach 5.0%" in text and "`compare --shorter 0.05`" in text
 
 
-def test_the_tradeoff_plot_draws_both_frontiers_and_the_decisions_intervals(tmp_path):
+def test_the_tradeoff_plot_draws_both_frontiers_and_descriptive_intervals(tmp_path):
     from fineprune_cli.analysis import decision
     from fineprune_cli.analysis.plots import tradeoff_figure
 
@@ -170,7 +172,7 @@ def test_the_tradeoff_plot_draws_both_frontiers_and_the_decisions_intervals(tmp_
     assert len(set(colours)) == 3
     assert ax.get_title() == "Accuracy change against budget (paired by seed, 90% intervals)"
     by = by_policy_of(tmp_path)
-    e = decision.estimate(paired.vs_regular(by, "fine"), decision.noise(by))
+    e = decision.estimate(paired.vs_regular(by, "fine"), decision.quantum_of(by))
     fine_bar = [c for c in ax.containers if c.lines[0].get_color() == colours[labels.index("fine-pruning")]]
     segments = [seg for c in ax.containers for coll in c.lines[2] for seg in coll.get_segments()]
     assert any(abs(seg[0][1] - e.low) < 1e-9 and abs(seg[1][1] - e.high) < 1e-9 for seg in segments), fine_bar

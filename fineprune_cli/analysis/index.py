@@ -7,9 +7,9 @@ from pathlib import Path
 
 from ..engine.files import to_markdown
 from . import timing
-from .decision import Judging
 from .groups import group, pruned_policies
 from .runs import Problem, Run
+from .study import Study
 from .tables import context_title, paper_results
 from .verdict import Verdict
 
@@ -19,19 +19,16 @@ class Report:
     out: Path
     runs: list[Run]
     problems: list[Problem]
+    study: Study
     files: list[Path] = field(default_factory=list)
     notes: str = ""
-    judging: Judging = Judging()
     verdict: Verdict | None = None
-    looks: str = ""  # looks.md of a `compare --until-decided` folder: its decisions are the procedure's
 
 
 def index_markdown(
     report: Report, tables: dict[str, tuple[list[str], list[list[str]]]], figures: list[tuple[str, Path]]
 ) -> str:
     parts = ["# Data fine-pruning: results\n"]
-    if report.looks:
-        parts.append("## Planned looks (`compare --until-decided`)\n\n" + report.looks + "\n" + LOOKS_NOTE)
     if report.verdict:
         parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
     parts += [report.notes.strip() + "\n"] if report.notes else []
@@ -55,8 +52,8 @@ def index_markdown(
         "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs),
         "table2_accuracy": ACCURACY_NOTE,
         "table3_time_to_accuracy": REACH_NOTE.format(
-            target=f"{report.judging.target:g}%"
-            if report.judging.target is not None
+            target=f"{report.study.judging.target:g}%"
+            if report.study.judging.target is not None
             else "regular's mean final accuracy − 0.5 pt"
         ),
     }
@@ -76,23 +73,15 @@ def index_markdown(
     return "\n".join(parts)
 
 
-LOOKS_NOTE = (
-    "These runs were made by planned looks: the decisions that hold are the ones above, each "
-    "at the level its look spent. The next section recomputes every policy over all seeds at the "
-    "full level, which the procedure did not test: read it as a description.\n"
-)
-
-
 VERDICT_NOTE = (
     "How to read it: a difference is final test accuracy minus the baseline's in the same seed, as mean "
-    "[90% interval] over the seeds both have (n, and which, beside it). The spread is pooled from a "
-    "randomized-block model (arm + seed) over all runs of the context, except for an arm whose paired "
-    "spread against regular is out of line with the other arms' pool (upper-tail F test at 5%): its "
-    "comparisons keep their own paired t. No interval is narrower than one test image. C(p) is "
-    "training fewer epochs at the policy's budget where the runs reach it, else random pruning in every "
-    "epoch at that budget, else the equal-budget random control; a line is read through the same arms in "
-    "every seed, and a seed that lacks one is left out and named. Everything outside this section describes "
-    "and decides nothing (the rules and their measured error rates: docs/decisions.md).\n"
+    "[bounds] over the seeds both have (n, and which, beside it); the bounds are the one-sided bounds its "
+    "claims test, at the level each decision spends, from the comparison's own paired spread, and no bound "
+    "is nearer the mean than one test image allows. C(p) is training fewer epochs at the policy's budget "
+    "where the runs reach it, else random pruning in every epoch at that budget, else the equal-budget "
+    "random control; a line is read through the same arms in every seed, and a seed that lacks one is left "
+    "out and named. Everything outside this section describes and decides nothing; its intervals are 90% "
+    "and descriptive (the rules and their measured error rates: docs/decisions.md).\n"
 )
 TIME_NOTE = (
     "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
@@ -104,8 +93,9 @@ TIME_NOTE = (
     "machine and compare across all runs.\n"
 )
 ACCURACY_NOTE = (
-    "Final-accuracy changes: mean [90% interval] (n seeds), paired by seed, as the decisions use "
-    "them; best-3 is the paper's metric, selected on the test set, so it is shown as mean ± std "
+    "Final-accuracy changes: mean [descriptive 90% interval] (n seeds), paired by seed, on each "
+    "comparison's own spread (the bounds a decision tests, at its own level, are in the Decisions "
+    "section); best-3 is the paper's metric, selected on the test set, so it is shown as mean ± std "
     "and decides nothing.\n"
 )
 REACH_NOTE = (

@@ -2,9 +2,10 @@
 the verdict quotes and summary.csv writes (`summary_rows`, unrounded until the file rounds once).
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular run of the
-same model, dataset and seed. Final-accuracy changes carry the 90% interval the decisions use
-(`analysis.decision`: pooled over the context's runs where it may be); time saved is averaged
-only over pairs whose wall times compare (`analysis.timing`).
+same model, dataset and seed. Final-accuracy changes carry a descriptive 90% interval on their own
+paired spread, and each scored policy its decision with the bounds that decision tests
+(`analysis.decision`, computed once by `analysis.study`); time saved is averaged only over pairs
+whose wall times compare (`analysis.timing`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import decision, paired, timing
-from .decision import Judging
+from .advice import DELTAS
+from .decision import quantum_of
 from .groups import group, is_frontier, is_shorter, row_name
+from .judging import Judging
 from .runs import Run
+from .study import Study
 
 NA = "—"  # no value: a row without runs, a number no run gave
 TARGET_BELOW = 0.5
@@ -69,10 +73,6 @@ class RowNumbers:
 
 # the budget's column in summary.csv keeps the name committed reports and their readers use
 CSV_NAMES = {"budget_pct": "skipped_pct"}
-
-
-def quantum_of(by_policy: dict[str, dict[int, Run]]) -> float:
-    return decision.quantum([run for seeds in by_policy.values() for run in seeds.values()])
 
 
 def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging) -> float | None:
@@ -127,16 +127,15 @@ def row_numbers(by_policy: dict[str, dict[int, Run]], policy: str) -> RowNumbers
     )
 
 
-def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str, Any]]:
+def summary_rows(found: Study) -> list[dict[str, Any]]:
     """One row per row of the report (model, dataset and every setting the runs differ in; the
     policy column names the differences), numeric, for summary.csv and the console: means and
-    stds, the 90% intervals the decisions use (with n and the seeds), each scored policy's
-    decision with its raw and Holm-adjusted p-values, and time-to-accuracy."""
-    groups = group(runs)
-    decided = {(d.context, d.policy): d for d in decision.decide(groups, judging)}
+    stds, descriptive 90% intervals (with n and the seeds), each scored policy's decision with
+    its p-values, the bounds it tests and its seeds advice, and time-to-accuracy."""
+    decided = found.decision_of
     rows = []
-    for context, by_policy in groups.items():
-        target, fit = target_for(by_policy, judging), decision.noise(by_policy)
+    for context, by_policy in group(found.runs).items():
+        target, q = target_for(by_policy, found.judging), quantum_of(by_policy)
         for policy in by_policy:
             numbers = row_numbers(by_policy, policy)
             row: dict[str, Any] = {
@@ -151,16 +150,16 @@ def summary_rows(runs: list[Run], judging: Judging = Judging()) -> list[dict[str
                 row[f"{name}_mean"] = _number(stat.mean) if stat.values else ""
                 row[f"{name}_std"] = _number(stat.std) if stat.values else ""
             row["saved_pairs"] = len(numbers.saved_pct.values)
-            row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy), fit))
+            row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy), q))
             control = paired.vs_control(by_policy, policy)
-            row.update(_interval_columns("d_control", control or paired.Paired("", {}), fit))
+            row.update(_interval_columns("d_control", control or paired.Paired("", {}), q))
             for name, on_line in (("d_frontier", is_frontier), ("d_shorter", is_shorter)):
-                found = paired.vs_line(by_policy, policy, on_line) if not paired.is_baseline(policy) else None
+                line = paired.vs_line(by_policy, policy, on_line) if not paired.is_baseline(policy) else None
                 row.update(
-                    _interval_columns(name, found if isinstance(found, paired.Paired) else paired.Paired("", {}), fit)
+                    _interval_columns(name, line if isinstance(line, paired.Paired) else paired.Paired("", {}), q)
                 )
-            row.update(_decision_columns(decided.get((context, policy))))
-            row.update(_reach_columns(by_policy.get(policy, {}), target, fit.quantum))
+            row.update(_decision_columns(decided.get((context, policy)), bool(found.post_hoc)))
+            row.update(_reach_columns(by_policy.get(policy, {}), target, q))
             rows.append(row)
     return rows
 
@@ -176,20 +175,21 @@ def csv_cells(row: dict[str, Any]) -> list[Any]:
     return [round(v, 4) if isinstance(v, float) else v for v in row.values()]
 
 
-def _interval_columns(name: str, p: paired.Paired, fit: decision.Noise) -> dict[str, Any]:
-    e = decision.estimate(p, fit) if p.diffs else None
+def _interval_columns(name: str, p: paired.Paired, q: float) -> dict[str, Any]:
+    e = decision.estimate(p, q)
     low, high = e.bounds() if e else (None, None)
     return {
         f"{name}_ci90_low": _number(low),
         f"{name}_ci90_high": _number(high),
         f"{name}_n": e.n if e else "",
         f"{name}_seeds": " ".join(map(str, p.seeds)) if e else "",
-        f"{name}_pooled": ("yes" if e.pooled else "no") if e else "",
     }
 
 
 DECISION_COLUMNS = (
     "decision",
+    "post_hoc",
+    "look",
     "cheap_alternative",
     "p_not_worse",
     "p_worse",
@@ -197,24 +197,49 @@ DECISION_COLUMNS = (
     "p_short",
     "claim",
     "p_claim",
-    "p_holm",
+    "p_adjusted",
+    "level",
     "family_size",
+    "looks_planned",
+    "bound_regular_low",
+    "bound_regular_high",
+    "bound_cheap_low",
+    "bound_cheap_high",
+    "decision_pooled_variance",
+    *(f"decision_min_gain_{g:g}" for g in DELTAS),
     "seeds_for_80pct",
+    "seeds_for_80pct_low",
+    "seeds_for_80pct_high",
 )
 
 
-def _decision_columns(d: decision.Decision | None) -> dict[str, Any]:
+def _decision_columns(d: decision.Decision | None, post_hoc: bool) -> dict[str, Any]:
     if d is None:
         return dict.fromkeys(DECISION_COLUMNS, "")
+    reg = d.bounds(d.vs_regular) if d.vs_regular else (None, None)
+    alt = d.bounds(d.vs_cheap) if d.vs_cheap else (None, None)
+    advice = d.advice
     return {
         "decision": d.word,
+        "post_hoc": "yes" if post_hoc else "no",
+        "look": d.look or "",
         "cheap_alternative": d.cheap.against if d.cheap else "",
         **{f"p_{k}": _number(d.p.get(k)) for k in ("not_worse", "worse", "better", "short")},
         "claim": d.route,
         "p_claim": _number(d.p_claim) if d.route else "",
-        "p_holm": _number(d.p_holm) if d.route else "",
+        "p_adjusted": _number(d.p_adjusted) if d.route else "",
+        "level": _number(d.level),
         "family_size": d.family,
-        "seeds_for_80pct": d.seeds_80 or "",
+        "looks_planned": d.looks,
+        "bound_regular_low": _number(reg[0]),
+        "bound_regular_high": _number(reg[1]),
+        "bound_cheap_low": _number(alt[0]),
+        "bound_cheap_high": _number(alt[1]),
+        "decision_pooled_variance": d.pooled_word,
+        **{f"decision_min_gain_{g:g}": w for g, w in d.sensitivity},
+        "seeds_for_80pct": (advice.seeds or "") if advice else "",
+        "seeds_for_80pct_low": (advice.low or "") if advice else "",
+        "seeds_for_80pct_high": (advice.high or "") if advice else "",
     }
 
 

@@ -201,13 +201,13 @@ RANDOM_LINES = ("#7f7f7f", "#17becf", "#bcbd22")  # one per (model, dataset) on 
 SHORTER_LINES = ("#000000", "#e377c2", "#ff7f0e")
 
 
-def _point(by_policy: dict[str, dict[int, Run]], policy: str, fit) -> tuple[float, float, list[float]] | None:
-    """(budget, mean change, [below, above]): the 90% interval the decisions use, or no bar
-    where there is none (one seed and no pooled spread)."""
+def _point(by_policy: dict[str, dict[int, Run]], policy: str, q: float) -> tuple[float, float, list[float]] | None:
+    """(budget, mean change, [below, above]): the descriptive 90% interval on the comparison's
+    own paired spread, or no bar where there is none (one seed, or no spread)."""
     p = paired.vs_regular(by_policy, policy)
     if not p.diffs:
         return None
-    e = decision.estimate(p, fit)
+    e = decision.estimate(p, q)
     at = paired.mean_budget(by_policy, policy)
     if e is None:
         return at, statistics.fmean(p.diffs.values()), [0.0, 0.0]
@@ -215,8 +215,8 @@ def _point(by_policy: dict[str, dict[int, Run]], policy: str, fit) -> tuple[floa
 
 
 def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tuple[float, float, list[float]]]:
-    fit = decision.noise(by_policy)
-    return sorted(pt for p in by_policy if on_line(p) and (pt := _point(by_policy, p, fit)) is not None)
+    q = decision.quantum_of(by_policy)
+    return sorted(pt for p in by_policy if on_line(p) and (pt := _point(by_policy, p, q)) is not None)
 
 
 def tradeoff(runs: list[Run], path: Path) -> Path:
@@ -227,7 +227,7 @@ def tradeoff_figure(runs: list[Run]):
     """Accuracy change against the share of sample-epochs skipped (the budget), one point per
     policy and model, with the two frontiers as lines: random pruning in every epoch at several
     budgets, and regular training for fewer epochs; each policy is judged against both at its
-    own budget. Mean over seeds; bars: the 90% intervals the decisions use."""
+    own budget. Mean over seeds; bars: descriptive 90% intervals on each arm's own paired spread."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
     groups = group(runs)
@@ -237,9 +237,9 @@ def tradeoff_figure(runs: list[Run]):
     shown: list[str] = []
     for i, (context, by_policy) in enumerate(groups.items()):
         name = context_title(context) if len(groups) > 1 else ""
-        fit = decision.noise(by_policy)
+        q = decision.quantum_of(by_policy)
         for policy in pruned_policies(by_policy):
-            pt = _point(by_policy, policy, fit)
+            pt = _point(by_policy, policy, q)
             if is_frontier(policy) or is_shorter(policy) or pt is None:
                 continue
             shown += [policy] if policy not in shown else []

@@ -14,12 +14,14 @@ from typing import Any
 
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
-from . import plots, timing
-from .decision import Judging
+from . import plan, plots, timing
+from .decision import quantum_of
 from .groups import context_of, duplicates, group, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
-from .numbers import csv_cells, quantum_of, summary_rows, target_for
+from .judging import Judging
+from .numbers import csv_cells, summary_rows, target_for
 from .runs import Problem, Run, load_runs
+from .study import study
 from .tables import context_title, table1, table2, table3
 from .verdict import build
 
@@ -50,23 +52,16 @@ RUN_COLUMNS = (
 
 
 def write_report(
-    paths: list[Path], out: Path, with_plots: bool = True, notes: str = "", judging: Judging = Judging()
+    paths: list[Path], out: Path, with_plots: bool = True, notes: str = "", judging: Judging | None = None
 ) -> Report:
     """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md;
-    `judging`: the equivalence margin and the time-to-accuracy target."""
+    `judging`: how to judge (default: the plan recorded with the runs, else the defaults)."""
     runs, problems = load_runs(paths)
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
-    report = Report(
-        out,
-        runs,
-        problems,
-        notes=notes,
-        judging=judging,
-        verdict=build(runs, judging),
-        looks="".join(read_looks(p) for p in paths),
-    )
+    found = study(runs, judging, plan.find(paths))
+    report = Report(out, runs, problems, found, notes=notes, verdict=build(found))
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / ".write-check", "ok")
@@ -94,7 +89,7 @@ def _publish(path: Path, stage: Path, out: Path) -> Path:
 
 
 def _write_all(report: Report, with_plots: bool) -> None:
-    out, runs, judging = report.out, report.runs, report.judging
+    out, runs, judging = report.out, report.runs, report.study.judging
     tables = (
         {
             "table1_time": table1(runs),
@@ -107,7 +102,7 @@ def _write_all(report: Report, with_plots: bool) -> None:
     for name, (header, rows) in tables.items():
         report.files.append(_write(out / f"{name}.csv", to_csv(header, rows)))
         report.files.append(_write(out / f"{name}.md", to_markdown(header, rows)))
-    srows = summary_rows(runs, judging)
+    srows = summary_rows(report.study)
     if srows:
         report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [csv_cells(r) for r in srows])))
     groups = group(runs)
@@ -201,12 +196,3 @@ def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> l
             )
         )
     return figures
-
-
-def read_looks(path: Path) -> str:
-    """looks.md of a folder that `compare --until-decided` wrote, else ''."""
-    found = path / "looks.md"
-    try:
-        return found.read_text() if found.is_file() else ""
-    except (OSError, UnicodeDecodeError):
-        return ""

@@ -1,11 +1,11 @@
 """The statistics behind a report's decisions, from the field's libraries.
 
 Pure numbers, no runs (`analysis.paired` supplies per-seed differences, `analysis.decision`
-the rules). Student t quantiles and F tails from scipy; the randomized-block fit and the
-power of a t test from statsmodels; Holm's step-down written out (see `holm`). An accuracy difference is an `Estimate`: its mean, the
-standard error (pooled from the block model, or the comparison's own paired spread), and
-its degrees of freedom, from which come the 90% interval (the form of two one-sided 5% tests)
-and one-sided p-values.
+the rules). Student t quantiles from scipy; the randomized-block fit (a sensitivity check only)
+and the power of a one-sample t test from statsmodels. An accuracy difference is an `Estimate`:
+its mean, the standard error (the comparison's own paired spread; the block model's pooled one
+only where a report asks what equal noise would say), and its degrees of freedom, from which
+come its bounds and one-sided p-values.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import math
 import statistics
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 from scipy import stats as sps
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import TTestPower
 
-ALPHA = 0.05  # the family-wise error of a report's decisions
-LEVEL = 1 - 2 * ALPHA  # printed intervals: 90%, the two one-sided 5% tests (TOST form)
-OUT_OF_LINE = 0.05  # an own spread above the pooled one at this level keeps its own paired t
+ALPHA = 0.05  # the family-wise error of a report's decisions (the default of `Judging.alpha`)
+LEVEL = 0.90  # descriptive intervals (tables, summary.csv's ci90 columns): 90%, two-sided
 POWER = 0.80  # "seeds for a decision": the seeds at which one is reached with this chance
 MAX_SEEDS = 50  # beyond this, a number of seeds is not a plan; say what 50 could resolve
 DEFAULT_QUANTUM = 0.01  # points per test image when the test set's size is unknown (10,000 images)
@@ -52,6 +52,13 @@ class Estimate:
         half = t_quantile(0.5 + level / 2, self.df) * self.se
         return self.mean - half, self.mean + half
 
+    def claim_bounds(self, a: float) -> tuple[float, float]:
+        """The one-sided bounds a decision at level `a` tests: the lower at `a` (each test of
+        'worth it'), the upper at a / 2 (each route of 'not worth it'), so a claim reads off them."""
+        lower = self.mean - t_quantile(1 - a, self.df) * self.se
+        upper = self.mean + t_quantile(1 - a / 2, self.df) * self.se
+        return lower, upper
+
     @property
     def low(self) -> float:
         return self.bounds()[0]
@@ -68,9 +75,9 @@ class Estimate:
         """One-sided p-value for 'the true difference is below `threshold`' (H0: at least it)."""
         return float(sps.t.cdf((self.mean - threshold) / self.se, self.df))
 
-    def fmt(self, digits: int = 2) -> str:
-        """'+0.11 [-1.93, +2.16]': signed, with the 90% interval."""
-        low, high = self.bounds()
+    def fmt(self, digits: int = 2, bounds: tuple[float, float] | None = None) -> str:
+        """'+0.11 [-1.93, +2.16]': signed, with the 90% interval or the `bounds` given."""
+        low, high = bounds or self.bounds()
         return f"{self.mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
     @property
@@ -88,9 +95,13 @@ def paired_estimate(diffs: list[float], quantum: float = DEFAULT_QUANTUM) -> Est
     """The comparison's own paired t; None below two seeds (one seed has no spread), and None when
     the differences spread by less than one test image: a zero spread is no evidence of precision."""
     n = len(diffs)
-    if n < 2 or statistics.stdev(diffs) < quantum:
+    if n < 2:
         return None
-    return _estimate(statistics.fmean(diffs), statistics.stdev(diffs), n, n - 1, False, quantum)
+    mean = math.fsum(diffs) / n
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1))
+    if sd < quantum:
+        return None
+    return _estimate(mean, sd, n, n - 1, False, quantum)
 
 
 def pooled_estimate(
@@ -102,17 +113,6 @@ def pooled_estimate(
     if n < 1 or df < 1:
         return None
     return _estimate(statistics.fmean(diffs), sigma * math.sqrt(statistics.fmean(norms)), n, df, True, quantum)
-
-
-def out_of_line(diffs: list[float], norms: list[float], sigma: float, df: float) -> float:
-    """p-value that this comparison's own spread exceeds what the pooled sd predicts: its paired
-    variance over sigma^2 * mean(norms), against F(n - 1, df), upper tail. Only the upper tail:
-    a small spread on a few seeds is the noise pooling is there to absorb."""
-    n = len(diffs)
-    if n < 2 or sigma <= 0:
-        return 1.0
-    ratio = statistics.variance(diffs) / (sigma**2 * statistics.fmean(norms))
-    return float(sps.f.sf(ratio, n - 1, df))
 
 
 def block_residual(cells: dict[tuple[str, int], float]) -> tuple[float, int] | None:
@@ -138,31 +138,27 @@ def block_residual(cells: dict[tuple[str, int], float]) -> tuple[float, int] | N
     return math.sqrt(max(fit.ssr, 0.0) / df), df
 
 
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm-adjusted p-values, in the order given: the i-th smallest times (k - i), never below the
-    one before, at most 1. Written out because statsmodels' `multipletests(method="holm")` runs a
-    full garbage collection on every call (0.2 s beside torch, 4 minutes in the simulation test);
-    test_stats checks this against it."""
-    k, running, out = len(pvalues), 0.0, [0.0] * len(pvalues)
-    for rank, i in enumerate(sorted(range(k), key=lambda j: pvalues[j])):
-        running = max(running, min(1.0, (k - rank) * pvalues[i]))
-        out[i] = running
-    return out
+def power(effect: float, sd: float, n: int, alpha: float) -> float:
+    """Chance that a one-sided one-sample t test at `alpha` over `n` seeds shows a true
+    difference `effect` (in the direction tested) with per-seed sd `sd`: the noncentral t."""
+    if n < 2 or sd <= 0:
+        return 0.0
+    return float(TTestPower().power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger"))
 
 
-def seeds_for(effect: float, sd: float, alpha: float, power: float = POWER) -> int | None:
-    """Seeds at which a one-sided t test at `alpha` shows a true difference `effect` (in the
-    direction tested) with probability `power`, per-seed sd `sd`; None when not by MAX_SEEDS."""
-    if effect <= 0 or sd <= 0:
+def seeds_for(chance: Callable[[int], float], target: float = POWER) -> int | None:
+    """The fewest seeds (2 .. MAX_SEEDS) at which `chance(n)`, rising in n, reaches `target`;
+    None when not even MAX_SEEDS do. Bisection: a report asks this for every undecided policy."""
+    if chance(MAX_SEEDS) < target:
         return None
-    analysis = TTestPower()
-    for n in range(2, MAX_SEEDS + 1):
-        if analysis.power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger") >= power:
-            return n
-    return None
+    low, high = 1, MAX_SEEDS  # chance(low) < target <= chance(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if chance(mid) >= target else (mid, high)
+    return high
 
 
-def resolvable(sd: float, alpha: float, n: int = MAX_SEEDS, power: float = POWER) -> float:
-    """The smallest difference (points) that `n` seeds show with probability `power` at `alpha`."""
-    size = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power, alternative="larger")
+def resolvable(sd: float, alpha: float, n: int = MAX_SEEDS, target: float = POWER) -> float:
+    """The smallest difference (points) that `n` seeds show with probability `target` at `alpha`."""
+    size = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=target, alternative="larger")
     return float(size) * sd

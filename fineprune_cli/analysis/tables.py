@@ -13,7 +13,7 @@ import yaml
 
 from ..arms import REGULAR
 from . import decision, paired, timing
-from .decision import Judging
+from .judging import Judging
 from .groups import Context, group, pruned_policies
 from .numbers import NA, Stat, quantum_of, row_numbers, target_for
 from .runs import Run, policy_label
@@ -35,12 +35,14 @@ def context_title(context: Context) -> str:
     return f"{display_name(context.model)} on {context.label}" + (f" ({context.variant})" if context.variant else "")
 
 
-def interval_text(p: paired.Paired, noise: decision.Noise, unit: str = " pt") -> str:
-    """'-0.31 [-1.22, +0.60] pt (n 3)': the 90% interval the decisions use; without a spread to
-    judge by, the value alone."""
-    e = decision.estimate(p, noise) if p.diffs else None
+def interval_text(p: paired.Paired, quantum: float, unit: str = " pt") -> str:
+    """'-0.31 [-1.22, +0.60] pt (n 3)': the descriptive 90% interval on the comparison's own
+    paired spread; without a spread to judge by, the value alone."""
+    e = decision.estimate(p, quantum)
     if e is not None:
         return f"{e.fmt()}{unit} (n {e.n})"
+    if len(p.diffs) > 1:
+        return f"{p.mean:+.2f}{unit} (n {len(p.diffs)}, no spread to judge by: no interval)"
     return f"{p.mean:+.2f}{unit} (1 seed, no interval)" if p.diffs else NA
 
 
@@ -120,7 +122,7 @@ def _saved_text(by: dict[str, dict[int, Run]], policy: str, saved: Stat) -> str:
 
 
 def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
-    reg, fit = row_numbers(by, REGULAR), decision.noise(by)
+    reg, q = row_numbers(by, REGULAR), quantum_of(by)
     cells = [
         ("Dataset", label),
         ("Seeds", _seeds(by.get(REGULAR, {}))),
@@ -134,9 +136,9 @@ def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> li
             (f"{name} (best-3, selected on the test set)", st.best3_acc.fmt(2, "%")),
             (f"{name} − regular (best-3; mean ± std, descriptive)", st.d_best3.fmt(2, " pt")),
             (f"{name} (final)", st.final_acc.fmt(2, "%")),
-            (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), fit)),
+            (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), q)),
         ]
-        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, fit)) for c in paired.vs_controls(by, p)]
+        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, q)) for c in paired.vs_controls(by, p)]
     entry = paper_results()["models"].get(model)
     return cells + [
         ("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
@@ -192,8 +194,8 @@ def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
 
 
 def table2(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
-    """Accuracy: best-3 and final with their spread over seeds; final changes with the 90%
-    intervals the decisions use (`judging` is kept for callers; the intervals do not depend on it)."""
+    """Accuracy: best-3 and final with their spread over seeds; final changes with descriptive
+    90% intervals (`judging` is kept for callers; the intervals do not depend on it)."""
     return _table(runs, _accuracy_cells)
 
 

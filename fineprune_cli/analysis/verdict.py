@@ -1,24 +1,29 @@
-"""The report's verdict: the decisions table first, then each decision's chain (its two
-intervals, C(p), the p-values, the seeds each comparison used and left out), then what a
-reader needs about each context (regular's accuracy, the noise, what was not measured).
-Every claim in it is a decision of `analysis.decision`; the rest describes.
+"""The report's verdict: the plan and whether the decisions keep to it, the decisions table, then
+each decision's chain (its two comparisons with the bounds they test, C(p), the p-values, the
+seeds used and left out, how the word moves with δ and with equal noise), the planned looks
+replayed, and what a reader needs about each context. Every claim in it is a decision of the
+study (`analysis.study`); the rest describes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arms import REGULAR
 from ..engine.files import to_markdown
 from . import paired, stats
-from .decision import CANT_TELL, Decision, Judging, decide, noise
-from ..arms import REGULAR
-from .groups import group, is_frontier, is_shorter, pruned_policies
+from .advice import advised, pooled_fit
+from .decision import CANT_TELL, Decision, quantum_of
+from .groups import is_frontier, is_shorter, pruned_policies
 from .numbers import row_numbers
+from .plan import describe
 from .runs import Run, policy_label
+from .sequence import decidable
+from .study import Study
 from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
-HEADER = ["policy", "budget", "− regular [90%]", "C(p)", "− C(p) [90%]", "p (Holm)", "decision"]
+HEADER = ["policy", "budget", "− regular [bounds]", "C(p)", "− C(p) [bounds]", "p (adjusted)", "decision"]
 
 
 def seeds_text(seeds: list[int]) -> str:
@@ -47,16 +52,15 @@ def short_against(against: str) -> str:
     }.get(against, against)
 
 
-def _est(e: stats.Estimate | None) -> str:
-    return f"{e.fmt()} (n {e.n})" if e else "—"
+def _est(d: Decision, e: stats.Estimate | None) -> str:
+    return f"{e.fmt(bounds=d.bounds(e))} (n {e.n})" if e else "—"
 
 
 def _word(d: Decision) -> str:
     if d.word != CANT_TELL:
-        return d.word
-    if d.seeds_80:
-        return f"{CANT_TELL} (≈{d.seeds_80} seeds)"
-    return CANT_TELL
+        return d.word + (f" (look {d.look})" if d.look else "")
+    seeds = advised(d.advice) if d.advice else ""
+    return f"{CANT_TELL} ({seeds})" if seeds else CANT_TELL
 
 
 def table(decisions: list[Decision]) -> tuple[list[str], list[list[str]]]:
@@ -68,37 +72,55 @@ def table(decisions: list[Decision]) -> tuple[list[str], list[list[str]]]:
             [
                 name,
                 f"{d.budget:.1f}%",
-                _est(d.vs_regular),
+                _est(d, d.vs_regular),
                 short_against(d.cheap.against) if d.cheap else "—",
-                _est(d.vs_cheap),
-                f"{pval(d.p_claim)} ({pval(d.p_holm)})" if d.route else "—",
+                _est(d, d.vs_cheap),
+                f"{pval(d.p_claim)} ({pval(d.p_adjusted)})" if d.route else "—",
                 _word(d),
             ]
         )
     return HEADER, rows
 
 
-def family_text(decisions: list[Decision], judging: Judging) -> str:
-    k = len(decisions)
+def family_text(found: Study) -> str:
+    j, ds = found.judging, found.decisions
+    k, looks, a = ds[0].family, ds[0].looks, ds[0].level
+    looks_text = f" × {looks} planned looks" if looks > 1 else ""
+    policies = f"{k} polic{'y' if k == 1 else 'ies'}"
+    rule = j.correction.rule.format(policies=policies, looks_text=looks_text, level=f"a = {a:.4g}")
     return (
         f"One decision per policy, {k} in this report's family; the chance of any wrong *worth it* or "
-        f"*not worth it* among them is held at {judging.alpha:.0%} (Holm over the family). Worth it: not worse "
-        f"than regular by more than m = {judging.margin:g} pt *and* better than its cheap alternative C(p); "
-        f"not worth it: worse than regular by more than m, or shown not to beat C(p) by "
-        f"{judging.gain:g} pt (either route, each at half the level). Intervals are 90% (two one-sided 5% "
-        "tests); p is the claim's p-value, Holm-adjusted in brackets."
+        f"*not worth it* among them is held to {j.alpha:.0%} ({rule}), since no more than one of a policy's "
+        f"two claims can be false. Worth it: not worse than regular by {j.margin:g} pt or more *and* better than "
+        f"its cheap alternative C(p) (each test at a); not worth it: worse than regular by {j.margin:g} pt or "
+        f"more, or not better than C(p) by more than {j.gain:g} pt (either route, each at a / 2). Each "
+        "comparison uses its own paired spread (a t test on its per-seed differences, n − 1 df), so an arm "
+        "noisier than the others widens only its own comparisons. The bracket after a difference holds the "
+        "bounds its claims test (the lower at a, the upper at a / 2): a claim reads off them. p is the "
+        f"claim's p-value, {j.correction.name}-adjusted in brackets: a claim stands when that is "
+        f"{j.alpha:g} or less."
     )
 
 
-def chain(d: Decision, judging: Judging) -> list[str]:
+def plan_text(found: Study) -> str:
+    if not found.post_hoc:
+        plan = found.plans[0]
+        return f"Plan: {describe(plan)}, recorded before the first run ({plan.recorded}); these decisions keep to it."
+    return (
+        "**Post hoc.** The error rate above holds for a plan fixed before the data, and these decisions "
+        "do not keep to one: " + "; ".join(found.post_hoc) + ". Read them as a description."
+    )
+
+
+def chain(d: Decision, found: Study) -> list[str]:
     """The steps that led to a decision, in the fixed order."""
-    m, gain = judging.margin, judging.gain
+    m, gain = found.judging.margin, found.judging.gain
     head = f"- **{policy_label(d.policy)}** ({d.budget:.1f}% of sample-epochs skipped): **{d.word}**"
-    lines = [head + _because(d, judging) + "."]
+    lines = [head + _because(d, found) + "."]
     lines.append(
-        f"  - Against regular: {_comparison(d.regular, d.vs_regular)}"
+        f"  - Against regular: {_comparison(d, d.regular, d.vs_regular)}"
         + (
-            f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by more than {m:g}) {peq(d.p['worse'])}"
+            f"; p(not worse by {m:g}) {peq(d.p['not_worse'])}, p(worse by {m:g} or more) {peq(d.p['worse'])}"
             if "worse" in d.p
             else ""
         )
@@ -107,9 +129,9 @@ def chain(d: Decision, judging: Judging) -> list[str]:
     if d.cheap is not None:
         lines.append(
             f"  - Against C(p), {d.cheap.against} (arms {', '.join(d.cheap.arms)}): "
-            f"{_comparison(d.cheap, d.vs_cheap)}"
+            f"{_comparison(d, d.cheap, d.vs_cheap)}"
             + (
-                f"; p(better) {peq(d.p['better'])}, p(short of +{gain:g}) {peq(d.p['short'])}"
+                f"; p(better) {peq(d.p['better'])}, p(not better by more than {gain:g}) {peq(d.p['short'])}"
                 if "better" in d.p
                 else ""
             )
@@ -117,20 +139,26 @@ def chain(d: Decision, judging: Judging) -> list[str]:
         )
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
+    if d.sensitivity:
+        at = " / ".join(f"{g:g}" for g, _ in d.sensitivity)
+        words = " / ".join(w for _, w in d.sensitivity)
+        pooled = f"; with one pooled sd for every arm (equal noise assumed): {d.pooled_word}" if d.pooled_word else ""
+        lines.append(f"  - Sensitivity: at δ = {at} pt: {words}{pooled}.")
     return lines
 
 
-def _because(d: Decision, judging: Judging) -> str:
-    m, gain = judging.margin, judging.gain
+def _because(d: Decision, found: Study) -> str:
+    m, gain = found.judging.margin, found.judging.gain
+    name = found.judging.correction.name
+    at = f" at look {d.look}" if d.look else ""
     if d.word != CANT_TELL:
+        against = short_against(d.cheap.against) if d.cheap else "C(p)"
         what = {
-            "worse": f"worse than regular by more than {m:g} pt",
-            "worth": f"not worse than regular by {m:g} pt and better than {short_against(d.cheap.against)}"
-            if d.cheap
-            else "",
-            "short": f"shown not to beat {short_against(d.cheap.against) if d.cheap else 'C(p)'} by {gain:g} pt",
+            "worse": f"worse than regular by {m:g} pt or more",
+            "worth": f"not worse than regular by {m:g} pt and better than {against}",
+            "short": f"not better than {against} by more than {gain:g} pt",
         }[d.route]
-        return f": {what} (Holm-adjusted p {pval(d.p_holm)})"
+        return f": {what} ({name}-adjusted p {pval(d.p_adjusted)}{at})"
     if d.vs_regular is None:
         if d.regular.diffs:
             return (
@@ -138,25 +166,43 @@ def _because(d: Decision, judging: Judging) -> str:
                 "(`fineprune compare --seeds 0,1,2`)"
             )
         return ": no seed has both it and regular"
-    why = f" (nearest claim: {ROUTES[d.route]}, Holm-adjusted p {pval(d.p_holm)})" if d.route else ""
-    if d.seeds_80:
-        return f"{why}; about {d.seeds_80} seeds would decide it with 80% probability at this noise"
-    if d.resolvable is not None:
+    why = f" (nearest claim: {ROUTES[d.route]}, {name}-adjusted p {pval(d.p_adjusted)}{at})" if d.route else ""
+    return why + _advice_text(d, m)
+
+
+def _advice_text(d: Decision, m: float) -> str:
+    a = d.advice
+    if a is None:
+        return ""
+    nxt = (
+        f"; the chance of a decision at the next look ({a.next_seeds} seeds) is about {a.next_chance:.0%}"
+        if a.next_seeds and a.next_chance is not None
+        else ""
+    )
+    if a.seeds is not None:
         return (
-            f"{why}; no feasible number of seeds decides it at this noise: {stats.MAX_SEEDS} seeds would "
-            f"resolve a margin of about ±{d.resolvable:.2f} pt, not ±{m:g}"
+            f"; if the observed differences were the truth, {advised(a)} would decide it with 80% "
+            f"probability at a = {a.level:.4g} (the range: each difference at either end of its 80% interval)" + nxt
         )
-    return why
+    if a.resolvable is not None:
+        return (
+            f"; no feasible number of seeds decides it at this noise: {stats.MAX_SEEDS} seeds would resolve "
+            f"a margin of about ±{a.resolvable:.2f} pt, not ±{m:g}" + nxt
+        )
+    return nxt
 
 
-def _comparison(p: paired.Paired, e: stats.Estimate | None) -> str:
+def _comparison(d: Decision, p: paired.Paired, e: stats.Estimate | None) -> str:
     if e is None:
         return (
-            f"{p.mean:+.2f} pt in seed {seeds_text(p.seeds)}, no spread to judge by"
+            f"{p.mean:+.2f} pt in seed{'s' if len(p.seeds) > 1 else ''} {seeds_text(p.seeds)}, no spread to judge by"
             if p.diffs
             else "no seed has both runs"
         )
-    text = f"{e.fmt()} pt over {e.n} seed{'s' if e.n != 1 else ''} ({seeds_text(p.seeds)}; {e.method})"
+    text = (
+        f"{e.fmt(bounds=d.bounds(e))} pt over {e.n} seed{'s' if e.n != 1 else ''} "
+        f"({seeds_text(p.seeds)}; own paired t, {e.df:g} df)"
+    )
     if p.left_out:
         text += "; left out: " + "; ".join(f"seed {s} ({why})" for s, why in sorted(p.left_out.items()))
     return text
@@ -164,24 +210,17 @@ def _comparison(p: paired.Paired, e: stats.Estimate | None) -> str:
 
 def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
     reg = row_numbers(runs_by, REGULAR).final_acc
-    n, fit = len(runs_by.get(REGULAR, {})), noise(runs_by)
+    n, fit = len(runs_by.get(REGULAR, {})), pooled_fit(runs_by)
     pooled = (
-        (
-            f"residual sd {fit.sigma:.2f} pt per run on {fit.df} df (block model over "
-            f"{sum(len(v) for v in runs_by.values())} runs)"
-        )
-        if fit.sigma is not None
+        f"the block model's pooled residual sd, used only in the sensitivity lines, is {fit[0]:.2f} pt per run "
+        f"on {fit[1]} df ({sum(len(v) for v in runs_by.values())} runs)"
+        if fit
         else "no pooled sd (no df left)"
     )
     lines = [
         f"- **{title}**: regular {reg.fmt(2, '%')} over {n} seed{'s' if n != 1 else ''} "
-        f"({seeds_text(sorted(runs_by.get(REGULAR, {})))}); {pooled}; one test image = {fit.quantum:g} pt."
-        + (
-            f" Out of line with the pool, so judged on their own paired spread: "
-            f"{', '.join(policy_label(a) for a in sorted(fit.loud))}."
-            if fit.loud
-            else ""
-        )
+        f"({seeds_text(sorted(runs_by.get(REGULAR, {})))}); {pooled}; one test image = "
+        f"{quantum_of(runs_by):g} pt."
     ]
     missing = [
         what
@@ -196,10 +235,31 @@ def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
     return lines
 
 
+def looks_lines(found: Study) -> list[str]:
+    """The planned looks as replayed from the runs present."""
+    if not found.looks:
+        return []
+    lines = [
+        f"Planned looks after {', '.join(map(str, found.looks))} seeds, replayed from the runs present: "
+        "a decision reached at a look stands.",
+        "",
+        "| look | seeds | level a | decided at this look | still can't tell |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for look in found.replayed:
+        lines.append(
+            f"| {look.number} | 0–{look.seeds - 1} | {look.level:.4g} | {', '.join(look.decided) or '—'} | "
+            f"{', '.join(look.open) or '—'} |"
+        )
+    if found.beyond:
+        lines += ["", f"Seeds {seeds_text(found.beyond)} lie beyond the last planned look and decide nothing."]
+    return lines + [""]
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """What the verdict says, before it is rendered: the family sentence, the decisions table,
-    then the lines of each decision's chain and of each context."""
+    """What the verdict says, before it is rendered: the family sentence and the plan, the
+    decisions table, then the lines of each decision's chain, the looks and each context."""
 
     intro: str
     header: list[str]
@@ -211,24 +271,18 @@ class Verdict:
         return lines + self.details
 
 
-def build(runs: list[Run], judging: Judging = Judging()) -> Verdict | None:
-    groups = {c: by for c, by in group(runs).items() if by.get(REGULAR)}
+def build(found: Study) -> Verdict | None:
+    groups = decidable(found.runs)
     if not groups:
         return None
-    decisions = decide(groups, judging)
     details: list[str] = []
-    for d in decisions:
-        details += chain(d, judging)
+    for d in found.decisions:
+        details += chain(d, found)
     details.append("")
+    details += looks_lines(found)
     for context, by in groups.items():
         details += context_lines(by, context_title(context))
-    if not decisions:
+    if not found.decisions:
         return Verdict("No policy to decide: these runs hold regular and its baselines only.", HEADER, [], details)
-    header, rows = table(decisions)
-    return Verdict(family_text(decisions, judging), header, rows, details)
-
-
-def verdict(runs: list[Run], judging: Judging = Judging()) -> list[str]:
-    """Markdown lines: the decisions table, each chain, then the contexts."""
-    found = build(runs, judging)
-    return found.markdown() if found else []
+    header, rows = table(found.decisions)
+    return Verdict(family_text(found) + "\n\n" + plan_text(found), header, rows, details)

@@ -1,7 +1,7 @@
 """The settings reference page, generated from the settings' one declaration.
 
 Every setting is an `option(...)` field of a section (`engine.config`, `pruning.config`,
-`drivers.compare`); the YAML reader, the checks and the CLI flags all read it, and so does this
+`drivers.compare`, `analysis.judging`); the YAML reader, the checks and the CLI flags all read it, and so does this
 page: its YAML key, flag, default, check and help, and which commands take the flag (read from
 the Typer app itself). `make docs-settings` (`python -m fineprune_cli.cli.reference PATH`)
 writes docs/reference/settings.md; tests/test_docs.py fails while the committed page differs.
@@ -20,6 +20,7 @@ import typer
 import yaml
 
 from .. import console
+from ..analysis.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..engine.config import Config
 from ..settings import fields, flag_of, type_of
@@ -28,6 +29,7 @@ PAGE = Path("docs/reference/settings.md")
 SECTIONS: tuple[tuple[str, type], ...] = (
     *((f.name, f.default_factory) for f in dataclasses.fields(Config)),  # type: ignore[misc]
     ("compare", CompareConfig),
+    ("judging", Judging),
 )
 # "(default ...)" at the end of a help text: the default as the help states it, with one
 # level of parentheses inside ("(default: min(4, the cores ...))")

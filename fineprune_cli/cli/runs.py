@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..analysis.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..errors import ConfigError
@@ -27,6 +28,7 @@ TRAIN = (
 )
 COMPARE = (
     ("compare", CompareConfig, ()),
+    ("judging", Judging, ()),
     ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")),
     ("train", TrainConfig, ()),
     ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
@@ -123,17 +125,20 @@ def compare(
     """Train every policy with identical seeds and compare them (regular, fine and random by default).
 
     Runs already complete in --out are reused, so an interrupted compare continues."""
-    from ..analysis.runs import load_runs
+    from ..analysis.judging import load_judging
     from ..analysis.numbers import summary_rows
+    from ..analysis.sequence import record
     from ..analysis.verdict import build
     from ..drivers.compare import load_compare
-    from ..drivers.matrix import run_matrix
+    from ..drivers.matrix import judged_matrix
 
     matrix, rest = _split(settings, "compare")
     set_matrix, set_rest = _split(parse_set(set_), "compare")  # --set compare.jobs=2 fills the matrix
     matrix.update(set_matrix)
     rest.update(set_rest)
+    judged, rest = _split(rest, "judging")
     c = load_compare(config, matrix)
+    judging = load_judging(config, judged)
     if dry_run or print_config:
         from dataclasses import asdict
 
@@ -143,13 +148,13 @@ def compare(
         cfg = build_config(config, rest)
         if print_config:
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
-            return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c)}, as_json)
+            return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c), "judging": asdict(judging)}, as_json)
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     if c.until_decided:
         from ..sequential.looks import until_decided
 
-        dirs, _ = until_decided(build_config(config, rest), c, show_progress=not as_json, command=invocation())
-        return views.show_looks(summary_rows(load_runs(dirs)[0]), Path(c.out), as_json)
-    dirs = run_matrix(build_config(config, rest), c, show_progress=not as_json, command=invocation())
-    runs = load_runs(dirs)[0]
-    views.show_compare(summary_rows(runs), as_json, c.out, build(runs))
+        found = until_decided(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
+    else:
+        found = judged_matrix(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
+    looks = record(found.looks, found.replayed, found.decisions, judging) if found.looks else None
+    views.show_compare(summary_rows(found), as_json, c.out, build(found), looks)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import console
+from ..analysis.judging import Judging
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
@@ -24,7 +25,9 @@ SCHEDULE = ("window", "start", "attenuation", "block", "count", "prune_fraction"
 
 
 @app.command(epilog=EXAMPLES["report"])
+@with_settings(("judging", Judging, ()))
 def report(
+    settings: dict[str, Any],
     run_dirs: Annotated[
         Optional[list[Path]], typer.Argument(help="Run folders, or folders holding them. (default results/runs)")
     ] = None,
@@ -33,43 +36,22 @@ def report(
     notes: Annotated[
         Optional[Path], typer.Option(help="Markdown file put at the top of index.md (e.g. how the runs were made).")
     ] = None,
-    margin: Annotated[
-        float,
-        typer.Option(
-            help="The margin m in accuracy points: a policy is 'worth it' only if shown not worse than regular by more than m (and better than its cheap alternative); 'not worth it' if shown worse by more than m."
-        ),
-    ] = 0.3,
-    min_gain: Annotated[
-        Optional[float],
-        typer.Option(
-            help="Minimum gain over the cheap alternative (points): a policy shown not to beat it by this much is 'not worth it'. (default: the margin)"
-        ),
-    ] = None,
-    target: Annotated[
-        Optional[float],
-        typer.Option(
-            help="Test accuracy (%) for time-to-accuracy. (default: regular's mean final accuracy − 0.5 pt, per model and dataset)"
-        ),
-    ] = None,
+    config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Decide per policy: worth it, not worth it or can't tell yet (5% error over the report).
+    """Decide per policy: worth it, not worth it or can't tell yet, by the plan recorded with the runs.
 
     Also writes the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots and an
-    index.md, from run folders."""
-    import math
-
+    index.md, from run folders. Judging flags (or a --config's judging section) that differ
+    from the recorded plan make the decisions post hoc, and the report says so."""
+    from ..analysis import plan
+    from ..analysis.judging import load_judging
     from ..analysis.report import write_report
     from ..engine.files import read_regular_text
-    from ..analysis.decision import Judging
 
-    if not (math.isfinite(margin) and 0 < margin <= 100):
-        raise ConfigError(f"--margin must be a positive number of accuracy points, at most 100, got {margin:g}")
-    if min_gain is not None and not (math.isfinite(min_gain) and 0 <= min_gain <= 100):
-        raise ConfigError(f"--min-gain must be a number of accuracy points in [0, 100], got {min_gain:g}")
-    if target is not None and not (math.isfinite(target) and 0 < target <= 100):
-        raise ConfigError(f"--target must be a test accuracy in (0, 100] percent, got {target:g}")
-
+    folders = run_dirs or [Path("results/runs")]
+    agreed = plan.agreed(plan.find(folders))
+    judging = load_judging(config, settings, base=agreed.judging if agreed else None)
     text = ""
     if notes is not None:
         try:
@@ -77,13 +59,7 @@ def report(
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
     with _term_as_interrupt():
-        made = write_report(
-            run_dirs or [Path("results/runs")],
-            out,
-            with_plots=plots,
-            notes=text,
-            judging=Judging(margin, target, min_gain),
-        )
+        made = write_report(folders, out, with_plots=plots, notes=text, judging=judging)
     views.show_report(made, as_json)
 
 

@@ -90,25 +90,34 @@ def show_trained(summary: Any, as_json: bool) -> None:
     console.result(f"run folder: {summary.run_dir}")
 
 
-TEXT_COLUMNS = ("model", "dataset", "variant", "policy", "seed_list", "decision", "cheap_alternative", "claim")
+TEXT_COLUMNS = (
+    "model",
+    "dataset",
+    "variant",
+    "policy",
+    "seed_list",
+    "decision",
+    "post_hoc",
+    "cheap_alternative",
+    "claim",
+)
+
+
+def _text(column: str) -> bool:
+    return column in TEXT_COLUMNS or column.startswith("decision_") or column.endswith("_seeds")
 
 
 def _json_rows(rows: list[dict]) -> list[dict]:
     """A number a row lacks (one seed's interval) is null, not ''."""
-    return [
-        {
-            k: None
-            if v == "" and k not in TEXT_COLUMNS and not k.endswith("_seeds") and not k.endswith("_pooled")
-            else v
-            for k, v in r.items()
-        }
-        for r in rows
-    ]
+    return [{k: None if v == "" and not _text(k) else v for k, v in r.items()} for r in rows]
 
 
-def show_compare(rows: list[dict], as_json: bool = False, out: str | None = None, verdict: Any = None) -> None:
+def show_compare(
+    rows: list[dict], as_json: bool = False, out: str | None = None, verdict: Any = None, looks: Any = None
+) -> None:
+    """`compare`'s table and decisions; with planned looks, `looks` (their record) in --json."""
     if as_json:
-        console.print_json(_json_rows(rows))
+        console.print_json({"rows": _json_rows(rows), "looks": looks} if looks else _json_rows(rows))
         return
     if rows:
         _compare_table(rows)
@@ -121,24 +130,8 @@ COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [
 TABLE_NOTE = (
     "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
     "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
-    "paired by seed, with the 90% interval the decisions use. Full columns: summary.csv."
+    "paired by seed, with a descriptive 90% interval on its own paired spread. Full columns: summary.csv."
 )
-
-
-def show_looks(rows: list[dict], out: Path, as_json: bool) -> None:
-    """`compare --until-decided`: the runs' table (described), then the procedure's decisions
-    look by look; a decision over all seeds at the full level would not be the procedure's."""
-    import json
-
-    looks = json.loads((out / "looks.json").read_text())
-    if as_json:
-        console.print_json({"rows": _json_rows(rows), "looks": looks})
-        return
-    if rows:
-        _compare_table(rows)
-    for line in (out / "looks.md").read_text().splitlines():
-        console.result(Text(line))
-    console.result(f"run folders and looks.md: {out}  (tables and plots: fineprune report {out})")
 
 
 def _show_verdict(verdict: Any) -> None:
@@ -211,6 +204,7 @@ ROW_WIDTH = 26  # the row name's column: the numbers beside it take the rest of 
 def show_report(rep: Any, as_json: bool) -> None:
     from ..analysis.numbers import summary_rows
 
+    rows = summary_rows(rep.study) if rep.runs else []
     if as_json:
         console.print_json(
             {
@@ -219,22 +213,18 @@ def show_report(rep: Any, as_json: bool) -> None:
                 "problems": [{"path": str(p.path), "status": p.status, "reason": p.reason} for p in rep.problems],
                 "files": [str(f) for f in rep.files],
                 "verdict": rep.verdict.markdown() if rep.verdict else [],
-                "decisions": _json_rows(summary_rows(rep.runs, rep.judging)) if rep.runs else [],
+                "decisions": _json_rows(rows),
             }
         )
         return
-    if rep.runs:
-        _compare_table(summary_rows(rep.runs, rep.judging))
+    if rows:
+        _compare_table(rows)
     _show_verdict(rep.verdict)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
-    rows = (
-        len({(r["model"], r["dataset"], r["variant"], r["policy"]) for r in summary_rows(rep.runs, rep.judging)})
-        if rep.runs
-        else 0
-    )
+    count = len({(r["model"], r["dataset"], r["variant"], r["policy"]) for r in rows})
     console.result(
-        f"{_count(rows, 'row')} (runs that share every setting but the seed) from "
+        f"{_count(count, 'row')} (runs that share every setting but the seed) from "
         f"{_count(len(rep.runs), 'run')}, {len(rep.problems)} left out; "
         f"tables and plots in {rep.out} (start at {rep.out / 'index.md'})"
     )

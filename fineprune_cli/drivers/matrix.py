@@ -7,6 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import console
+from ..analysis import plan as plans
+from ..analysis.judging import Judging
+from ..analysis.runs import load_runs
+from ..analysis.study import Study, study
 from ..engine.config import Config
 from .compare import CompareConfig, job_config, plan
 from .reuse import existing_state, train_job
@@ -45,3 +49,21 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
 def in_process(c: CompareConfig) -> bool:
     """Today's path: one run after the other in this process, with torch's own thread count."""
     return c.executor == "local" and c.jobs == 1 and c.threads == 0
+
+
+def record_plan(c: CompareConfig, judging: Judging, looks: list[int] | None = None) -> plans.Plan:
+    """The folder's judging plan, recorded before its first run (`analysis.plan.record`); looks
+    None: the ones already planned there, if any."""
+    out = Path(c.out)
+    runs = len(load_runs([out])[0]) if out.is_dir() else 0
+    return plans.record(out, judging, looks, runs)
+
+
+def judged_matrix(
+    cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
+) -> Study:
+    """`compare` without looks: the plan recorded, every job trained, one study of its runs."""
+    plan(cfg, c)  # the matrix's refusals before anything is written, the plan included
+    recorded = record_plan(c, judging)
+    dirs = run_matrix(cfg, c, show_progress=show_progress, command=command)
+    return study(load_runs(dirs)[0], judging, [recorded])

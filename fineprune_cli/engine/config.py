@@ -269,8 +269,10 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def split_experiment(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An experiment file = a run config + an optional `compare` section (the matrix)."""
+    """An experiment file = a run config + an optional `compare` section (the matrix) + an
+    optional `judging` section (the judging plan, read by `analysis.judging`)."""
     data = dict(data)
+    data.pop("judging", None)
     return data, data.pop("compare", None) or {}
 
 

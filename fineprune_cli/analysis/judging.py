@@ -1,0 +1,126 @@
+"""How a report judges: the judging plan's settings, declared once, and the family correction.
+
+`Judging` is an experiment file's `judging:` section and the judging flags of `compare` and
+`report` (`--margin`, `--min-gain`, `--alpha`, `--family`, `--target`). The correction that
+holds the report's family-wise error is one entry of `FAMILIES`: its arithmetic and the words a
+report prints for it, so no sentence names it on its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..engine.config import load_yaml
+from ..errors import ConfigError
+from ..settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
+
+POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole scale
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A family-wise correction: its name as reports print it, and a claim's adjusted p-value
+    from its raw one (`k` policies in the family, `looks` planned looks), compared with alpha."""
+
+    name: str
+    rule: str  # the sentence that says how, with {policies}, {looks_text} and {level} filled in
+    adjust: Callable[[float, int, int], float]
+
+
+FAMILIES = {
+    "bonferroni": Correction(
+        "Bonferroni",
+        "Bonferroni over {policies}{looks_text}: each policy's claims are tested at {level}",
+        lambda p, k, looks: min(1.0, p * k * looks),
+    ),
+}
+
+
+def _points(low: float, closed_low: bool) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        ok = (low <= v if closed_low else low < v) and v <= POINTS and math.isfinite(v)
+        return None if ok else f"must be a number of accuracy points in {'[' if closed_low else '('}{low:g}, 100]"
+
+    return check
+
+
+@dataclass(frozen=True)
+class Judging:
+    """The judging plan's settings (the margin m, the minimum gain δ, the family-wise error and
+    its correction), and the time-to-accuracy target, which describes and decides nothing."""
+
+    margin: float = option(
+        0.3,
+        check=_points(0.0, closed_low=False),
+        help="The margin m in accuracy points: 'worth it' needs the policy shown not worse than "
+        "regular by more than m; 'not worth it' follows from worse by m or more. (default 0.3)",
+    )
+    min_gain: float | None = option(
+        None,
+        check=optional(_points(0.0, closed_low=True)),
+        help="The minimum gain δ over the cheap alternative (points): a policy shown not to beat "
+        "it by more than δ is 'not worth it'. (default: the margin)",
+    )
+    alpha: float = option(
+        0.05,
+        check=in_range(0.0001, 0.5, closed_high=True),
+        help="The chance of any wrong 'worth it' or 'not worth it' in the report (over all planned looks). (default 0.05)",
+    )
+    family: str = option(
+        "bonferroni",
+        choices=tuple(FAMILIES),
+        help="How the family of policies shares alpha: bonferroni (each policy's claims at alpha / "
+        "(policies x looks)). (default bonferroni)",
+    )
+    target: float | None = option(
+        None,
+        check=optional(_points(0.0, closed_low=False)),
+        help="Test accuracy (%) for time-to-accuracy, which describes and decides nothing. "
+        "(default: regular's mean final accuracy − 0.5 pt, per model and dataset)",
+    )
+
+    @property
+    def gain(self) -> float:
+        return self.margin if self.min_gain is None else self.min_gain
+
+    @property
+    def correction(self) -> Correction:
+        return FAMILIES[self.family]
+
+    def decisive(self) -> dict[str, Any]:
+        """The settings that change a decision (the target does not), as a plan records them."""
+        return {"margin": self.margin, "min_gain": self.gain, "alpha": self.alpha, "family": self.family}
+
+
+SECTION = "judging"
+FIELDS = {f.name: f for f in fields(Judging)}
+NAMES = tuple(FIELDS)
+
+
+def load_judging(config_file: str | Path | None, overrides: dict[str, Any], base: Judging | None = None) -> Judging:
+    """`base` (default: the defaults), then the experiment file's `judging` section, then the
+    flags ('judging.key' -> value; None = not given); checked, unknown keys refused."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        section = load_yaml(config_file).get(SECTION) or {}
+        values.update(_read(section, str(config_file)))
+    values.update(_read({k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None}, "command line"))
+    judging = dataclasses.replace(base or Judging(), **values)
+    check_section(judging, SECTION + ".")
+    return judging
+
+
+def _read(section: Any, source: str) -> dict[str, Any]:
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: section '{SECTION}' must be a mapping")
+    out = {}
+    for key, value in section.items():
+        if key not in NAMES:
+            raise ConfigError(f"{source}: unknown key '{SECTION}.{str(key)[:40]}' (valid: {', '.join(NAMES)})")
+        where = flag_name(FIELDS[key]) if source == "command line" else f"{source}: {SECTION}.{key}"
+        out[key] = coerce(value, type_of(Judging, key), where)
+    return out

@@ -1,0 +1,91 @@
+"""Planned looks, replayed from the runs present: at look j the first `looks[j]` seeds of every
+arm decide every policy not yet decided, each policy's claims at alpha / (k · L) (the family's
+correction over k policies and L looks); a decision reached at a look stands. `compare
+--until-decided` and `report` both call `replay`, so the procedure and its report are one
+computation from one set of runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..arms import REGULAR
+from .advice import enrich
+from .decision import CANT_TELL, Decision, decide
+from .groups import Context, group
+from .judging import Judging
+from .runs import Run
+
+
+@dataclass(frozen=True)
+class Look:
+    number: int  # 1-based
+    seeds: int  # the seeds it plans: 0 .. seeds - 1
+    level: float  # what each policy's claims spend at it
+    decided: tuple[str, ...]  # the policies first decided at this look
+    open: tuple[str, ...]  # still can't tell after it
+
+
+def key(d: Decision) -> str:
+    return f"{d.policy} ({d.context.model} on {d.context.label})"
+
+
+def decidable(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
+    """The contexts that hold regular runs: the only ones a decision can be made in."""
+    return {c: by for c, by in group(runs).items() if by.get(REGULAR)}
+
+
+def replay(
+    runs: list[Run], judging: Judging, looks: tuple[int, ...], upto: int | None = None
+) -> tuple[list[Decision], list[Look]]:
+    """Each policy's decision (from the look that reached it, else the last look present) and
+    the looks replayed. A look whose seeds no run has yet is not replayed; `upto` stops earlier."""
+    reached: dict[str, Decision] = {}
+    last: dict[str, Decision] = {}
+    done: list[Look] = []
+    k: int | None = None
+    before = 0
+    for number, seeds in enumerate(looks[: upto or len(looks)], start=1):
+        if number > 1 and not any(before <= r.seed < seeds for r in runs):
+            break
+        groups = decidable([r for r in runs if r.seed < seeds])
+        nxt = looks[number] if number < len(looks) else None
+        found = decide(groups, judging, looks=len(looks), family=k)
+        found = enrich([d for d in found if key(d) not in reached], groups, judging, nxt)
+        k = k or (found[0].family if found else None)
+        new: list[str] = []
+        still: list[str] = []
+        for d in found:
+            last[key(d)] = replace(d, look=number)
+            (new if d.word != CANT_TELL else still).append(key(d))
+        reached.update({name: last[name] for name in new})
+        level = found[0].level if found else judging.alpha / len(looks)
+        done.append(Look(number, seeds, level, tuple(new), tuple(still)))
+        before = seeds
+        if not still:
+            break
+    order = list(last)
+    return [reached.get(name, last[name]) for name in order], done
+
+
+def single(runs: list[Run], judging: Judging) -> list[Decision]:
+    """A report without planned looks: every policy over all its seeds, one family."""
+    groups = decidable(runs)
+    return enrich(decide(groups, judging), groups, judging)
+
+
+def record(planned: tuple[int, ...], looks: list[Look], decisions: list[Decision], judging: Judging) -> dict[str, Any]:
+    """The looks as scripts read them (looks.json, `compare --json`): the plan, each look, and the
+    decisions reached with the look that reached them."""
+    return {
+        "rule": judging.correction.name,
+        "alpha": judging.alpha,
+        "looks": list(planned),
+        "done": [asdict(look) for look in looks],
+        "decisions": {
+            key(d): {"word": d.word, "look": d.look, "p_adjusted": d.p_adjusted}
+            for d in decisions
+            if d.word != CANT_TELL
+        },
+    }

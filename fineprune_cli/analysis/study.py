@@ -1,0 +1,50 @@
+"""One study per report: the runs, the judging plan they were made under, and the report's one
+family of decisions, computed once. Every renderer (the verdict, summary.csv, index.md, the
+terminal tables of `compare` and `report`) reads the decisions from here and decides nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import plan as plans_
+from .decision import Decision
+from .judging import Judging
+from .plan import Plan
+from .runs import Run
+from .sequence import Look, replay, single
+
+
+@dataclass(frozen=True)
+class Study:
+    runs: list[Run]
+    judging: Judging
+    decisions: list[Decision]
+    plans: list[Plan] = field(default_factory=list)
+    post_hoc: list[str] = field(default_factory=list)  # why these decisions are not the planned ones
+    looks: tuple[int, ...] = ()  # the planned looks replayed (() without a looks plan)
+    replayed: list[Look] = field(default_factory=list)
+    beyond: list[int] = field(default_factory=list)  # seeds present past the last planned look
+
+    @property
+    def decision_of(self) -> dict[tuple[object, str], Decision]:
+        return {(d.context, d.policy): d for d in self.decisions}
+
+
+def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | None = None) -> Study:
+    """Decide `runs` under `judging` (default: the one plan recorded, else the defaults)."""
+    plans = list(plans or [])
+    agreed = plans_.agreed(plans)
+    judging = judging or (agreed.judging if agreed else Judging())
+    looks = agreed.looks if agreed else ()
+    reasons = plans_.post_hoc(plans, judging)
+    if not looks:
+        return Study(runs, judging, single(runs, judging), plans, reasons)
+    decisions, replayed = replay(runs, judging, looks)
+    beyond = sorted({r.seed for r in runs if r.seed >= looks[-1]})
+    return Study(runs, judging, decisions, plans, reasons, looks, replayed, beyond)
+
+
+def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = None) -> Study:
+    return study(runs, judging, plans_.find(paths))

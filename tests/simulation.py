@@ -1,0 +1,181 @@
+"""The decision procedure simulated end to end: per-seed final accuracies drawn from a known
+model, made into in-memory runs, and decided by `analysis.decision.decide` itself, many times.
+Shared by tests/test_decision_simulation.py and experiments/decisions/simulate.py (which writes
+the error and power tables of docs/decisions.md); imported as a plain module, as `factories` is.
+
+The model: accuracy = 90 + arm mean + seed effect (sd 0.2, shared by every arm of a seed) +
+noise (sd sigma, times `noisier` for a policy's arm), on a 10,000-image test set's grid. Each
+policy has a budget and the shorter-schedule arm(s) at that budget, so its cheap alternative C(p)
+is training fewer epochs, read at one arm or (`interpolated`) between two. A truth is, per
+policy, (its change against regular, its change against C(p)); a report is wrong when it says
+*worth it* where that is false, or *not worth it* where that is false.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, decide
+from fineprune_cli.analysis.groups import Context
+from fineprune_cli.analysis.runs import Run
+from fineprune_cli.arms import REGULAR, shorter_arm
+from fineprune_cli.engine.record import EpochRow, RunSummary, Status
+
+try:  # the judging settings moved to their own module with the 5%-holds issue; the old code had them here
+    from fineprune_cli.analysis.judging import Judging
+except ImportError:  # pragma: no cover - only when this harness is run against older decision code
+    from fineprune_cli.analysis.decision import Judging  # type: ignore[no-redef]
+
+M = Judging().margin
+GAIN = Judging().gain
+ALPHA = 0.05
+EPOCHS, N = 20, 100  # a shorter arm at budget b trains round(20 (1 - b)) epochs: 5% steps land exactly
+POLICIES = ("fine", "infobatch", "ucb", "egreedy", "kakurenbo")  # scored policies, in this order
+SEED_SD = 0.2
+CTX = Context("lenet", "simulated")
+
+# truths (change against regular, change against C(p))
+WORTH_EDGE = (-M, 1.0)  # exactly m below regular: worth it is false, not worth it true (the half-line)
+NOT_WORTH_EDGE = (0.0, GAIN + 1e-9)  # just past the minimum gain over C(p): not worth it is false
+LEVEL_WITH_C = (0.0, 0.0)  # level with C(p): worth it is false, not worth it true
+CLEARLY_WORTH = (0.0, 1.0)
+CLEARLY_NOT = (-2.0, -2.0)
+
+
+def wrong(word: str, truth: tuple[float, float]) -> bool:
+    """Whether a decision's word contradicts the truth. The claims cover every truth (not worth
+    it includes its boundary: Δ_reg <= -m or Δ_C <= δ), so at most one of the two is false."""
+    d_reg, d_c = truth
+    worth_true = d_reg > -M and d_c > 0
+    not_worth_true = d_reg <= -M or d_c <= GAIN
+    return (word == WORTH and not worth_true) or (word == NOT_WORTH and not not_worth_true)
+
+
+def _run(policy: str, seed: int, final: float, epochs: int = EPOCHS, skipped: int = 0, arm: str = "") -> Run:
+    summary = RunSummary(
+        model=CTX.model,
+        dataset="sim",
+        epochs=epochs,
+        seed=seed,
+        policy=policy,
+        arm=arm,
+        status=Status.COMPLETE,
+        epochs_completed=epochs,
+        dataset_label=CTX.label,
+        num_train=N,
+        final_accuracy=final,
+        best3_accuracy=final,
+        samples_skipped=skipped,
+    )
+    row = EpochRow(epochs, 0.1, N, 1.0, 1.0, 1.0, final, 0, 0.0)
+    return Run(Path(f"/sim/{arm or policy}-seed{seed}"), summary, {}, [row])
+
+
+@dataclass(frozen=True)
+class Design:
+    """What one simulated report holds: the truths, seeds, noise, and how C(p) is read."""
+
+    truths: tuple[tuple[float, float], ...]
+    seeds: int = 5
+    sigma: float = 0.2
+    noisier: tuple[float, ...] = ()  # per policy: its arm's sd over sigma (default 1)
+    interpolated: bool = False  # C(p) read between two shorter arms (budgets on 5% steps, policies between)
+
+    def budgets(self) -> list[float]:
+        """Each policy's budget: its own shorter arm's (10%, 20%, ...), or halfway between two."""
+        return [round(0.1 * (i + 1) + (0.05 if self.interpolated else 0.0), 4) for i in range(len(self.truths))]
+
+    def arms(self) -> dict[str, tuple[float, float, dict]]:
+        """name -> (mean change against regular, sd factor, kwargs for _run)."""
+        out: dict[str, tuple[float, float, dict]] = {REGULAR: (0.0, 1.0, {})}
+        budgets = self.budgets()
+        lines = [d_reg - d_c for d_reg, d_c in self.truths]  # C(p)'s mean at each policy's budget
+        if self.interpolated:  # arms at 10%, 20%, ...: each policy halfway between two of them
+            values = [lines[0]]
+            for value in lines:
+                values.append(2 * value - values[-1])
+            shares = [round(0.1 * (i + 1), 4) for i in range(len(values))]
+        else:
+            values, shares = lines, budgets
+        for value, share in zip(values, shares):
+            name = shorter_arm(share)
+            out[name] = (value, 1.0, {"policy": REGULAR, "arm": name, "epochs": round(EPOCHS * (1 - share))})
+        for i, ((d_reg, _), share) in enumerate(zip(self.truths, budgets)):
+            factor = self.noisier[i] if i < len(self.noisier) else 1.0
+            out[POLICIES[i]] = (d_reg, factor, {"policy": POLICIES[i], "skipped": round(share * EPOCHS * N)})
+        return out
+
+
+def draw(rng: np.random.Generator, design: Design, seeds: int | None = None) -> dict[str, dict[int, Run]]:
+    """One report's runs: arm -> seed -> run."""
+    n = seeds or design.seeds
+    arms = design.arms()
+    seed_effect = rng.normal(0.0, SEED_SD, n)
+    by: dict[str, dict[int, Run]] = {}
+    for name, (mean, factor, kw) in arms.items():
+        noise = rng.normal(0.0, design.sigma * factor, n)
+        by[name] = {
+            s: _run(kw.get("policy", name), s, round(90.0 + mean + seed_effect[s] + noise[s], 2), **_rest(kw))
+            for s in range(n)
+        }
+    return by
+
+
+def _rest(kw: dict) -> dict:
+    return {k: v for k, v in kw.items() if k != "policy"}
+
+
+def words(by: dict[str, dict[int, Run]], alpha: float = ALPHA) -> list[str]:
+    """The report's word for each policy, in POLICIES order, as `decide` gives them."""
+    found = {d.policy: d.word for d in decide({CTX: by}, Judging(alpha=alpha))}
+    return [found[p] for p in POLICIES if p in found]
+
+
+def subset(by: dict[str, dict[int, Run]], n: int) -> dict[str, dict[int, Run]]:
+    return {arm: {s: r for s, r in seeds.items() if s < n} for arm, seeds in by.items()}
+
+
+def looked(
+    rng: np.random.Generator, design: Design, looks: tuple[int, ...], per_look: float | None = None
+) -> list[str]:
+    """One procedure of planned looks: all seeds drawn up front; each look decides the first n
+    seeds at alpha / (number of looks) (or `per_look`); a decision reached stands."""
+    by = draw(rng, design, looks[-1])
+    found = [""] * len(design.truths)
+    for n in looks:
+        now = words(subset(by, n), per_look or ALPHA / len(looks))
+        found = [w if w and w != "can't tell yet" else x for w, x in zip(found, now)]
+        if all(w in (WORTH, NOT_WORTH) for w in found):
+            break
+    return found
+
+
+def error_rate(
+    design: Design, reps: int = 2000, seed: int = 0, looks: tuple[int, ...] = (), per_look: float | None = None
+) -> float:
+    """The share of simulated reports with any wrong worth it or not worth it."""
+    rng = np.random.default_rng(seed)
+    bad = 0
+    for _ in range(reps):
+        found = looked(rng, design, looks, per_look) if looks else words(draw(rng, design))
+        bad += any(wrong(w, t) for w, t in zip(found, design.truths))
+    return bad / reps
+
+
+def decided_rate(design: Design, reps: int = 500, seed: int = 0) -> float:
+    """The share of policies decided, and rightly, over the simulated reports: the power."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):
+        found = words(draw(rng, design))
+        hits += sum(w in (WORTH, NOT_WORTH) and not wrong(w, t) for w, t in zip(found, design.truths))
+    return hits / (reps * len(design.truths))
+
+
+def bound(reps: int, rate: float = ALPHA, ses: float = 2.0) -> float:
+    """The promised rate plus `ses` Monte Carlo standard errors of a rate estimated from `reps`."""
+    return rate + ses * math.sqrt(rate * (1 - rate) / reps)
