@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test typecheck test-fast demo docs docs-settings reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
+.PHONY: setup test typecheck test-fast demo docs docs-settings simulate reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -46,6 +46,11 @@ docs: setup
 # docs/reference/settings.md from the settings' declarations (tests/test_docs.py fails while it is stale).
 docs-settings: setup
 	$(PY) -m fineprune_cli.cli.reference docs/reference/settings.md
+
+# The decision rule's error and power, simulated through `analysis.decision.decide` itself, into
+# results/decisions/simulation.md (docs/decisions.md quotes it); about 15 minutes on 2 cores.
+simulate: setup
+	$(PY) experiments/decisions/simulate.py
 
 FP := $(VENV)/bin/fineprune
 

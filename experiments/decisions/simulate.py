@@ -1,0 +1,135 @@
+"""The decision rule's measured error and power, for docs/decisions.md (`make simulate`).
+
+Every number comes from tests/simulation.py: per-seed accuracies drawn from a known model, made
+into runs and decided by `analysis.decision.decide` itself. Writes a Markdown page of tables to
+--out (default results/decisions/simulation.md) and prints it. With PYTHONPATH pointing at an
+older checkout it measures that checkout's decision code through the same harness.
+
+    python experiments/decisions/simulate.py                       # every table, ~15 min on 2 cores
+    python experiments/decisions/simulate.py --reps 500 --quick    # a look in a minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import simulation as sim  # noqa: E402
+
+SIGMAS = (0.1, 0.2, 0.5)
+SEEDS = (3, 5, 8)
+LEVEL4 = (sim.LEVEL_WITH_C,) * 4
+ERROR_CASES = {
+    "four level with C(p) (Δ_C = 0)": dict(truths=LEVEL4),
+    "four on the half-line (Δ_reg = −m, Δ_C = +1)": dict(truths=(sim.WORTH_EDGE,) * 4),
+    "four just past δ over C(p)": dict(truths=(sim.NOT_WORTH_EDGE,) * 4),
+    "two level with C(p), two decisive": dict(truths=(sim.LEVEL_WITH_C,) * 2 + (sim.CLEARLY_NOT,) * 2),
+    "four level, policies 2× noisier": dict(truths=LEVEL4, noisier=(2.0,) * 4),
+    "four level, policies 3× noisier": dict(truths=LEVEL4, noisier=(3.0,) * 4),
+    "four on the half-line, policies 2× noisier": dict(truths=(sim.WORTH_EDGE,) * 4, noisier=(2.0,) * 4),
+    "four level, one policy 3× noisier": dict(truths=LEVEL4, noisier=(3.0, 1.0, 1.0, 1.0)),
+    "four level, C(p) between two arms": dict(truths=LEVEL4, interpolated=True),
+}
+POWER_CASES = {
+    "worth it (Δ_reg = 0, Δ_C = +1)": sim.CLEARLY_WORTH,
+    "worth it (Δ_reg = 0, Δ_C = +0.5)": (0.0, 0.5),
+    "not worth it: level with C(p) (Δ_C = 0)": sim.LEVEL_WITH_C,
+    "not worth it: 1 pt below regular (Δ_reg = −1, Δ_C = 0)": (-1.0, 0.0),
+}
+LOOKS = ((3, 5, 8), (5, 8, 12))
+
+
+def _se(rate: float, reps: int) -> float:
+    return math.sqrt(max(rate * (1 - rate), 1e-12) / reps)
+
+
+def _cell(rate: float, reps: int) -> str:
+    return f"{100 * rate:.1f} ± {100 * _se(rate, reps):.1f}"
+
+
+def error_table(reps: int, sigmas, seeds) -> list[str]:
+    head = [f"σ {s:g}, {n} seeds" for s in sigmas for n in seeds]
+    lines = ["| truth of the policies | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
+    for name, kw in ERROR_CASES.items():
+        cells = []
+        for sigma in sigmas:
+            for n in seeds:
+                design = sim.Design(seeds=n, sigma=sigma, **kw)
+                cells.append(_cell(sim.error_rate(design, reps), reps))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        print(f"  {name}", file=sys.stderr, flush=True)
+    return lines
+
+
+def looks_table(reps: int, sigmas) -> list[str]:
+    head = [f"σ {s:g}" for s in sigmas]
+    lines = ["| looks (four level with C(p)) | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
+    for looks in LOOKS:
+        cells = [_cell(sim.error_rate(sim.Design(LEVEL4, sigma=s), reps, looks=looks), reps) for s in sigmas]
+        lines.append(f"| after {', '.join(map(str, looks))} seeds | " + " | ".join(cells) + " |")
+    return lines
+
+
+def power_table(reps: int, sigmas, seeds) -> list[str]:
+    head = [f"σ {s:g}, {n} seeds" for s in sigmas for n in seeds]
+    lines = ["| truth (four such policies) | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
+    for name, truth in POWER_CASES.items():
+        cells = []
+        for sigma in sigmas:
+            for n in seeds:
+                rate = sim.decided_rate(sim.Design((truth,) * 4, seeds=n, sigma=sigma), reps)
+                cells.append(f"{100 * rate:.0f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=2000, help="simulated reports per error cell (default 2000)")
+    parser.add_argument("--power-reps", type=int, default=500, help="per power cell (default 500)")
+    parser.add_argument("--quick", action="store_true", help="σ 0.2 and 5 seeds only")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "decisions" / "simulation.md")
+    args = parser.parse_args()
+    sigmas, seeds = ((0.2,), (5,)) if args.quick else (SIGMAS, SEEDS)
+    start = time.time()
+    commit = subprocess.run(  # "-dirty": made from uncommitted code, which the commit adding the file holds
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=ROOT
+    ).stdout
+    parts = [
+        "# The decision rule, simulated",
+        "",
+        f"Made by `python experiments/decisions/simulate.py` at commit {commit.strip() or 'unknown'} "
+        f"({args.reps} simulated reports per error cell, {args.power_reps} per power cell; Monte Carlo "
+        "standard errors after ±). The model and the truths: tests/simulation.py. Decisions by "
+        "`analysis.decision.decide` at alpha 5%, m = δ = 0.3 pt, four policies (k = 4): each policy's "
+        "claims at 1.25%.",
+        "",
+        "## Reports with any wrong *worth it* or *not worth it* (%)",
+        "",
+        *error_table(args.reps, sigmas, seeds),
+        "",
+        "## Planned looks: reports with any wrong decision over the whole procedure (%)",
+        "",
+        *looks_table(args.reps, sigmas),
+        "",
+        "## Power: policies decided, and rightly (% of policies)",
+        "",
+        *power_table(args.power_reps, sigmas, seeds),
+        "",
+        f"Took {time.time() - start:.0f} s.",
+    ]
+    text = "\n".join(parts) + "\n"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
