@@ -436,7 +436,7 @@ def test_resume_refuses_a_run_whose_class_folders_were_swapped(tmp_path):
     with pytest.raises(
         ConfigError,
         match=r"r: the train images in .*imgs changed since the run started "
-        r"\(12 files, \w+ then, 12 files, \w+ now.*resume refused",
+        r"\(12 files, content \w+ then, 12 files, content \w+ now.*resume refused",
     ):
         resume(tmp_path / "r", show_progress=False)
     swap_class_folders(tmp_path / "imgs" / "train")  # put back: the same data again

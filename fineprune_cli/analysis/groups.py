@@ -34,7 +34,8 @@ from ..errors import ConfigError
 from .runs import Run, arm_of, policy_order
 
 # not settings: where a run was written, its seed, its machine, its bookkeeping (the data's
-# folder stays one: two image folders without a label would otherwise read as one dataset)
+# folder stays one while no run recorded what data it read: two image folders without a label
+# would otherwise read as one dataset; see `settings`)
 NOT_SETTINGS = (
     "run.out",
     "run.checkpoint_every",
@@ -72,8 +73,13 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 DEFAULTS = {**_flat(Config().to_dict()), WORLD: 1}
 
 
-def settings(run: Run) -> dict[str, Any]:
-    """The run's settings as {'section.key': value}, defaults filled in."""
+FOLDER = "data.data_dir"
+
+
+def settings(run: Run, by_identity: bool = False) -> dict[str, Any]:
+    """The run's settings as {'section.key': value}, defaults filled in. `by_identity`: its set's
+    runs recorded what data they read (`summary.data`, by content), which then tells data apart,
+    so where the folder lay is no setting: a copy at another path is the same data."""
     try:
         tree = config_from_dict(run.config, str(run.path)).to_dict()
     except ConfigError:  # a field this version no longer has: what it holds still tells runs apart
@@ -82,7 +88,11 @@ def settings(run: Run) -> dict[str, Any]:
     found = {**DEFAULTS, **_flat(tree), WORLD: run.summary.world_size}
     if not found.get("prune.enabled", False):  # a regular run: the pruning settings never acted
         found = {k: v for k, v in found.items() if not k.startswith("prune.")}
-    return {k: v for k, v in found.items() if k not in NOT_SETTINGS}
+    return {k: v for k, v in found.items() if k not in NOT_SETTINGS and not (by_identity and k == FOLDER)}
+
+
+def _identified(runs: list[Run]) -> bool:
+    return any(run.summary.data for run in runs)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -164,8 +174,9 @@ def _suffix(row: _Row, keys: set[str]) -> str:
 
 def _rows(runs: list[Run]) -> list[_Row]:
     rows: list[_Row] = []
+    identified = _identified(runs)
     for run in sorted(runs, key=lambda r: (policy_order(r.policy), r.seed, str(r.path))):
-        mine = settings(run)
+        mine = settings(run, identified)
         row = next((r for r in rows if r.arm == run.policy and _same(r.settings, mine)), None)
         if row is None:
             rows.append(row := _Row(run.policy, mine, {}))
@@ -270,7 +281,9 @@ def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
             out += [
                 (run, row.seeds[run.seed])
                 for run in members
-                if id(run) not in kept and run.policy == row.arm and _same(settings(run), row.settings)
+                if id(run) not in kept
+                and run.policy == row.arm
+                and _same(settings(run, _identified(members)), row.settings)
             ]
     return out
 

@@ -43,6 +43,7 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
 def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
     """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a run made with other
     settings or on other data (`data`: the data's identity now), finished or not, is an error."""
+    from ..engine.dataid import is_content
     from ..engine.stream import data_identity
 
     path = Path(job_cfg.run.out)
@@ -65,9 +66,9 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
             f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
             "use another --out or delete that folder"
         )
-    changed = data_changes(
-        summary.data, data_identity(job_cfg.data) if data is None else data, str(job_cfg.data.data_dir)
-    )
+    if data is None or (summary.data and is_content(data) != is_content(summary.data)):  # recorded before content ids
+        data = data_identity(job_cfg.data, summary.data)
+    changed = data_changes(summary.data, data, str(job_cfg.data.data_dir))
     if changed:
         raise ConfigError(
             f"{path} holds a run ({status.value}) made on other data: {changed}; "

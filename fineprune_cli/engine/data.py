@@ -143,8 +143,32 @@ def _find_idx(dirs: list[Path], stem: str) -> Path | None:
     return None
 
 
+def _fashion_dirs(data_dir: Path | None) -> list[Path]:
+    return [data_dir, data_dir / "FashionMNIST" / "raw"] if data_dir else [FASHION_MNIST_SYSTEM_DIR]
+
+
+def _cifar_files(data_dir: Path | None, hundred: bool) -> tuple[Path, list[str], str]:
+    """The CIFAR pickle folder, its training batches and its test batch."""
+    sub = (data_dir or Path("data")) / ("cifar-100-python" if hundred else "cifar-10-batches-py")
+    train_files = ["train"] if hundred else [f"data_batch_{i}" for i in range(1, 6)]
+    return sub, train_files, "test" if hundred else "test_batch"
+
+
+def source_files(dataset: str, data_dir: Path | None) -> list[Path] | None:
+    """The files a built-in dataset is read from, where they all exist (their content is the
+    dataset's identity, `engine.dataid`); None for the others or while any is missing."""
+    if dataset == "fashion-mnist":
+        found = [_find_idx(_fashion_dirs(data_dir), stem) for stem in _IDX_FILES.values()]
+    elif dataset in ("cifar10", "cifar100"):
+        sub, train, test = _cifar_files(data_dir, dataset == "cifar100")
+        found = [sub / f if (sub / f).is_file() else None for f in [*train, test]]
+    else:
+        return None
+    return None if any(f is None for f in found) else [f for f in found if f is not None]
+
+
 def _fashion_mnist(data_dir: Path | None, download: bool) -> Dataset:
-    dirs = [data_dir, data_dir / "FashionMNIST" / "raw"] if data_dir else [FASHION_MNIST_SYSTEM_DIR]
+    dirs = _fashion_dirs(data_dir)
     paths = {k: _find_idx(dirs, stem) for k, stem in _IDX_FILES.items()}
     if any(p is None for p in paths.values()) and download:
         import torchvision
@@ -223,8 +247,7 @@ def _cifar_arrays(path: Path, label_key: str) -> tuple[torch.Tensor, torch.Tenso
 
 def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
     root = data_dir or Path("data")
-    sub = root / ("cifar-100-python" if hundred else "cifar-10-batches-py")
-    train_files = ["train"] if hundred else [f"data_batch_{i}" for i in range(1, 6)]
+    sub, train_files, test_file = _cifar_files(data_dir, hundred)
     offline = (
         ("; offline, CIFAR-10 (JPEG q75): make cifar10-jpeg, then --dataset folder --data-dir .data/cifar10-jpeg")
         if not hundred
@@ -240,7 +263,7 @@ def _cifar(data_dir: Path | None, download: bool, hundred: bool) -> Dataset:
         )
     label_key = "fine_labels" if hundred else "labels"
     parts = [_cifar_arrays(sub / f, label_key) for f in train_files]
-    test_x, test_y = _cifar_arrays(sub / "test" if hundred else sub / "test_batch", label_key)
+    test_x, test_y = _cifar_arrays(sub / test_file, label_key)
     meta = sub / ("meta" if hundred else "batches.meta")
     names_key = "fine_label_names" if hundred else "label_names"
     n = 100 if hundred else 10

@@ -54,7 +54,7 @@ def resumable(run_dir: Path) -> tuple[RunSummary, Config]:
         )
     cfg = validate(config_from_dict(load_run_config(run_dir), f"{run_dir}/config.yaml"))
     cfg.run.out = str(run_dir)
-    changed = data_changes(summary.data, data_identity(cfg.data), str(cfg.data.data_dir))
+    changed = data_changes(summary.data, data_identity(cfg.data, summary.data), str(cfg.data.data_dir))
     if changed:  # the checkpoint's counts and weights belong to other samples or labels
         raise ConfigError(f"{run_dir}: {changed}; resume refused")
     return summary, cfg

@@ -20,7 +20,8 @@ from torch.utils.data import DataLoader
 
 from ..errors import DataError
 from .config import DataConfig
-from .data import balanced_subset, load_dataset
+from .data import balanced_subset, load_dataset, source_files
+from .dataid import files_identity, folder_identity, is_content
 from .imagefolder import folder_mode, identity, list_folder, read_image
 from .trainer import CropFlip, DeviceData, crop_pad, pad_images, wants_augment
 
@@ -248,12 +249,17 @@ def load_data(
     return DeviceData.build(ds, device, augment), ds.in_channels, ds.num_classes
 
 
-def data_identity(d: DataConfig) -> dict[str, str]:
-    """An image folder's listings (per split: file count and a hash of paths, labels, sizes,
-    mtimes), which a run records and a resume or a comparison must find again; {} otherwise."""
-    if d.dataset != "folder":
-        return {}
-    return identity(Path(d.data_dir), folder_listing(d))
+def data_identity(d: DataConfig, recorded: dict[str, str] | None = None) -> dict[str, str]:
+    """The data's identity by content (`engine.dataid`), which a run records and a resume or a
+    comparison must find again; {} for synthetic data. `recorded`: a run's identity to compare
+    with; one recorded before identities were by content gets an image folder's listing, the
+    kind it holds."""
+    if d.dataset == "folder":
+        root = Path(d.data_dir) if d.data_dir is not None else Path()
+        listing = folder_listing(d)
+        return identity(root, listing) if recorded and not is_content(recorded) else folder_identity(root, listing)
+    files = source_files(d.dataset, Path(d.data_dir) if d.data_dir else None)
+    return files_identity(files) if files else {}
 
 
 def folder_listing(d: DataConfig) -> dict:
