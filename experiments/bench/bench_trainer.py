@@ -2,13 +2,17 @@
 
 Both do the same forward / backward / SGD step over shuffled batches of 128; ours also
 computes per-sample losses, accumulates metrics on the device and (in the third column)
-feeds the DroppingCount tracker. Epochs alternate ours/bare so drifting machine load hits
-both alike; the ratio of medians is the figure to read.
+feeds the DroppingCount tracker. The bare loop is what a competent user writes for the device:
+on a GPU the model in channels_last and the forward in bf16 autocast, as the data the trainer
+keeps there is bf16 (an fp32 model fed those tensors fails, as it did on an H200). Epochs
+alternate ours/bare so drifting machine load hits both alike; the ratio of medians is the
+figure to read.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import torch
@@ -24,10 +28,21 @@ from fineprune_cli.pruning.tracker import DroppingCount
 from fineprune_cli.engine.trainer import DeviceData, Trainer
 
 
+def bare_model(name: str, channels: int, classes: int, device: torch.device) -> torch.nn.Module:
+    """The model as a GPU user sets it up: channels_last on CUDA (tensor cores want NHWC)."""
+    fmt = torch.channels_last if device.type == "cuda" else torch.contiguous_format
+    return models.create(name, channels, classes).to(device, memory_format=fmt)
+
+
 def bare_epoch(model, opt, x, y, batch_size, gen):
+    """One epoch over shuffled batches; data kept in a reduced precision (bf16, as the trainer
+    keeps it on a GPU) is trained under autocast to that precision, the weights staying fp32."""
+    low = x.dtype in (torch.bfloat16, torch.float16)
+    precision = torch.autocast(x.device.type, dtype=x.dtype) if low else contextlib.nullcontext()
     perm = torch.randperm(len(y), generator=gen, device=x.device)
     for idx in perm.split(batch_size):
-        loss = F.cross_entropy(model(x[idx]), y[idx])
+        with precision:
+            loss = F.cross_entropy(model(x[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -48,7 +63,7 @@ def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device
     torch.manual_seed(0)
     ours = Trainer(models.create(model_name, ds.in_channels, ds.num_classes), data, cfg, device)
     torch.manual_seed(0)
-    bare = models.create(model_name, ds.in_channels, ds.num_classes).to(device)
+    bare = bare_model(model_name, ds.in_channels, ds.num_classes, device)
     opt = torch.optim.SGD(bare.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     gen = torch.Generator(device=device).manual_seed(0)
     tracker, watch = DroppingCount(data.num_train, device=device), Stopwatch(device)

@@ -1,0 +1,60 @@
+"""experiments/bench/bench_trainer.py's bare loop on data stored as the CUDA path stores it (bf16):
+an H200 found that the old loop fed those tensors to an fp32 model; this reproduces it on a CPU by
+construction and checks the loop a GPU user writes (bf16 autocast, fp32 weights) trains on them."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+BENCH = Path(__file__).resolve().parents[1] / "experiments" / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench_trainer():
+    sys.path.insert(0, str(BENCH))  # the script imports its folder's `common`, as when run
+    try:
+        spec = importlib.util.spec_from_file_location("bench_trainer", BENCH / "bench_trainer.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _bf16_data(n=64):
+    """CIFAR-shaped inputs in bf16, as `DeviceData.build` keeps them on CUDA."""
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(n, 3, 32, 32, generator=g).to(torch.bfloat16), torch.randint(0, 10, (n,), generator=g)
+
+
+def _old_bare_epoch(model, opt, x, y, batch_size, gen):
+    """The loop as it was at d26b633: no autocast."""
+    for idx in torch.randperm(len(y), generator=gen).split(batch_size):
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+
+def test_the_old_bare_loop_fails_on_bf16_data_and_the_new_one_trains(bench_trainer):
+    x, y = _bf16_data()
+    torch.manual_seed(0)
+    model = bench_trainer.bare_model("lenet", 3, 10, torch.device("cpu"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with pytest.raises(RuntimeError, match="should be the same"):
+        _old_bare_epoch(model, opt, x, y, 16, torch.Generator().manual_seed(0))
+    before = [p.detach().clone() for p in model.parameters()]
+    bench_trainer.bare_epoch(model, opt, x, y, 16, torch.Generator().manual_seed(0))
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # the weights stay fp32
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))  # and they trained
+
+
+def test_the_bare_model_is_channels_last_on_cuda_only(bench_trainer):
+    cpu = bench_trainer.bare_model("resnet18", 3, 10, torch.device("cpu"))
+    conv = next(m for m in cpu.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.is_contiguous()  # NCHW on a CPU, as the trainer keeps it there
