@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from fineprune_cli.analysis.decision import Judging
 from fineprune_cli.analysis.report import write_report
 from fineprune_cli.engine.files import read_regular_text
 
@@ -21,6 +20,10 @@ REPORTS = {  # out folder: (run folders, notes), as each report's commands make 
     "results/cifar10-jpeg-lenet-cpu": (
         ["results/cifar10-jpeg-lenet-cpu/runs", "results/cifar10-jpeg-lenet-cpu/runs-no-rescale"],
         "results/cifar10-jpeg-lenet-cpu/notes.md",
+    ),
+    "results/cifar10-jpeg-resnet18-e20-h200": (
+        ["results/cifar10-jpeg-resnet18-e20-h200/call1", "results/cifar10-jpeg-resnet18-e20-h200/call2"],
+        "results/cifar10-jpeg-resnet18-e20-h200/notes.md",
     ),
 }
 FILES = (
@@ -45,7 +48,7 @@ def test_the_committed_report_is_current(out, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # runs.csv names the run folders as the report's command did
     runs, notes = REPORTS[out]
     text = read_regular_text(Path(notes), 1 << 20) if notes else ""
-    write_report([Path(r) for r in runs], tmp_path, with_plots=False, notes=text, judging=Judging())
+    write_report([Path(r) for r in runs], tmp_path, with_plots=False, notes=text)  # judged as the command did
     for name in FILES:
         assert (tmp_path / name).read_text() == (ROOT / out / name).read_text(), f"{out}/{name} is stale"
     assert decisions((tmp_path / "index.md").read_text()) == decisions((ROOT / out / "index.md").read_text())
