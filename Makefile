@@ -100,11 +100,11 @@ STREAM_DATA ?= .data/cifar10-jpeg
 bench-stream: setup
 	OMP_NUM_THREADS=1 taskset -c 0 $(PY) experiments/bench/bench_stream.py --data-dir $(STREAM_DATA) --workers 1
 
-# `make gpu`: the CUDA path checked, benchmarked and the ResNet-18 row reproduced (issue 16), in steps
-# that each fit one 10-minute call on a lent GPU machine: STEP=check|bench|reproduce-regular|
-# reproduce-fine|reproduce-random|report|dist|all; a reproduce step trains as many epochs as fit and
-# the same step called again on that machine continues its run (GPU_ARGS='--epochs N': the recipe
-# scaled to N epochs; experiments/gpu/README.md). It uses the machine's own python3 and torch (no venv;
+# `make gpu`: the CUDA path checked, benchmarked and the ResNet-18 row reproduced (issues 16, 42), in
+# steps that each fit one 10-minute call on a lent GPU machine: STEP=check|bench|reproduce|report|dist|all;
+# reproduce trains the next missing runs of the GPU matrix, as many whole runs as fit the call, and any
+# later call goes on from the runs made (GPU_ARGS='--epochs N': the recipe scaled to N epochs;
+# experiments/gpu/README.md). It uses the machine's own python3 and torch (no venv;
 # the project itself is installed with --no-deps, so nothing is downloaded). Where the copy has no .git, name the
 # commit, COMMIT=<sha>. Dry run on a CPU: make gpu DEVICE=cpu QUICK=1 (results in .gpu-quick/).
 GPU_PY  ?= python3
@@ -122,7 +122,7 @@ gpu:
 		experiments/gpu/gpu.py $(STEP) --device $(DEVICE) $(if $(QUICK),--quick) $(if $(RESULTS),--results-dir $(RESULTS)) $(GPU_ARGS)
 
 # What the GPU machine cannot reach, copied into the ignored .gpu-data/ so it can travel with the
-# working tree (64 MiB a call): carry .gpu-data/cifar10 for the reproduce steps (55 MB),
+# working tree (64 MiB a call): carry .gpu-data/cifar10 for the reproduce step (55 MB),
 # .gpu-data/fashion-mnist for the check step (30 MB).
 gpu-data: $(FMNIST)
 	mkdir -p .gpu-data/cifar10 .gpu-data/fashion-mnist

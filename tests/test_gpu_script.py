@@ -1,7 +1,7 @@
 """The CPU dry run of `make gpu` (experiments/gpu/gpu.py --device cpu --quick): every step on its
 own, as on a GPU machine (one call each), with the files each step promises and what it packs
-into $OUT to come back; a reproduce run split over two calls; how many epochs a call trains at
-a given epoch time. Keeps the script from rotting between GPU sessions."""
+into $OUT to come back; the matrix's runs made over two calls on two "machines" (two work
+folders) adding up in one report. Keeps the script from rotting between GPU sessions."""
 
 import csv
 import importlib.util
@@ -20,8 +20,7 @@ from fineprune_cli.engine import record as records
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_DIR = ROOT / "experiments" / "gpu"
-STEPS = ("check", "bench", "reproduce-regular", "reproduce-fine", "reproduce-random", "report", "dist")
-POLICIES = ("regular", "fine", "random")
+STEPS = ("check", "bench", "reproduce", "report", "dist")
 # the module fixtures below are made once: make test's pytest-xdist (--dist loadscope) runs a
 # module's tests in one worker
 
@@ -43,8 +42,10 @@ def dry_run(tmp_path_factory):
         str(results),
         "--work-dir",
         str(base / "work"),
+        "--runs",
+        "3",
     ]
-    # seven steps, each starting processes; under pytest-xdist they share the cores with another worker
+    # five steps, each starting processes; under pytest-xdist they share the cores with another worker
     proc = subprocess.run(
         cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)), capture_output=True, text=True, timeout=600
     )
@@ -98,37 +99,42 @@ def test_bench_writes_the_device_table(dry_run):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy", POLICIES)
-def test_reproduce_trains_one_policy_and_packs_it_without_the_checkpoint(dry_run, policy):
+def test_reproduce_trains_the_first_runs_of_the_matrix_and_packs_them_without_checkpoints(dry_run):
+    """--runs 3: the first three of look 1 (seed 0 of regular, fine and random), in this call's folder."""
     results, out, _ = dry_run
-    run = _one(f"dry-run-lenet-*/runs/lenet-folder/{policy}-seed0", results)
-    summary = json.loads((run / "summary.json").read_text())
+    call = _one("dry-run-lenet/calls/*", results)
+    runs = sorted(p.name for p in (call / "runs" / "lenet-folder").iterdir())
+    assert runs == ["fine-seed0", "random-seed0", "regular-seed0"]
+    summary = json.loads((call / "runs" / "lenet-folder" / "fine-seed0" / "summary.json").read_text())
     assert summary["status"] == "complete" and summary["epochs_completed"] == 4
-    assert summary["policy"] == policy and summary["dataset_label"] == "tiny generated JPEGs (dry run)"
-    assert summary.get("pruning_epochs", []) == ([] if policy == "regular" else [2, 4])
-    # the run trains in the ignored work folder, where its checkpoint stays for the next call
-    worked = results.parent / "work" / "runs" / run.relative_to(results).parts[0] / "lenet-folder" / run.name
-    assert (worked / "checkpoint.pt").exists() and not (run / "checkpoint.pt").exists()
-    names = _members(out / f"reproduce-{policy}.tar.gz")
-    prefix = f"results/{run.relative_to(results)}"
-    assert f"{prefix}/summary.json" in names and f"{prefix}/metrics.csv" in names
-    assert f"results/{run.relative_to(results).parts[0]}/logs/calls/reproduce-{policy}.json" in names
+    assert summary["dataset_label"] == "tiny generated JPEGs (dry run)" and summary["pruning_epochs"] == [2, 4]
+    assert summary["data"]["train"].startswith("200 files, content ")  # the identity copies share
+    record = json.loads((call / "call.json").read_text())
+    assert [(r["arm"], r["status"]) for r in record["runs"]] == [
+        ("regular", "complete"),
+        ("fine", "complete"),
+        ("random", "complete"),
+    ]
+    assert record["asked"] == 10  # look 1: five arms, seeds 0-1
+    plan = json.loads((results / "dry-run-lenet" / "plan.json").read_text())
+    assert plan["looks"] == [2, 3] and plan["runs_before"] == 0
+    names = _members(out / "reproduce.tar.gz")
+    prefix = f"results/{call.relative_to(results)}"
+    assert f"{prefix}/runs/lenet-folder/fine-seed0/metrics.csv" in names and f"{prefix}/call.json" in names
+    assert "results/dry-run-lenet/plan.json" in names
     assert not any(n.endswith("checkpoint.pt") for n in names)
 
 
 @pytest.mark.slow
-def test_report_names_device_commands_and_commit(dry_run):
+def test_report_names_the_calls_and_their_machines(dry_run):
     results, out, _ = dry_run
-    exp = _one("dry-run-lenet-*", results)
+    exp = results / "dry-run-lenet"
     index = (exp / "index.md").read_text()
-    run = json.loads((exp / "runs/lenet-folder/regular-seed0/summary.json").read_text())
-    assert "\n# lenet on tiny generated JPEGs (dry run): a dry run of `make gpu`\n" in index
-    assert f"device: {run['device']}" in index and f"commit {run['git_commit']}" in index
-    for policy in POLICIES:
-        calls = [line for line in index.splitlines() if line.startswith(f"  - reproduce-{policy}, call ")]
-        assert len(calls) == 1 and f"call 1 on {run['device']}: " in calls[0]
-        assert "`python experiments/gpu/gpu.py all --device cpu --quick" in calls[0] and "epochs 1-4" in calls[0]
-        assert "-m fineprune_cli compare --config" in calls[0] and f"--policies {policy}" in calls[0]
+    call = _one("dry-run-lenet/calls/*", results)
+    machine = json.loads((call / "call.json").read_text())["machine"]
+    assert "\n# The GPU matrix: a dry run of `make gpu`\n" in index
+    assert f"  - `{call.name}` on {machine}: regular seed 0: complete in " in index
+    assert "Plan: m 0.3 pt, δ 0.3 pt" in index and "looks after 2,3 seeds" in index  # recorded before the runs
     for table in ("table1_time.md", "table2_accuracy.md", "notes.md"):
         assert (exp / table).stat().st_size > 0
     names = _members(out / "report.tar.gz")
@@ -224,162 +230,40 @@ def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
     assert (tmp_path / "step.log").read_text() == "started\nasked to stop\n"
 
 
-# --- a run longer than one call ------------------------------------------------------------
-
-
-def test_epochs_that_fit_keeps_the_margin_at_the_boundary():
-    sizing = _gpu_module("sizing")
-    assert sizing.epochs_that_fit(100, 2.7, margin_s=20) == 29  # 80 / 2.7 = 29.6
-    assert sizing.epochs_that_fit(26.0, 3.0, margin_s=20) == 2  # exactly two epochs and the margin
-    assert sizing.epochs_that_fit(25.99, 3.0, margin_s=20) == 1
-    assert sizing.epochs_that_fit(10, 3.0, margin_s=20) == 0  # not even the margin is left
-    assert sizing.calls_needed(140, 140) == 1 and sizing.calls_needed(141, 140) == 2
-    assert sizing.calls_needed(5, 0) is None
-
-
-def _simulate_call(sizing, budget_left: float, startup: float, epoch: float, max_epochs=None) -> tuple[int, float]:
-    """A run whose epoch k is recorded at startup + k x epoch seconds, watched every 0.05 s; it
-    stops after the epoch in progress when the watcher says so. Returns (epochs, end time)."""
-    now = 0.0
-    stop = sizing.ChunkStop(lambda: max(0, int((now - startup) // epoch)), 0.0, budget_left, max_epochs)
-    while now < 10 * budget_left:
-        if stop.due(now):
-            epochs = int((now - startup) // epoch) + 1  # the one in progress is finished
-            return epochs, startup + epochs * epoch
-        now += 0.05
-    raise AssertionError("never stopped")
-
-
-@pytest.mark.parametrize("startup, epoch", [(90.0, 2.5), (240.0, 2.5), (90.0, 40.0), (30.0, 7.3)])
-def test_a_call_trains_the_epochs_that_fit_its_budget_and_stops_inside_it(startup, epoch):
-    """2.5 s: ResNet-18 over CIFAR-10 at 20,000 images/s, the speed issue 24 takes as realistic
-    before tuning: 200 epochs (500 s) do not fit a 550 s call after a 90 s start, 176 do. The
-    watcher sees a row up to one look (0.05 s) late, which can cost an epoch at a boundary."""
-    sizing = _gpu_module("sizing")
-    budget_left = 570 - 20  # --budget less the packing reserve
-    epochs, end = _simulate_call(sizing, budget_left, startup, epoch)
-    fit = sizing.epochs_that_fit(budget_left - startup, epoch)
-    assert epochs in (fit, sizing.epochs_that_fit(budget_left - startup - 0.05, epoch))
-    assert end <= budget_left - sizing.STOP_MARGIN_S < end + 2 * epoch + sizing.STOP_MARGIN_S
-    if (startup, epoch) == (90.0, 2.5):
-        assert fit == 176 and epochs >= 175
-
-
-def _call_record(**changes) -> dict:
-    record = {
-        "status": "interrupted",
-        "epochs": 4,
-        "epochs_before": 0,
-        "epochs_after": 2,
-        "seconds": 20.0,
-        "startup_s": 10.0,
-        "epoch_s": 2.0,
-        "checkpoint_mib": 0.5,
-    }
-    return {**record, **changes}
-
-
-def test_a_call_of_one_epoch_still_says_the_run_continues(tmp_path):
-    """On a loaded machine a --chunk-epochs 2 call can stop after its first epoch, which leaves no
-    epoch timed apart from the start: the dry run once printed no next step then (the two-call
-    test failed under load). The continuation line stays; the count needs a pace."""
-    reproduce, runner = _gpu_module("reproduce"), _gpu_module("runner")
-    ctx = runner.Ctx("cpu", True, tmp_path, tmp_path, None, "t", budget=570)
-    run = tmp_path / "runs" / "x" / "lenet-folder" / "random-seed0"
-    timed = "\n".join(reproduce.projection(ctx, "random", _call_record(), run))
-    assert "the other 2 epochs need 1 more call(s) of reproduce-random on this machine" in timed
-    untimed = "\n".join(
-        reproduce.projection(ctx, "random", _call_record(epochs_after=1, startup_s=None, epoch_s=None), run)
-    )
-    assert "the other 3 epochs need more call(s) (one epoch here: no pace yet) of reproduce-random" in untimed
-    assert "s an epoch" not in untimed
-    # a slow start on a loaded machine: at that pace not one epoch fits a call, yet the run goes on
-    # from its checkpoint (the two-call test failed in CI when this branch printed no next step)
-    slow = "\n".join(reproduce.projection(ctx, "random", _call_record(startup_s=560.0), run))
-    assert "not one epoch fits a call after such a start" in slow
-    assert "the other 2 epochs need more call(s) (at this call's pace not one epoch fits" in slow
-    no_checkpoint = reproduce.projection(ctx, "random", _call_record(checkpoint_mib=None, epoch_s=None), run)
-    assert not any("more call" in line for line in no_checkpoint)
-
-
-def test_chunk_epochs_caps_a_call():
-    sizing = _gpu_module("sizing")
-    assert _simulate_call(sizing, 550, 90.0, 2.5, max_epochs=5)[0] == 5
+# --- the matrix over two calls on two machines ---------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def two_calls(tmp_path_factory):
-    """reproduce-random as on a GPU machine kept between calls: the first stops after 2 of its
-    4 epochs (--chunk-epochs 2), the second continues the run from its checkpoint, a third finds
-    it complete (as a fresh machine would, from the archive unpacked into results/)."""
-    base = tmp_path_factory.mktemp("gpu-two-calls")
-    results, work = base / "results", base / "work"
+def two_machines(tmp_path_factory):
+    """The reproduce step called twice, each time as on a fresh machine (its own work folder: no
+    data, caches or runs of the other), four runs a call, then the report over both calls."""
+    base = tmp_path_factory.mktemp("gpu-two-machines")
+    results = base / "results"
     procs = []
-    for i, extra in enumerate((["--chunk-epochs", "2"], [], [])):
-        out = base / f"out{i}"
-        cmd = [
-            sys.executable,
-            "experiments/gpu/gpu.py",
-            "reproduce-random",
-            "--device",
-            "cpu",
-            "--quick",
-            "--results-dir",
-            str(results),
-            "--work-dir",
-            str(work),
-            *extra,
-        ]
-        procs.append(
-            subprocess.run(
-                cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)), capture_output=True, text=True, timeout=300
-            )
-        )
-        run = _one("dry-run-lenet-*/runs/lenet-folder/random-seed0", results)
-        procs[-1].summary = json.loads((run / "summary.json").read_text())
-    return results, work, base, procs
+    for i, step in enumerate(("reproduce", "reproduce", "report")):
+        cmd = [sys.executable, "experiments/gpu/gpu.py", step, "--device", "cpu", "--quick"]
+        cmd += ["--results-dir", str(results), "--work-dir", str(base / f"machine{min(i, 1)}"), "--runs", "4"]
+        env = dict(os.environ, OUT=str(base / f"out{i}"))
+        procs.append(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
+    return results, procs
 
 
 @pytest.mark.slow
-def test_a_run_cut_into_two_calls_resumes_and_completes(two_calls):
-    results, work, base, (first, second, third) = two_calls
-    for proc in (first, second, third):
-        assert proc.returncode == 0 and "\nreproduce-random: ok (" in proc.stdout, (
-            proc.stdout[-3000:] + proc.stderr[-3000:]
-        )
-    stopped = first.summary["epochs_completed"]
-    assert first.summary["status"] == "interrupted" and 1 <= stopped <= 3
-    assert "stopping it after this epoch: --chunk-epochs 2" in first.stdout
-    assert "more call(s) of reproduce-random on this machine" in first.stdout
-    assert f"reproduce-random: continuing from epoch {stopped} of 4" in second.stdout
-    assert "fineprune_cli train --resume" in second.stdout
-    assert second.summary["status"] == "complete" and second.summary["resumed_after_epochs"] == [stopped]
-    run = _one("dry-run-lenet-*/runs/lenet-folder/random-seed0", results)
-    with open(run / "metrics.csv", newline="") as f:
-        assert [int(r["epoch"]) for r in csv.DictReader(f)] == [1, 2, 3, 4]
-    calls = json.loads(_one("dry-run-lenet-*/logs/calls/reproduce-random.json", results).read_text())
-    assert [(c["epochs_before"], c["epochs_after"], c["status"]) for c in calls] == [
-        (0, stopped, "interrupted"),
-        (stopped, 4, "complete"),
-    ]
-    assert calls[0]["checkpoint_mib"] > 0 and calls[0]["epoch_s"] > 0
-    assert "reproduce-random: complete in " in third.stdout and "nothing to train" in third.stdout
-    assert "$ python" not in third.stdout  # no command ran, no call recorded
-    for i in (0, 1):  # each call brings back the run as it stood, never its checkpoint
-        names = _members(base / f"out{i}" / "reproduce-random.tar.gz")
-        assert f"results/{run.relative_to(results)}/metrics.csv" in names
-        assert not any(n.endswith("checkpoint.pt") for n in names)
-
-
-def test_a_fresh_machine_says_the_run_starts_again(tmp_path, capsys):
-    """The checkpoint stayed on the machine that trained the first epochs: the next machine
-    cannot continue the run and must not pretend to."""
-    reproduce = _gpu_module("reproduce")
-    calls = [{"status": "interrupted", "epochs_after": 67, "machine": "NVIDIA H100 80GB HBM3"}]
-    reproduce.say_plan("fine", tmp_path / "absent", {}, calls)
-    said = capsys.readouterr().out
-    assert "holds no checkpoint" in said and "67 epochs were trained on NVIDIA H100 80GB HBM3" in said
-    assert "starts again from epoch 1" in said
+def test_two_calls_on_two_machines_add_runs_of_one_matrix_and_one_report(two_machines):
+    results, procs = two_machines
+    for proc in procs:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    calls = sorted((results / "dry-run-lenet" / "calls").iterdir())
+    assert len(calls) == 2
+    made = [sorted(p.name for p in (c / "runs" / "lenet-folder").iterdir()) for c in calls]
+    assert made[0] == ["fine-seed0", "random-seed0", "regular-seed0", "shorter-10-seed0"]
+    assert len(made[1]) == 4 and not set(made[0]) & set(made[1])  # the next missing runs, none twice
+    assert "shorter-15-seed0" in made[1] and "regular-seed1" in made[1]
+    with open(results / "dry-run-lenet" / "summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["variant"] for r in rows} == {""}  # one context: the data unpacked twice is one dataset
+    seeds = {r["policy"]: int(r["seeds"]) for r in rows}
+    assert seeds["regular"] == 2 and seeds["fine"] == 2 and sum(seeds.values()) == 8
 
 
 def test_the_scaled_recipe_keeps_its_fractions_and_says_so():

@@ -4,6 +4,7 @@ procedure that replays the same looks when started again (the error over the who
 simulated in test_decision_simulation)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,33 @@ def test_the_report_replays_the_same_looks_from_the_runs():
     assert ucb.word == NOT_WORTH and ucb.look == 1 and len(looks) == 1
     late, _ = replay([r for r in runs if r.seed != 0 or r.policy != "ucb"], Judging(), (2, 3, 4))
     assert late[0].look != 1  # seed 0 of ucb gone: look 1 cannot decide it
+
+
+def test_the_next_runs_are_the_missing_ones_of_the_first_look_not_yet_whole(tmp_path):
+    """What `make gpu` trains next, call after call, from the runs made on any machine: look 1's
+    missing runs first; once it is whole, look 2's runs of what is still open (ucb decided at
+    look 1 is not trained again; egreedy's 35% budget asks for shorter-35); nothing once done."""
+    from fineprune_cli.sequential.looks import next_runs
+
+    cfg, c = tiny_compare(
+        tmp_path,
+        policies=["regular", "ucb", "egreedy", "kakurenbo"],
+        shorter=[0.3],
+        until_decided=True,
+        looks=[2, 3, 4],
+    )
+    recipe = _recipe_runs()
+    look1 = [r for r in recipe if r.seed < 2]
+    missing = next_runs(cfg, c, Judging(), [r for r in look1 if (r.policy, r.seed) != ("kakurenbo", 1)])
+    assert [(j.arm, j.seed) for j in missing] == [("kakurenbo", 1)]
+    look2 = next_runs(cfg, c, Judging(), look1)
+    assert sorted({j.arm for j in look2}) == ["egreedy", "kakurenbo", "regular", "shorter-30", "shorter-35"]
+    assert {(j.arm, j.seed) for j in look2} >= {("shorter-35", 0), ("shorter-35", 2), ("regular", 2)}
+    assert not any(j.seed == 3 or (j.arm != "shorter-35" and j.seed < 2) for j in look2)
+    decided = [r for r in recipe if r.policy in ("regular", "ucb", "shorter-30")]
+    c_ucb = load_compare(None, {"compare.policies": ["regular", "ucb"], "compare.shorter": [0.3]} | _looks(2, 3, 4))
+    assert next_runs(cfg, replace(c_ucb, out=c.out), Judging(), [r for r in decided if r.seed < 2]) == []
+
+
+def _looks(*seeds):
+    return {"compare.until_decided": True, "compare.looks": list(seeds)}

@@ -5,10 +5,11 @@ steps that each fit one 10-minute call on a lent GPU machine (issues 16, 24).
 
   check              the test suite with CUDA visible, gpu-marked tests first  -> R/gpu-<dev>/check/
   bench              experiments/bench/bench.py, every model                   -> R/bench/<dev>.{csv,md}
-  reproduce-regular  ResNet-18, CIFAR-10 (JPEG q75), the paper's 200-epoch recipe, compiled, seed 0,
-  reproduce-fine       one policy per step, as many epochs as fit the call: call the step again
-  reproduce-random     on the same machine to continue   -> R/cifar10-jpeg-resnet18[-e<N>]-<dev>/runs/
-  report             `fineprune report` over those runs, with notes.md  -> R/cifar10-jpeg-resnet18-<dev>/
+  reproduce          the next missing runs of the GPU matrix (ResNet-18, CIFAR-10 (JPEG q75), the
+                     paper's 200-epoch recipe, arms regular/fine/random/shorter-10/shorter-15,
+                     seeds in planned looks): as many whole runs as fit the call; any later call,
+                     on any machine, goes on  -> R/cifar10-jpeg-resnet18[-e<N>]/calls/<time>-<dev>/
+  report             `fineprune report` over every call's runs, with notes.md  -> R/cifar10-jpeg-resnet18[-e<N>]/
   dist               each distributed mode on the device, interrupted after its first epoch and
                      resumed: sync with 2 ranks in a process group, async with 2 servers, mixed;
                      LeNet, Fashion-MNIST                           -> R/gpu-<dev>/dist/dist.{json,md}
@@ -18,8 +19,9 @@ steps that each fit one 10-minute call on a lent GPU machine (issues 16, 24).
 folder of files that come back) each step also packs what it wrote into $OUT/<step>.tar.gz, paths
 starting at results/ and never a checkpoint.pt: `tar xzf <step>.tar.gz` at the repository root
 puts the results in place. A step stops its work (SIGTERM: a training run finishes its epoch and
-records itself interrupted) in time to pack within --budget seconds; a reproduce step times its
-epochs as they go and stops its run when the next one would not fit (experiments/gpu/README.md).
+records itself interrupted) in time to pack within --budget seconds; the reproduce step starts a
+run only while a whole one fits at the pace earlier calls measured on this kind of device
+(experiments/gpu/README.md).
 
 `--device cpu --quick` is the dry run CI runs (tests/test_gpu_script.py): LeNet on a tiny
 generated JPEG folder, 4 epochs, no compile; the check step then runs only tests/test_gpu.py.
@@ -49,8 +51,7 @@ from distcheck import dist  # noqa: E402
 from reproduce import reproduce  # noqa: E402
 from runner import Ctx, child_env, environment, invocation, pack, rel, run_logged  # noqa: E402
 
-POLICIES = ("regular", "fine", "random")
-STEPS = ("check", "bench", *(f"reproduce-{p}" for p in POLICIES), "report", "dist")
+STEPS = ("check", "bench", "reproduce", "report", "dist")
 QUICK_BENCH = ["--models", "lenet", "--subset", "256", "--rounds", "1", "--peak-size", "256"]
 
 
@@ -66,6 +67,11 @@ def check(ctx: Ctx) -> int:
     fmnist = ctx.work / "fashion-mnist"
     if fmnist.is_dir():  # carried by the device tool; tests/test_gpu.py looks here
         extra["FINEPRUNE_FMNIST_DIR"] = str(fmnist)
+    else:  # 30 MB: a call carries 64 MiB, so it travels alone, without the CIFAR-10 npz
+        print(
+            f"check: Fashion-MNIST not carried ({rel(fmnist)}): its CUDA test skips; carry it with this step",
+            flush=True,
+        )
     _nvidia_smi(folder / "nvidia-smi.txt")
     parts = [("gpu", ["-m", "gpu", "tests/test_gpu.py" if ctx.quick else "tests"])]
     if not ctx.quick:
@@ -83,6 +89,7 @@ def check(ctx: Ctx) -> int:
         ]
         codes[name] = run_logged(cmd, folder / f"pytest-{name}.log", ctx, child_env(**extra))
     summary = {
+        "fashion_mnist": "carried" if fmnist.is_dir() else "not carried: its test skipped",
         "returncodes": codes,
         "tests": {n: junit_counts(folder / f"junit-{n}.xml") for n in codes},
         **environment(ctx),
@@ -142,44 +149,25 @@ def table_models(path: Path) -> list[str]:
 
 
 def report(ctx: Ctx) -> int:
-    """`fineprune report` over the reproduce runs, notes.md (device, commands, commit) on top."""
-    runs = ctx.experiment / "runs"
-    summaries = sorted(runs.glob("*/*/summary.json"))
-    if not summaries:
+    """`fineprune report` over every call's runs, notes.md (devices, calls, commit) on top."""
+    calls = sorted((ctx.experiment / "calls").glob("*/call.json"))
+    if not list((ctx.experiment / "calls").glob("*/runs/*/*/summary.json")):
         print(
-            f"error: no runs in {runs}: run the reproduce steps first (or unpack their archives "
-            f"at the repository root; --tag names the device they ran on)",
+            f"error: no runs in {ctx.experiment / 'calls'}: run the reproduce step first (or unpack its "
+            "archives at the repository root)",
             file=sys.stderr,
         )
         return 2
     notes = ctx.experiment / "notes.md"
-    notes.write_text(notes_text(ctx, [json.loads(p.read_text()) for p in summaries]))
+    notes.write_text(notes_text(ctx, [json.loads(p.read_text()) for p in calls], [p.parent.name for p in calls]))
     log = ctx.experiment / "logs" / "report.log"
-    rc = run_logged(
-        [
-            sys.executable,
-            "-m",
-            "fineprune_cli",
-            "report",
-            rel(runs),
-            "--out",
-            rel(ctx.experiment),
-            "--notes",
-            rel(notes),
-        ],
-        log,
-        ctx,
-    )
+    cmd = [sys.executable, "-m", "fineprune_cli", "report", rel(ctx.experiment / "calls")]
+    rc = run_logged([*cmd, "--out", rel(ctx.experiment), "--notes", rel(notes)], log, ctx)
     return max(pack(ctx, "report", [ctx.experiment]), rc)
 
 
-def notes_text(ctx: Ctx, summaries: list[dict]) -> str:
-    """Where the runs were made and how, read from their records (nothing typed in by hand)."""
-
-    def values(key: str) -> str:
-        return ", ".join(sorted({str(s.get(key, "?")) for s in summaries}))
-
-    calls = {p.stem: json.loads(p.read_text()) for p in sorted((ctx.experiment / "logs" / "calls").glob("*.json"))}
+def notes_text(ctx: Ctx, calls: list[dict], names: list[str]) -> str:
+    """Where the runs were made and how, read from the calls' records (nothing typed in by hand)."""
     what = (
         "a dry run of"
         if ctx.quick
@@ -188,30 +176,20 @@ def notes_text(ctx: Ctx, summaries: list[dict]) -> str:
         else "the paper's 200-epoch recipe, by"
     )
     lines = [
-        f"# {values('model')} on {values('dataset_label')}: {what} `make gpu`",
+        f"# The GPU matrix: {what} `make gpu`",
         "",
-        f"- device: {values('device')}; torch {values('torch')}",
-        f"- code: commit {values('git_commit')} (runs); report at commit {git_commit()}",
+        f"- report at commit {git_commit()}; each run's summary.json names its own commit, device and torch",
         "- data: `../shared/data/cifar10-jpeg.npz` (CIFAR-10 re-encoded as JPEG, quality about 75), "
         "unpacked by its `unpack_cifar10_jpeg.py` into an image folder, `--dataset folder`"
         if not ctx.quick
         else "- data: a tiny generated JPEG folder (dry run)",
-        "- runs (policy: status, epochs, training seconds, resumed after epochs):",
+        "- calls (each on the machine named; runs that did not finish within the call are dropped):",
     ]
-    lines += [
-        f"  - {s.get('policy')}: {s.get('status')}, {s.get('epochs_completed')} of {s.get('epochs')} "
-        f"epochs, {s.get('train_seconds')} s, {s.get('resumed_after_epochs') or 'not resumed'}"
-        for s in summaries
-    ]
-    lines += ["- commands, one line per call (a run too long for one call continues in the next):"]
-    for step, records in calls.items():
-        for i, c in enumerate(records, 1):
-            stop = f", stopped: {c['stop_reason']}" if c["stop_reason"] else ""
-            lines.append(
-                f"  - {step}, call {i} on {c['machine']}: `{c['gpu_py']}` ran `{c['command']}` "
-                f"(exit {c['returncode']}, {c['seconds']} s, epochs {c['epochs_before'] + 1}-"
-                f"{c['epochs_after']}, {c['epoch_s']} s an epoch{stop})"
-            )
+    for name, call in zip(names, calls):
+        runs = "; ".join(
+            f"{r['arm']} seed {r['seed']}: {r['status']} in {r['seconds']} s" for r in call.get("runs", [])
+        )
+        lines.append(f"  - `{name}` on {call['machine']}: {runs or 'no run'}")
     lines.append(f"  - report: `{invocation()}`")
     return "\n".join(lines) + "\n"
 
@@ -219,9 +197,7 @@ def notes_text(ctx: Ctx, summaries: list[dict]) -> str:
 def run_step(ctx: Ctx, step: str) -> int:
     ctx.start_step()
     print(f"== {step} ({ctx.device}{', quick' if ctx.quick else ''}) ==", flush=True)
-    if step.startswith("reproduce-"):
-        return reproduce(ctx, step.removeprefix("reproduce-"))
-    return {"check": check, "bench": bench, "report": report, "dist": dist}[step](ctx)
+    return {"check": check, "bench": bench, "reproduce": reproduce, "report": report, "dist": dist}[step](ctx)
 
 
 # --- command line --------------------------------------------------------------------------
@@ -262,10 +238,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "fractions), in its own folder (-e<N>) and labelled so; not the paper's 200-epoch row",
     )
     ap.add_argument(
-        "--chunk-epochs",
+        "--runs",
         type=int,
         default=None,
-        help="reproduce: stop the run after about N epochs in this call (default: as many as fit --budget)",
+        help="reproduce: at most N runs in this call (default: as many whole runs as fit --budget)",
     )
     ap.add_argument(
         "--budget",
@@ -292,7 +268,7 @@ def make_ctx(args: argparse.Namespace) -> Ctx:
         args.budget,
         args.models,
         args.epochs,
-        args.chunk_epochs,
+        args.runs,
     )
 
 

@@ -1,17 +1,19 @@
-"""The reproduce steps: ResNet-18 on CIFAR-10 (JPEG q75), one policy per step, trained in
-chunks that each fit one call, continued by calling the step again.
+"""The reproduce step: the next missing runs of the GPU matrix, as many whole runs as fit one call.
 
-A run lives under --work-dir (.gpu-data/runs/<experiment>/, ignored by git): the device tool
-keeps ignored files on a machine between the calls it is held for and replaces the rest of the
-tree with the copy it sends, so the run folder and its checkpoint are there for the next call.
-After each call the run folder, less its checkpoint, is copied into results/ and packed.
+The matrix is `experiments/gpu/cifar10-resnet18.yaml`: ResNet-18 on CIFAR-10 (JPEG q75), the
+paper's 200-epoch recipe, arms regular, fine-pruning, its random control and 10% and 15% fewer
+epochs (which bracket fine-pruning's ~12% budget), seeds in planned looks (3, 5, 8) as
+`compare --until-decided` adds them, judged by its `judging` plan. Each call asks
+`sequential.looks.next_runs` what the looks need next, given every run already made (the runs of
+earlier calls, on any machine, are in results/ once their archives are unpacked), and trains
+those runs one after the other while a whole run still fits the call at the pace measured on this
+kind of device. A run is never split over calls: its checkpoint (85 MiB for ResNet-18) cannot
+travel, so a run cut off by the time limit is dropped, and the call's record says why.
 
-The checkpoint never travels: ResNet-18's weights and SGD momentum in fp32 are 85 MiB (72 MiB
-even losslessly compressed, byte planes through zlib), over the 64 MiB a call brings back, and
-beside the 53 MiB CIFAR-10 npz over the 64 MiB a call carries in. Half-precision weights would
-fit, but the resumed run would not be the run. So a run continues on the machine that holds its
-checkpoint; on a fresh machine it starts again, and the step says so. `--epochs N` scales the
-recipe to a run that fits one call, in its own folder and labelled as such.
+Every call writes into its own folder, <experiment>/calls/<UTC time>-<device>/runs/, packed
+whole; `report` reads all of them, and since runs record their data by content, runs made from
+the data unpacked on several machines are one context. The plan is recorded once, in
+<experiment>/plan.json, before the first run of the first call.
 """
 
 from __future__ import annotations
@@ -21,14 +23,21 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 import yaml
 
 from common import describe_device
-from runner import PACK_RESERVE_S, ROOT, Ctx, child_env, pack, rel, run_logged, run_summary, shown
-from sizing import ChunkStop, calls_needed, count_rows, epochs_that_fit
+from runner import ROOT, Ctx, child_env, pack, rel, run_logged, run_summary, shown
+
+from fineprune_cli.analysis import plan as plans
+from fineprune_cli.analysis.judging import load_judging
+from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.drivers.compare import Job, job_config, load_compare
+from fineprune_cli.engine.config import build_config
+from fineprune_cli.sequential.looks import next_runs
 
 CONFIG = Path("experiments/gpu/cifar10-resnet18.yaml")
 # the dry run: the paper's config with a tiny model, data and schedule (pruning from epoch 2)
@@ -38,189 +47,128 @@ QUICK_CONFIG = {
     "train": {"epochs": 4},
     "prune": {"window": 3, "start": 2, "block": 1},
     "run": {"compile": False},
+    "compare": {"looks": [2, 3]},
 }
-RESUMABLE = ("interrupted", "incomplete")
 
 
-def reproduce(ctx: Ctx, policy: str) -> int:
-    """One chunk of one policy's run: as many epochs as fit the call, then a clean stop."""
-    started = time.monotonic()
+def reproduce(ctx: Ctx) -> int:
+    """Train the next missing runs of the matrix that fit this call, then pack them."""
     data_dir = tiny_images(ctx.work / "quick-images") if ctx.quick else cifar10_jpeg(ctx.work)
-    work_runs, kept = ctx.work / "runs" / ctx.experiment.name, ctx.experiment / "runs"
-    if run_summary(_run_dir(kept, policy)).get("status") == "complete":
-        print(f"reproduce-{policy}: complete in {rel(_run_dir(kept, policy))}: nothing to train", flush=True)
+    config = config_file(ctx)
+    cfg, c, judging = matrix(config, data_dir, ctx.device)
+    made = runs_made(ctx.experiment)
+    plan = plans.record(ctx.experiment, judging, c.looks, len(made))
+    call = ctx.experiment / "calls" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{ctx.tag}"
+    todo = next_runs(cfg, replace(c, out=str(call / "runs")), judging, made)
+    if not todo:
+        print("reproduce: every policy is decided, or every planned look is trained: nothing to train", flush=True)
         return 0
-    calls_log = ctx.experiment / "logs" / "calls" / f"reproduce-{policy}.json"
-    calls = json.loads(calls_log.read_text()) if calls_log.exists() else []
-    run = _run_dir(work_runs, policy)
-    before = run_summary(run)
-    say_plan(policy, run, before, calls)
-    log = ctx.experiment / "logs" / f"reproduce-{policy}.log"
-    cmd = train_command(ctx, policy, run, before, data_dir, work_runs)
-    watch = ChunkStop(
-        lambda: count_rows(_run_dir(work_runs, policy) / "metrics.csv"), started, ctx.deadline, ctx.chunk_epochs
-    )
-    # the decoded images and compiled kernels stay on the machine for the next call too
-    env = child_env(FINEPRUNE_CACHE=str(ctx.work / "cache"), TORCHINDUCTOR_CACHE_DIR=str(ctx.work / "inductor-cache"))
-    rc = run_logged(cmd, log, ctx, env, watch=watch)
-    run = _run_dir(work_runs, policy)
-    record = call_record(ctx, cmd, rc, log, watch, before, run_summary(run), run)
-    calls_log.parent.mkdir(parents=True, exist_ok=True)
-    calls_log.write_text(json.dumps([*calls, record], indent=2) + "\n")
-    print("\n".join(projection(ctx, policy, record, run)), flush=True)
-    copies = [keep_copy(run, kept)] if run.is_dir() else []
-    packed = pack(ctx, f"reproduce-{policy}", [*copies, log, log.with_suffix(".json"), calls_log])
-    return max(packed, 0 if chunk_ok(record) else 1)
+    (call / "runs").mkdir(parents=True, exist_ok=True)
+    shutil.copy(plan.path or ctx.experiment / plans.PLAN_FILE, call / "runs" / plans.PLAN_FILE)
+    pace = seconds_per_epoch(ctx.experiment, describe_device(torch.device(ctx.device)))
+    records = []
+    for job in todo[: ctx.max_runs or None]:
+        epochs = job_config(cfg, job, str(call / "runs")).train.epochs
+        if pace is not None and pace * epochs > ctx.left():
+            print(f"reproduce: {job} needs ~{pace * epochs:.0f} s, {ctx.left():.0f} s are left: next call", flush=True)
+            break
+        record = train(ctx, cfg, job, call)
+        records.append(record)
+        if record["status"] != "complete":  # cut off at the time limit: nothing more fits
+            break
+        pace = max(pace or 0.0, record["seconds"] / max(record["epochs"], 1))
+    (call / "call.json").write_text(json.dumps(call_record(ctx, config, records, len(todo)), indent=2) + "\n")
+    print("\n".join(summary(records, len(todo), pace, ctx)), flush=True)
+    code = pack(ctx, "reproduce", [call, ctx.experiment / plans.PLAN_FILE])
+    return max(code, 0 if records and all(r["status"] == "complete" for r in records) else 1)
 
 
-def train_command(ctx: Ctx, policy: str, run: Path, before: dict, data_dir: Path, work_runs: Path) -> list[str]:
-    """`train --resume` where this machine holds the run's checkpoint (a resume that fails is an
-    error, never a silent retrain), else `compare`, which writes the run folder as the matrix
-    names it (and trains again a run left without a checkpoint)."""
-    if before.get("status") in RESUMABLE and (run / "checkpoint.pt").exists():
-        return [sys.executable, "-m", "fineprune_cli", "train", "--resume", rel(run)]
-    return [
-        sys.executable,
-        "-m",
-        "fineprune_cli",
-        "compare",
-        "--config",
-        rel(config_file(ctx)),
-        "--policies",
-        policy,
-        "--seeds",
-        "0",
-        "--device",
-        ctx.device,
-        "--data-dir",
-        rel(data_dir),
-        "--out",
-        rel(work_runs),
+def matrix(config: Path, data_dir: Path, device: str):
+    """The run config, the matrix (compare section) and the judging plan of the experiment file."""
+    overrides = {"data.data_dir": str(data_dir), "run.device": device}
+    cfg = build_config(config, overrides)
+    return cfg, load_compare(config, {}), load_judging(config, {})
+
+
+def runs_made(experiment: Path) -> list:
+    """The complete runs of every earlier call (of any machine), as their archives left them."""
+    calls = sorted((experiment / "calls").glob("*/runs"))
+    return load_runs(calls)[0] if calls else []
+
+
+def seconds_per_epoch(experiment: Path, machine: str) -> float | None:
+    """The slowest pace (seconds a run took / its epochs, start-up and evaluation included) that
+    a whole run reached on this kind of device in an earlier call; None before the first."""
+    paces = [
+        r["seconds"] / r["epochs"]
+        for path in (experiment / "calls").glob("*/call.json")
+        for record in [json.loads(path.read_text())]
+        if record.get("machine") == machine
+        for r in record.get("runs", [])
+        if r.get("status") == "complete" and r.get("epochs")
     ]
+    return max(paces) if paces else None
 
 
-def _run_dir(runs: Path, policy: str) -> Path:
-    """<runs>/<model>-<dataset>/<policy>-seed0, as compare names it (one model per experiment)."""
-    found = sorted(runs.glob(f"*/{policy}-seed0"))
-    return found[0] if found else runs / "none" / f"{policy}-seed0"
-
-
-def say_plan(policy: str, run: Path, before: dict, calls: list[dict]) -> None:
-    """What this call starts from; a fresh machine says that the epochs made elsewhere are lost."""
-    if before.get("status") in RESUMABLE and (run / "checkpoint.pt").exists():
-        last = calls[-1] if calls else {}
-        pace = f"; {last['epoch_s']:.1f} s an epoch in the last call" if last.get("epoch_s") else ""
-        print(
-            f"reproduce-{policy}: continuing from epoch {before.get('epochs_completed')} of "
-            f"{before.get('epochs')}{pace}",
-            flush=True,
-        )
-        return
-    made = max((c.get("epochs_after") or 0 for c in calls if c.get("status") in RESUMABLE), default=0)
-    if made:
-        print(
-            f"reproduce-{policy}: this machine holds no checkpoint of the run ({made} epochs were "
-            f"trained on {calls[-1]['machine']}, and an exact checkpoint is too big to travel: see "
-            "experiments/gpu/README.md); the run starts again from epoch 1",
-            flush=True,
-        )
-
-
-def call_record(
-    ctx: Ctx, cmd: list[str], rc: int, log: Path, watch: ChunkStop, before: dict, after: dict, run: Path
-) -> dict:
+def train(ctx: Ctx, cfg, job: Job, call: Path) -> dict:
+    """One run of the matrix with `fineprune train`, its config the one `compare` would give it;
+    the run folder keeps no checkpoint (it never travels) and no dot files."""
+    job_cfg = job_config(cfg, job, str(call / "runs"))
+    run = Path(job_cfg.run.out)
+    settings = job_cfg.to_dict()
+    del settings["run"]["out"]  # a config file may not write outside the working folder: --out may
+    spec = ctx.work / "jobs" / f"{job.arm}-seed{job.seed}.yaml"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text(yaml.safe_dump(settings, sort_keys=False))
+    cmd = [sys.executable, "-m", "fineprune_cli", "train", "--config", str(spec), "--out", rel(run)]
+    env = child_env(FINEPRUNE_CACHE=str(ctx.work / "cache"), TORCHINDUCTOR_CACHE_DIR=str(ctx.work / "inductor-cache"))
+    log = call / "logs" / f"{job.arm}-seed{job.seed}.log"
+    rc = run_logged(cmd, log, ctx, env)
+    for name in ("checkpoint.pt", ".lock"):
+        (run / name).unlink(missing_ok=True)
+    after = run_summary(run)
+    if after.get("status") != "complete":  # a part of a run cannot travel: it is not kept
+        shutil.rmtree(run, ignore_errors=True)
     step = json.loads(log.with_suffix(".json").read_text())
-    ckpt = run / "checkpoint.pt"
     return {
-        "machine": describe_device(torch.device(ctx.device)),
-        "command": shown(cmd),
-        "gpu_py": step["gpu_py"],
+        "arm": job.arm,
+        "seed": job.seed,
+        "command": shown([*cmd[:4], rel(spec), *cmd[5:]]),
         "returncode": rc,
-        "seconds": step["seconds"],
-        "stop_reason": step["stop_reason"],
         "status": after.get("status", "no run"),
-        "epochs": after.get("epochs"),
-        "epochs_before": before.get("epochs_completed", 0),
-        "epochs_after": after.get("epochs_completed", 0),
-        "startup_s": _round(watch.startup_s),
-        "epoch_s": _round(watch.epoch_s),
-        "checkpoint_mib": round(ckpt.stat().st_size / 2**20, 1) if ckpt.exists() else None,
+        "epochs": after.get("epochs_completed", 0),
+        "seconds": step["seconds"],
+        "train_seconds": after.get("train_seconds"),
+        "stop_reason": step["stop_reason"],
     }
 
 
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 2)
+def call_record(ctx: Ctx, config: Path, records: list[dict], todo: int) -> dict:
+    return {
+        "machine": describe_device(torch.device(ctx.device)),
+        "config": rel(config),
+        "budget_s": ctx.budget,
+        "asked": todo,
+        "runs": records,
+    }
 
 
-def chunk_ok(record: dict) -> bool:
-    """Complete, or stopped cleanly with a checkpoint after training at least one epoch here."""
-    if record["status"] == "complete":
-        return True
-    return (
-        record["status"] == "interrupted"
-        and record["checkpoint_mib"] is not None
-        and record["epochs_after"] > record["epochs_before"]
-    )
-
-
-def projection(ctx: Ctx, policy: str, rec: dict, run: Path) -> list[str]:
-    """The call in numbers, and what the rest of the run needs at the measured pace."""
-    name = f"reproduce-{policy}"
-    if rec["epochs"] is None:
-        return [f"{name}: no run folder was written: see {rel(run.parents[2] / 'logs')}"]
-    lines = [
-        f"{name}: {rec['status']}, epochs {rec['epochs_before'] + 1}-{rec['epochs_after']} of "
-        f"{rec['epochs']} in this call ({rec['seconds']} s)"
-    ]
-    if rec["status"] == "complete":
-        return lines
-    rest, calls, per_call = rec["epochs"] - rec["epochs_after"], None, None
-    if rec["epoch_s"] is not None:
-        per_call = epochs_that_fit(ctx.budget - PACK_RESERVE_S - rec["startup_s"], rec["epoch_s"])
-        calls = calls_needed(rest, per_call)
-        lines.append(
-            f"  {rec['epoch_s']:.1f} s an epoch after {rec['startup_s']:.0f} s of start (data, "
-            f"compilation): a call of {ctx.budget:.0f} s trains {per_call} epochs"
-        )
-        if calls is None:
-            lines.append("  not one epoch fits a call after such a start")
-    if rec["status"] in RESUMABLE and rec["checkpoint_mib"] is not None:
-        # the run continues from its checkpoint whatever this call's pace said: one epoch times no
-        # epoch apart from the start, and a slow start (a loaded machine) may fit none at that pace
-        count = (
-            f"{calls} more call(s)"
-            if calls
-            else "more call(s) (one epoch here: no pace yet)"
-            if per_call is None
-            else "more call(s) (at this call's pace not one epoch fits: a faster start may)"
-        )
-        lines.append(
-            f"  the other {rest} epochs need {count} of {name} on this machine: its "
-            f"checkpoint ({rec['checkpoint_mib']} MiB) stays in {rel(run)}; a fresh machine "
-            "starts the run again"
-        )
-    if per_call is None:
-        return lines
-    if per_call >= rec["epochs"]:
-        lines.append(f"  the whole run, {rec['epochs']} epochs, fits one call at this pace")
-    elif not ctx.epochs and per_call > 0:
-        lines.append(
-            f"  the recipe scaled to one call here: GPU_ARGS='--epochs {per_call}' (its own "
-            "folder, labelled; not the paper's 200-epoch row)"
-        )
+def summary(records: list[dict], todo: int, pace: float | None, ctx: Ctx) -> list[str]:
+    """The call in numbers, and what the rest of the look needs at the pace measured."""
+    done = [r for r in records if r["status"] == "complete"]
+    lines = [f"reproduce: {len(done)} of the {todo} runs the looks ask for next trained in this call"]
+    lines += [f"  {r['arm']} seed {r['seed']}: {r['status']}, {r['epochs']} epochs, {r['seconds']} s" for r in records]
+    left = todo - len(done)
+    if left and pace:
+        per_call = max(1, int((ctx.budget - 20) // (pace * max(done[0]["epochs"] if done else 1, 1))))
+        lines.append(f"  {left} more run(s): about {-(-left // per_call)} call(s) of {per_call} at this pace")
+    elif left:
+        lines.append(f"  {left} more run(s); no whole run timed on this device yet")
     return lines
 
 
-def keep_copy(run: Path, runs: Path) -> Path:
-    """The run folder in results/, without its checkpoint (it stays with the run) or dot files."""
-    dest = runs / run.parent.name / run.name
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(run, dest, ignore=lambda _, names: [n for n in names if n == "checkpoint.pt" or n.startswith(".")])
-    return dest
-
-
 def config_file(ctx: Ctx) -> Path:
-    """The paper's config; in the dry run with QUICK_CONFIG laid over it; with --epochs scaled."""
+    """The matrix's config; in the dry run with QUICK_CONFIG laid over it; with --epochs scaled."""
     if not (ctx.quick or ctx.epochs):
         return ROOT / CONFIG
     cfg = yaml.safe_load((ROOT / CONFIG).read_text())

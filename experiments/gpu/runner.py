@@ -38,7 +38,7 @@ class Ctx:
     budget: float
     models: str | None = None
     epochs: int | None = None  # reproduce: the recipe scaled to this many epochs (None: the paper's)
-    chunk_epochs: int | None = None  # reproduce: at most this many epochs in one call
+    max_runs: int | None = None  # reproduce: at most this many runs in one call
     deadline: float = 0.0
 
     def start_step(self) -> None:
@@ -49,8 +49,9 @@ class Ctx:
 
     @property
     def experiment(self) -> Path:
+        """One folder for the matrix, whatever machines its calls ran on (each call names its own)."""
         name = "dry-run-lenet" if self.quick else "cifar10-jpeg-resnet18"
-        return self.results / f"{name}{f'-e{self.epochs}' if self.epochs else ''}-{self.tag}"
+        return self.results / f"{name}{f'-e{self.epochs}' if self.epochs else ''}"
 
 
 class Watch(Protocol):

@@ -1,32 +1,17 @@
-"""How many epochs fit a call, from epoch times measured while the run trains.
+"""Epoch times measured while a run trains, and a watcher that stops a run after a given epoch.
 
 A run records each epoch as a row of its metrics.csv; a watcher notes when each row appears.
-The first row of a call comes after the start (data, compilation) and one epoch; the time
-between later rows is one epoch with its evaluation and records. SIGTERM makes a run stop
-after the epoch it is in, so once a row has appeared the run can be let go on only if two more
-epochs fit after it: the one now in progress and the next, during which it can still be stopped.
+The first row comes after the start (data, compilation) and one epoch; the time between later
+rows is one epoch with its evaluation and records. SIGTERM makes a run stop after the epoch it
+is in (the dist step interrupts each mode's run this way, then resumes it).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Callable
 
-STOP_MARGIN_S = 20  # after the last epoch: its checkpoint (ResNet-18: 85 MiB), the records, the exit
 RECENT = 5  # an epoch's time: the slowest of the last RECENT (a pruned epoch is shorter)
-
-
-def epochs_that_fit(seconds: float, epoch_s: float, margin_s: float = STOP_MARGIN_S) -> int:
-    """Whole epochs of `epoch_s` that end at least `margin_s` before `seconds` run out."""
-    if epoch_s <= 0:
-        raise ValueError("an epoch takes some time")
-    return max(0, math.floor((seconds - margin_s) / epoch_s))
-
-
-def calls_needed(epochs: int, per_call: int) -> int | None:
-    """Calls of `per_call` epochs that train `epochs` more; None when not one epoch fits a call."""
-    return -(-epochs // per_call) if per_call > 0 else None
 
 
 def count_rows(metrics: Path) -> int:
@@ -64,29 +49,6 @@ class EpochClock:
         """From the call's start to its first row, less one epoch: data, compilation, set-up."""
         epoch = self.epoch_s
         return None if epoch is None else max(0.0, self.times[0] - self.started - epoch)
-
-
-class ChunkStop(EpochClock):
-    """Stop a training call once the next epoch would not fit before `deadline`, or after
-    `max_epochs` epochs in this call."""
-
-    def __init__(self, rows: Callable[[], int], started: float, deadline: float, max_epochs: int | None = None):
-        super().__init__(rows, started)
-        self.deadline, self.max_epochs = deadline, max_epochs
-
-    def due(self, now: float) -> str | None:
-        n = self.poll(now)
-        if n == 0:
-            return None
-        if self.max_epochs is not None and n >= max(1, self.max_epochs - 1):
-            return f"--chunk-epochs {self.max_epochs}"
-        # one row says nothing of an epoch's time yet: the start (data, compilation) is in it;
-        # the step's time limit still stops a run whose second row never comes in time. Counted
-        # from the last row, not from now: a stop asked for at any time in an epoch ends the run
-        # after that epoch, so waiting for the next row loses nothing
-        if self.epoch_s is not None and epochs_that_fit(self.deadline - self.times[-1], self.epoch_s) < 2:
-            return f"the epoch after next would not fit ({self.epoch_s:.1f} s an epoch)"
-        return None
 
 
 class AfterEpochs(EpochClock):

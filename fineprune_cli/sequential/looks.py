@@ -23,13 +23,13 @@ from .. import console
 from ..arms import REGULAR, frontier_fraction, shorter_budget
 from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.judging import Judging
-from ..analysis.runs import load_runs
+from ..analysis.runs import Run, load_runs
 from ..analysis.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
-from ..drivers.compare import CompareConfig
-from ..drivers.compare import plan as jobs
+from ..drivers.compare import CompareConfig, Job
+from ..drivers.compare import plan as jobs_of
 from ..drivers import matrix
 
 
@@ -37,7 +37,7 @@ def until_decided(
     cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
 ) -> Study:
     """Run the planned looks; returns the study of the runs the looks used."""
-    jobs(cfg, replace(c, seeds=list(range(c.looks[0]))))  # the matrix's refusals before the plan is written
+    jobs_of(cfg, replace(c, seeds=list(range(c.looks[0]))))  # the matrix's refusals before the plan is written
     plan = matrix.record_plan(c, judging, c.looks)
     arms = replace(c)
     runs: list = []
@@ -56,6 +56,28 @@ def until_decided(
             break
         arms = _next_arms(c, decidable(runs), still)
     return study(runs, judging, [plan])
+
+
+def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) -> list[Job]:
+    """The runs the planned looks would train next, given the complete `runs` made so far (on
+    any machine): the missing runs of the first look not yet whole, with the arms that look asks
+    for (every arm at look 1; later, what the policies still undecided need), in the matrix's
+    order; [] when every policy is decided or every look is trained. The same steps as
+    `until_decided`, for a procedure whose looks are trained a few runs at a time."""
+    have = {(r.summary.model, r.policy, r.seed) for r in runs}
+    arms = replace(c)
+    for number, seeds in enumerate(c.looks, start=1):
+        jobs = jobs_of(cfg, replace(arms, seeds=list(range(seeds))))
+        missing = [j for j in jobs if (j.model, j.arm, j.seed) not in have]
+        if missing:
+            return missing
+        present = [r for r in runs if r.seed < seeds]
+        decisions, _ = replay(present, judging, tuple(c.looks), upto=number)
+        still = [d for d in decisions if d.word == CANT_TELL]
+        if not still:
+            return []
+        arms = _next_arms(c, decidable(present), still)
+    return []
 
 
 def _say(look: Look, decisions: list[Decision], still: list[Decision], more: bool) -> None:
