@@ -52,3 +52,28 @@ def test_the_committed_report_is_current(out, tmp_path, monkeypatch):
     for name in FILES:
         assert (tmp_path / name).read_text() == (ROOT / out / name).read_text(), f"{out}/{name} is stale"
     assert decisions((tmp_path / "index.md").read_text()) == decisions((ROOT / out / "index.md").read_text())
+
+
+@pytest.mark.slow
+def test_a_report_groups_its_runs_once_and_decides_once_a_look(tmp_path, monkeypatch):
+    """One report over the committed Fashion-MNIST runs: the runs are grouped once, and decided
+    once for each planned look replayed, however many renderers read them (every module of the
+    package that holds `group` or `decide` is counted, so a renderer that regroups shows)."""
+    import sys
+
+    from fineprune_cli.analysis import decision, groups
+
+    calls = {"group": 0, "decide": 0}
+    for name, real in (("group", groups.group), ("decide", decision.decide)):
+
+        def counted(*args, _name=name, _real=real, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        for module in [m for n, m in sys.modules.items() if n.startswith("fineprune_cli")]:
+            if getattr(module, name, None) is real:
+                monkeypatch.setattr(module, name, counted)
+    monkeypatch.chdir(ROOT)
+    made = write_report([Path("results/policies/fashion-mnist/runs")], tmp_path, with_plots=True)
+    assert calls["group"] == 1
+    assert calls["decide"] == len(made.study.replayed) == 2  # looks 1 and 2 (5 and 8 seeds)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fineprune_cli.analysis.decision import NOT_WORTH, bracketing_shares
+from fineprune_cli.analysis.groups import group
 from fineprune_cli.analysis.judging import Judging
 from fineprune_cli.analysis.sequence import replay
 from fineprune_cli.drivers.compare import load_compare
@@ -148,10 +149,10 @@ def test_the_report_replays_the_same_looks_from_the_runs():
     """The report's replay over all runs gives the procedure's decisions: ucb from look 1 (seeds
     0-1), never re-decided over seeds 0-3, where seed 2's +5 would leave it undecided."""
     runs = [r for r in _recipe_runs() if r.policy in ("regular", "ucb", "shorter-30")]
-    decisions, looks = replay(runs, Judging(), (2, 3, 4))
+    decisions, looks = replay(group(runs), Judging(), (2, 3, 4))
     [ucb] = decisions
     assert ucb.word == NOT_WORTH and ucb.look == 1 and len(looks) == 1
-    late, _ = replay([r for r in runs if r.seed != 0 or r.policy != "ucb"], Judging(), (2, 3, 4))
+    late, _ = replay(group([r for r in runs if r.seed != 0 or r.policy != "ucb"]), Judging(), (2, 3, 4))
     assert late[0].look != 1  # seed 0 of ucb gone: look 1 cannot decide it
 
 

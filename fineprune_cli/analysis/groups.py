@@ -260,7 +260,10 @@ def _sets(runs: list[Run]) -> list[tuple[str, str, str, list[Run]]]:
     ]
 
 
-def group(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
+Groups = dict[Context, dict[str, dict[int, Run]]]  # context -> row name -> seed -> run
+
+
+def group(runs: list[Run]) -> Groups:
     """Context -> row name -> seed -> run: rows in the policy registry's order, 'regular' the baseline."""
     out: dict[Context, dict[str, dict[int, Run]]] = {}
     for model, label, data, members in _sets(runs):
@@ -288,6 +291,16 @@ def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
     return out
 
 
-def context_of(runs: list[Run]) -> dict[str, Context]:
+def context_of(groups: Groups) -> dict[str, Context]:
     """Each run's context, by its path."""
-    return {str(run.path): c for c, by in group(runs).items() for seeds in by.values() for run in seeds.values()}
+    return {str(run.path): c for c, by in groups.items() for seeds in by.values() for run in seeds.values()}
+
+
+def subset(groups: Groups, seeds: int) -> Groups:
+    """The runs of seeds 0 .. seeds - 1 in the rows they were grouped into (a planned look's
+    runs: grouped once with all the others, never apart); rows left empty are left out."""
+    out: Groups = {}
+    for context, by in groups.items():
+        rows = {name: {s: r for s, r in runs.items() if s < seeds} for name, runs in by.items()}
+        out[context] = {name: runs for name, runs in rows.items() if runs}
+    return out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..engine.files import to_markdown
 from . import timing
-from .groups import group, pruned_policies
+from .groups import Groups, pruned_policies
 from .runs import Problem, Run
 from .study import Study
 from .tables import context_title, paper_results
@@ -36,7 +36,7 @@ def index_markdown(
     if runs:
         commits = sorted({r.summary.git_commit or "unknown" for r in runs})
         commands = sorted({r.summary.command for r in runs if r.summary.command})
-        n_rows = sum(len(by) for by in group(runs).values())
+        n_rows = sum(len(by) for by in report.study.groups.values())
         parts.append(
             f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {n_rows} row{'s' if n_rows != 1 else ''} "
             f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n"
@@ -49,7 +49,7 @@ def index_markdown(
         "table3_time_to_accuracy": "Table 3: time to accuracy",
     }
     notes = {
-        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs),
+        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs, report.study.groups),
         "table2_accuracy": ACCURACY_NOTE,
         "table3_time_to_accuracy": REACH_NOTE.format(
             target=f"{report.study.judging.target:g}%"
@@ -107,7 +107,7 @@ REACH_NOTE = (
 )
 
 
-def machines(runs: list[Run]) -> str:
+def machines(runs: list[Run], groups: Groups) -> str:
     """Which machines the runs ran on, and which time pairs were left out and why."""
     by_sig: dict[str, list[Run]] = {}
     for run in runs:
@@ -123,7 +123,6 @@ def machines(runs: list[Run]) -> str:
         }.get(sig, "")
         lines.append(f"- {sig}: {len(members)} run{'s' if len(members) != 1 else ''}{load}{why}\n")
     left: dict[str, list[str]] = {}
-    groups = group(runs)
     for context, by in groups.items():
         where = f"{context_title(context)}, " if len(groups) > 1 else ""
         for p in pruned_policies(by):

@@ -18,7 +18,7 @@ from typing import Any
 from . import decision, paired, timing
 from .advice import DELTAS
 from .decision import quantum_of
-from .groups import group, is_frontier, is_shorter, row_name
+from .groups import is_frontier, is_shorter, row_name
 from .judging import Judging
 from .runs import Run
 from .study import Study
@@ -134,7 +134,7 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
     its p-values, the bounds it tests and its seeds advice, and time-to-accuracy."""
     decided = found.decision_of
     rows = []
-    for context, by_policy in group(found.runs).items():
+    for context, by_policy in found.groups.items():
         target, q = target_for(by_policy, found.judging), quantum_of(by_policy)
         for policy in by_policy:
             numbers = row_numbers(by_policy, policy)

@@ -11,7 +11,7 @@ import torch
 
 from ..errors import ConfigError
 from . import decision, paired, timing
-from .groups import group, is_frontier, is_shorter, pruned_policies
+from .groups import Groups, is_frontier, is_shorter, pruned_policies
 from .runs import Run, arm_of, policy_color, policy_label
 from .tables import context_title, display_name
 
@@ -219,18 +219,17 @@ def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tupl
     return sorted(pt for p in by_policy if on_line(p) and (pt := _point(by_policy, p, q)) is not None)
 
 
-def tradeoff(runs: list[Run], path: Path) -> Path:
-    return _save(tradeoff_figure(runs), path)
+def tradeoff(groups: Groups, path: Path) -> Path:
+    return _save(tradeoff_figure(groups), path)
 
 
-def tradeoff_figure(runs: list[Run]):
+def tradeoff_figure(groups: Groups):
     """Accuracy change against the share of sample-epochs skipped (the budget), one point per
     policy and model, with the two frontiers as lines: random pruning in every epoch at several
     budgets, and regular training for fewer epochs; each policy is judged against both at its
     own budget. Mean over seeds; bars: descriptive 90% intervals on each arm's own paired spread."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 5))
-    groups = group(runs)
     colors = row_colors(
         [p for by in groups.values() for p in pruned_policies(by) if not (is_frontier(p) or is_shorter(p))]
     )

@@ -16,7 +16,7 @@ from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plan, plots, timing
 from .decision import quantum_of
-from .groups import context_of, duplicates, group, is_shorter, pruned_policies, row_name
+from .groups import Groups, context_of, duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
 from .judging import Judging
 from .numbers import csv_cells, summary_rows, target_for
@@ -89,12 +89,12 @@ def _publish(path: Path, stage: Path, out: Path) -> Path:
 
 
 def _write_all(report: Report, with_plots: bool) -> None:
-    out, runs, judging = report.out, report.runs, report.study.judging
+    out, runs, judging, groups = report.out, report.runs, report.study.judging, report.study.groups
     tables = (
         {
-            "table1_time": table1(runs),
-            "table2_accuracy": table2(runs, judging),
-            "table3_time_to_accuracy": table3(runs, judging),
+            "table1_time": table1(groups),
+            "table2_accuracy": table2(groups, judging),
+            "table3_time_to_accuracy": table3(groups, judging),
         }
         if runs
         else {}
@@ -105,7 +105,6 @@ def _write_all(report: Report, with_plots: bool) -> None:
     srows = summary_rows(report.study)
     if srows:
         report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [csv_cells(r) for r in srows])))
-    groups = group(runs)
     targets = {context: target_for(by, judging) for context, by in groups.items()}
     quanta = {context: quantum_of(by) for context, by in groups.items()}
     row_of = {
@@ -114,7 +113,7 @@ def _write_all(report: Report, with_plots: bool) -> None:
         for name, seeds in by.items()
         for run in seeds.values()
     }
-    contexts = context_of(runs)
+    contexts = context_of(groups)
     report.files.append(
         _write(
             out / "runs.csv",
@@ -127,7 +126,7 @@ def _write_all(report: Report, with_plots: bool) -> None:
             ),
         )
     )
-    figures = _plots(runs, out / "plots", targets) if with_plots and runs else []
+    figures = _plots(groups, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", index_markdown(report, tables, figures)))
 
@@ -165,10 +164,10 @@ def _run_row(run: Run, row: str, target: float | None, quantum: float) -> list[A
     ]
 
 
-def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
+def _plots(groups: Groups, folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
     folder.mkdir(parents=True, exist_ok=True)
     figures = []
-    for context, by_policy in group(runs).items():
+    for context, by_policy in groups.items():
         title = context_title(context)
         stem = plots.slug(context.model, context.label, *([context.variant] if context.variant else []))
         figures.append(
@@ -188,11 +187,11 @@ def _plots(runs: list[Run], folder: Path, targets: dict[Any, float | None]) -> l
             hist = plots.counts_histogram(first, f"{title}: DroppingCount per window", folder / f"counts-{stem}.png")
             if hist:
                 figures.append((f"{title}: DroppingCount at the end of each window", hist))
-    if any(pruned_policies(by) for by in group(runs).values()):
+    if any(pruned_policies(by) for by in groups.values()):
         figures.append(
             (
                 "Accuracy change against budget (sample-epochs skipped), with the random and fewer-epochs frontiers",
-                plots.tradeoff(runs, folder / "tradeoff.png"),
+                plots.tradeoff(groups, folder / "tradeoff.png"),
             )
         )
     return figures

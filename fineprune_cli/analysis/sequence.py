@@ -13,9 +13,8 @@ from typing import Any
 from ..arms import REGULAR
 from .advice import enrich
 from .decision import CANT_TELL, Decision, decide
-from .groups import Context, group
+from .groups import Groups, subset
 from .judging import Judging
-from .runs import Run
 
 
 @dataclass(frozen=True)
@@ -31,28 +30,30 @@ def key(d: Decision) -> str:
     return f"{d.policy} ({d.context.model} on {d.context.label})"
 
 
-def decidable(runs: list[Run]) -> dict[Context, dict[str, dict[int, Run]]]:
+def decidable(groups: Groups) -> Groups:
     """The contexts that hold regular runs: the only ones a decision can be made in."""
-    return {c: by for c, by in group(runs).items() if by.get(REGULAR)}
+    return {c: by for c, by in groups.items() if by.get(REGULAR)}
 
 
 def replay(
-    runs: list[Run], judging: Judging, looks: tuple[int, ...], upto: int | None = None
+    groups: Groups, judging: Judging, looks: tuple[int, ...], upto: int | None = None
 ) -> tuple[list[Decision], list[Look]]:
     """Each policy's decision (from the look that reached it, else the last look present) and
-    the looks replayed. A look whose seeds no run has yet is not replayed; `upto` stops earlier."""
+    the looks replayed, from the runs as grouped once. A look whose seeds no run has yet is not
+    replayed; `upto` stops earlier."""
+    seeds_present = {s for by in groups.values() for runs in by.values() for s in runs}
     reached: dict[str, Decision] = {}
     last: dict[str, Decision] = {}
     done: list[Look] = []
     k: int | None = None
     before = 0
     for number, seeds in enumerate(looks[: upto or len(looks)], start=1):
-        if number > 1 and not any(before <= r.seed < seeds for r in runs):
+        if number > 1 and not any(before <= s < seeds for s in seeds_present):
             break
-        groups = decidable([r for r in runs if r.seed < seeds])
+        at = decidable(subset(groups, seeds))
         nxt = looks[number] if number < len(looks) else None
-        found = decide(groups, judging, looks=len(looks), family=k)
-        found = enrich([d for d in found if key(d) not in reached], groups, judging, nxt)
+        found = decide(at, judging, looks=len(looks), family=k)
+        found = enrich([d for d in found if key(d) not in reached], at, judging, nxt)
         k = k or (found[0].family if found else None)
         new: list[str] = []
         still: list[str] = []
@@ -69,10 +70,10 @@ def replay(
     return [reached.get(name, last[name]) for name in order], done
 
 
-def single(runs: list[Run], judging: Judging) -> list[Decision]:
+def single(groups: Groups, judging: Judging) -> list[Decision]:
     """A report without planned looks: every policy over all its seeds, one family."""
-    groups = decidable(runs)
-    return enrich(decide(groups, judging), groups, judging)
+    at = decidable(groups)
+    return enrich(decide(at, judging), at, judging)
 
 
 def record(planned: tuple[int, ...], looks: list[Look], decisions: list[Decision], judging: Judging) -> dict[str, Any]:

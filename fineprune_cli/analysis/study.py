@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import plan as plans_
 from .decision import Decision
+from .groups import Groups, group
 from .judging import Judging
 from .plan import Plan
 from .runs import Run
@@ -19,6 +20,7 @@ from .sequence import Look, replay, single
 @dataclass(frozen=True)
 class Study:
     runs: list[Run]
+    groups: Groups  # the runs grouped into contexts and rows, once for every renderer
     judging: Judging
     decisions: list[Decision]
     plans: list[Plan] = field(default_factory=list)
@@ -39,11 +41,12 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
     judging = judging or (agreed.judging if agreed else Judging())
     looks = agreed.looks if agreed else ()
     reasons = plans_.post_hoc(plans, judging)
+    groups = group(runs)
     if not looks:
-        return Study(runs, judging, single(runs, judging), plans, reasons)
-    decisions, replayed = replay(runs, judging, looks)
+        return Study(runs, groups, judging, single(groups, judging), plans, reasons)
+    decisions, replayed = replay(groups, judging, looks)
     beyond = sorted({r.seed for r in runs if r.seed >= looks[-1]})
-    return Study(runs, judging, decisions, plans, reasons, looks, replayed, beyond)
+    return Study(runs, groups, judging, decisions, plans, reasons, looks, replayed, beyond)
 
 
 def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = None) -> Study:

@@ -14,7 +14,7 @@ import yaml
 from ..arms import REGULAR
 from . import decision, paired, timing
 from .judging import Judging
-from .groups import Context, group, pruned_policies
+from .groups import Context, Groups, pruned_policies
 from .numbers import NA, Stat, quantum_of, row_numbers, target_for
 from .runs import Run, policy_label
 
@@ -65,10 +65,9 @@ def _paper(model: str, key: str, fmt: str) -> str:
     return fmt.format(entry[key]) if entry else NA
 
 
-def _table(runs: list[Run], cells) -> tuple[list[str], list[list[str]]]:
+def _table(groups: Groups, cells) -> tuple[list[str], list[list[str]]]:
     """Rows by name, one column per (model, dataset); `cells(model, by_policy)` gives a
     column as (row name, text) pairs. A row a column lacks reads '—'."""
-    groups = group(runs)
     cols = _columns(groups)
     body: dict[str, list[str]] = {}
     for i, (context, _) in enumerate(cols):
@@ -187,18 +186,18 @@ def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]], judging:
     return cells
 
 
-def table1(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
+def table1(groups: Groups) -> tuple[list[str], list[list[str]]]:
     """Time: the paper's rows (regular, pruned, overhead, saved) for every policy present, and
     the machine-independent costs (sample-epochs, optimizer steps)."""
-    return _table(runs, _time_cells)
+    return _table(groups, _time_cells)
 
 
-def table2(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
+def table2(groups: Groups, judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
     """Accuracy: best-3 and final with their spread over seeds; final changes with descriptive
     90% intervals (`judging` is kept for callers; the intervals do not depend on it)."""
-    return _table(runs, _accuracy_cells)
+    return _table(groups, _accuracy_cells)
 
 
-def table3(runs: list[Run], judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
+def table3(groups: Groups, judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
     """Time-to-accuracy: the first epoch at the target, its sample-epochs and seconds."""
-    return _table(runs, lambda m, d, by: _reach_cells(m, d, by, judging))
+    return _table(groups, lambda m, d, by: _reach_cells(m, d, by, judging))

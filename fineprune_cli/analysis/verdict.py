@@ -272,7 +272,7 @@ class Verdict:
 
 
 def build(found: Study) -> Verdict | None:
-    groups = decidable(found.runs)
+    groups = decidable(found.groups)
     if not groups:
         return None
     details: list[str] = []

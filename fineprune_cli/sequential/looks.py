@@ -23,6 +23,7 @@ from .. import console
 from ..arms import REGULAR, frontier_fraction, shorter_budget
 from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.judging import Judging
+from ..analysis.groups import group
 from ..analysis.runs import Run, load_runs
 from ..analysis.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study
@@ -48,13 +49,14 @@ def until_decided(
         runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < seeds] if Path(c.out).is_dir() else []
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
-        decisions, looks = replay(runs, judging, tuple(c.looks), upto=number)
+        grouped = group(runs)
+        decisions, looks = replay(grouped, judging, tuple(c.looks), upto=number)
         _write(Path(c.out), c.looks, looks, decisions, judging)
         still = [d for d in decisions if d.word == CANT_TELL]
         _say(looks[-1], decisions, still, number < len(c.looks))
         if not still or len(looks) < number:
             break
-        arms = _next_arms(c, decidable(runs), still)
+        arms = _next_arms(c, decidable(grouped), still)
     return study(runs, judging, [plan])
 
 
@@ -72,11 +74,12 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
         if missing:
             return missing
         present = [r for r in runs if r.seed < seeds]
-        decisions, _ = replay(present, judging, tuple(c.looks), upto=number)
+        grouped = group(present)
+        decisions, _ = replay(grouped, judging, tuple(c.looks), upto=number)
         still = [d for d in decisions if d.word == CANT_TELL]
         if not still:
             return []
-        arms = _next_arms(c, decidable(present), still)
+        arms = _next_arms(c, decidable(grouped), still)
     return []
 
 
