@@ -154,7 +154,7 @@ def settle(d: Decision, judging: Judging, k: int, looks: int) -> Decision:
         p_claim=p_claim,
         p_adjusted=adjust(p_claim, k, looks) if route else 1.0,
         word=word,
-        level=judging.alpha / (k * looks),
+        level=judging.correction.level(judging.alpha, k, looks),
         family=k,
         looks=looks,
     )

@@ -23,12 +23,14 @@ POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole sc
 
 @dataclass(frozen=True)
 class Correction:
-    """A family-wise correction: its name as reports print it, and a claim's adjusted p-value
-    from its raw one (`k` policies in the family, `looks` planned looks), compared with alpha."""
+    """A family-wise correction: its name as reports print it, a claim's adjusted p-value from
+    its raw one (`k` policies in the family, `looks` planned looks), compared with alpha, and the
+    level each policy's claims are tested at (the bounds a decision prints)."""
 
     name: str
     rule: str  # the sentence that says how, with {policies}, {looks_text} and {level} filled in
     adjust: Callable[[float, int, int], float]
+    level: Callable[[float, int, int], float]  # (alpha, k, looks) -> a
 
 
 FAMILIES = {
@@ -36,6 +38,7 @@ FAMILIES = {
         "Bonferroni",
         "Bonferroni over {policies}{looks_text}: each policy's claims are tested at {level}",
         lambda p, k, looks: min(1.0, p * k * looks),
+        lambda alpha, k, looks: alpha / (k * looks),
     ),
 }
 

@@ -61,7 +61,7 @@ def replay(
             last[key(d)] = replace(d, look=number)
             (new if d.word != CANT_TELL else still).append(key(d))
         reached.update({name: last[name] for name in new})
-        level = found[0].level if found else judging.alpha / len(looks)
+        level = found[0].level if found else judging.correction.level(judging.alpha, 1, len(looks))
         done.append(Look(number, seeds, level, tuple(new), tuple(still)))
         before = seeds
         if not still:

@@ -173,7 +173,7 @@ def estimate(
     For policies whose budget depends on the losses (infobatch, ucb, egreedy, kakurenbo) it
     reads the figures from a run of theirs (--run); kakurenbo's end-of-epoch forward pass is
     part of its epochs' measured time, so of the overhead t_0."""
-    from ..analysis.runs import estimate_for
+    from ..drivers.estimate import estimate_for
 
     views.show_estimate(estimate_for(settings, epoch_seconds, run, config), as_json)
 

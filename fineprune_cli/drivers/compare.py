@@ -71,7 +71,7 @@ class CompareConfig:
         False,
         flag="--until-decided",
         help="Add seeds in the planned --looks until every policy is decided (worth it / "
-        "not worth it), the error spent over looks by Bonferroni; --seeds is not used.",
+        "not worth it), the error spent over looks by the judging plan's --family; --seeds is not used.",
     )
     looks: list[int] = option(
         factory=list,
