@@ -118,7 +118,8 @@ def toy_trainer(seed=0, augment=True, static=None, **train):
 
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
-    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    from fineprune_cli.engine.devicedata import DeviceData
+    from fineprune_cli.engine.trainer import Trainer
 
     torch.manual_seed(seed)
     model = models.create("lenet", 3, 4)

@@ -240,7 +240,7 @@ def test_auto_augments_rgb_folders_of_any_size(tmp_path, size, pad):
 
 
 def test_auto_leaves_grey_images_alone():
-    from fineprune_cli.engine.trainer import wants_augment
+    from fineprune_cli.engine.devicedata import wants_augment
 
     assert not wants_augment("auto", 1) and wants_augment("crop-flip", 1) and not wants_augment("none", 3)
 

@@ -223,7 +223,8 @@ def _padded_rank_main(rank, size, init_file, out_dir):
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
     from fineprune_cli.engine.data import make_synthetic
-    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    from fineprune_cli.engine.devicedata import DeviceData
+    from fineprune_cli.engine.trainer import Trainer
 
     dist.init_process_group(
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
@@ -264,7 +265,8 @@ def _eval_rank_main(rank, size, init_file, out_dir):
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
     from fineprune_cli.engine.data import make_synthetic
-    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    from fineprune_cli.engine.devicedata import DeviceData
+    from fineprune_cli.engine.trainer import Trainer
 
     dist.init_process_group(
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=20)

@@ -20,7 +20,8 @@ from fineprune_cli.distributed.worker import worker_step
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.engine.lrschedule import lr_at
-from fineprune_cli.engine.trainer import DeviceData, Trainer
+from fineprune_cli.engine.devicedata import DeviceData
+from fineprune_cli.engine.trainer import Trainer
 from conftest import free_port, invoke
 
 
