@@ -15,7 +15,7 @@ from fineprune_cli.engine.world import World, from_env, step_slices
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import Pruner
 from fineprune_cli.pruning.schedule import PruneSchedule
-from conftest import free_port, spawn_ranks
+from conftest import PRUNE_ODD_EPOCHS, free_port, spawn_ranks, tiny
 
 N, BATCH, STEPS = 96, 12, 8
 SCHEDULE = dict(window=3, start=1, attenuation=1, block=1, count=1)
@@ -180,29 +180,7 @@ def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
         "train",
         "--nproc-per-node",
         "2",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "512",
-        "--test-subset",
-        "500",
-        "--epochs",
-        "3",
-        "--batch-size",
-        "64",
-        "--prune",
-        "--window",
-        "2",
-        "--start",
-        "1",
-        "--block",
-        "1",
-        "--attenuation",
-        "1",
-        "--device",
-        "cpu",
+        *tiny(subset=512, test_subset=500, epochs=3, batch_size=64, **PRUNE_ODD_EPOCHS),
         "--out",
         str(out),
         "--json",

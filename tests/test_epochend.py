@@ -7,27 +7,14 @@ import pytest
 import torch
 
 from fineprune_cli.engine import checkpoint
-from fineprune_cli.engine.config import Config, build_config
+from fineprune_cli.engine.config import Config
 from fineprune_cli.engine.epochend import EpochEnd, Measured
 from fineprune_cli.engine.record import RunRecord, Status, read_summary
 from fineprune_cli.engine.totals import Totals, new_summary
 from fineprune_cli.engine.world import SINGLE, World
 from fineprune_cli.pruning import create
 from fineprune_cli.runner import train
-from conftest import metrics_rows, toy_trainer
-
-
-class _NoPeers:
-    """The chief alone (--num-ps 1): nothing to fetch, load or finish."""
-
-    def states(self):
-        return []
-
-    def load(self, states):
-        pass
-
-    def finish(self):
-        pass
+from conftest import NoPeers, metrics_rows, tiny_config, toy_trainer
 
 
 def _chief_epoch(out):
@@ -44,13 +31,15 @@ def _chief_epoch(out):
     cfg.model.name, cfg.data.dataset, cfg.train.epochs = "lenet", "synthetic", 1
     record = RunRecord(out, fresh=True)
     summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, 2)
+    peers = NoPeers()
     chief.begin_epoch(1)
     chief.end_epoch(1, [], 96 * 1.5, 96, flatten(list(trainer.model.buffers())))
     try:
         with checkpoint.StopRequest() as stop:
-            serve_epoch(cfg, chief, _NoPeers(), record, summary, Totals(), 1, stop, World(0, 2))
+            serve_epoch(cfg, chief, peers, record, summary, Totals(), 1, stop, World(0, 2))
     finally:
         record.close()
+    return peers
 
 
 def test_a_change_to_the_epoch_end_reaches_both_loops(tmp_path, monkeypatch):
@@ -65,21 +54,11 @@ def test_a_change_to_the_epoch_end_reaches_both_loops(tmp_path, monkeypatch):
         close(self, m)
 
     monkeypatch.setattr(EpochEnd, "close", stamped)
-    settings = {
-        "model.name": "lenet",
-        "data.dataset": "synthetic",
-        "data.subset": 64,
-        "data.test_subset": 32,
-        "train.epochs": 2,
-        "train.batch_size": 32,
-        "run.device": "cpu",
-        "run.out": str(tmp_path / "single"),
-    }
-    train(build_config(None, settings), show_progress=False)
+    train(tiny_config(tmp_path / "single"), show_progress=False)
     assert seen == [1, 2] and read_summary(tmp_path / "single").extra["stamp"] == "end of epoch 2"
-    _chief_epoch(tmp_path / "chief")
+    peers = _chief_epoch(tmp_path / "chief")
     assert seen == [1, 2, 1] and read_summary(tmp_path / "chief").extra["stamp"] == "end of epoch 1"
-    assert [r["train_loss"] for r in metrics_rows(tmp_path / "chief")] == ["1.5"]
+    assert [r["train_loss"] for r in metrics_rows(tmp_path / "chief")] == ["1.5"] and not peers.finished
 
 
 def _end(tmp_path, world=SINGLE, epochs=4, every=1, **hooks):
