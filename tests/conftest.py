@@ -12,23 +12,58 @@ from typer.testing import CliRunner
 from fineprune_cli.cli import app
 
 TIMING = {"train_seconds", "overhead_seconds"}  # columns that differ between identical runs
-# a LeNet run of seconds on synthetic data (the CLI tests add --out and what they check)
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "100",  # the synthetic set's 10,000 test images: seconds of evaluation an epoch
-    "--epochs",
-    "2",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-]
+# a LeNet run of seconds on synthetic data: test_subset trims the synthetic set's 10,000 test
+# images (seconds of evaluation an epoch)
+TINY_FLAGS = {
+    "model": "lenet",
+    "dataset": "synthetic",
+    "subset": 200,
+    "test_subset": 100,
+    "epochs": 2,
+    "device": "cpu",
+    "batch_size": 50,
+}
+
+
+# fine-pruning's schedule in epochs 1, 3, 5 ...: windows of 2 epochs from epoch 1, all in one block
+PRUNE_ODD_EPOCHS = {"prune": True, "window": 2, "start": 1, "block": 1, "attenuation": 1}
+
+
+def tiny(**overrides):
+    """The flags of a tiny run (the CLI tests add --out and what they check): `name=value`
+    sets --name value (`test_subset`: --test-subset; a list is joined by commas; True: the
+    flag alone), None leaves the flag out."""
+    args = []
+    for name, value in {**TINY_FLAGS, **overrides}.items():
+        flag = f"--{name.replace('_', '-')}"
+        if value is True:
+            args.append(flag)
+        elif value is not None:
+            args += [flag, ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)]
+    return args
+
+
+TINY = tiny()
+# the same run as a config's settings
+TINY_SETTINGS = {
+    "model.name": "lenet",
+    "data.dataset": "synthetic",
+    "data.subset": 200,
+    "data.test_subset": 100,
+    "train.epochs": 2,
+    "train.batch_size": 50,
+    "run.device": "cpu",
+}
+
+
+def tiny_config(out=None, **settings):
+    """The Config of a tiny run writing to `out`; `settings` by their keys, e.g.
+    `**{"train.epochs": 4}`."""
+    from fineprune_cli.engine.config import build_config
+
+    return build_config(None, {**TINY_SETTINGS, **({"run.out": str(out)} if out else {}), **settings})
+
+
 _runner = CliRunner()
 
 
@@ -57,6 +92,22 @@ def metrics_rows(run_dir, drop_timing=False):
 
 def summary_of(run_dir):
     return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+class NoPeers:
+    """The parameter-server chief's peers when it is alone (--num-ps 1): nothing to fetch, load
+    or finish; `finished` says whether the chief released them."""
+
+    finished = False
+
+    def states(self):
+        return []
+
+    def load(self, states):
+        pass
+
+    def finish(self):
+        self.finished = True
 
 
 def spawn_ranks(rank_main, size, tmp_path, seconds=120):
@@ -118,7 +169,8 @@ def toy_trainer(seed=0, augment=True, static=None, **train):
 
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
-    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    from fineprune_cli.engine.devicedata import DeviceData
+    from fineprune_cli.engine.trainer import Trainer
 
     torch.manual_seed(seed)
     model = models.create("lenet", 3, 4)

@@ -18,7 +18,7 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.runner import resume, train
 from fineprune_cli.analysis.runs import load_runs
-from conftest import SignalAt, metrics_rows, summary_of
+from conftest import SignalAt, metrics_rows, summary_of, tiny
 
 
 def _cfg(out, prune, every=1, epochs=6):
@@ -129,20 +129,7 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
         "-m",
         "fineprune_cli",
         "train",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "300",
-        "--test-subset",
-        "200",
-        "--epochs",
-        "40",
-        "--device",
-        "cpu",
-        "--batch-size",
-        "64",
+        *tiny(subset=300, test_subset=200, epochs=40, batch_size=64),
         "--out",
         str(out),
         "--json",
@@ -176,18 +163,7 @@ def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
         "-m",
         "fineprune_cli",
         "train",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "300",
-        "--test-subset",
-        "200",
-        "--epochs",
-        "40",
-        "--device",
-        "cpu",
+        *tiny(subset=300, test_subset=200, epochs=40, batch_size=None),
         "--checkpoint-every",
         "0",
         "--out",
@@ -285,27 +261,7 @@ def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path,
     cfg = _cfg(out, True, epochs=4)
     result = CliRunner().invoke(
         app,
-        [
-            "train",
-            "--model",
-            "lenet",
-            "--dataset",
-            "synthetic",
-            "--subset",
-            "300",
-            "--test-subset",
-            "200",
-            "--epochs",
-            "4",
-            "--batch-size",
-            "64",
-            "--device",
-            "cpu",
-            "--seed",
-            "3",
-            "--out",
-            str(out),
-        ],
+        ["train", *tiny(subset=300, test_subset=200, epochs=4, batch_size=64), "--seed", "3", "--out", str(out)],
     )
     *progress, last = result.output.strip().splitlines()
     assert result.exit_code == 1, result.output

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import TINY, invoke, metrics_rows, summary_of
+from conftest import PRUNE_ODD_EPOCHS, TINY, invoke, metrics_rows, summary_of, tiny
 
 runner = CliRunner()
 
@@ -57,28 +57,7 @@ def test_train_writes_a_complete_run_folder(tmp_path):
 @pytest.mark.slow
 def test_prune_run_records_schedule_and_skips(tmp_path):
     out = tmp_path / "run"
-    args = [
-        "train",
-        *TINY,
-        "--epochs",
-        "4",
-        "--prune",
-        "--window",
-        "2",
-        "--start",
-        "1",
-        "--block",
-        "1",
-        "--count",
-        "1",
-        "--attenuation",
-        "1",
-        "--prune-fraction",
-        "0.25",
-        "--out",
-        str(out),
-        "--json",
-    ]
+    args = ["train", *tiny(epochs=4, **PRUNE_ODD_EPOCHS, count=1, prune_fraction=0.25), "--out", out, "--json"]
     result = invoke(args)
     assert result.exit_code == 0, result.output
     s = json.loads(result.output)

@@ -81,6 +81,25 @@ def test_required_options_are_marked():
     assert text.count("[required") == 2  # no other train option is
 
 
+def test_train_and_scale_share_the_launch_flags():
+    """Declared once: the same flags, types and help in both commands (their help had drifted)."""
+    import typer
+
+    from fineprune_cli.cli import app
+
+    commands = typer.main.get_command(app).commands
+
+    def launch(name):
+        flags = ("nnodes", "node_rank", "rdzv_endpoint")
+        return {
+            p.name: (p.type_descriptor.annotation, p.opts, p.default, p.help)
+            for p in commands[name].params
+            if p.name in flags
+        }
+
+    assert launch("train") == launch("scale") and len(launch("train")) == 3
+
+
 def _files(root: Path) -> list[Path]:
     return sorted(root.rglob("*"))
 
@@ -240,7 +259,7 @@ def test_auto_augments_rgb_folders_of_any_size(tmp_path, size, pad):
 
 
 def test_auto_leaves_grey_images_alone():
-    from fineprune_cli.engine.trainer import wants_augment
+    from fineprune_cli.engine.devicedata import wants_augment
 
     assert not wants_augment("auto", 1) and wants_augment("crop-flip", 1) and not wants_augment("none", 3)
 

@@ -11,9 +11,9 @@ from fineprune_cli.cli.conventions import EXAMPLES
 from fineprune_cli.engine.config import build_config, validate
 from fineprune_cli.engine.world import from_env
 from fineprune_cli.errors import ConfigError
+from conftest import TINY
 
 runner = CliRunner()
-TINY = ["-m", "lenet", "-d", "synthetic", "--epochs", "2"]
 
 
 def test_help_keeps_the_brackets_of_an_extra():

@@ -10,32 +10,11 @@ from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan
 from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
-from conftest import summary_of
+from conftest import summary_of, tiny
 from factories import tiny_compare as _cfg
 
 runner = CliRunner()
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "500",
-    "--epochs",
-    "4",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-    "--window",
-    "2",
-    "--start",
-    "1",
-    "--milestones",
-    "3",
-]
+TINY = tiny(test_subset=500, epochs=4, window=2, start=1, milestones=3)
 
 
 def test_plan_runs_whole_seeds_first(tmp_path):

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import invoke
+from conftest import invoke, tiny
 from fineprune_cli.drivers.progress import Costs, MatrixProgress, Planned
 
 
@@ -107,31 +107,7 @@ def test_costs_take_the_median_epoch_so_a_slow_first_epoch_does_not_set_the_pace
 
 @pytest.mark.slow
 def test_compare_piped_prints_a_line_per_epoch_and_per_run_with_shorter_arms_shorter(tmp_path):
-    result = invoke(
-        [
-            "compare",
-            "--model",
-            "lenet",
-            "--dataset",
-            "synthetic",
-            "--subset",
-            "200",
-            "--test-subset",
-            "100",
-            "--epochs",
-            "2",
-            "--batch-size",
-            "50",
-            "--device",
-            "cpu",
-            "--policies",
-            "regular",
-            "--shorter",
-            "0.5",
-            "--out",
-            tmp_path / "c",
-        ]
-    )
+    result = invoke(["compare", *tiny(), "--policies", "regular", "--shorter", "0.5", "--out", tmp_path / "c"])
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
     epochs = [

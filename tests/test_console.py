@@ -13,23 +13,10 @@ from contextlib import contextmanager
 import pytest
 from rich.console import Console
 
-from conftest import invoke, summary_of
+from conftest import invoke, summary_of, tiny
 from fineprune_cli import console
 
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "100",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-]
+TINY = tiny(epochs=None)
 LINE = re.compile(
     r"^lenet on synthetic: epoch (\d+)/3, acc \d+\.\d\d%, elapsed \d+:\d\d:\d\d, "
     r"eta (\d+:\d\d:\d\d)$"

@@ -15,7 +15,7 @@ from fineprune_cli.engine.world import World, from_env, step_slices
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import Pruner
 from fineprune_cli.pruning.schedule import PruneSchedule
-from conftest import free_port, spawn_ranks
+from conftest import PRUNE_ODD_EPOCHS, free_port, spawn_ranks, tiny
 
 N, BATCH, STEPS = 96, 12, 8
 SCHEDULE = dict(window=3, start=1, attenuation=1, block=1, count=1)
@@ -180,29 +180,7 @@ def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
         "train",
         "--nproc-per-node",
         "2",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "512",
-        "--test-subset",
-        "500",
-        "--epochs",
-        "3",
-        "--batch-size",
-        "64",
-        "--prune",
-        "--window",
-        "2",
-        "--start",
-        "1",
-        "--block",
-        "1",
-        "--attenuation",
-        "1",
-        "--device",
-        "cpu",
+        *tiny(subset=512, test_subset=500, epochs=3, batch_size=64, **PRUNE_ODD_EPOCHS),
         "--out",
         str(out),
         "--json",
@@ -223,7 +201,8 @@ def _padded_rank_main(rank, size, init_file, out_dir):
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
     from fineprune_cli.engine.data import make_synthetic
-    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    from fineprune_cli.engine.devicedata import DeviceData
+    from fineprune_cli.engine.trainer import Trainer
 
     dist.init_process_group(
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
@@ -264,7 +243,8 @@ def _eval_rank_main(rank, size, init_file, out_dir):
     from fineprune_cli import models
     from fineprune_cli.engine.config import TrainConfig
     from fineprune_cli.engine.data import make_synthetic
-    from fineprune_cli.engine.trainer import DeviceData, Trainer
+    from fineprune_cli.engine.devicedata import DeviceData
+    from fineprune_cli.engine.trainer import Trainer
 
     dist.init_process_group(
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=20)

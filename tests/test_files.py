@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
 from crafted import make_fifo  # noqa: E402
 
-from conftest import invoke  # noqa: E402
+from conftest import invoke, tiny  # noqa: E402
 from fineprune_cli.engine.files import read_regular  # noqa: E402
 
 
@@ -48,25 +48,7 @@ def test_read_regular_refuses_fifos_devices_and_oversized_files(tmp_path, no_han
 
 def _finished_run(tmp_path):
     out = tmp_path / "run"
-    r = invoke(
-        [
-            "train",
-            "--model",
-            "lenet",
-            "--dataset",
-            "synthetic",
-            "--subset",
-            "64",
-            "--test-subset",
-            "32",
-            "--device",
-            "cpu",
-            "--epochs",
-            "1",
-            "--out",
-            out,
-        ]
-    )
+    r = invoke(["train", *tiny(subset=64, test_subset=32, epochs=1, batch_size=None), "--out", out])
     assert r.exit_code == 0, r.output
     return out
 

@@ -16,7 +16,8 @@ from fineprune_cli import models
 from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import make_synthetic
 from fineprune_cli.engine.device import Stopwatch
-from fineprune_cli.engine.trainer import DeviceData, Trainer
+from fineprune_cli.engine.devicedata import DeviceData
+from fineprune_cli.engine.trainer import Trainer
 from fineprune_cli.pruning import PruneConfig, create, tracker
 
 pytestmark = [

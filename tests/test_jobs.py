@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import invoke, metrics_rows, summary_of
+from conftest import invoke, metrics_rows, summary_of, tiny
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.drivers.executor import slots
@@ -13,28 +13,7 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 
 CORES = len(os.sched_getaffinity(0))
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "300",
-    "--epochs",
-    "3",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-    "--window",
-    "2",
-    "--start",
-    "1",
-    "--milestones",
-    "2",
-]
+TINY = tiny(test_subset=300, epochs=3, window=2, start=1, milestones=2)
 
 
 def _cfg(tmp_path, name, **compare):

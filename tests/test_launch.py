@@ -15,7 +15,7 @@ from fineprune_cli import cli, runner
 from fineprune_cli.distributed import launch
 from fineprune_cli.engine.config import Config
 from fineprune_cli.errors import ConfigError
-from conftest import free_port, invoke
+from conftest import free_port, invoke, tiny
 
 
 def _cfg(mode="sync", batch=128, group=2):
@@ -226,20 +226,7 @@ def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_comple
         "2",
         "--max-restarts",
         "1",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "4096",
-        "--test-subset",
-        "200",
-        "--epochs",
-        str(epochs),
-        "--batch-size",
-        "64",
-        "--device",
-        "cpu",
+        *tiny(subset=4096, test_subset=200, epochs=epochs, batch_size=64),
         "--out",
         str(out),
         "--json",

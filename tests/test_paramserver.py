@@ -20,11 +20,12 @@ from fineprune_cli.distributed.worker import worker_step
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.engine.lrschedule import lr_at
-from fineprune_cli.engine.trainer import DeviceData, Trainer
-from conftest import free_port, invoke
+from fineprune_cli.engine.devicedata import DeviceData
+from fineprune_cli.engine.trainer import Trainer
+from conftest import PRUNE_ODD_EPOCHS, NoPeers, free_port, invoke, tiny
 
 
-def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", name=None):
+def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", name=None, **flags):
     out = tmp_path / (name or mode)
     cmd = [
         sys.executable,
@@ -37,22 +38,9 @@ def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", na
         mode,
         "--group-size",
         "2",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        subset,
-        "--test-subset",
-        "500",
-        "--epochs",
-        epochs,
+        *tiny(subset=subset, test_subset=500, epochs=epochs, batch_size=64, **flags),
         "--lr",
         lr,
-        "--batch-size",
-        "64",
-        "--device",
-        "cpu",
         "--out",
         str(out),
         *extra,
@@ -73,19 +61,11 @@ def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
         tmp_path,
         "mixed",
         3,
-        "--prune",
-        "--window",
-        "2",
-        "--start",
-        "1",
-        "--block",
-        "1",
-        "--attenuation",
-        "1",
         "--milestones",
         "",
         lr="0.01",
         epochs="5",
+        **PRUNE_ODD_EPOCHS,
     )
     losses = [float(r["train_loss"]) for r in rows]
     assert s["groups"] == 1 and s["workers"] == 2  # workers 1+2 average, 1 pushes
@@ -104,31 +84,9 @@ def test_every_mode_counts_as_one_process_does_with_the_tolerance_given(tmp_path
     mode must count exactly what one process counts with --tolerance 0.05, and that differs
     from what tolerance 0 counts (a mode that dropped the tolerance would be caught)."""
     common = [
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "256",
-        "--test-subset",
-        "100",
-        "--epochs",
-        "1",
-        "--batch-size",
-        "256",
+        *tiny(subset=256, epochs=1, batch_size=256, **PRUNE_ODD_EPOCHS),
         "--lr",
         "1e-9",
-        "--device",
-        "cpu",
-        "--prune",
-        "--window",
-        "2",
-        "--start",
-        "1",
-        "--block",
-        "1",
-        "--attenuation",
-        "1",
         "--set",
         "data.augment=none",
         "--set",
@@ -283,20 +241,7 @@ def _by_hand(out, size, *extra, epochs="3"):
         "train",
         "--dist-mode",
         "async",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "512",
-        "--test-subset",
-        "100",
-        "--epochs",
-        epochs,
-        "--batch-size",
-        "64",
-        "--device",
-        "cpu",
+        *tiny(subset=512, epochs=epochs, batch_size=64),
         "--dist-timeout",
         "10",
         "--out",
@@ -392,22 +337,9 @@ def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path):
         "async",
         "--num-ps",
         "2",
-        "--model",
-        "lenet",
-        "--dataset",
-        "synthetic",
-        "--subset",
-        "1024",
+        *tiny(subset=1024, epochs=6, batch_size=64),
         "--lr",
         "0.03",
-        "--test-subset",
-        "100",
-        "--epochs",
-        "6",
-        "--batch-size",
-        "64",
-        "--device",
-        "cpu",
         "--out",
         str(out),
     ]
@@ -453,19 +385,6 @@ def _rows(out):
         return []
 
 
-class _NoPeers:
-    """The chief alone (--num-ps 1): nothing to fetch, load or finish."""
-
-    def states(self):
-        return []
-
-    def load(self, states):
-        pass
-
-    def finish(self):
-        self.finished = True
-
-
 @pytest.mark.parametrize("ending", ["diverged", "stop asked"])
 def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
     """A non-finite loss ends the run 'diverged'; a worker's SIGTERM ends it 'interrupted' with a
@@ -487,7 +406,7 @@ def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
     chief.begin_epoch(1)
     loss = float("nan") if ending == "diverged" else 40.0
     chief.end_epoch(1, [], loss, 48, flatten(list(trainer.model.buffers())), stop=ending == "stop asked")
-    peers = _NoPeers()
+    peers = NoPeers()
     expected = checkpoint.Diverged if ending == "diverged" else checkpoint.Interrupted
     with checkpoint.StopRequest() as stop, pytest.raises(expected) as err:
         serve_epoch(cfg, chief, peers, record, summary, Totals(), 1, stop, World(0, 3))

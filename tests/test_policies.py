@@ -394,6 +394,18 @@ def test_registry_lists_every_policy_with_label_and_colour():
     assert get("none") is get("regular")
 
 
+def test_policies_keep_their_state_in_setup_not_in_a_constructor_of_their_own():
+    """The base constructor is the only one; a policy's own state comes from `setup()`, made
+    once the base attributes exist (a policy that restated the constructor would show here)."""
+    from fineprune_cli.pruning.policy import Policy
+
+    for name in list_policies():
+        kind = get(name)
+        assert all("__init__" not in vars(c) for c in kind.__mro__ if c is not Policy and c is not object), name
+    fine = create("fine", 10, PruneConfig(window=2, start=0, prune_fraction=0.3))
+    assert fine.num_pruned == 3 and fine.dropping_count.shape == (10,) and fine.pending.counts.shape == (10,)
+
+
 @pytest.mark.parametrize(
     "field, bad",
     [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -394,7 +395,7 @@ def _without_out(argv: list[str]) -> list[str]:
     return argv[:at] + argv[at + 2 :]
 
 
-TINY = ["--subset", "60", "--test-subset", "50", "--batch-size", "30", "--device", "cpu"]
+TINY = tiny(model=None, dataset=None, epochs=None, subset=60, test_subset=50, batch_size=30)
 
 
 @pytest.mark.slow

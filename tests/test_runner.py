@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from fineprune_cli import runner
-from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.record import RunRecord, Status, read_summary
 from fineprune_cli.engine.trainer import Trainer
 from fineprune_cli.engine.world import SINGLE, World
-from conftest import invoke, metrics_rows
+from conftest import invoke, metrics_rows, tiny, tiny_config
 
 LAUNCH_ENV = (
     "RANK",
@@ -26,42 +25,12 @@ LAUNCH_ENV = (
     "SLURM_STEP_NUM_TASKS",
     runner.RESTART_COUNT,
 )
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "64",
-    "--test-subset",
-    "32",
-    "--epochs",
-    "2",
-    "--batch-size",
-    "32",
-    "--milestones",
-    "",
-    "--device",
-    "cpu",
-]
+TINY = tiny(subset=64, test_subset=32, batch_size=32, milestones="")
 
 
 def _cfg(out, **extra):
-    return build_config(
-        None,
-        {
-            "model.name": "lenet",
-            "data.dataset": "synthetic",
-            "data.subset": 64,
-            "data.test_subset": 32,
-            "train.epochs": 2,
-            "train.batch_size": 32,
-            "train.milestones": [],
-            "run.device": "cpu",
-            "run.out": str(out),
-            **extra,
-        },
-    )
+    small = {"data.subset": 64, "data.test_subset": 32, "train.batch_size": 32, "train.milestones": []}
+    return tiny_config(out, **small, **extra)
 
 
 @pytest.mark.slow

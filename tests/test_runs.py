@@ -14,6 +14,7 @@ from fineprune_cli.analysis.runs import arm_of, check_counts
 from fineprune_cli.cli import app
 from fineprune_cli.errors import ConfigError
 from factories import make, make_run
+from conftest import tiny
 
 runner = CliRunner()
 
@@ -114,23 +115,7 @@ def test_a_full_disk_at_start_leaves_no_empty_run_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(record, "atomic_write_text", lambda path, text: full(path, text))
     result = runner.invoke(
         app,
-        [
-            "train",
-            "--model",
-            "lenet",
-            "--dataset",
-            "synthetic",
-            "--subset",
-            "64",
-            "--test-subset",
-            "32",
-            "--epochs",
-            "1",
-            "--device",
-            "cpu",
-            "--out",
-            str(tmp_path / "a" / "run"),
-        ],
+        ["train", *tiny(subset=64, test_subset=32, epochs=1, batch_size=None), "--out", str(tmp_path / "a" / "run")],
     )
     assert result.exit_code == 2 and "No space left on device" in result.output, result.output
     assert not (tmp_path / "a").exists()

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import invoke, metrics_rows
+from conftest import invoke, metrics_rows, tiny
 from fineprune_cli.engine import scalars
 from fineprune_cli.engine.checkpoint import Interrupted
 from fineprune_cli.engine.config import Config
@@ -13,20 +13,7 @@ from fineprune_cli.engine.fingerprint import fingerprint
 from fineprune_cli.engine.record import EpochRow
 from fineprune_cli.runner import resume, train
 
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "100",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-]
+TINY = tiny(epochs=None)
 COLUMNS = [c for c in EpochRow.columns() if c != "epoch"]
 
 

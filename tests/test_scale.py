@@ -11,6 +11,7 @@ from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.files import to_csv
 from fineprune_cli.engine.record import EpochRow, RunSummary, Status
 from fineprune_cli.errors import ConfigError
+from conftest import tiny
 
 
 def _run(tmp_path, name, samples, seconds, losses, accuracies, **extra):
@@ -182,22 +183,9 @@ def test_cli_scale_adds_the_baseline_and_runs_two_processes(tmp_path):
         app,
         [
             "scale",
-            "--model",
-            "lenet",
-            "--dataset",
-            "synthetic",
-            "--subset",
-            "512",
-            "--test-subset",
-            "200",
-            "--epochs",
-            "2",
-            "--batch-size",
-            "64",
+            *tiny(subset=512, test_subset=200, batch_size=64),
             "--milestones",
             "",
-            "--device",
-            "cpu",
             "--nproc",
             "2",
             "--out",

@@ -5,31 +5,16 @@ import time
 
 import pytest
 
-from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.record import RunSummary, Status, read_summary
 from fineprune_cli.engine.totals import best3
 from fineprune_cli.runner import resume, train
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning.policies.fine import FinePruning
-from conftest import invoke, metrics_rows
+from conftest import invoke, metrics_rows, tiny, tiny_config
 
 
 def _cfg(out, **extra):
-    return build_config(
-        None,
-        {
-            "model.name": "lenet",
-            "data.dataset": "synthetic",
-            "data.subset": 200,
-            "data.test_subset": 100,
-            "train.epochs": 2,
-            "train.batch_size": 50,
-            "train.milestones": [],
-            "run.device": "cpu",
-            "run.out": str(out),
-            **extra,
-        },
-    )
+    return tiny_config(out, **{"train.milestones": [], **extra})
 
 
 def test_best3_is_the_mean_of_the_three_best():
@@ -120,35 +105,14 @@ def test_summary_round_trip_and_schema_1(tmp_path):
 def test_running_out_of_memory_mid_run_is_one_line(tmp_path, monkeypatch, error):
     """The up-front memory check is a floor (a model's layers come on top): an allocation that
     fails later ended in the allocator's traceback."""
-    from typer.testing import CliRunner
 
-    from fineprune_cli.cli import app
     from fineprune_cli.engine.trainer import Trainer
 
     def fail(*args, **kwargs):
         raise error
 
     monkeypatch.setattr(Trainer, "train_epoch", fail)
-    result = CliRunner().invoke(
-        app,
-        [
-            "train",
-            "--model",
-            "lenet",
-            "--dataset",
-            "synthetic",
-            "--subset",
-            "64",
-            "--test-subset",
-            "32",
-            "--epochs",
-            "1",
-            "--device",
-            "cpu",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-    )
+    result = invoke(["train", *tiny(epochs=1), "--out", tmp_path / "run"])
     assert result.exit_code == 1 and "out of memory while training" in result.output, result.output
     assert "lower --batch-size or --image-size" in result.output and len(result.output.strip().splitlines()) == 1
 
@@ -158,21 +122,7 @@ def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch
 
     monkeypatch.setattr(Trainer, "train_epoch", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
-        train(
-            build_config(
-                None,
-                {
-                    "model.name": "lenet",
-                    "data.dataset": "synthetic",
-                    "data.subset": 64,
-                    "data.test_subset": 32,
-                    "train.epochs": 1,
-                    "run.device": "cpu",
-                    "run.out": str(tmp_path / "r"),
-                },
-            ),
-            show_progress=False,
-        )
+        train(tiny_config(tmp_path / "r", **{"train.epochs": 1}), show_progress=False)
 
 
 def test_the_summary_records_the_machine_and_its_load(tmp_path, monkeypatch):

@@ -10,32 +10,9 @@ import sys
 
 import pytest
 
-from conftest import invoke, metrics_rows, summary_of
+from conftest import invoke, metrics_rows, summary_of, tiny
 
-TINY = [
-    "--model",
-    "lenet",
-    "--dataset",
-    "synthetic",
-    "--subset",
-    "200",
-    "--test-subset",
-    "300",
-    "--epochs",
-    "3",
-    "--device",
-    "cpu",
-    "--batch-size",
-    "50",
-    "--window",
-    "2",
-    "--start",
-    "1",
-    "--milestones",
-    "2",
-    "--policies",
-    "regular,fine,random",
-]
+TINY = tiny(test_subset=300, epochs=3, window=2, start=1, milestones=2, policies="regular,fine,random")
 
 STANDIN = r"""
 import os, re, signal, subprocess, sys, time

@@ -25,7 +25,8 @@ from fineprune_cli.engine.config import TrainConfig
 from fineprune_cli.engine.data import load_dataset
 from fineprune_cli.engine.device import Stopwatch, resolve_device, synchronize
 from fineprune_cli.pruning.tracker import DroppingCount
-from fineprune_cli.engine.trainer import DeviceData, Trainer
+from fineprune_cli.engine.devicedata import DeviceData
+from fineprune_cli.engine.trainer import Trainer
 
 
 def bare_model(name: str, channels: int, classes: int, device: torch.device) -> torch.nn.Module:

@@ -96,6 +96,17 @@ NameOpt = Annotated[
         help="Run folder results/runs/<YYYYmmdd-HHMMSS>-NAME instead of <time>-<model>-<dataset>; not with --out."
     ),
 ]
+# the launch across machines, the same flags for `train --nproc-per-node` and `scale`
+NnodesOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        help="Machines: run the same command on each, with its --node-rank and an --out they all see. (default 1)"
+    ),
+]
+NodeRankOpt = Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank, 0 to nnodes - 1.")]
+RdzvEndpointOpt = Annotated[
+    Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous, on node rank 0.")
+]
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 

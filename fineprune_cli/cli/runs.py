@@ -15,7 +15,17 @@ from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import dryrun_view, views
 from .app import ConfigOpt, JsonOpt, app, invocation
-from .conventions import EXAMPLES, DryRunOpt, NameOpt, PrintConfigOpt, named_folder, without_name
+from .conventions import (
+    EXAMPLES,
+    DryRunOpt,
+    NameOpt,
+    NnodesOpt,
+    NodeRankOpt,
+    PrintConfigOpt,
+    RdzvEndpointOpt,
+    named_folder,
+    without_name,
+)
 from .options import SetOpt, parse_set, with_settings
 
 RESUME_ALONE = "--resume takes no other options: the run continues with its saved config"
@@ -59,13 +69,9 @@ def train_command(
             help="Data-parallel: start N processes on this machine through torch.distributed's launcher (torchrun)."
         ),
     ] = None,
-    nnodes: Annotated[
-        Optional[int], typer.Option(help="With --nproc-per-node: number of machines. (default 1)")
-    ] = None,
-    node_rank: Annotated[Optional[int], typer.Option(help="With --nnodes > 1: this machine's rank.")] = None,
-    rdzv_endpoint: Annotated[
-        Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node 0).")
-    ] = None,
+    nnodes: NnodesOpt = None,
+    node_rank: NodeRankOpt = None,
+    rdzv_endpoint: RdzvEndpointOpt = None,
     max_restarts: Annotated[
         Optional[int],
         typer.Option(

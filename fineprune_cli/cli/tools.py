@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import views
 from .app import ConfigOpt, JsonOpt, app, invocation, names
-from .conventions import EXAMPLES
+from .conventions import EXAMPLES, NnodesOpt, NodeRankOpt, RdzvEndpointOpt
 from .options import with_settings
 
 NOTES_LIMIT = 2**20  # --notes: a page of Markdown, not a stream
@@ -105,19 +105,9 @@ def scale(
     num_ps: Annotated[
         str, typer.Option(help="Parameter servers of the async/mixed runs, e.g. 1,2 (the paper's Table 1).")
     ] = "1",
-    nnodes: Annotated[
-        int,
-        typer.Option(
-            help="Machines; run the same command on each with its --node-rank (--out on a shared folder). (default 1)"
-        ),
-    ] = 1,
-    node_rank: Annotated[
-        int,
-        typer.Option(help="With --nnodes > 1: this machine's rank; rank 0 runs the baseline and writes the tables."),
-    ] = 0,
-    rdzv_endpoint: Annotated[
-        Optional[str], typer.Option(help="With --nnodes > 1: host:port of the rendezvous (node rank 0).")
-    ] = None,
+    nnodes: NnodesOpt = None,
+    node_rank: NodeRankOpt = None,
+    rdzv_endpoint: RdzvEndpointOpt = None,
     target_accuracy: Annotated[
         Optional[float],
         typer.Option(
@@ -142,19 +132,19 @@ def scale(
     """Train the same model on 1, 2, 4 ... processes (Campos et al. 2017) and tabulate the scaling.
 
     Throughput, speedup and efficiency against one process, final accuracy, time to a target
-    accuracy and loss."""
+    accuracy and loss. Across machines, node rank 0 runs the baseline and writes the tables."""
     from ..drivers.scale import Launch, plan, run_scale
     from ..drivers.scale_table import Targets
     from ..engine.config import parse_int_list
 
-    launch = Launch(nnodes, node_rank, rdzv_endpoint)
+    launch = Launch(1 if nnodes is None else nnodes, node_rank or 0, rdzv_endpoint)
     jobs = plan(
         parse_int_list(nproc, "--nproc") or [], names(dist_mode), parse_int_list(num_ps, "--num-ps") or [], launch
     )
     done = run_scale(
         build_config(config, settings), jobs, out, invocation(), Targets(target_loss, target_accuracy), launch
     )
-    views.show_scale(done, node_rank, as_json)
+    views.show_scale(done, launch.node_rank, as_json)
 
 
 @app.command(epilog=EXAMPLES["estimate"])

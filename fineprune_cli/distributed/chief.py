@@ -1,6 +1,7 @@
 """The chief parameter server's run (rank 0 of an async/mixed run): it waits for each epoch's
-end, evaluates the whole model, records the epoch, checkpoints, stops on a signal or on
-divergence, and resumes from its checkpoint, as the synchronous loop does (engine/loop.py).
+end, evaluates the whole model and hands the epoch to the end the synchronous loop uses too
+(engine/epochend.py: the record, the checkpoint, the stop on a signal or on divergence), then
+releases the workers; it resumes from its checkpoint.
 
 A checkpoint holds the whole model (batch-norm buffers included), each server's shard with
 its optimizer state and update count, the policy, the totals and the RNG. Workers hold no
@@ -8,7 +9,6 @@ state across epochs (their order is seeded per epoch), so a resumed run needs on
 
 from __future__ import annotations
 
-import shlex
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -16,11 +16,12 @@ from typing import Any, Callable
 from ..engine import checkpoint
 from ..engine.config import Config
 from ..engine.device import synchronize
+from ..engine.epochend import EpochEnd, Measured
 from ..engine.fingerprint import fingerprint
-from ..engine.record import EpochRow, RunRecord, RunSummary, Status, default_run_dir, finite, read_summary
+from ..engine.record import RunRecord, RunSummary, Status, default_run_dir, read_summary
 from ..engine.lrschedule import lr_schedule
 from ..engine.scalars import ScalarLog
-from ..engine.totals import Totals, mark_diverged, new_summary, summarize
+from ..engine.totals import Totals, new_summary
 from ..engine.world import World
 from ..errors import ConfigError
 from .layout import Shards
@@ -129,7 +130,7 @@ def serve_epoch(
     stop: checkpoint.StopRequest,
     world: World,
 ) -> None:
-    trainer, policy, n = chief.trainer, chief.policy, cfg.train.epochs
+    trainer = chief.trainer
     loss_sum, samples, asked = chief.wait_epoch(epoch)
     t1 = time.perf_counter()
     t0 = chief.started[epoch]  # workers' start-up is not training time
@@ -141,55 +142,27 @@ def serve_epoch(
     totals.refresh_s += refresh_s
     t1 += refresh_s  # the policy's forward-only pass is training time, timed apart
     test_loss, test_acc = trainer.evaluate()
-    row = EpochRow(
-        epoch=epoch,
-        lr=chief.lrs.pop(epoch),
-        samples=samples,
-        train_seconds=round(t1 - t0, 4),
-        train_loss=loss_sum / max(samples, 1),
-        test_loss=test_loss,
-        test_accuracy=test_acc,
-        pruned=int(chief.plans.pop(epoch).pruned),
-        overhead_seconds=0.0,
-    )
-    totals.rows.append(row)
-    totals.train_s += t1 - t0
-    totals.eval_s += time.perf_counter() - t1
-    summarize(summary, totals)
     stale = states[0]["stale"]
     summary.extra.update(
         updates=stale["count"],
         staleness_mean=round(stale["sum"] / max(stale["count"], 1), 3),
         staleness_max=stale["max"],
     )
-    if not (finite(row.train_loss) and finite(row.test_loss)):
-        _end_all(chief, peers, epoch)
-        raise mark_diverged(record, summary, totals, row)
-    window = policy.snapshot_due(epoch, n)
-    if window is not None and policy.scores is not None:
-        record.save_scores(window, policy.scores, policy.score_name)
-    record.write_metrics(totals.rows)
-    stopping = stop.requested is not None or asked
-    if stopping or epoch == n or (cfg.run.checkpoint_every and epoch % cfg.run.checkpoint_every == 0):
-        checkpoint.save(
-            record.path,
-            {
-                "model": trainer.model.state_dict(),
-                "servers": states,
-                "policy": policy.state_dict(),
-                "totals": totals.state_dict(),
-                "fingerprint": fingerprint(cfg.to_dict(), summary.data),
-            },
-        )
-    record.write_summary(summary)
-    if stopping and epoch < n:
-        summary.status = Status.INTERRUPTED
-        record.write_summary(summary)
-        _end_all(chief, peers, epoch)
-        hint = shlex.join(["fineprune", "train", "--resume", str(record.path), "--nproc-per-node", str(world.size)])
-        raise checkpoint.Stopped(
-            f"{stop.requested or 'a signal to a worker'}: stopped after epoch {epoch} of {n}; continue with: {hint}"
-        )
+    end = EpochEnd(
+        cfg,
+        record,
+        summary,
+        totals,
+        chief.policy,
+        world,
+        stop,
+        state=lambda: {"model": trainer.model.state_dict(), "servers": states},
+        agree=lambda wish: wish or asked,
+        others="a worker",
+        release=lambda: _end_all(chief, peers, epoch),
+    )
+    plan = chief.plans.pop(epoch)
+    end.close(Measured(epoch, chief.lrs.pop(epoch), samples, loss_sum, plan.pruned, t0, t1, test_loss, test_acc))
     chief.close_epoch(epoch)
 
 

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ..engine.jobenv import CONCURRENCY, THREADS
 from ..errors import ConfigError
 
 POLL_S = 0.5  # how often the executor looks at its processes and the run folders
-CONCURRENCY = "FINEPRUNE_CONCURRENCY"  # read by engine.device.machine_signature
-THREADS = "FINEPRUNE_THREADS"  # read by drivers/task.py before torch starts
 
 
 @dataclass(frozen=True)

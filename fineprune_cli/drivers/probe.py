@@ -113,7 +113,8 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
 
     from ..engine.device import resolve_device, synchronize
     from ..engine.build import build_model
-    from ..engine.trainer import Trainer, wants_augment
+    from ..engine.devicedata import wants_augment
+    from ..engine.trainer import Trainer
 
     device = resolve_device(cfg.run.device)
     batch, tests = min(cfg.train.batch_size, TIMED_BATCH), min(cfg.train.eval_batch_size, EVAL_IMAGES)
@@ -139,7 +140,7 @@ def random_data(channels: int, size: int, classes: int, batch: int, tests: int, 
     """One training batch and one evaluation batch of normalised noise, stored as a run's are."""
     import torch
 
-    from ..engine.trainer import CropFlip, DeviceData, crop_pad, pad_images
+    from ..engine.devicedata import CropFlip, DeviceData, crop_pad, pad_images
 
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     gen = torch.Generator().manual_seed(0)

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
+from ..engine.jobenv import THREADS
 from ..errors import FinepruneError
-
-THREADS = "FINEPRUNE_THREADS"  # set by the executor: this run's share of the cores
 
 
 class Label:

@@ -12,6 +12,7 @@ from typing import Iterator
 import torch
 
 from ..errors import ConfigError
+from .jobenv import CONCURRENCY
 
 
 def resolve_device(name: str, given_as: str = "--device") -> torch.device:
@@ -63,7 +64,7 @@ def concurrent_runs() -> int:
     """How many runs `compare --jobs` ran at once with this one (1 when alone). Only above 1 is
     it recorded, so runs made alone keep the signature they had before it existed."""
     try:
-        return max(1, int(os.environ.get("FINEPRUNE_CONCURRENCY", "1")))
+        return max(1, int(os.environ.get(CONCURRENCY, "1")))
     except ValueError:
         return 1
 

@@ -17,11 +17,11 @@ from ..pruning.policy import Policy
 from . import checkpoint, world as worlds
 from .config import Config
 from .device import Stopwatch, synchronize
-from .fingerprint import fingerprint
+from .epochend import EpochEnd, Measured, resume_command
 from .lrschedule import lr_schedule
-from .record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, finite
+from .record import CHECKPOINT, RunRecord, RunSummary, Status
 from .scalars import ScalarLog
-from .totals import Totals, mark_diverged, summarize
+from .totals import Totals
 from .trainer import Trainer
 from .world import World
 
@@ -59,7 +59,7 @@ def run_session(s: Session, show_progress: bool, bar: Any) -> RunSummary:
     except OSError as exc:  # every record is written atomically, so what is there stays whole
         raise checkpoint.StorageFull(
             f"cannot write {exc.filename or s.record.path}: {exc.strerror or exc}; the records already "
-            f"written are whole; make room, then {_resume_hint(s)}"
+            f"written are whole; make room, then {resume_command(s.record, s.world)}"
         ) from None
     except (MemoryError, RuntimeError) as exc:  # CUDA: torch.OutOfMemoryError; CPU: the allocator's RuntimeError
         if not isinstance(exc, (MemoryError, torch.OutOfMemoryError)) and "can't allocate memory" not in str(exc):
@@ -71,7 +71,7 @@ def run_session(s: Session, show_progress: bool, bar: Any) -> RunSummary:
         ) from None
     except KeyboardInterrupt:  # a second Ctrl-C: the epochs since the last checkpoint are lost
         if s.world.main and (s.record.path / CHECKPOINT).exists():
-            hint = f"{_resume_hint(s)} (from its last checkpoint)"
+            hint = f"{resume_command(s.record, s.world)} (from its last checkpoint)"
         else:
             hint = f"no epoch was checkpointed yet: delete {shlex.quote(str(s.record.path))} and train again"
         raise checkpoint.Interrupted(f"interrupted again before the epoch's checkpoint; {hint}") from None
@@ -79,18 +79,26 @@ def run_session(s: Session, show_progress: bool, bar: Any) -> RunSummary:
         worlds.shutdown(finished)
 
 
-def _resume_hint(s: Session) -> str:
-    return f"continue with: fineprune train --resume {shlex.quote(str(s.record.path))}"
-
-
 def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
-    """The epochs from the first not yet done to the last: plan -> train -> sync -> evaluate ->
-    row -> snapshot -> checkpoint -> stop test."""
+    """The epochs from the first not yet done to the last: plan -> train -> sync -> evaluate,
+    then the epoch's end (epochend.py: row, snapshot, checkpoint, stop test)."""
     trainer, policy, totals, n = s.trainer, s.policy, s.totals, s.cfg.train.epochs
     schedule = lr_schedule(s.cfg.train, policy, trainer.data.num_train)
     watch = Stopwatch(trainer.device, totals.overhead_s)
     observe = _timed(policy.observe, watch) if policy.observes else None
     reduce = (lambda t: worlds.all_sum(t, s.world)) if s.world.active else None
+    end = EpochEnd(
+        s.cfg,
+        s.record,
+        s.summary,
+        totals,
+        policy,
+        s.world,
+        stop,
+        state=lambda: {"trainer": trainer.state_dict()},
+        agree=lambda asked: _any_rank(asked, s.world, trainer.device),
+        bar=bar,
+    )
     console.resumed(bar, len(totals.rows))
     for epoch in range(len(totals.rows) + 1, n + 1):
         synchronize(trainer.device)
@@ -109,37 +117,11 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
         synchronize(trainer.device)
         t1 = time.perf_counter()
         test_loss, test_acc = trainer.evaluate()
-        overhead = watch.seconds()
-        row = EpochRow(
-            epoch=epoch,
-            lr=lr,
-            samples=plan.samples,
-            train_seconds=round(t1 - t0, 4),
-            train_loss=loss_sum.item() / plan.samples,
-            test_loss=test_loss,
-            test_accuracy=test_acc,
-            pruned=int(plan.pruned),
-            overhead_seconds=round(overhead - totals.overhead_s, 5),
+        end.close(
+            Measured(
+                epoch, lr, plan.samples, loss_sum.item(), plan.pruned, t0, t1, test_loss, test_acc, watch.seconds()
+            )
         )
-        totals.rows.append(row)
-        totals.train_s += t1 - t0
-        totals.eval_s += time.perf_counter() - t1
-        totals.overhead_s = overhead
-        if not (finite(row.train_loss) and finite(row.test_loss)):
-            _diverged(s, row)
-        window = policy.snapshot_due(epoch, n)
-        if window is not None and policy.scores is not None:
-            s.record.save_scores(window, policy.scores, policy.score_name)
-        summarize(s.summary, totals)
-        s.record.write_metrics(totals.rows)
-        bar.advance(f"acc {test_acc:.2f}%")
-        stopping = _any_rank(stop.requested is not None, s.world, trainer.device)
-        every = s.cfg.run.checkpoint_every
-        if stopping or epoch == n or (every and epoch % every == 0):
-            _checkpoint(s)
-        s.record.write_summary(s.summary)
-        if stopping and epoch < n:
-            _interrupted(s, stop, epoch)
 
 
 def _refresh(trainer: Trainer, policy: Policy, epoch: int, totals: Totals) -> None:
@@ -167,27 +149,3 @@ def _any_rank(flag: bool, world: World, device: torch.device) -> bool:
     if not world.active:
         return flag
     return bool(worlds.all_sum(torch.tensor([int(flag)], device=device), world).item())
-
-
-def _checkpoint(s: Session) -> None:
-    state = {
-        "trainer": s.trainer.state_dict(),
-        "policy": s.policy.state_dict(),
-        "totals": s.totals.state_dict(),
-        "fingerprint": fingerprint(s.cfg.to_dict(), s.summary.data),
-    }
-    if s.world.main:
-        checkpoint.save(s.record.path, state)
-
-
-def _interrupted(s: Session, stop: checkpoint.StopRequest, epoch: int) -> None:
-    s.summary.status = Status.INTERRUPTED
-    s.record.write_summary(s.summary)
-    raise checkpoint.Stopped(
-        f"{stop.requested or 'a signal to another rank'}: stopped after epoch {epoch} of "
-        f"{s.cfg.train.epochs}; {_resume_hint(s)}"
-    )
-
-
-def _diverged(s: Session, row: EpochRow) -> None:
-    raise mark_diverged(s.record, s.summary, s.totals, row)

@@ -111,6 +111,12 @@ class Policy:
         self.all = torch.arange(num_samples, device=self.device)
         self.anneal = self.anneal_of(cfg)
         self.last_pruning_epoch = last_pruning_epoch(self.anneal, epochs)
+        self.setup()
+
+    def setup(self) -> None:
+        """A subclass's own state, made from the attributes above (`num_samples`, `cfg`,
+        `device`, `epochs` ...) at the end of the constructor, which subclasses do not restate;
+        an override calls `super().setup()` first."""
 
     # --- the protocol ---
     def plan(self, epoch: int) -> EpochPlan:

@@ -11,7 +11,6 @@ import math
 
 import torch
 
-from ..config import PruneConfig
 from ..policy import EpochPlan, pruned_count
 from ..tracker import highest
 from .dynamic import LossScored
@@ -23,18 +22,11 @@ class RunningLoss(LossScored):
 
     state_keys = ("seen", "mean", "var")
 
-    def __init__(
-        self,
-        num_samples: int,
-        cfg: PruneConfig,
-        seed: int = 0,
-        device: torch.device | str = "cpu",
-        epochs: int | None = None,
-    ):
-        super().__init__(num_samples, cfg, seed, device, epochs)
-        self.mean = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
-        self.var = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
-        self.budget = num_samples - pruned_count(cfg, num_samples)  # k kept per epoch
+    def setup(self) -> None:
+        super().setup()
+        self.mean = torch.zeros(self.num_samples, dtype=torch.float32, device=self.device)
+        self.var = torch.zeros(self.num_samples, dtype=torch.float32, device=self.device)
+        self.budget = self.num_samples - pruned_count(self.cfg, self.num_samples)  # k kept per epoch
 
     def update(self, now: torch.Tensor, losses: torch.Tensor) -> None:
         w = self.cfg.ema_weight

@@ -74,16 +74,9 @@ class LossScored(WholeRunState):
     budget_before_run = False
     state_keys: ClassVar[tuple[str, ...]] = ("seen",)
 
-    def __init__(
-        self,
-        num_samples: int,
-        cfg: PruneConfig,
-        seed: int = 0,
-        device: torch.device | str = "cpu",
-        epochs: int | None = None,
-    ):
-        super().__init__(num_samples, cfg, seed, device, epochs)
-        self.seen = torch.zeros(num_samples, dtype=torch.bool, device=self.device)  # ever observed
+    def setup(self) -> None:
+        super().setup()
+        self.seen = torch.zeros(self.num_samples, dtype=torch.bool, device=self.device)  # ever observed
         self._reset_pending()
 
     def _reset_pending(self) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import torch
 
-from ..config import PruneConfig
 from ..registry import register
 from ..tracker import DroppingCount, highest
 from .scheduled import Scheduled
@@ -23,19 +22,12 @@ class FinePruning(Scheduled):
     score_name = "dropping_counts"
     description = "the paper: leave out the highest DroppingCount in the schedule's epochs"
 
-    def __init__(
-        self,
-        num_samples: int,
-        cfg: PruneConfig,
-        seed: int = 0,
-        device: torch.device | str = "cpu",
-        epochs: int | None = None,
-    ):
-        super().__init__(num_samples, cfg, seed, device, epochs)
+    def setup(self) -> None:
+        super().setup()
         # this process's steps since the last sync, counted by Algorithm 1's rule
-        self.pending = DroppingCount(num_samples, cfg.tolerance, self.device)
+        self.pending = DroppingCount(self.num_samples, self.cfg.tolerance, self.device)
         # the window's DroppingCount: every sync's pending counts (summed over the ranks) added up
-        self.dropping_count = torch.zeros(num_samples, dtype=torch.int32, device=self.device)
+        self.dropping_count = torch.zeros(self.num_samples, dtype=torch.int32, device=self.device)
 
     def begin_window(self, epoch: int) -> None:
         if self.schedule.resets(epoch):  # Algorithm 1, line 1

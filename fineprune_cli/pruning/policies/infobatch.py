@@ -11,7 +11,6 @@ import math
 
 import torch
 
-from ..config import PruneConfig
 from ..policy import EpochPlan
 from ..registry import register
 from .dynamic import LossScored
@@ -28,16 +27,9 @@ class InfoBatch(LossScored):
     state_keys = ("seen", "loss")
     first_choice = 2  # epoch 1 has no losses yet, so nothing below their mean
 
-    def __init__(
-        self,
-        num_samples: int,
-        cfg: PruneConfig,
-        seed: int = 0,
-        device: torch.device | str = "cpu",
-        epochs: int | None = None,
-    ):
-        super().__init__(num_samples, cfg, seed, device, epochs)
-        self.loss = torch.zeros(num_samples, dtype=torch.float32, device=self.device)  # latest
+    def setup(self) -> None:
+        super().setup()
+        self.loss = torch.zeros(self.num_samples, dtype=torch.float32, device=self.device)  # latest
 
     def update(self, now: torch.Tensor, losses: torch.Tensor) -> None:
         self.loss = torch.where(now, losses, self.loss)

@@ -44,20 +44,14 @@ class Kakurenbo(WholeRunState):
             return "--prune-fraction 0 hides no sample; give the share it may hide"
         return super().idle_reason(cfg, epochs)  # the epochs and --anneal
 
-    def __init__(
-        self,
-        num_samples: int,
-        cfg: PruneConfig,
-        seed: int = 0,
-        device: torch.device | str = "cpu",
-        epochs: int | None = None,
-    ):
-        super().__init__(num_samples, cfg, seed, device, epochs)
-        self.max_hidden = pruned_count(cfg, num_samples)
-        self.seen = torch.zeros(num_samples, dtype=torch.bool, device=self.device)
-        self.loss = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
-        self.right = torch.zeros(num_samples, dtype=torch.bool, device=self.device)
-        self.confidence = torch.zeros(num_samples, dtype=torch.float32, device=self.device)
+    def setup(self) -> None:
+        super().setup()
+        n = self.num_samples
+        self.max_hidden = pruned_count(self.cfg, n)
+        self.seen = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self.loss = torch.zeros(n, dtype=torch.float32, device=self.device)
+        self.right = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self.confidence = torch.zeros(n, dtype=torch.float32, device=self.device)
         self.hidden: torch.Tensor | None = None  # the current epoch's hidden samples
         self._new_pending()
 

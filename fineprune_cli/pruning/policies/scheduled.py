@@ -13,22 +13,15 @@ from ..schedule import PruneSchedule, annealed, last_pruning_epoch
 class Scheduled(Policy):
     """Leaves `select()`'s m = round(prune_fraction x N) samples out of the schedule's epochs."""
 
-    def __init__(
-        self,
-        num_samples: int,
-        cfg: PruneConfig,
-        seed: int = 0,
-        device: torch.device | str = "cpu",
-        epochs: int | None = None,
-    ):
-        if cfg.window is None or cfg.start is None:
+    def setup(self) -> None:
+        super().setup()
+        if self.cfg.window is None or self.cfg.start is None:
             raise ConfigError(
                 f"{self.name}: the default window and start are shares of the run's length; "
                 "create the policy with epochs=n, or set window and start"
             )
-        super().__init__(num_samples, cfg, seed, device, epochs)
-        self.schedule = PruneSchedule.from_config(cfg)
-        self.num_pruned = pruned_count(cfg, num_samples)
+        self.schedule = PruneSchedule.from_config(self.cfg)
+        self.num_pruned = pruned_count(self.cfg, self.num_samples)
 
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
