@@ -360,3 +360,37 @@ def test_committed_run_folders_still_count_as_complete(experiment, matrix, folde
             assert existing_state(job_cfg, {}) == "complete", job_cfg.run.out
             checked.add(root / job_cfg.run.out)
     assert checked == found  # every committed folder is a job of its command (look 2 trained a subset)
+
+
+def test_a_run_another_compare_is_writing_is_left_to_it(tmp_path, capsys):
+    """A second compare into the same --out while a run is in its first epoch (no checkpoint yet,
+    its folder locked by the first): the run is neither deleted nor trained again, and the second
+    compare says whose it is. At d26b633 it said 'an earlier attempt left no checkpoint' and
+    deleted the folder under the first process."""
+    import fcntl
+    import os
+
+    cfg, c = _cfg(tmp_path, policies=["regular"], seeds=[0])
+    run_matrix(cfg, c, show_progress=False)
+    (run,) = list((tmp_path / "cmp").glob("*/regular-seed0"))
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "status": "incomplete", "epochs_completed": 0}))
+    (run / "checkpoint.pt").unlink()
+    before = sorted(p.name for p in run.iterdir())
+    fd = os.open(run / ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the first compare, still training it
+    try:
+        run_matrix(cfg, c, show_progress=False)
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in run.iterdir()) == before
+    assert json.loads((run / "summary.json").read_text())["status"] == "incomplete"
+    assert "is being written by another fineprune process: left to it" in capsys.readouterr().err
+
+
+def test_shorter_arms_that_round_to_one_schedule_are_refused(tmp_path):
+    """45% and 50% fewer of 6 epochs are both 3 epochs: trained twice under two names at d26b633."""
+    cfg, c = _cfg(tmp_path, shorter=[0.45, 0.5])
+    cfg.train.epochs = 6
+    with pytest.raises(ConfigError, match="shorter-45 and shorter-50 both train 3 epochs"):
+        plan(cfg, c)

@@ -13,7 +13,7 @@ from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
 from .compare import CompareConfig, job_config, plan
-from .reuse import existing_state, train_job
+from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 
 
@@ -30,8 +30,11 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
             identities[job.dataset] = data_identity(job_cfg.data)
         states[job] = existing_state(job_cfg, identities[job.dataset])
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
-    if len(todo) < len(jobs):
-        console.info(f"{len(jobs) - len(todo)} of {len(jobs)} runs already finished in {c.out}; skipping them")
+    for job in (j for j in jobs if states[j] == "held"):
+        console.info(f"{job}: {HELD}")
+    finished = sum(states[j] in ("complete", "diverged") for j in jobs)
+    if finished:
+        console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
     if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
         from .parallel import run_tasks

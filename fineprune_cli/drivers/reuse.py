@@ -11,8 +11,10 @@ from typing import Any
 from .. import console
 from ..engine.config import Config, config_from_dict
 from ..engine.fingerprint import data_changes, drop_unused
-from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, load_run_config, read_summary
+from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, held, load_run_config, read_summary
 from ..errors import ConfigError
+
+HELD = "its folder is being written by another fineprune process: left to it (compare again once it has finished)"
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -41,12 +43,15 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
 
 
 def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
-    """'new', 'incomplete', 'complete' or 'diverged' for the job's folder; a run made with other
-    settings or on other data (`data`: the data's identity now), finished or not, is an error."""
+    """'new', 'incomplete', 'complete', 'diverged' or 'held' (another process is writing it)
+    for the job's folder; a run made with other settings or on other data (`data`: the data's
+    identity now), finished or not, is an error."""
     from ..engine.dataid import is_content
     from ..engine.stream import data_identity
 
     path = Path(job_cfg.run.out)
+    if held(path):  # a run in progress, perhaps in its first epoch: never trained twice nor deleted
+        return "held"
     if not (path / SUMMARY).exists():
         return "new"
     try:
@@ -87,6 +92,9 @@ def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> Non
         if not (path / CHECKPOINT).exists():
             console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")
         elif _resume_or_note(path, bar):
+            return
+        if held(path):  # taken meanwhile by another compare: it is that process's run now
+            console.info(f"{bar.label}: {HELD}")
             return
         _clear(path)
     _train_or_note(job_cfg, command, bar)

@@ -32,7 +32,7 @@ class Label:
 def run(config: str | Path, command: str | None = None) -> None:
     """Train, resume or leave the job whose config compare wrote to `config`."""
     from ..engine.config import config_from_dict, load_yaml, validate
-    from .reuse import existing_state, train_job
+    from .reuse import HELD, existing_state, train_job
 
     threads = os.environ.get(THREADS)
     if threads:  # OMP_NUM_THREADS says the same; set here too in case torch read it otherwise
@@ -44,6 +44,8 @@ def run(config: str | Path, command: str | None = None) -> None:
     label = f"{cfg.model.name} on {cfg.data.dataset}, {cfg.run.arm or cfg.policy}, seed {cfg.run.seed}"
     if state in ("new", "incomplete"):
         train_job(cfg, state, command, Label(label))
+    elif state == "held":
+        console.info(f"{label}: {HELD}")
 
 
 def main(argv: list[str]) -> int:

@@ -300,6 +300,22 @@ class RunRecord:
             atomic_torch_save(scores.detach().cpu().clone(), self.path / f"{name}_window{window}.pt")
 
 
+def held(path: Path) -> bool:
+    """Whether another process holds `path`'s write lock (a run in progress there): its folder
+    must be neither trained again nor deleted."""
+    try:
+        fd = os.open(path / ".lock", os.O_RDWR)
+    except OSError:
+        return False  # no lock file: nobody has written here, or nobody could
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases a lock taken just to look
+    return False
+
+
 def _check_writable(path: Path) -> None:
     """The folder exists and is writable, or its nearest existing ancestor is a writable
     folder: checked without creating anything."""
