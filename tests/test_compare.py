@@ -49,7 +49,7 @@ def test_plan_order_arm_keeps_each_arms_seeds_together(tmp_path):
     "compare, words",
     [
         ({"policies": ["fine", "lucky"]}, "--policies takes policies from: regular, fine, random.*not 'lucky'"),
-        ({"seeds": []}, "at least one seed"),
+        ({"seeds": []}, "between 1 and 1,000 seeds"),
         ({"models": ["nope"]}, "--model must be one of: lenet"),
         ({"seeds": [0, 1, 0]}, "regular, seed 0 .* is listed twice"),
         ({"policies": ["fine", "regular", "fine"]}, "fine, seed 0 .* is listed twice"),

@@ -62,10 +62,10 @@ def test_a_tiny_procedure_trains_look_by_look_and_replays_when_started_again(tmp
     assert found.replayed[0].seeds == 2 and not found.post_hoc
     folders = sorted(p.name for p in (out / "lenet-synthetic").iterdir())
     assert {"regular-seed0", "regular-seed1", "ucb-seed0", "ucb-seed1", "shorter-50-seed0"} <= set(folders)
-    if len(found.replayed) == 2:  # ucb was open after look 1: look 2 trains what it needs only, and
-        # the shorter arm at its 30% budget that the line (50% only) lacked, from seed 0 on
-        assert "ucb-seed2" in folders and {"shorter-30-seed0", "shorter-30-seed2"} <= set(folders)
-        assert "shorter-50-seed2" not in folders
+    if len(found.replayed) == 2:  # ucb was open after look 1: look 2 trains what it needs only; the
+        # shorter arm at its 30% budget that the line lacks trains 1 of 2 epochs, as shorter-50
+        # does, so it is left out (d26b633 trained that schedule twice under two names)
+        assert "ucb-seed2" in folders and not any(f.startswith("shorter-30") for f in folders)
     else:
         assert not any(f.endswith("seed2") for f in folders)
     stamps = {p: p.stat().st_mtime_ns for p in (out / "lenet-synthetic").glob("*/metrics.csv")}
@@ -113,6 +113,7 @@ def _procedure(tmp_path, monkeypatch, policies, looks):
     monkeypatch.setattr(procedure, "load_runs", lambda dirs: (runs, []))
     monkeypatch.setattr(procedure.matrix, "load_runs", lambda dirs: ([], []))  # the plan: no runs before
     cfg, c = tiny_compare(tmp_path, policies=policies, shorter=[0.3], until_decided=True, looks=looks)
+    cfg.train.epochs, cfg.train.milestones = 10, []  # the in-memory runs' recipe
     Path(c.out).mkdir(parents=True)
     found = until_decided(cfg, c, Judging(), show_progress=False)
     return asked, found, Path(c.out)
@@ -120,9 +121,10 @@ def _procedure(tmp_path, monkeypatch, policies, looks):
 
 def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(tmp_path, monkeypatch):
     """Looks after 2, 3 and 4 seeds, three policies: each policy's claims at 5% / (3 x 3). Look 1
-    (seeds 0, 1) decides ucb; look 2 trains regular, the two open policies, kakurenbo's C(p) arm
-    (shorter-30) and the shorter arm egreedy's 35% lacks (shorter-35); look 3 decides kakurenbo (worse
-    than regular over seeds 0-3) and leaves egreedy open."""
+    (seeds 0, 1) decides ucb; look 2 trains regular, the two open policies and kakurenbo's C(p) arm
+    (shorter-30); the shorter arm egreedy's 35% lacks would train 7 of 10 epochs, as shorter-30
+    does, so it is left out; look 3 decides kakurenbo (worse than regular over seeds 0-3) and
+    leaves egreedy open."""
     asked, found, out = _procedure(tmp_path, monkeypatch, ["regular", "ucb", "egreedy", "kakurenbo"], [2, 3, 4])
     done = found.replayed
     assert [sub.seeds for sub in asked] == [[0, 1], [0, 1, 2], [0, 1, 2, 3]]
@@ -132,7 +134,7 @@ def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(
     ucb = next(d for d in found.decisions if d.policy == "ucb")
     assert (ucb.word, ucb.look, ucb.vs_regular.n) == (NOT_WORTH, 1, 2)  # seed 2's +5 never reaches it
     assert done[0].open == ("egreedy (lenet on toy)", "kakurenbo (lenet on toy)")
-    assert asked[1].policies == ["regular", "egreedy", "kakurenbo"] and asked[1].shorter == [0.35, 0.3]
+    assert asked[1].policies == ["regular", "egreedy", "kakurenbo"] and asked[1].shorter == [0.3]
     assert done[2].decided == ("kakurenbo (lenet on toy)",) and done[2].open == ("egreedy (lenet on toy)",)
     saved = json.loads((out / "looks.json").read_text())
     assert saved["rule"] == "Bonferroni" and saved["decisions"]["ucb (lenet on toy)"]["look"] == 1
@@ -169,6 +171,7 @@ def test_the_next_runs_are_the_missing_ones_of_the_first_look_not_yet_whole(tmp_
         until_decided=True,
         looks=[2, 3, 4],
     )
+    cfg.train.epochs, cfg.train.milestones = 20, []  # shorter-30 and shorter-35: 14 and 13 epochs
     recipe = _recipe_runs()
     look1 = [r for r in recipe if r.seed < 2]
     missing = next_runs(cfg, c, Judging(), [r for r in look1 if (r.policy, r.seed) != ("kakurenbo", 1)])
@@ -184,3 +187,39 @@ def test_the_next_runs_are_the_missing_ones_of_the_first_look_not_yet_whole(tmp_
 
 def _looks(*seeds):
     return {"compare.until_decided": True, "compare.looks": list(seeds)}
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        ({"compare.looks": [99999999999999999999]}, "at most 20 seed counts, each from 2 to 1,000"),
+        ({"compare.looks": [2, 100000000]}, "each from 2 to 1,000"),
+        ({"compare.looks": list(range(2, 24))}, "at most 20 seed counts"),
+    ],
+)
+def test_looks_are_bounded_before_anything_is_planned(flags, words):
+    """At d26b633 --looks 99999999999999999999 was an OverflowError traceback and --looks
+    2,100000000 trained look 1, then built 10^8 seeds' jobs until memory ran out."""
+    with pytest.raises(ConfigError, match=words):
+        load_compare(None, {"compare.until_decided": True, **flags})
+    with pytest.raises(ConfigError, match="between 1 and 1,000 seeds"):
+        load_compare(None, {"compare.seeds": list(range(1001))})
+
+
+def test_a_bracketing_arm_that_cannot_be_trained_is_left_out_with_its_reason(tmp_path, capsys):
+    """Milestones 3 and 4 of 10 epochs halve to 2 and 2: shorter-50 cannot be built. Of 6 epochs,
+    45% and 50% fewer both train 3. A bracketing arm like either is left out of the next look with
+    its reason (d26b633 added it, and every look tripped on it)."""
+    from fineprune_cli.sequential.looks import _trainable
+
+    cfg, _ = tiny_compare(tmp_path)
+    cfg.train.epochs, cfg.train.milestones = 10, [3, 4]
+    assert _trainable(cfg, [0.1], [0.5, 0.2]) == [0.2]
+    assert (
+        "shorter-50 is left out of the next look: shorter-50: milestones 3,4 scaled by 0.5" in capsys.readouterr().err
+    )
+    cfg.train.milestones = []
+    assert _trainable(cfg, [0.45], [0.5, 0.3]) == [0.5, 0.3]  # of 10 epochs: 6 and 5, two schedules
+    cfg.train.epochs = 6
+    assert _trainable(cfg, [0.45], [0.5]) == []  # of 6 epochs both train 3
+    assert "it trains the same schedule as shorter-45" in capsys.readouterr().err

@@ -44,7 +44,9 @@ class CompareConfig:
     )
     seeds: list[int] = option(
         factory=lambda: [0],
-        check=lambda v: None if v else "must list at least one seed",
+        check=lambda v: (
+            None if 1 <= len(v) <= MAX_SEEDS else f"must list between 1 and {MAX_SEEDS:,} seeds ({len(v):,} listed)"
+        ),
         help="Seeds, e.g. 0,1,2. (default 0)",
     )
     frontier: list[float] = option(
@@ -76,7 +78,10 @@ class CompareConfig:
     looks: list[int] = option(
         factory=list,
         check=lambda v: (
-            None if _increasing(v) else "takes an increasing list of seed counts, each at least 2, e.g. 3,5,8,12"
+            None
+            if _increasing(v)
+            else f"takes an increasing list of at most {MAX_LOOKS} seed counts, each from 2 to {MAX_SEEDS:,}, "
+            "e.g. 3,5,8,12"
         ),
         help="Seeds at each planned look of --until-decided, e.g. 3,5,8,12.",
     )
@@ -140,8 +145,16 @@ class CompareConfig:
                 raise ConfigError(f"{name} needs --executor slurm")
 
 
+MAX_SEEDS = 1000  # more seeds than any comparison plans: a typo must not plan 10^8 runs
+MAX_LOOKS = 20
+
+
 def _increasing(looks: list[int]) -> bool:
-    return all(n >= 2 for n in looks) and all(a < b for a, b in zip(looks, looks[1:]))
+    return (
+        len(looks) <= MAX_LOOKS
+        and all(2 <= n <= MAX_SEEDS for n in looks)
+        and all(a < b for a, b in zip(looks, looks[1:]))
+    )
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
@@ -203,12 +216,36 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     )
     jobs = [Job(m, d, p, s, f, b) for s in c.seeds for m in model_names for d in dataset_names for p, f, b in arms]
     _refuse_duplicates(jobs, c.out)
+    _refuse_one_schedule_twice(cfg, c.shorter)
     if c.order == "arm":  # stable: within an arm, seeds keep their order
         rank = {(j.model, j.dataset, j.arm): i for i, j in reversed(list(enumerate(jobs)))}
         jobs.sort(key=lambda j: rank[(j.model, j.dataset, j.arm)])
     for job in jobs:  # fail on a bad model or dataset before any training starts
         validate(job_config(cfg, job, c.out))
     return jobs
+
+
+def shorter_runs(cfg: Config, share: float) -> tuple[int, tuple[int, ...]]:
+    """The epochs and milestones a shorter arm of this recipe trains (its schedule's refusal,
+    one line, where the milestones cannot be scaled)."""
+    train = resolve(copy.deepcopy(cfg)).train
+    epochs, milestones, _ = shorter_schedule(train.epochs, train.milestones, train.warmup_epochs, share)
+    return epochs, tuple(milestones)
+
+
+def _refuse_one_schedule_twice(cfg: Config, shares: list[float]) -> None:
+    """Two shorter arms that round to the same epochs and milestones (45% and 50% of 6 epochs:
+    3 each) would train one schedule twice under two names and two budgets."""
+    seen: dict[tuple[int, tuple[int, ...]], float] = {}  # schedule -> the first share giving it
+    for share in shares:
+        epochs, milestones = shorter_runs(cfg, share)
+        other = seen.setdefault((epochs, milestones), share)
+        if other != share:
+            raise ConfigError(
+                f"{shorter_arm(other)} and {shorter_arm(share)} both train {epochs} epochs"
+                + (f" (milestones {','.join(map(str, milestones))})" if milestones else "")
+                + " of this recipe: one schedule under two names; list one"
+            )
 
 
 def _refuse_duplicates(jobs: list[Job], out: str) -> None:

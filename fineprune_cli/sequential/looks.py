@@ -15,12 +15,13 @@ stopped. `looks.json` in `--out` records each look for scripts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
 from .. import console
-from ..arms import REGULAR, frontier_fraction, shorter_budget
+from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.judging import Judging
 from ..analysis.groups import group
@@ -29,7 +30,8 @@ from ..analysis.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
-from ..drivers.compare import CompareConfig, Job
+from ..errors import ConfigError
+from ..drivers.compare import CompareConfig, Job, shorter_runs
 from ..drivers.compare import plan as jobs_of
 from ..drivers import matrix
 
@@ -56,7 +58,7 @@ def until_decided(
         _say(looks[-1], decisions, still, number < len(c.looks))
         if not still or len(looks) < number:
             break
-        arms = _next_arms(c, decidable(grouped), still)
+        arms = _next_arms(cfg, c, decidable(grouped), still)
     return study(runs, judging, [plan])
 
 
@@ -79,7 +81,7 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
         still = [d for d in decisions if d.word == CANT_TELL]
         if not still:
             return []
-        arms = _next_arms(c, decidable(grouped), still)
+        arms = _next_arms(cfg, c, decidable(grouped), still)
     return []
 
 
@@ -92,8 +94,10 @@ def _say(look: Look, decisions: list[Decision], still: list[Decision], more: boo
         console.info(f"still can't tell {', '.join(key(d) for d in still)}: the next look adds seeds for them")
 
 
-def _next_arms(c: CompareConfig, groups: dict, open_: list[Decision]) -> CompareConfig:
-    """Regular, the undecided policies, their C(p) arms, and shorter arms where the line misses."""
+def _next_arms(cfg: Config, c: CompareConfig, groups: dict, open_: list[Decision]) -> CompareConfig:
+    """Regular, the undecided policies, their C(p) arms, and shorter arms where the line misses
+    (one that this recipe cannot shorten, or that trains the same schedule as an arm already
+    planned, is left out with its reason: it could never be trained)."""
     policies, frontier, shorter = [REGULAR], [], []
     for d in open_:
         names = [d.policy] + (list(d.cheap.arms) if d.cheap else [])
@@ -104,9 +108,32 @@ def _next_arms(c: CompareConfig, groups: dict, open_: list[Decision]) -> Compare
                 shorter.append(b)
             elif name in c.policies:  # a row of other settings (an ablation folder) is not ours to train
                 policies.append(name)
-        shorter += bracketing_shares(groups[d.context], d.policy)
+        shorter += _trainable(cfg, c.shorter + shorter, bracketing_shares(groups[d.context], d.policy))
     unique = lambda xs: sorted(set(xs), key=xs.index)  # noqa: E731
     return replace(c, policies=unique(policies), frontier=unique(frontier), shorter=unique(shorter))
+
+
+def _trainable(cfg: Config, planned: list[float], wanted: list[float]) -> list[float]:
+    schedules = {}
+    for share in planned:
+        with contextlib.suppress(ConfigError):
+            schedules[shorter_runs(cfg, share)] = share
+    keep = []
+    for share in wanted:
+        try:
+            schedule = shorter_runs(cfg, share)
+        except ConfigError as exc:
+            console.info(f"{shorter_arm(share)} is left out of the next look: {exc}")
+            continue
+        if schedule in schedules and schedules[schedule] != share:
+            console.info(
+                f"{shorter_arm(share)} is left out of the next look: it trains the same schedule as "
+                f"{shorter_arm(schedules[schedule])}"
+            )
+            continue
+        schedules.setdefault(schedule, share)
+        keep.append(share)
+    return keep
 
 
 def _write(out: Path, planned: list[int], looks: list[Look], decisions: list[Decision], judging: Judging) -> None:
