@@ -57,6 +57,7 @@ def test_times_from_run_skip_warmup_and_charge_overhead_to_pruning_epochs(tmp_pa
             "seed": 0,
             "pruning_epochs": [3],
             "overhead_seconds": 0.3,
+            "num_train": 100,
         },
     )
     epoch_s, overhead = times_from_run(run)
@@ -90,3 +91,15 @@ def test_measured_pruning_epochs_are_charged_no_overhead_unless_given():
     # saving 1 of 4 = 25%; a default overhead of 0.1 per pruning epoch would make it 3.2.
     est = from_epochs([2, 3], 4, 0.5)
     assert est.t_prune == 3.0 and est.saving_percent == 25.0 and est.overhead_per_pruning_epoch == 0.0
+
+
+def test_a_damaged_run_gives_one_line_not_a_negative_estimate(tmp_path):
+    """A run whose metrics.csv holds a negative epoch time (hand-edited, or torn): d26b633 printed
+    a negative saving from it; the report's record checks now refuse it, naming the file."""
+    run = _run_folder(
+        tmp_path,
+        [(1, 100, 9.0, 0), (2, 100, -2.0, 0), (3, 70, 1.4, 1)],
+        {"model": "lenet", "dataset": "synthetic", "epochs": 3, "seed": 0, "num_train": 100, "status": "interrupted"},
+    )
+    with pytest.raises(ConfigError, match="metrics.csv: epoch 2's train_seconds"):
+        times_from_run(run)

@@ -98,15 +98,20 @@ def _disagreement(s: RunSummary, rows: list[EpochRow]) -> str | None:
     return None
 
 
+def check_rows(path: Path, rows: list[EpochRow], num_train: int) -> None:
+    """Each epoch row of metrics.csv within its meaning (an unfinished run's rows too)."""
+    for number, row in enumerate(rows, start=1):
+        problem = _row_problem(row, number, num_train)
+        if problem:
+            raise Implausible(f"{path / METRICS}: {problem}")
+
+
 def check_record(path: Path, summary: RunSummary, rows: list[EpochRow]) -> None:
     """Raises Implausible with the file and the reason; rows: as many as summary.epochs."""
     problem = _summary_problem(summary)
     if problem:
         raise Implausible(f"{path / SUMMARY}: {problem}")
-    for number, row in enumerate(rows, start=1):
-        problem = _row_problem(row, number, summary.num_train)
-        if problem:
-            raise Implausible(f"{path / METRICS}: {problem}")
+    check_rows(path, rows, summary.num_train)
     problem = _disagreement(summary, rows)
     if problem:
         raise Implausible(f"{path / SUMMARY} contradicts {METRICS}: {problem}")

@@ -8,8 +8,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..analysis.checks import check_record, check_rows
 from ..analysis.runs import check_counts
-from ..engine.record import SUMMARY, load_run_config, read_metrics, read_summary
+from ..engine.record import SUMMARY, Status, load_run_config, read_metrics, read_summary
 from ..errors import ConfigError
 from ..pruning import registry as policies
 
@@ -21,8 +22,7 @@ def times_from_run(run_dir: Path) -> tuple[float, float]:
     exist (it pays for warm-up and compilation). All measured overhead (counting in every
     epoch plus selection) is charged to the pruning epochs, as Formula 6 does.
     """
-    rows = read_metrics(run_dir)
-    summary = read_summary(run_dir)
+    rows, summary = _checked(run_dir)
     full = [r.train_seconds for r in rows if not r.pruned]
     if len(full) > 1 and not rows[0].pruned:
         full = full[1:]
@@ -31,6 +31,20 @@ def times_from_run(run_dir: Path) -> tuple[float, float]:
     n_pruned = len(summary.pruning_epochs)
     overhead = summary.overhead_seconds / n_pruned if n_pruned else 0.0
     return sum(full) / len(full), overhead
+
+
+MAX_EPOCH_SECONDS = 10**6  # 11 days an epoch: beyond any run, and its products stay finite
+
+
+def _checked(run_dir: Path) -> tuple[list, Any]:
+    """The run's rows and summary, through the checks a report applies (a damaged record, e.g.
+    negative or non-finite times, is one line naming the file, never a negative estimate)."""
+    summary, rows = read_summary(run_dir), read_metrics(run_dir)
+    if summary.status == Status.COMPLETE and len(rows) == summary.epochs:
+        check_record(run_dir, summary, rows)
+    else:  # an unfinished run: its rows still hold what they measured
+        check_rows(run_dir, rows, summary.num_train)
+    return rows, summary
 
 
 def estimate_for(
@@ -45,8 +59,8 @@ def estimate_for(
 
     if epoch_seconds is not None and run is not None:
         raise ConfigError("give --epoch-seconds or --run, not both")
-    if epoch_seconds is not None and not (math.isfinite(epoch_seconds) and epoch_seconds > 0):
-        raise ConfigError(f"--epoch-seconds must be positive and finite, got {epoch_seconds}")
+    if epoch_seconds is not None and not (math.isfinite(epoch_seconds) and 0 < epoch_seconds <= MAX_EPOCH_SECONDS):
+        raise ConfigError(f"--epoch-seconds must be positive, at most {MAX_EPOCH_SECONDS:,}, got {epoch_seconds}")
     base = Config()
     if run is not None:
         saved = load_run_config(run)
@@ -77,8 +91,8 @@ def _measured(run: Path) -> Any:
     share it left out of them, and its full-epoch time where it has full epochs to time."""
     from ..pruning.estimate import from_epochs
 
-    summary, rows = read_summary(run), read_metrics(run)
-    check_counts(summary, run / SUMMARY)
+    check_counts(read_summary(run), run / SUMMARY)  # the counts the estimate divides by, named first
+    rows, summary = _checked(run)
     pruned = [r.epoch for r in rows if r.pruned]
     share = summary.samples_skipped / (len(pruned) * summary.num_train) if pruned else 0.0
     try:
