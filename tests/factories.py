@@ -124,24 +124,28 @@ EPOCHS = 10
 NOISE = [0.11, -0.07, 0.03, -0.12, 0.05, 0.09, -0.04, -0.06]  # seed effects + noise, fixed
 
 
-def make(policy, seed, final, epochs=EPOCHS, skipped=0, arm=""):
-    """An in-memory run: `final` % at its last epoch (on a 10,000-image test set's grid)."""
+def make(policy, seed, final, epochs=EPOCHS, skipped=0, arm="", *, dataset="toy", label="", curve=True):
+    """An in-memory run: `final` % at its last epoch (on a 10,000-image test set's grid); `curve`:
+    every epoch's row (each 0.37 pt below the next), else the last epoch's only (simulations)."""
     summary = RunSummary(
         model="lenet",
-        dataset="toy",
+        dataset=dataset,
         epochs=epochs,
         seed=seed,
         policy=policy,
         arm=arm,
         status=Status.COMPLETE,
         epochs_completed=epochs,
+        dataset_label=label,
         num_train=N,
         final_accuracy=final,
         best3_accuracy=final,
         samples_skipped=skipped,
     )
+    first = 1 if curve else epochs
     rows = [
-        EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0) for e in range(1, epochs + 1)
+        EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0)
+        for e in range(first, epochs + 1)
     ]
     return Run(Path(f"/runs/{arm or policy}-seed{seed}"), summary, {}, rows)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, decide
 from fineprune_cli.analysis.groups import Context
 from fineprune_cli.analysis.runs import Run
 from fineprune_cli.arms import REGULAR, shorter_arm
-from fineprune_cli.engine.record import EpochRow, RunSummary, Status
+from factories import N, make
 
 try:  # the judging settings moved to their own module with the 5%-holds issue; the old code had them here
     from fineprune_cli.analysis.judging import Judging
@@ -33,7 +32,7 @@ except ImportError:  # pragma: no cover - only when this harness is run against 
 M = Judging().margin
 GAIN = Judging().gain
 ALPHA = 0.05
-EPOCHS, N = 20, 100  # a shorter arm at budget b trains round(20 (1 - b)) epochs: 5% steps land exactly
+EPOCHS = 20  # a shorter arm at budget b trains round(20 (1 - b)) epochs: 5% steps land exactly
 POLICIES = ("fine", "infobatch", "ucb", "egreedy", "kakurenbo")  # scored policies, in this order
 SEED_SD = 0.2
 CTX = Context("lenet", "simulated")
@@ -56,23 +55,8 @@ def wrong(word: str, truth: tuple[float, float]) -> bool:
 
 
 def _run(policy: str, seed: int, final: float, epochs: int = EPOCHS, skipped: int = 0, arm: str = "") -> Run:
-    summary = RunSummary(
-        model=CTX.model,
-        dataset="sim",
-        epochs=epochs,
-        seed=seed,
-        policy=policy,
-        arm=arm,
-        status=Status.COMPLETE,
-        epochs_completed=epochs,
-        dataset_label=CTX.label,
-        num_train=N,
-        final_accuracy=final,
-        best3_accuracy=final,
-        samples_skipped=skipped,
-    )
-    row = EpochRow(epochs, 0.1, N, 1.0, 1.0, 1.0, final, 0, 0.0)
-    return Run(Path(f"/sim/{arm or policy}-seed{seed}"), summary, {}, [row])
+    """A run of the simulated report: its last epoch's row only (what a decision reads)."""
+    return make(policy, seed, final, epochs, skipped, arm, dataset="sim", label=CTX.label, curve=False)
 
 
 @dataclass(frozen=True)
