@@ -17,11 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import simulation as sim  # noqa: E402
+from fineprune_cli.engine.files import to_markdown  # noqa: E402
 
 SIGMAS = (0.1, 0.2, 0.5)
 SEEDS = (3, 5, 8)
@@ -54,40 +56,37 @@ def _cell(rate: float, reps: int) -> str:
     return f"{100 * rate:.1f} ± {100 * _se(rate, reps):.1f}"
 
 
-def error_table(reps: int, sigmas, seeds) -> list[str]:
-    head = [f"σ {s:g}, {n} seeds" for s in sigmas for n in seeds]
-    lines = ["| truth of the policies | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-    for name, kw in ERROR_CASES.items():
-        cells = []
-        for sigma in sigmas:
-            for n in seeds:
-                design = sim.Design(seeds=n, sigma=sigma, **kw)
-                cells.append(_cell(sim.error_rate(design, reps), reps))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+def grid(title: str, rows: dict, cell: Callable[..., str], sigmas, seeds=(None,)) -> list[str]:
+    """A Markdown table: one row per entry of `rows`, one column per σ (and number of seeds)."""
+    columns = [(sigma, n) for sigma in sigmas for n in seeds]
+    header = [title] + [f"σ {sigma:g}" + (f", {n} seeds" if n else "") for sigma, n in columns]
+    body = []
+    for name, case in rows.items():
+        body.append([name] + [cell(case, sigma, n) for sigma, n in columns])
         print(f"  {name}", file=sys.stderr, flush=True)
-    return lines
+    return to_markdown(header, body).splitlines()
+
+
+def error_table(reps: int, sigmas, seeds) -> list[str]:
+    def cell(kw, sigma, n):
+        return _cell(sim.error_rate(sim.Design(seeds=n, sigma=sigma, **kw), reps), reps)
+
+    return grid("truth of the policies", ERROR_CASES, cell, sigmas, seeds)
 
 
 def looks_table(reps: int, sigmas) -> list[str]:
-    head = [f"σ {s:g}" for s in sigmas]
-    lines = ["| looks (four level with C(p)) | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-    for looks in LOOKS:
-        cells = [_cell(sim.error_rate(sim.Design(LEVEL4, sigma=s), reps, looks=looks), reps) for s in sigmas]
-        lines.append(f"| after {', '.join(map(str, looks))} seeds | " + " | ".join(cells) + " |")
-    return lines
+    def cell(looks, sigma, _):
+        return _cell(sim.error_rate(sim.Design(LEVEL4, sigma=sigma), reps, looks=looks), reps)
+
+    cases = {f"after {', '.join(map(str, looks))} seeds": looks for looks in LOOKS}
+    return grid("looks (four level with C(p))", cases, cell, sigmas)
 
 
 def power_table(reps: int, sigmas, seeds) -> list[str]:
-    head = [f"σ {s:g}, {n} seeds" for s in sigmas for n in seeds]
-    lines = ["| truth (four such policies) | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-    for name, truth in POWER_CASES.items():
-        cells = []
-        for sigma in sigmas:
-            for n in seeds:
-                rate = sim.decided_rate(sim.Design((truth,) * 4, seeds=n, sigma=sigma), reps)
-                cells.append(f"{100 * rate:.0f}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
+    def cell(truth, sigma, n):
+        return f"{100 * sim.decided_rate(sim.Design((truth,) * 4, seeds=n, sigma=sigma), reps):.0f}"
+
+    return grid("truth (four such policies)", POWER_CASES, cell, sigmas, seeds)
 
 
 def main() -> None:

@@ -80,10 +80,6 @@ class Estimate:
         low, high = bounds or self.bounds()
         return f"{self.mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
-    @property
-    def method(self) -> str:
-        return f"pooled, {self.df:g} df" if self.pooled else f"own paired spread, {self.df:g} df"
-
 
 def _estimate(mean: float, sd: float, n: int, df: float, pooled: bool, quantum: float) -> Estimate:
     """No interval narrower than ± one test image: below that the test set cannot tell."""
