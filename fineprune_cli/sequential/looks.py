@@ -51,14 +51,12 @@ def until_decided(
         runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < seeds] if Path(c.out).is_dir() else []
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
-        grouped = group(runs)
-        decisions, looks = replay(grouped, judging, tuple(c.looks), upto=number)
+        decisions, looks, still, after = _at_look(cfg, c, judging, runs, number)
         _write(Path(c.out), c.looks, looks, decisions, judging)
-        still = [d for d in decisions if d.word == CANT_TELL]
         _say(looks[-1], decisions, still, number < len(c.looks))
         if not still or len(looks) < number:
             break
-        arms = _next_arms(cfg, c, decidable(grouped), still)
+        arms = after
     return study(runs, judging, [plan])
 
 
@@ -75,14 +73,19 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
         missing = [j for j in jobs if (j.model, j.arm, j.seed) not in have]
         if missing:
             return missing
-        present = [r for r in runs if r.seed < seeds]
-        grouped = group(present)
-        decisions, _ = replay(grouped, judging, tuple(c.looks), upto=number)
-        still = [d for d in decisions if d.word == CANT_TELL]
+        _, _, still, arms = _at_look(cfg, c, judging, [r for r in runs if r.seed < seeds], number)
         if not still:
             return []
-        arms = _next_arms(cfg, c, decidable(grouped), still)
     return []
+
+
+def _at_look(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run], number: int):
+    """Look `number` replayed over `runs` (its seeds' complete runs): the decisions, the looks
+    so far, the policies still undecided and the arms the next look trains for them."""
+    grouped = group(runs)
+    decisions, looks = replay(grouped, judging, tuple(c.looks), upto=number)
+    still = [d for d in decisions if d.word == CANT_TELL]
+    return decisions, looks, still, _next_arms(cfg, c, decidable(grouped), still) if still else c
 
 
 def _say(look: Look, decisions: list[Decision], still: list[Decision], more: bool) -> None:
