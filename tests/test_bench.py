@@ -54,7 +54,9 @@ def test_the_old_bare_loop_fails_on_bf16_data_and_the_new_one_trains(bench_train
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))  # and they trained
 
 
-def test_the_bare_model_is_channels_last_on_cuda_only(bench_trainer):
+def test_the_bare_model_stays_nchw_on_a_cpu(bench_trainer):
+    """channels_last is for CUDA only: a bare model converted on a CPU too would fail here."""
     cpu = bench_trainer.bare_model("resnet18", 3, 10, torch.device("cpu"))
     conv = next(m for m in cpu.modules() if isinstance(m, torch.nn.Conv2d))
-    assert conv.weight.is_contiguous()  # NCHW on a CPU, as the trainer keeps it there
+    assert conv.weight.is_contiguous()  # NCHW, as the trainer keeps it on a CPU
+    assert not conv.weight.is_contiguous(memory_format=torch.channels_last)
