@@ -60,7 +60,8 @@ FP := $(VENV)/bin/fineprune
 ARGS    ?=
 DEVICE_FLAG = $(if $(filter command line environment environment override,$(origin DEVICE)),--device $(DEVICE))
 
-# LeNet on Fashion-MNIST: regular, fine-pruning and the random control, then the report (its table
+# LeNet on Fashion-MNIST (experiments/demo.yaml): regular, fine-pruning and two shorter schedules in
+# planned looks until fine-pruning is decided, then the report (its table
 # printed once: compare's own copy goes to /dev/null, its progress and errors still show).
 # It trains afresh into the ignored results/runs/demo/; REFRESH=1 rewrites the committed
 # results/demo/ with this machine's figures instead (git shows the change).
