@@ -48,7 +48,7 @@ docs-settings: setup
 	$(PY) -m fineprune_cli.cli.reference docs/reference/settings.md
 
 # The decision rule's error and power, simulated through `analysis.decision.decide` itself, into
-# results/decisions/simulation.md (docs/decisions.md quotes it); about 15 minutes on 2 cores.
+# results/decisions/simulation.md (docs/decisions.md quotes it); about 9 minutes on 2 cores.
 simulate: setup
 	$(PY) experiments/decisions/simulate.py
 

@@ -5,7 +5,7 @@ into runs and decided by `analysis.decision.decide` itself. Writes a Markdown pa
 --out (default results/decisions/simulation.md) and prints it. With PYTHONPATH pointing at an
 older checkout it measures that checkout's decision code through the same harness.
 
-    python experiments/decisions/simulate.py                       # every table, ~15 min on 2 cores
+    python experiments/decisions/simulate.py                       # every table, ~9 min on 2 cores
     python experiments/decisions/simulate.py --reps 500 --quick    # a look in a minute
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import platform
 import subprocess
 import sys
 import time
@@ -122,7 +124,7 @@ def main() -> None:
         "",
         *power_table(args.power_reps, sigmas, seeds),
         "",
-        f"Took {time.time() - start:.0f} s.",
+        f"Took {time.time() - start:.0f} s on {platform.machine()}, {os.cpu_count()} cores.",
     ]
     text = "\n".join(parts) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
