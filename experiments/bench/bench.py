@@ -9,7 +9,8 @@ Per model, on CIFAR-shaped synthetic data at batch 128, measured in one run:
 - DroppingCount + selection overhead as a share of training time;
 - the projected time of the paper's 200-epoch regular run (50,000 images), beside Table 1's.
 
-`--quick` (what `make bench` runs on a CPU) keeps to a few models and small subsets so it
+On a GPU every loop is compiled (`--compile auto`), as the GPU configs train; `--compile off`
+writes `<device>-eager`. `--quick` (what `make bench` runs on a CPU) keeps to a few models and small subsets so it
 ends in under 10 minutes on 2 cores.
 
 The table is rewritten after every model, so a run stopped at a time limit keeps the models
@@ -81,10 +82,24 @@ def peak_tflops(device: torch.device, size: int = 2048) -> tuple[float, str]:
     return best, f"measured {str(dtype).removeprefix('torch.')} {size}² matmul"
 
 
-def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak: float) -> dict:
-    t = throughput(name, "synthetic", rounds, subset, device)
+def compiles(choice: str, device: torch.device) -> bool:
+    """--compile auto: compiled on a GPU, as the GPU configs train (run.compile), eager on a CPU,
+    where compiling costs more than it saves in a benchmark's few epochs. Eager on a GPU measures
+    kernel launches more than the trainer: ResNet-18 at batch 128 reached 4% of an H100's peak."""
+    return choice == "on" or (choice == "auto" and device.type == "cuda")
+
+
+def variant(compiled: bool, device: torch.device) -> str:
+    """The table's name says when a device ran in the mode that is not its default."""
+    if compiled != compiles("auto", device):
+        return "compiled" if compiled else "eager"
+    return ""
+
+
+def bench_model(name: str, subset: int, rounds: int, device: torch.device, peak: float, compiled: bool) -> dict:
+    t = throughput(name, "synthetic", rounds, subset, device, compile=compiled)
     flops = flops_per_image(name)
-    ratios = {f: prune_ratio(name, f, 5, subset, str(device)) for f in (0.3, 0.5)}
+    ratios = {f: prune_ratio(name, f, 5, subset, str(device), compile=compiled) for f in (0.3, 0.5)}
     paper = paper_results()["models"].get(name, {})
     return {
         "model": name,
@@ -131,6 +146,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a CPU-sized subset: few models, small epochs")
     ap.add_argument("--device", default="auto")
     ap.add_argument(
+        "--compile",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="torch.compile ours, the bare loop and the pruned-epoch runs (auto: on a GPU only; "
+        "a mode that is not the device's default names the table, e.g. <device>-eager)",
+    )
+    ap.add_argument(
         "--peak-size",
         type=int,
         default=None,
@@ -144,13 +166,18 @@ def main() -> None:
     device = resolve_device(args.device)
     names = args.models.split(",") if args.models else list(QUICK) if args.quick else models.list_models()
     rounds = args.rounds or (2 if args.quick else 3)
+    compiled = compiles(args.compile, device)
+    mode = variant(compiled, device)
     peak, peak_source = peak_tflops(device, args.peak_size or 2048)
     cmd = "python experiments/bench/bench.py " + " ".join(
         f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
         for k, v in vars(args).items()
-        if v not in (None, False)
+        if v not in (None, False, "auto")
     )
     notes = [
+        "model: " + ("compiled (torch.compile; on a GPU reduce-overhead, i.e. CUDA graphs) in ours, the bare "
+        "loop and the pruned-epoch runs" if compiled else "eager (not compiled) in ours, the bare loop and the "
+        "pruned-epoch runs"),
         f"peak: {peak:.2f} TFLOP/s ({peak_source}); peak_pct = ours_img_s x FLOPs per image / peak",
         f"img/s: median of {rounds} epochs of ours and of the bare loop, alternating, same run",
         "pruned_0.3 / pruned_0.5: pruned over full epoch time, same run (ideal 0.7 / 0.5)",
@@ -161,17 +188,17 @@ def main() -> None:
     rows: list[dict] = []
     for name in names:
         subset = args.subset or (QUICK.get(name, 512) if args.quick else None)
-        rows.append(bench_model(name, subset, rounds, device, peak))
+        rows.append(bench_model(name, subset, rounds, device, peak, compiled))
         print(rows[-1], flush=True)
         kept = (
-            earlier_rows(table_stem("", device, args.out).with_suffix(".csv"), list(rows[0]), names)
+            earlier_rows(table_stem("", device, args.out, mode).with_suffix(".csv"), list(rows[0]), names)
             if args.merge
             else []
         )
         zoo = models.list_models()
         table = sorted(kept + rows, key=lambda r: zoo.index(r["model"]) if r["model"] in zoo else len(zoo))
         # written after every model: a run stopped at a time limit keeps what it measured
-        stem = write_table("", table, device, cmd, notes, args.out)
+        stem = write_table("", table, device, cmd, notes, args.out, mode)
     print("wrote", stem)
 
 

@@ -19,7 +19,7 @@ from fineprune_cli.runner import train
 from fineprune_cli.engine.device import resolve_device
 
 
-def run(model: str, fraction: float, epochs: int, subset: int | None, device: str) -> dict:
+def run(model: str, fraction: float, epochs: int, subset: int | None, device: str, compile: bool = False) -> dict:
     cfg = Config()
     cfg.model.name, cfg.data.dataset, cfg.data.subset = model, "synthetic", subset
     cfg.data.test_subset = 500  # evaluation is not what is measured here
@@ -27,7 +27,7 @@ def run(model: str, fraction: float, epochs: int, subset: int | None, device: st
     p = cfg.prune
     p.enabled, p.window, p.start, p.attenuation, p.block, p.count = True, 2, 1, 1.0, 1, 1
     p.prune_fraction = fraction
-    cfg.run.device = device
+    cfg.run.device, cfg.run.compile = device, compile
     with tempfile.TemporaryDirectory() as tmp:
         cfg.run.out = tmp
         summary = train(cfg, show_progress=False)

@@ -4,7 +4,9 @@ Both do the same forward / backward / SGD step over shuffled batches of 128; our
 computes per-sample losses, accumulates metrics on the device and (in the third column)
 feeds the DroppingCount tracker. The bare loop is what a competent user writes for the device:
 on a GPU the model in channels_last and the forward in bf16 autocast, as the data the trainer
-keeps there is bf16 (an fp32 model fed those tensors fails, as it did on an H200). Epochs
+keeps there is bf16 (an fp32 model fed those tensors fails, as it did on an H200). With
+`compile`, both models go through torch.compile in the trainer's mode (reduce-overhead, i.e.
+CUDA graphs, on a GPU), so the ratio is the trainer's own cost, not a compiler's. Epochs
 alternate ours/bare so drifting machine load hits both alike; the ratio of medians is the
 figure to read.
 """
@@ -57,15 +59,17 @@ def timed(fn, device) -> float:
     return time.perf_counter() - t0
 
 
-def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device) -> dict:
+def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device, compile: bool = False) -> dict:
     ds = load_dataset(dataset, subset=subset)
     data = DeviceData.build(ds, device, augment=False)  # same inputs for both loops
     cfg = TrainConfig(milestones=[])
     torch.manual_seed(0)
-    ours = Trainer(models.create(model_name, ds.in_channels, ds.num_classes), data, cfg, device)
+    ours = Trainer(models.create(model_name, ds.in_channels, ds.num_classes), data, cfg, device, compile=compile)
     torch.manual_seed(0)
     bare = bare_model(model_name, ds.in_channels, ds.num_classes, device)
     opt = torch.optim.SGD(bare.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    if compile:  # after the optimizer took the parameters; the compiled wrapper shares them
+        bare = torch.compile(bare, mode="reduce-overhead" if device.type == "cuda" else "default")
     gen = torch.Generator(device=device).manual_seed(0)
     tracker, watch = DroppingCount(data.num_train, device=device), Stopwatch(device)
 
@@ -87,6 +91,7 @@ def bench(model_name: str, dataset: str, rounds: int, subset: int | None, device
     return {
         "model": model_name,
         "dataset": dataset,
+        "compiled": compile,
         "samples": n,
         "bare_img_s": round(n / median(t_bare)),
         "ours_img_s": round(n / median(t_ours)),

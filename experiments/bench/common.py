@@ -31,14 +31,16 @@ def device_slug(device) -> str:
     return slug(describe_device(device).split(",")[0])
 
 
-def table_stem(name: str, device, out: Path | None = None) -> Path:
-    """<out>/<name>-<device> (out: results/bench by default); add .csv or .md."""
-    return Path(out or ROOT / "results" / "bench") / "-".join(filter(None, [name, device_slug(device)]))
+def table_stem(name: str, device, out: Path | None = None, variant: str = "") -> Path:
+    """<out>/<name>-<device>[-<variant>] (out: results/bench by default); add .csv or .md."""
+    return Path(out or ROOT / "results" / "bench") / "-".join(filter(None, [name, device_slug(device), variant]))
 
 
-def write_table(name: str, rows: list[dict], device, command: str, notes: list[str], out: Path | None = None) -> Path:
-    """results/bench/<name>-<device>.csv and .md, with the machine and the command to redo it."""
-    stem = table_stem(name, device, out)
+def write_table(
+    name: str, rows: list[dict], device, command: str, notes: list[str], out: Path | None = None, variant: str = ""
+) -> Path:
+    """results/bench/<name>-<device>[-<variant>].csv and .md, with the machine and the command to redo it."""
+    stem = table_stem(name, device, out, variant)
     stem.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
