@@ -3,7 +3,9 @@
 Library use in your own loop: `Pruner`, `PruneSchedule`, `DroppingCount`, or any registered
 policy through `create_policy`; in a DataLoader pipeline `IndexedDataset` and `PruningSampler`
 (`DistributedPruningSampler` data-parallel); Lightning: `fineprune_cli.integrations.lightning`
-(see docs/howto/own-loop.md, dataloader.md and lightning.md).
+(see docs/howto/own-loop.md, dataloader.md and lightning.md). Your own training script under
+`fineprune compare --script`: `start` (docs/howto/own-script.md). `import fineprune` gives the
+same names; this package keeps its name for code that imports it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ __all__ = [
     "PruneSchedule",
     "Pruner",
     "PruningSampler",
+    "ScriptRun",
     "create_policy",
+    "folder_identity",
     "list_policies",
+    "start",
+    "tensor_identity",
 ]
 __version__ = "0.2.0"
 
@@ -33,9 +39,9 @@ def __getattr__(name: str) -> Any:
     line, e.g. `fineprune --help`, must not import torch."""
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import pruning
+    from . import harness, pruning
 
-    value = getattr(pruning, _RENAMED.get(name, name))
+    value = getattr(harness if name in harness.__all__ else pruning, _RENAMED.get(name, name))
     globals()[name] = value
     return value
 

@@ -16,6 +16,7 @@ LAYERS = [
     {"distributed"},
     {"arms"},  # a comparison's arm names, parsed once for drivers and analysis
     {"runner"},  # the front door of a run: train/resume dispatched to engine or distributed
+    {"harness"},  # a user's own training script's side of `compare --script`
     {"analysis"},  # reads finished run folders: needs nothing of how drivers made them
     {"drivers"},
     {"sequential"},  # procedures that train and decide in turn (planned looks)

@@ -175,9 +175,13 @@ def main() -> None:
         if v not in (None, False, "auto")
     )
     notes = [
-        "model: " + ("compiled (torch.compile; on a GPU reduce-overhead, i.e. CUDA graphs) in ours, the bare "
-        "loop and the pruned-epoch runs" if compiled else "eager (not compiled) in ours, the bare loop and the "
-        "pruned-epoch runs"),
+        "model: "
+        + (
+            "compiled (torch.compile; on a GPU reduce-overhead, i.e. CUDA graphs) in ours, the bare "
+            "loop and the pruned-epoch runs"
+            if compiled
+            else "eager (not compiled) in ours, the bare loop and the pruned-epoch runs"
+        ),
         f"peak: {peak:.2f} TFLOP/s ({peak_source}); peak_pct = ours_img_s x FLOPs per image / peak",
         f"img/s: median of {rounds} epochs of ours and of the bare loop, alternating, same run",
         "pruned_0.3 / pruned_0.5: pruned over full epoch time, same run (ideal 0.7 / 0.5)",

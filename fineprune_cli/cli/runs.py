@@ -11,6 +11,7 @@ import typer
 from ..analysis.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
+from ..engine.scriptconfig import ScriptConfig
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import dryrun_view, views
@@ -43,6 +44,7 @@ COMPARE = (
     ("train", TrainConfig, ()),
     ("prune", PruneConfig, tuple(n for n in vars(PruneConfig()) if n not in ("enabled", "policy"))),
     ("run", RunConfig, ("device", "compile", "tensorboard")),
+    ("script", ScriptConfig, ()),
 )
 
 

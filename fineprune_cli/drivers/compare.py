@@ -205,6 +205,8 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     lands on every arm alike), or with `order: arm` each arm's seeds together."""
     model_names = c.models or ([cfg.model.name] if cfg.model.name else [])
     dataset_names = c.datasets or ([cfg.data.dataset] if cfg.data.dataset else [])
+    if cfg.script.command:
+        model_names, dataset_names = _script_names(cfg, model_names, dataset_names)
     if not model_names:
         raise ConfigError("no model given: pass --model or list compare.models in --config")
     if not dataset_names:
@@ -223,6 +225,16 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     for job in jobs:  # fail on a bad model or dataset before any training starts
         validate(job_config(cfg, job, c.out))
     return jobs
+
+
+def _script_names(cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]:
+    """A script trains one model on one dataset: their names file its runs (default: the
+    script's file name, and 'data')."""
+    from .scriptjob import script_name
+
+    if len(models) > 1 or len(datasets) > 1:
+        raise ConfigError("--script trains one model on one dataset: give --model and --dataset one name each")
+    return models or [script_name(cfg.script.command)], datasets or ["data"]
 
 
 def shorter_runs(cfg: Config, share: float) -> tuple[int, tuple[int, ...]]:

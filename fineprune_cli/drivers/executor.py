@@ -80,6 +80,15 @@ class Slot:
         return env
 
 
+JOBS = ".jobs"
+
+
+def job_file(run_dir: Path) -> Path:
+    """Where the config of the job writing `run_dir` (<out>/<model>-<dataset>/<arm>-seed<seed>)
+    goes: <out>/.jobs/<model>-<dataset>/<arm>-seed<seed>.yaml, its logs beside it."""
+    return run_dir.parent.parent / JOBS / run_dir.parent.name / f"{run_dir.name}.yaml"
+
+
 def available_cores() -> list[int]:
     """The cores this process may run on (a container or taskset may allow fewer than exist)."""
     return sorted(os.sched_getaffinity(0))

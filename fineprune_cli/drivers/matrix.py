@@ -15,6 +15,8 @@ from ..engine.config import Config
 from .compare import CompareConfig, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
+from .parallel import RunsFailed
+from .scriptjob import ScriptFailed
 
 
 def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, command: str | None = None) -> list[Path]:
@@ -26,8 +28,8 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     states = {}
     for job in jobs:
         job_cfg = job_config(cfg, job, c.out)
-        if job.dataset not in identities:
-            identities[job.dataset] = data_identity(job_cfg.data)
+        if job.dataset not in identities:  # a script declares its data as it runs
+            identities[job.dataset] = {} if cfg.script.command else data_identity(job_cfg.data)
         states[job] = existing_state(job_cfg, identities[job.dataset])
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     for job in (j for j in jobs if states[j] == "held"):
@@ -41,11 +43,21 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
 
         run_tasks(cfg, c, todo, command, show_progress)
         return [job.run_dir(c.out) for job in jobs]
+    failed = []
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)", show_progress) as bar:
         matrix = MatrixProgress(bar, planned)
         for i, job in enumerate(todo):
-            with matrix.run(i) as labelled:
-                train_job(job_config(cfg, job, c.out), states[job], command, labelled)
+            try:
+                with matrix.run(i) as labelled:
+                    train_job(job_config(cfg, job, c.out), states[job], command, labelled)
+            except ScriptFailed as exc:  # one script run failing must not stop the others
+                console.error(str(exc))
+                failed.append(job)
+    if failed:
+        raise RunsFailed(
+            f"{len(failed)} of {len(todo)} runs failed (each said why above); the others are kept, "
+            "and `compare` again trains only what is missing"
+        )
     return [job.run_dir(c.out) for job in jobs]
 
 

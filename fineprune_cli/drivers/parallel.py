@@ -14,13 +14,11 @@ from ..engine import yamlvalues
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
 from ..errors import FinepruneError
-from .executor import LocalExecutor, Task, available_cores, slots, visible_gpus
+from .executor import JOBS, LocalExecutor, Task, available_cores, job_file, slots, visible_gpus
 from .grid import Grid
 
 if TYPE_CHECKING:
     from .compare import CompareConfig, Job
-
-JOBS = ".jobs"
 
 
 class RunsFailed(FinepruneError):
@@ -52,7 +50,7 @@ def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str
     tasks = []
     for job in todo:
         job_cfg = job_config(cfg, job, c.out)
-        where = Path(c.out) / JOBS / f"{job.model}-{job.dataset}" / f"{job.arm}-seed{job.seed}.yaml"
+        where = job_file(Path(job_cfg.run.out))
         where.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(where, yamlvalues.dump(job_cfg.to_dict()))
         tasks.append(

@@ -26,6 +26,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config.get("run", {}).pop("arm", None)
     config.get("data", {}).pop("label", None)
     config.get("data", {}).pop("workers", None)  # decoding processes: same images, same run
+    config.get("script", {}).pop("recipe", None)  # declared by the script as it runs: compare cannot know it
     if not config.get("prune", {}).get("enabled", False):
         config.pop("prune", None)
     return drop_unused(config)
@@ -71,7 +72,9 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
             f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
             "use another --out or delete that folder"
         )
-    if data is None or (summary.data and is_content(data) != is_content(summary.data)):  # recorded before content ids
+    if job_cfg.script.command:  # the script declares its data as it runs; compare cannot read it
+        data = summary.data
+    elif data is None or (summary.data and is_content(data) != is_content(summary.data)):  # recorded before content ids
         data = data_identity(job_cfg.data, summary.data)
     changed = data_changes(summary.data, data, str(job_cfg.data.data_dir))
     if changed:
@@ -88,6 +91,12 @@ def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> Non
     """Train one job of the matrix whose folder is in `state` ('new' or 'incomplete'): an
     incomplete run resumes from its checkpoint where it can."""
     path = Path(job_cfg.run.out)
+    if job_cfg.script.command:
+        from .scriptjob import clear_attempt, run_script
+
+        if state == "incomplete":
+            clear_attempt(path)
+        return run_script(job_cfg, bar)
     if state == "incomplete":
         if not (path / CHECKPOINT).exists():
             console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")

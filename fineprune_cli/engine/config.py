@@ -22,6 +22,7 @@ from ..pruning.registry import get as get_policy
 from ..pruning.schedule import percent_of
 from . import yamlvalues
 from .files import read_regular_text
+from .scriptconfig import ScriptConfig
 from ..settings import apply_values, at_least, between, check_section, in_range, optional, option, positive
 
 MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
@@ -225,6 +226,7 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     prune: PruneConfig = field(default_factory=PruneConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    script: ScriptConfig = field(default_factory=ScriptConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -235,6 +237,7 @@ class Config:
 
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(Config))
+SCRIPT_SECTIONS = ("train", "prune", "run", "script")  # what a script run takes from the tree
 
 
 def apply_mapping(cfg: Any, data: Any, source: str) -> None:
@@ -372,13 +375,15 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
 
 
 def validate(cfg: Config) -> Config:
-    """Every field's check and each section's cross-field checks, one clear line each."""
-    if not cfg.model.name:
+    """Every field's check and each section's cross-field checks, one clear line each. A script
+    run's model and dataset are names its runs are filed under, not the zoo's: not checked."""
+    script = bool(cfg.script.command)
+    if not cfg.model.name and not script:
         raise ConfigError("no model given: pass --model or set model.name in --config")
-    if not cfg.data.dataset:
+    if not cfg.data.dataset and not script:
         raise ConfigError("no dataset given: pass --dataset or set data.dataset in --config")
     resolve(cfg)  # a Config made in code; a bad --epochs leaves the shares unset, refused below
-    for name in SECTIONS:
+    for name in SCRIPT_SECTIONS if script else SECTIONS:
         check_section(getattr(cfg, name), f"{name}.")
     if cfg.policy != "regular":
         from ..pruning.policy import refuse_idle

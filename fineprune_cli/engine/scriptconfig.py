@@ -1,0 +1,49 @@
+"""The `script` section: `compare --script` runs the user's own training command for each arm
+and seed (docs/howto/own-script.md). Kept in the one config tree so a job's config carries it to
+any executor and a run folder's config.yaml records which command made the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..settings import between, option
+
+PLACEHOLDERS = ("seed", "epochs", "milestones", "policy", "arm", "out")
+
+
+def _command(text: str) -> str | None:
+    import string
+
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError as exc:  # an unmatched brace
+        return f"is not a command with {{placeholders}}: {exc}"
+    unknown = sorted(names - set(PLACEHOLDERS))
+    if unknown:
+        return f"names {{{unknown[0]}}}; the placeholders are {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+    return None
+
+
+@dataclass
+class ScriptConfig:
+    command: str = option(
+        "",
+        flag="--script",
+        check=_command,
+        help="Your own training command, run once per arm and seed instead of fineprune's trainer, e.g. "
+        "'python train.py --seed {seed} --epochs {epochs} --milestones {milestones}'; the script learns its "
+        "run through fineprune.start() (docs: Decide on your own script).",
+    )
+    timeout: int = option(
+        0,
+        flag="--script-timeout",
+        check=between(0, 366 * 86400),
+        help="Seconds one script run may take before it is stopped and counted failed; 0: no limit. (default 0)",
+    )
+    recipe: dict[str, Any] = option(
+        factory=dict,
+        flag="",
+        help="What the script declared it trains with (fineprune.start(recipe=...)), recorded by the run: "
+        "runs whose recipes differ are never paired.",
+    )

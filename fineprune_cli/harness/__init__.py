@@ -1,0 +1,7 @@
+"""Your own training script under `fineprune compare --script`: `start()` at its beginning, then
+`run.log(...)` each epoch and `run.finish()` (docs/howto/own-script.md)."""
+
+from .identity import folder_identity, tensor_identity
+from .run import JOB_ENV, RUN_DIR_ENV, ScriptError, ScriptRun, start
+
+__all__ = ["JOB_ENV", "RUN_DIR_ENV", "ScriptError", "ScriptRun", "folder_identity", "start", "tensor_identity"]

@@ -1,0 +1,221 @@
+"""A script's side of `compare --script`: `fineprune.start()` tells a training script which run it
+is, and the `ScriptRun` it returns records each epoch into an ordinary run folder.
+
+Under `compare` the job's config arrives through FINEPRUNE_JOB (and the run folder through
+FINEPRUNE_RUN_DIR); run on its own, a script is the run its arguments say (`policy` regular unless
+given). Either way the script declares what it trains: its seed, epochs and lr milestones (checked
+against what compare told it, so a script that ignores a shorter arm's schedule or the seed is
+refused at once, not averaged in), its data's identity and any recipe settings (recorded, so runs
+with other data or another recipe never pair in a report).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..engine.config import Config, config_from_dict, load_yaml, validate
+from ..engine.device import describe_device, load_average, machine_signature
+from ..engine.files import atomic_torch_save
+from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir, git_commit
+from ..engine.totals import Totals, summarize
+from ..errors import ConfigError
+from ..pruning.config import PruneConfig
+from ..pruning.policy import Policy, create
+from ..pruning.sampler import PruningSampler
+
+JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
+
+
+class ScriptError(ConfigError):
+    """The script and its run disagree (a seed, the epochs, the order of its records)."""
+
+
+def start(
+    *,
+    num_train: int,
+    seed: int,
+    epochs: int,
+    milestones: list[int] | None = None,
+    policy: str | None = None,
+    prune: PruneConfig | None = None,
+    model: str | None = None,
+    dataset: str | None = None,
+    data: dict[str, str] | None = None,
+    recipe: dict[str, Any] | None = None,
+    device: str | torch.device = "cpu",
+    out: str | Path | None = None,
+) -> "ScriptRun":
+    """The run this script is: compare's job when run by `compare --script`, else the one its
+    arguments describe. `seed`, `epochs`, `milestones`: what the script will train (checked against
+    compare's job); `policy` and `prune`: when run on its own (compare hands its own)."""
+    job = os.environ.get(JOB_ENV)
+    cfg = _job(Path(job)) if job else _own(seed, epochs, milestones, policy, prune, model, dataset, out)
+    if job:
+        _refuse_other_run(cfg, seed, epochs, milestones, policy)
+        cfg.run.out = os.environ.get(RUN_DIR_ENV) or cfg.run.out
+    cfg.script.recipe = dict(recipe or {})
+    return ScriptRun(cfg, num_train, torch.device(device), data or {}, model, dataset)
+
+
+def _job(path: Path) -> Config:
+    try:
+        return validate(config_from_dict(load_yaml(path), str(path)))
+    except ConfigError as exc:
+        raise ScriptError(f"{JOB_ENV}={path}: {exc}") from None
+
+
+def _own(seed, epochs, milestones, policy, prune, model, dataset, out) -> Config:
+    cfg = Config()
+    cfg.model.name, cfg.data.dataset = model or Path(sys.argv[0]).stem or "script", dataset or "data"
+    cfg.run.seed, cfg.train.epochs, cfg.train.milestones = seed, epochs, list(milestones or [])
+    cfg.prune = prune or PruneConfig()
+    cfg.prune.enabled, cfg.prune.policy = (policy or "regular") != "regular", policy or cfg.prune.policy
+    cfg.run.out = str(out or default_run_dir(cfg.model.name, cfg.data.dataset))
+    cfg.script.command = "(run on its own)"
+    return validate(cfg)
+
+
+def _refuse_other_run(cfg: Config, seed: int, epochs: int, milestones: list[int] | None, policy: str | None) -> None:
+    """compare told the script its run; a script training another one would be filed under the
+    wrong seed or arm, so it stops here, saying which placeholder to pass."""
+    told = {"seed": cfg.run.seed, "epochs": cfg.train.epochs, "policy": cfg.policy}
+    given = {"seed": seed, "epochs": epochs, "policy": policy}
+    if milestones is not None:  # a script without lr steps declares none
+        told["milestones"] = ",".join(map(str, cfg.train.milestones or []))
+        given["milestones"] = ",".join(map(str, milestones))
+    for name, value in given.items():
+        if value is not None and value != told[name]:
+            raise ScriptError(
+                f"compare runs this script as {name} {told[name]}, but it trains {name} {value}: pass "
+                f"{{{name}}} to it in --script (e.g. --{name} {{{name}}}) and use that value"
+            )
+
+
+class ScriptRun:
+    """One run of a script: its settings (`seed`, `epochs`, `milestones`, `policy`), a sampler
+    that prunes by its policy, `log()` once per epoch, `finish()` at the end."""
+
+    def __init__(self, cfg: Config, num_train: int, device: torch.device, data: dict, model, dataset):
+        if not isinstance(num_train, int) or num_train < 1:
+            raise ScriptError(f"num_train must be a positive number of training samples, got {num_train!r}")
+        self.cfg, self.num_train, self.device = cfg, num_train, device
+        self.path = Path(cfg.run.out or default_run_dir(cfg.model.name, cfg.data.dataset))
+        # a folder holding a run is refused, unless that run left a checkpoint this one may resume
+        self.record = RunRecord(self.path, fresh=not (self.path / CHECKPOINT).exists())
+        self.record.write_config(cfg.to_dict())
+        self.totals, self.kept = Totals(), False
+        self.summary = self._summary(data, model or cfg.model.name, dataset or cfg.data.dataset)
+        self.policy: Policy = create(cfg.policy, num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
+        self._sampler: PruningSampler | None = None
+        self._since = time.perf_counter()
+
+    seed = property(lambda self: self.cfg.run.seed)
+    epochs = property(lambda self: self.cfg.train.epochs)
+    milestones = property(lambda self: list(self.cfg.train.milestones or []))
+    out = property(lambda self: self.path)
+
+    @property
+    def first_epoch(self) -> int:
+        """The 0-based epoch to train next: 0, or after `resume()` the one after the saved epoch."""
+        return len(self.totals.rows)
+
+    def sampler(self, seed: int | None = None) -> PruningSampler:
+        """A sampler over the run's policy (regular: every sample, shuffled): give it to the
+        DataLoader, call `set_epoch(e)` each epoch and backpropagate `sampler.loss(idx, losses)`."""
+        self._sampler = PruningSampler(self.policy, self.seed if seed is None else seed)
+        return self._sampler
+
+    def log(
+        self,
+        *,
+        train_loss: float,
+        test_accuracy: float,
+        test_loss: float = math.nan,
+        lr: float = 0.0,
+        samples: int | None = None,
+        train_seconds: float | None = None,
+        epoch: int | None = None,
+    ) -> None:
+        """Record the epoch just trained (test_accuracy in percent); written at once, atomically."""
+        now, number = time.perf_counter(), len(self.totals.rows) + 1
+        if epoch is not None and epoch != number:
+            raise ScriptError(f"epoch {epoch} recorded where epoch {number} comes next: record epochs in order")
+        if number > self.epochs:
+            raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs")
+        if not 0 <= test_accuracy <= 100:
+            raise ScriptError(f"test_accuracy {test_accuracy} is not a percentage (0 to 100)")
+        plan = self._sampler.plan if self._sampler is not None else None
+        count = samples if samples is not None else plan.samples if plan is not None else self.num_train
+        seconds = train_seconds if train_seconds is not None else now - self._since
+        row = EpochRow(number, float(lr), int(count), round(seconds, 4), float(train_loss), float(test_loss),
+                       float(test_accuracy), int(count < self.num_train), 0.0)  # fmt: skip
+        self.totals.rows.append(row)
+        self.totals.train_s += seconds
+        self._since = now
+        self._write()
+
+    def save(self, state: Any) -> None:
+        """Keep `state` (model, optimizer, sampler.state_dict(), ...) for `resume()` after the
+        epoch just logged."""
+        atomic_torch_save({"epoch": self.first_epoch, "state": state, "totals": self.totals.state_dict()},
+                          self.path / CHECKPOINT)  # fmt: skip
+
+    def resume(self) -> Any:
+        """The state saved by `save()` in an interrupted attempt of this run (its epochs kept),
+        or None: train from epoch 0. A script that never calls it trains the run anew."""
+        file = self.path / CHECKPOINT
+        if not file.exists():
+            return None
+        saved = torch.load(file, map_location="cpu", weights_only=False)
+        self.totals = Totals.from_state(saved["totals"])
+        self.summary.resumed_after_epochs.append(saved["epoch"])
+        self._write()
+        return saved["state"]
+
+    def finish(self) -> RunSummary:
+        """The run is complete: every epoch it was told recorded."""
+        done = len(self.totals.rows)
+        if done != self.epochs:
+            self.close()
+            raise ScriptError(f"the script trained {done} of the {self.epochs} epochs this run trains")
+        self.summary.status, self.summary.finished = Status.COMPLETE, time.strftime("%Y-%m-%dT%H:%M:%S")
+        self._write()
+        (self.path / CHECKPOINT).unlink(missing_ok=True)
+        self.close()
+        return self.summary
+
+    def close(self) -> None:
+        self.record.close()
+
+    def __enter__(self) -> "ScriptRun":
+        return self
+
+    def __exit__(self, kind, *_: Any) -> None:
+        if kind is None and self.summary.status != Status.COMPLETE:
+            self.finish()
+        self.close()
+
+    def _summary(self, data: dict, model: str, dataset: str) -> RunSummary:
+        cfg = self.cfg
+        return RunSummary(
+            model=model, dataset=dataset, epochs=cfg.train.epochs, seed=cfg.run.seed, policy=cfg.policy,
+            arm=cfg.run.arm, dataset_label=dataset, num_train=self.num_train, device=describe_device(self.device),
+            run_dir=str(self.path), torch=torch.__version__, git_commit=git_commit(),
+            started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=shlex.join([sys.executable, *sys.argv]),
+            schedule={k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
+            if cfg.policy != "regular" else {},
+            data=dict(data), machine=machine_signature(self.device), load_average=load_average(),
+        )  # fmt: skip
+
+    def _write(self) -> None:
+        summarize(self.summary, self.totals)
+        self.record.write_metrics(self.totals.rows)
+        self.record.write_summary(self.summary)

@@ -1,0 +1,187 @@
+"""The script's side of `compare --script` (`fineprune.start`, `ScriptRun`) and the driver's
+refusals: a script that trains another run than it was told, records out of order, stops early,
+crashes, never starts its run or hangs is failed with one line, never averaged in."""
+
+import sys
+
+import pytest
+import torch
+
+import fineprune
+from conftest import invoke, summary_of
+from fineprune_cli.drivers.compare import Job, job_config
+from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name
+from fineprune_cli.drivers.task import Label
+from fineprune_cli.engine import yamlvalues
+from fineprune_cli.engine.config import Config
+from fineprune_cli.errors import ConfigError
+from fineprune_cli.harness import JOB_ENV, RUN_DIR_ENV, ScriptError
+
+
+def _job(tmp_path, monkeypatch, policy="regular", seed=0, shorter=None):
+    """The environment compare gives a script for this arm: its job config, its run folder."""
+    cfg = Config()
+    cfg.script.command, cfg.train.epochs, cfg.train.milestones = "python train.py", 6, [3, 5]
+    job_cfg = job_config(cfg, Job("train", "data", policy, seed, shorter=shorter), str(tmp_path / "cmp"))
+    path = tmp_path / "job.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yamlvalues.dump(job_cfg.to_dict()))
+    monkeypatch.setenv(JOB_ENV, str(path))
+    monkeypatch.setenv(RUN_DIR_ENV, job_cfg.run.out)
+    return job_cfg
+
+
+def _own(tmp_path, epochs=2, **kw):
+    return fineprune.start(num_train=10, seed=0, epochs=epochs, out=tmp_path / "run", **kw)
+
+
+def test_a_script_training_another_seed_than_compare_told_it_is_refused(tmp_path, monkeypatch):
+    _job(tmp_path, monkeypatch, seed=2)
+    with pytest.raises(ScriptError, match=r"as seed 2, but it trains seed 0: pass \{seed\}"):
+        fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
+
+
+def test_a_script_ignoring_a_shorter_arms_schedule_is_refused(tmp_path, monkeypatch):
+    told = _job(tmp_path, monkeypatch, shorter=0.15)  # 5 epochs, milestones 3,4
+    assert (told.train.epochs, told.train.milestones) == (5, [3, 4])
+    with pytest.raises(ScriptError, match=r"as epochs 5, but it trains epochs 6"):
+        fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
+    with pytest.raises(ScriptError, match=r"as milestones 3,4, but it trains milestones 3,5"):
+        fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 5])
+    run = fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 4])
+    assert (run.epochs, run.milestones, run.policy.name) == (5, [3, 4], "regular")
+    run.close()
+
+
+def test_compare_hands_the_random_control_the_policys_schedule(tmp_path, monkeypatch):
+    """Random at the policy's budget: the same epochs pruned, the same number of samples kept."""
+    plans = {}
+    for policy in ("fine", "random"):
+        _job(tmp_path / policy, monkeypatch, policy=policy)
+        run = fineprune.start(num_train=100, seed=0, epochs=6)
+        sampler = run.sampler()
+        plans[policy] = []
+        for epoch in range(6):
+            sampler.set_epoch(epoch)
+            plans[policy].append(len(sampler))
+            sampler.loss(torch.arange(100), torch.rand(100))
+        run.close()
+    assert plans["fine"] == plans["random"] and min(plans["fine"]) < 100
+
+
+def test_epochs_are_recorded_in_order_and_within_the_run(tmp_path):
+    run = _own(tmp_path)
+    with pytest.raises(ScriptError, match="epoch 2 recorded where epoch 1 comes next"):
+        run.log(train_loss=1.0, test_accuracy=50.0, epoch=2)
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    with pytest.raises(ScriptError, match="not a percentage"):
+        run.log(train_loss=1.0, test_accuracy=0.75 * 100 * 2)  # a percentage scaled twice
+    run.log(train_loss=0.9, test_accuracy=60.0)
+    with pytest.raises(ScriptError, match="epoch 3 recorded, but this run trains 2 epochs"):
+        run.log(train_loss=0.8, test_accuracy=70.0)
+    summary = run.finish()
+    assert (summary.status.value, summary.final_accuracy, summary.samples_seen) == ("complete", 60.0, 20)
+
+
+def test_a_run_finished_early_is_refused_and_stays_incomplete(tmp_path):
+    run = _own(tmp_path, epochs=3)
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    with pytest.raises(ScriptError, match="trained 1 of the 3 epochs"):
+        run.finish()
+    assert summary_of(tmp_path / "run")["status"] == "incomplete"
+
+
+def test_an_interrupted_script_resumes_from_what_it_saved(tmp_path):
+    run = _own(tmp_path, epochs=3)
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    run.save({"weights": 7})
+    run.log(train_loss=0.9, test_accuracy=55.0)  # trained after the save: lost with the crash
+    run.close()  # the process dies here
+    again = _own(tmp_path, epochs=3)
+    assert again.resume() == {"weights": 7} and again.first_epoch == 1
+    again.log(train_loss=0.8, test_accuracy=60.0)
+    again.log(train_loss=0.7, test_accuracy=65.0)
+    summary = again.finish()
+    assert summary.resumed_after_epochs == [1] and summary.epochs_completed == 3
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_folder_holding_a_run_is_not_overwritten(tmp_path):
+    run = _own(tmp_path)
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    run.close()  # stopped without a checkpoint to resume from
+    with pytest.raises(ConfigError, match="already holds a run"):
+        _own(tmp_path)
+
+
+def test_data_identity_by_content():
+    x = torch.arange(12.0).reshape(3, 4)
+    same, changed = (
+        fineprune.tensor_identity(x.clone()),
+        fineprune.tensor_identity(x.index_fill(1, torch.tensor([0]), 1)),
+    )
+    assert fineprune.tensor_identity(x) == same != changed
+
+
+def test_a_folder_copied_elsewhere_is_the_same_data(tmp_path):
+    for root in ("a", "b"):
+        (tmp_path / root / "sub").mkdir(parents=True)
+        (tmp_path / root / "sub" / "f.bin").write_bytes(b"\x00\x01")
+    assert fineprune.folder_identity(tmp_path / "a") == fineprune.folder_identity(tmp_path / "b")
+    (tmp_path / "b" / "sub" / "f.bin").write_bytes(b"\x00\x02")
+    assert fineprune.folder_identity(tmp_path / "a") != fineprune.folder_identity(tmp_path / "b")
+
+
+def test_placeholders_are_filled_and_quoted(tmp_path):
+    cfg = Config()
+    cfg.script.command = "python my\\ train.py --out {out} --seed {seed} --milestones {milestones}"
+    cfg.run.out, cfg.train.milestones = str(tmp_path / "a b"), []
+    assert fill(cfg) == ["python", "my train.py", "--out", str(tmp_path / "a b"), "--seed", "0", "--milestones", ""]
+    assert script_name(cfg.script.command) == "my train"
+
+
+def _script_cfg(tmp_path, body, timeout=0):
+    script = tmp_path / "s.py"
+    script.write_text(body)
+    cfg = Config()
+    cfg.script.command, cfg.script.timeout = f"{sys.executable} {script}", timeout
+    cfg.train.epochs, cfg.train.milestones = 2, []
+    cfg.run.out = str(tmp_path / "cmp" / "s-data" / "regular-seed0")
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "body, timeout, said",
+    [
+        ("print('loading'); raise SystemExit('boom: no data')", 0, r"failed: boom: no data \(exit code 1; log: "),
+        ("print('trained, but never told fineprune')", 0, r"never called fineprune\.start\(\)"),
+        ("import time; time.sleep(60)", 1, r"ran past --script-timeout 1 s and was stopped"),
+    ],
+)
+def test_a_failed_script_run_is_one_line_naming_its_log(tmp_path, body, timeout, said):
+    with pytest.raises(ScriptFailed, match=said) as caught:
+        run_script(_script_cfg(tmp_path, body, timeout), Label("s on data, regular, seed 0"))
+    assert str(caught.value).startswith("s on data, regular, seed 0: the script") and ".script.log" in str(caught.value)
+
+
+def test_a_script_that_never_records_its_end_fails(tmp_path):
+    body = "import fineprune\nrun = fineprune.start(num_train=4, seed=0, epochs=2)\nrun.log(train_loss=1.0, test_accuracy=50.0)\n"
+    with pytest.raises(ScriptFailed, match=r"after recording 1 of 2 epochs without finishing its run"):
+        run_script(_script_cfg(tmp_path, body), Label("s"))
+
+
+@pytest.mark.slow  # two task processes under --jobs, each importing torch
+def test_a_hanging_script_under_jobs_is_stopped_and_the_others_go_on(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import sys, time\nimport fineprune\nseed = int(sys.argv[1])\n"
+        "run = fineprune.start(num_train=4, seed=seed, epochs=1)\n"
+        "time.sleep(600 if seed else 0)\nrun.log(train_loss=1.0, test_accuracy=50.0)\nrun.finish()\n"
+    )
+    command = f"{sys.executable} {script} {{seed}}"
+    done = invoke(["compare", "--script", command, "--epochs", "1", "--policies", "regular", "--seeds", "0,1",
+                   "--jobs", "2", "--script-timeout", "20", "--out", "cmp"])  # fmt: skip
+    assert done.exit_code == 1, done.output
+    assert "ran past --script-timeout 20 s" in done.output and "1 of 2 runs failed" in done.output
+    assert summary_of(tmp_path / "cmp" / "hang-data" / "regular-seed0")["status"] == "complete"

@@ -1,0 +1,70 @@
+"""`compare --script`: the user's own training script as the arms of a comparison, with the same
+controls, looks, executors and decisions as fineprune's trainer (docs/howto/own-script.md)."""
+
+import csv
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import invoke, summary_of
+from test_slurm import slurm_here  # noqa: F401 (a fixture: the stand-in Slurm on the PATH)
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "own_script.py"
+COMMAND = f"{shlex.quote(sys.executable)} {EXAMPLE} --seed {{seed}} --epochs {{epochs}} --milestones {{milestones}}"
+MATRIX = ["--script", COMMAND, "--epochs", "6", "--milestones", "3,5", "--policies", "regular,fine,random"]
+
+
+def _samples(run: Path) -> list[int]:
+    with open(run / "metrics.csv") as f:
+        return [int(r["samples"]) for r in csv.DictReader(f)]
+
+
+def _decisions(report: Path) -> list[str]:
+    """The policies named in the report's decisions table."""
+    lines = (report / "index.md").read_text().split("## Decisions", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| policy"))
+    table = [line for line in lines[start + 2 :] if line.startswith("|")]
+    table = table[: next((i for i, line in enumerate(lines[start + 2 :]) if not line.startswith("|")), len(table))]
+    return [line.split("|")[1].strip() for line in table]
+
+
+@pytest.mark.slow  # 12 script runs, each a Python process importing torch
+def test_compare_script_runs_every_arm_with_its_controls_and_decides(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = invoke(["compare", *MATRIX, "--shorter", "0.15", "--seeds", "0,1,2", "--out", "cmp"])
+    assert done.exit_code == 0, done.output
+    runs = tmp_path / "cmp" / "own_script-data"
+    for seed in range(3):
+        fine, random = _samples(runs / f"fine-seed{seed}"), _samples(runs / f"random-seed{seed}")
+        assert fine == random and min(fine) < 1600  # the control skips what the policy skips, epoch by epoch
+        shorter = summary_of(runs / f"shorter-15-seed{seed}")
+        assert (shorter["epochs"], shorter["epochs_completed"], shorter["seed"]) == (5, 5, seed)
+        assert "--epochs 5 --milestones 3,4" in shorter["command"]  # its schedule compressed, as built-in arms
+    report = invoke(["report", "cmp", "--out", "rep"])
+    assert report.exit_code == 0, report.output
+    assert _decisions(tmp_path / "rep") == ["fine-pruning"]  # one decision per policy; random is its control
+
+
+@pytest.mark.slow
+def test_compare_script_under_jobs_and_planned_looks(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = invoke(["compare", *MATRIX, "--until-decided", "--looks", "2,3", "--jobs", "2", "--out", "cmp"])
+    assert done.exit_code == 0, done.output
+    runs = {p.name: summary_of(p)["status"] for p in (tmp_path / "cmp" / "own_script-data").iterdir()}
+    for arm in ("regular", "fine", "random"):  # look 1's two seeds; look 2's third unless look 1 decided
+        assert {f"{arm}-seed0", f"{arm}-seed1"} <= set(runs), runs
+    assert set(runs.values()) == {"complete"} and all(name[-1] in "012" for name in runs)
+    assert (tmp_path / "cmp" / "looks.json").exists()
+
+
+@pytest.mark.slow
+def test_compare_script_through_the_stand_in_slurm(tmp_path, monkeypatch, slurm_here):  # noqa: F811
+    monkeypatch.chdir(tmp_path)
+    done = invoke(["compare", *MATRIX, "--seeds", "0", "--executor", "slurm", "--out", "cmp"])
+    assert done.exit_code == 0, done.output
+    assert "sbatch" in (slurm_here / "calls.log").read_text()
+    for arm in ("regular", "fine", "random"):
+        assert summary_of(tmp_path / "cmp" / "own_script-data" / f"{arm}-seed0")["status"] == "complete"
