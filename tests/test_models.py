@@ -118,3 +118,55 @@ def test_lenet_takes_images_larger_than_32():
     """--image-size 64 with LeNet: the 13x13 feature map is pooled to the classifier's 5x5."""
     net = create("lenet", 3, 7)
     assert net(torch.zeros(2, 3, 64, 64)).shape == (2, 7) and net(torch.zeros(2, 3, 40, 48)).shape == (2, 7)
+
+
+FACTORY = """
+import torch.nn as nn
+
+
+def build(in_channels, num_classes, width=8):
+    return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * 32 * 32, width), nn.ReLU(), nn.Linear(width, num_classes))
+
+
+def wide():
+    return build(3, 10, width=16)
+
+
+def not_a_model():
+    return 3
+"""
+
+
+def test_your_own_model_by_its_factory_is_trained_and_recorded_by_its_shapes(tmp_path, monkeypatch):
+    from conftest import invoke, summary_of
+    from fineprune_cli.analysis.groups import settings
+    from fineprune_cli.analysis.runs import Run
+    from fineprune_cli.engine.record import read_summary
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mynet.py").write_text(FACTORY)
+    common = ["--dataset", "synthetic", "--subset", "64", "--test-subset", "50", "--epochs", "1", "--device", "cpu"]
+    for name, out in (("mynet:build", "a"), ("mynet:wide", "b")):
+        done = invoke(["train", "--model", name, *common, "--out", out])
+        assert done.exit_code == 0, done.output
+    a, b = summary_of(tmp_path / "a"), summary_of(tmp_path / "b")
+    assert a["model"] == "mynet:build" and a["model_shapes"] != b["model_shapes"]  # width 8 vs 16
+    run = Run(tmp_path / "a", read_summary(tmp_path / "a"), {"model": {"name": "mynet:build"}}, [])
+    assert settings(run)["model.shapes"] == a["model_shapes"]  # so one name with other shapes never pairs
+
+
+def test_a_model_factory_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
+    from conftest import invoke
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mynet.py").write_text(FACTORY)
+    common = ["--dataset", "synthetic", "--subset", "64", "--epochs", "1", "--device", "cpu"]
+    for name, said in [
+        ("nomodule:build", "names no factory that loads (ModuleNotFoundError"),
+        ("mynet:missing", "names no factory that loads (AttributeError"),
+        ("os:sep", "names a factory that is not callable"),
+        ("mynet:", "is not package.module:factory"),
+        ("mynet:not_a_model", "returned a int, not a torch.nn.Module"),
+    ]:
+        done = invoke(["train", "--model", name, *common, "--out", "r"])
+        assert done.exit_code == 2 and said in done.output and "Traceback" not in done.output, (name, done.output)

@@ -49,6 +49,7 @@ NOT_SETTINGS = (
 )
 RESCALED = ("train.epochs", "train.milestones", "train.warmup_epochs")  # what a shorter arm changes
 WORLD = "run.world_size"  # from the summary: how many processes trained it (launch, not config)
+SHAPES = "model.shapes"  # from the summary: a user's own model's parameter shapes (--model pkg.mod:factory)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-DEFAULTS = {**_flat(Config().to_dict()), WORLD: 1}
+DEFAULTS = {**_flat(Config().to_dict()), WORLD: 1, SHAPES: None}
 
 
 FOLDER = "data.data_dir"
@@ -85,7 +86,7 @@ def settings(run: Run, by_identity: bool = False) -> dict[str, Any]:
     except ConfigError:  # a field this version no longer has: what it holds still tells runs apart
         tree = copy.deepcopy(run.config)
     tree = drop_unused(tree)
-    found = {**DEFAULTS, **_flat(tree), WORLD: run.summary.world_size}
+    found = {**DEFAULTS, **_flat(tree), WORLD: run.summary.world_size, SHAPES: run.summary.extra.get("model_shapes")}
     if not found.get("prune.enabled", False):  # a regular run: the pruning settings never acted
         found = {k: v for k, v in found.items() if not k.startswith("prune.")}
     return {k: v for k, v in found.items() if k not in NOT_SETTINGS and not (by_identity and k == FOLDER)}

@@ -33,8 +33,10 @@ def trainer_and_policy(cfg: Config, world: World = worlds.SINGLE) -> tuple[Train
         cfg.data, cfg.run.seed, device, max(cfg.train.batch_size, cfg.train.eval_batch_size)
     )
     model = build_model(cfg, channels, classes)
+    shapes = models.shapes_hash(model) if models.is_factory(cfg.model.name) else None
     trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode, world=world)
     trainer.channels, trainer.classes = channels, classes
+    trainer.model_shapes = shapes  # a user's model: its factory's name says less than its shapes
     policy = create_policy(
         cfg.policy, data.num_train, cfg.prune, seed=cfg.run.seed + 1, device=device, epochs=cfg.train.epochs
     )

@@ -44,7 +44,14 @@ def paper_milestones(epochs: int) -> list[int]:
 def _model_name(name: str) -> str | None:
     from .. import models  # the zoo needs torch; checked when the config is, not at import
 
-    return None if name in models.list_models() else f"must be one of: {', '.join(models.list_models())}"
+    if models.is_factory(name):  # your own model: importing it runs that module, as Python would
+        try:
+            models.factory(name)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    zoo = ", ".join(models.list_models())
+    return None if name in models.list_models() else f"must be one of: {zoo}, or package.module:factory"
 
 
 def _device(name: str) -> str | None:
@@ -59,7 +66,13 @@ def _increasing(values: list[int]) -> str | None:
 
 @dataclass
 class ModelConfig:
-    name: str = option("", flag="--model -m", check=_model_name, help="Model name (see `fineprune models`).")
+    name: str = option(
+        "",
+        flag="--model -m",
+        check=_model_name,
+        help="Model name (see `fineprune models`), or your own: package.module:factory, a callable "
+        "returning an nn.Module (given in_channels and num_classes where it takes them).",
+    )
     widen: int | None = option(None, check=optional(between(1, MAX_WIDEN)), help="WRN widen factor k. (default 8)")
 
     def check(self) -> None:

@@ -73,9 +73,16 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
 
 
 def new_summary(
-    cfg: Config, device: torch.device, path: Path, num_train: int, world_size: int = 1, command: str | None = None
+    cfg: Config,
+    device: torch.device,
+    path: Path,
+    num_train: int,
+    world_size: int = 1,
+    command: str | None = None,
+    model_shapes: str | None = None,
 ) -> RunSummary:
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
+    extra = {"model_shapes": model_shapes} if model_shapes else {}
     return RunSummary(
         model=cfg.model.name,
         dataset=cfg.data.dataset,
@@ -96,6 +103,7 @@ def new_summary(
         data=data_identity(cfg.data),
         machine=machine_signature(device),
         load_average=load_average(),
+        extra=extra,
     )
 
 

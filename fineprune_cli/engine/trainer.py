@@ -34,6 +34,7 @@ def predicted(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor,
 class Trainer:
     channels: int | None = None  # the data's (set by whoever built the data and the model)
     classes: int | None = None
+    model_shapes: str | None = None  # a user's own model (models.shapes_hash), recorded by its run
 
     def __init__(
         self,
