@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.files import to_markdown
-from . import timing
+from . import collapse, timing
 from .groups import Groups, pruned_policies
 from .runs import Problem, Run
 from .study import Study
@@ -31,6 +31,9 @@ def index_markdown(
     parts = ["# Data fine-pruning: results\n"]
     if report.verdict:
         parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
+    failed = collapse.lines(report.study.collapsed)
+    if failed:
+        parts.append("## Runs that collapsed\n\n" + "\n".join([failed[0], "", *failed[1:-1], "", failed[-1]]) + "\n")
     parts += [report.notes.strip() + "\n"] if report.notes else []
     runs = report.runs
     if runs:
