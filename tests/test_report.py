@@ -273,5 +273,5 @@ def test_the_papers_rows_only_beside_the_papers_dataset(tmp_path):
         make_run(root, "lenet", "regular", 0, 10.0, [50.0, 60.0], label=label)
         make_run(root, "lenet", "fine", 0, 9.0, [50.0, 59.0], label=label, skipped_epochs=(2,))
         groups = group(load_runs([root])[0])
-        for header, rows in (table1(groups), table2(groups)):
+        for _, rows in (table1(groups), table2(groups)):
             assert any(r[0].startswith("Paper") for r in rows) == shown, (label, rows)
