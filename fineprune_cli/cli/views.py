@@ -134,7 +134,8 @@ def show_compare(
 
 COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [90%]")
 TABLE_NOTE = (
-    "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
+    "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only, "
+    "and only comparable where that machine was otherwise idle (runs.csv of `report` gives each run's load); "
     "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
     "paired by seed, with a descriptive 90% interval on its own paired spread. Full columns: summary.csv."
 )
