@@ -44,6 +44,7 @@ test-fast: setup
 # --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+	@echo "site: open site/index.html in a browser (no server needed, search included)"
 
 # docs/reference/settings.md from the settings' declarations (tests/test_docs.py fails while it is stale).
 docs-settings: setup

@@ -58,7 +58,26 @@ def test_site_builds_strictly_without_a_warning(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "WARNING" not in output, output
-    assert (tmp_path / "site" / "reference" / "settings" / "index.html").exists()
+    # opened from disk (issue 41): pages are files, linked as such, and search needs no server
+    site = tmp_path / "site"
+    assert (site / "tutorial.html").is_file() and not (site / "tutorial").exists()
+    assert 'href="tutorial.html"' in (site / "index.html").read_text()
+    assert (site / "search" / "search_index.js").is_file()
+    assert 'src="plots/cifar10-lenet-curves.png"' in (site / "results.html").read_text()
+    assert (site / "reference" / "settings.html").exists()
+
+
+# the plots docs/results.md shows, copied from the committed result folders that made them
+DOC_PLOTS = {
+    "docs/plots/cifar10-lenet-curves.png": "results/cifar10-jpeg-lenet-cpu/plots/curves-lenet-cifar-10-jpeg-q75.png",
+    "docs/plots/fashion-mnist-tradeoff.png": "results/policies/fashion-mnist/plots/tradeoff.png",
+}
+
+
+def test_the_results_pages_plots_are_the_result_folders_own():
+    for copy, source in DOC_PLOTS.items():
+        assert (ROOT / copy).read_bytes() == (ROOT / source).read_bytes(), f"{copy} is not {source}: copy it again"
+        assert f"]({Path(copy).relative_to('docs').as_posix()})" in (ROOT / "docs" / "results.md").read_text()
 
 
 def test_settings_page_is_current():
