@@ -137,3 +137,24 @@ def test_readme_links_point_at_pages_that_exist():
     assert len(links) >= 15
     missing = [link for link in links if not (ROOT / link).exists()]
     assert not missing, missing
+
+
+CODE_WIDTH = 90  # what the site's code blocks show before cutting a line
+
+
+def test_shell_lines_of_the_docs_fit_their_code_blocks():
+    """Long command lines were cut in the site's code blocks (issue 41): a shell line wraps with
+    `\\` continuations instead."""
+    long = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S):
+            long += [f"{page.name}: {line}" for line in block.splitlines() if len(line) > CODE_WIDTH]
+    assert not long, "\n".join(long)
+
+
+def test_the_tutorial_opens_with_the_users_question_not_the_projects_tests():
+    """A new user met developer information first (issue 41): it goes last."""
+    text = (ROOT / "docs" / "tutorial.md").read_text()
+    opening = text.split("\n## ", 1)[0]
+    assert "tests/" not in opening and "test_" not in opening
+    assert "tests/test_readme.py" in text.rsplit("\n## ", 1)[1]
