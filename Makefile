@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # Debian's package puts the four IDX files under /usr/share/datasets/fashion-mnist.
+# another apt-get (an unattended upgrade) holding the dpkg lock is waited for, up to 5 minutes
 $(FMNIST):
-	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq dataset-fashion-mnist
+	$(SUDO) apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+		$(SUDO) apt-get -o DPkg::Lock::Timeout=300 install -y -qq dataset-fashion-mnist
 
 # ruff and mypy (pinned in the test extra; rules in pyproject.toml) first: they fail in seconds, the
 # tests take minutes, on 2 pytest-xdist workers (the CI machine's 2 cores; --durations lists the slowest;
@@ -42,6 +44,7 @@ test-fast: setup
 # --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+	@echo "site: open site/index.html in a browser (no server needed, search included)"
 
 # docs/reference/settings.md from the settings' declarations (tests/test_docs.py fails while it is stale).
 docs-settings: setup
@@ -61,16 +64,19 @@ ARGS    ?=
 DEVICE_FLAG = $(if $(filter command line environment environment override,$(origin DEVICE)),--device $(DEVICE))
 
 # LeNet on Fashion-MNIST (experiments/demo.yaml): regular, fine-pruning and two shorter schedules in
-# planned looks until fine-pruning is decided, then the report (its table
-# printed once: compare's own copy goes to /dev/null, its progress and errors still show).
-# It trains afresh into the ignored results/runs/demo/; REFRESH=1 rewrites the committed
-# results/demo/ with this machine's figures instead (git shows the change).
+# planned looks until fine-pruning is decided, then the report. compare shows its progress (each
+# run's epoch, last accuracy and an ETA), what each look decided, and the table and decisions (the
+# report's own copy of them is not printed again). Interrupted, `make demo` again continues:
+# compare reuses the finished runs. It trains into the ignored results/runs/demo/ (FRESH=1: from
+# zero); REFRESH=1 rewrites the committed results/demo/ with this machine's figures, from fresh
+# runs (git shows the change).
 DEMO_OUT = $(if $(REFRESH),results/demo,results/runs/demo)
 demo: setup
-	rm -rf $(DEMO_OUT)/runs
-	$(FP) compare --config experiments/demo.yaml --out $(DEMO_OUT)/runs $(DEVICE_FLAG) $(ARGS) > /dev/null
-	$(FP) report $(DEMO_OUT)/runs --out $(DEMO_OUT)
+	$(if $(or $(REFRESH),$(FRESH)),rm -rf $(DEMO_OUT)/runs)
+	$(FP) compare --config experiments/demo.yaml --out $(DEMO_OUT)/runs $(DEVICE_FLAG) $(ARGS)
+	$(FP) report $(DEMO_OUT)/runs --out $(DEMO_OUT) > /dev/null
 	@echo "tables: $(DEMO_OUT)/table1_time.md, $(DEMO_OUT)/table2_accuracy.md; plots: $(DEMO_OUT)/plots/; start at $(DEMO_OUT)/index.md"
+	@echo "saved %: training time against regular of the same seed; it compares only runs made on an otherwise idle machine (each run's load at its start: $(DEMO_OUT)/runs.csv)"
 
 # The paper's ten models on CIFAR-10 (a GPU job: about 3 x 10 x 200 epochs). CIFAR-10 is fetched
 # into .data/cifar10 (needs internet); offline: make cifar10-jpeg and

@@ -58,7 +58,7 @@ def make_run(
             lr=0.1,
             samples=kept if e in skipped_epochs else num_train,
             train_seconds=times[e - 1],
-            train_loss=1.0,
+            train_loss=1.0 / e,  # falling, as a run that learns (analysis.collapse names a flat one)
             test_loss=2.0 - acc / 100,
             test_accuracy=acc,
             pruned=int(e in skipped_epochs),
@@ -144,7 +144,7 @@ def make(policy, seed, final, epochs=EPOCHS, skipped=0, arm="", *, dataset="toy"
     )
     first = 1 if curve else epochs
     rows = [
-        EpochRow(e, 0.1, N, 1.0, 1.0, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0)
+        EpochRow(e, 0.1, N, 1.0, 1.0 / e, 1.0, round(final - (epochs - e) * 0.37, 2), 0, 0.0)
         for e in range(first, epochs + 1)
     ]
     return Run(Path(f"/runs/{arm or policy}-seed{seed}"), summary, {}, rows)

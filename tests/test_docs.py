@@ -58,7 +58,26 @@ def test_site_builds_strictly_without_a_warning(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "WARNING" not in output, output
-    assert (tmp_path / "site" / "reference" / "settings" / "index.html").exists()
+    # opened from disk (issue 41): pages are files, linked as such, and search needs no server
+    site = tmp_path / "site"
+    assert (site / "tutorial.html").is_file() and not (site / "tutorial").exists()
+    assert 'href="tutorial.html"' in (site / "index.html").read_text()
+    assert (site / "search" / "search_index.js").is_file()
+    assert 'src="plots/cifar10-lenet-curves.png"' in (site / "results.html").read_text()
+    assert (site / "reference" / "settings.html").exists()
+
+
+# the plots docs/results.md shows, copied from the committed result folders that made them
+DOC_PLOTS = {
+    "docs/plots/cifar10-lenet-curves.png": "results/cifar10-jpeg-lenet-cpu/plots/curves-lenet-cifar-10-jpeg-q75.png",
+    "docs/plots/fashion-mnist-tradeoff.png": "results/policies/fashion-mnist/plots/tradeoff.png",
+}
+
+
+def test_the_results_pages_plots_are_the_result_folders_own():
+    for copy, source in DOC_PLOTS.items():
+        assert (ROOT / copy).read_bytes() == (ROOT / source).read_bytes(), f"{copy} is not {source}: copy it again"
+        assert f"]({Path(copy).relative_to('docs').as_posix()})" in (ROOT / "docs" / "results.md").read_text()
 
 
 def test_settings_page_is_current():
@@ -118,3 +137,24 @@ def test_readme_links_point_at_pages_that_exist():
     assert len(links) >= 15
     missing = [link for link in links if not (ROOT / link).exists()]
     assert not missing, missing
+
+
+CODE_WIDTH = 90  # what the site's code blocks show before cutting a line
+
+
+def test_shell_lines_of_the_docs_fit_their_code_blocks():
+    """Long command lines were cut in the site's code blocks (issue 41): a shell line wraps with
+    `\\` continuations instead."""
+    long = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.S):
+            long += [f"{page.name}: {line}" for line in block.splitlines() if len(line) > CODE_WIDTH]
+    assert not long, "\n".join(long)
+
+
+def test_the_tutorial_opens_with_the_users_question_not_the_projects_tests():
+    """A new user met developer information first (issue 41): it goes last."""
+    text = (ROOT / "docs" / "tutorial.md").read_text()
+    opening = text.split("\n## ", 1)[0]
+    assert "tests/" not in opening and "test_" not in opening
+    assert "tests/test_readme.py" in text.rsplit("\n## ", 1)[1]

@@ -2,6 +2,7 @@
 with a fake probe (known costs per image give an exact figure) and the probe's timing loop with
 a fake clock; nothing here depends on how fast this machine is."""
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -207,3 +208,44 @@ def test_slurm_gives_every_run_at_once_to_one_after_the_other(tmp_path):
     dry = dryrun.dry_compare(_cfg(), _compare(tmp_path, seeds=[0, 1, 2], executor="slurm"), _timer(seen))
     assert (dry.fewest_seconds, dry.estimated_seconds, seen[0][-1]) == (ONE_RUN, 3 * ONE_RUN, None)
     assert "as many at once as the queue allows" in dryrun_view.estimate_text(dry)
+
+
+def test_each_runs_start_up_is_counted():
+    """A small run's start-up (process, data, model) was about a third of its time and not
+    counted (issue 41): the probe's start-up is added to every run."""
+
+    def timer(cfg, channels, size, classes, threads):
+        return Probe([TRAIN] * 5, [EVAL] * 5, 1, 128, load=0.5, cores=2, start_s=5.0)
+
+    dry = dryrun.dry_train(_cfg(), timer)
+    assert dry.runs[0].seconds == dry.estimated_seconds == ONE_RUN + 5.0
+    assert "start-up timed as 5 s" in dry.note
+
+
+def test_the_real_start_up_imports_afresh_only_for_a_process_of_its_own(monkeypatch):
+    spawned: list = []
+    monkeypatch.setattr(probe.subprocess, "run", lambda args, **kw: spawned.append(args))
+    seconds, missing = probe.start_up(_cfg(), spawned=False)
+    assert spawned == [] and seconds > 0 and missing == ""
+    probe.start_up(_cfg(), spawned=True)
+    assert len(spawned) == 1 and spawned[0][:2] == [sys.executable, "-c"]
+
+
+def test_a_noisy_probe_gives_a_range_from_its_fastest_to_its_slowest_repeat(capsys):
+    dry = dryrun.dry_train(_cfg(), _timer([], [TRAIN] * 4 + [1.5 * TRAIN]))  # 1.5x: noisy, not unsteady
+    fastest, slowest = ONE_RUN, EPOCHS * N * 1.5 * TRAIN + EPOCHS * TESTS * EVAL
+    assert dry.estimated_seconds == ONE_RUN and dry.estimated_range == (fastest, slowest)
+    steady = dryrun.dry_train(_cfg(), _timer([], [TRAIN] * 4 + [1.2 * TRAIN]))
+    assert steady.estimated_range is None
+    assert "(~" in dryrun_view.estimate_text(dry) and "1.5x apart" in dryrun_view.estimate_text(dry)
+    assert "(~" not in dryrun_view.estimate_text(steady)
+
+
+def test_compares_printed_settings_hold_no_empty_model_name(tmp_path, capsys):
+    """--model and --dataset fill compare.models/datasets; model.name: '' beside them read as a
+    model without a name (issue 41)."""
+    c = _compare(tmp_path, models=["lenet"], datasets=["synthetic"])
+    cfg = Config()
+    dryrun_view.show_config({**cfg.to_dict(), "compare": {"models": c.models, "datasets": c.datasets}}, False)
+    out = capsys.readouterr().out
+    assert "name: ''" not in out and "dataset: ''" not in out and "- lenet" in out

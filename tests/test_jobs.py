@@ -111,20 +111,26 @@ def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
         )
 
     tasks = [task(a, s) for s in (0, 1) for a in ("regular", "fine")]
-    grid = Grid(tasks, "lines", clock=lambda: 0.0)
+    now = [0.0]
+    grid = Grid(tasks, "lines", clock=lambda: now[0])
     grid.changed(tasks[0], "running")
     tasks[0].run_dir.mkdir()
-    (tasks[0].run_dir / "summary.json").write_text('{"epochs_completed": 2}')
+    now[0] = 60.0
+    (tasks[0].run_dir / "summary.json").write_text('{"epochs_completed": 2, "final_accuracy": 41.5}')
     grid.tick()
     grid.changed(tasks[1], "failed: boom (exit code 1)")
+    (tasks[0].run_dir / "summary.json").write_text('{"epochs_completed": 3, "final_accuracy": 47.25}')
     grid.changed(tasks[0], "done")
     err = capsys.readouterr().err.splitlines()
+    # 2 epochs in 60 s: 30 s an epoch for the 10 left (1 running, 3 queued runs of 3), 7 once one
+    # failed; then 3 epochs in 60 s: 20 s for each of the 6 left
     assert err == [
-        "lenet on synthetic, regular, seed 0: running epoch 0/3 (0/4 runs finished, elapsed 0:00:00)",
-        "lenet on synthetic, regular, seed 0: running epoch 2/3 (0/4 runs finished, elapsed 0:00:00)",
+        "lenet on synthetic, regular, seed 0: running epoch 0/3 (0/4 runs finished, elapsed 0:00:00, eta -:--:--)",
+        "lenet on synthetic, regular, seed 0: running epoch 2/3, acc 41.50% (0/4 runs finished, elapsed 0:01:00, "
+        "eta 0:05:00)",
         "error: lenet on synthetic, fine, seed 0: boom (exit code 1)",
-        "lenet on synthetic, fine, seed 0: failed (1/4 runs finished, elapsed 0:00:00)",
-        "lenet on synthetic, regular, seed 0: done (2/4 runs finished, elapsed 0:00:00)",
+        "lenet on synthetic, fine, seed 0: failed (1/4 runs finished, elapsed 0:01:00, eta 0:03:30)",
+        "lenet on synthetic, regular, seed 0: done, acc 47.25% (2/4 runs finished, elapsed 0:01:00, eta 0:02:00)",
     ]
     console = Console(width=120, record=True)
     console.print(grid.table())

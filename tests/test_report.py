@@ -263,3 +263,15 @@ def test_cli_report_margin_and_target(runs_root, tmp_path):
     ):
         result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), flag, value])
         assert result.exit_code == 2 and result.output.startswith(f"error: {words}"), result.output
+
+
+def test_the_papers_rows_only_beside_the_papers_dataset(tmp_path):
+    """The paper measured CIFAR-10: beside a user's own folder (or Fashion-MNIST) its rows
+    compare with nothing and are left out; an image folder labelled CIFAR-10 keeps them."""
+    for label, shown in (("my flowers", False), ("Fashion-MNIST", False), ("CIFAR-100", False), ("cifar10", True)):
+        root = tmp_path / label
+        make_run(root, "lenet", "regular", 0, 10.0, [50.0, 60.0], label=label)
+        make_run(root, "lenet", "fine", 0, 9.0, [50.0, 59.0], label=label, skipped_epochs=(2,))
+        groups = group(load_runs([root])[0])
+        for _, rows in (table1(groups), table2(groups)):
+            assert any(r[0].startswith("Paper") for r in rows) == shown, (label, rows)

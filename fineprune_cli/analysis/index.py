@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.files import to_markdown
-from . import timing
+from . import collapse, timing
 from .groups import Groups, pruned_policies
 from .runs import Problem, Run
 from .study import Study
@@ -31,6 +31,9 @@ def index_markdown(
     parts = ["# Data fine-pruning: results\n"]
     if report.verdict:
         parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
+    failed = collapse.lines(report.study.collapsed)
+    if failed:
+        parts.append("## Runs that collapsed\n\n" + "\n".join([failed[0], "", *failed[1:-1], "", failed[-1]]) + "\n")
     parts += [report.notes.strip() + "\n"] if report.notes else []
     runs = report.runs
     if runs:
@@ -84,13 +87,13 @@ VERDICT_NOTE = (
     "and descriptive (the rules and their measured error rates: docs/decisions.md).\n"
 )
 TIME_NOTE = (
-    "Paper rows: {paper}. *Saved (same machine)* is the training time saved against the regular run "
-    "of the same seed, only where both ran on one machine signature (processor, torch threads, torch "
-    "version, device); the other pairs are counted and left out. The random control leaves out as "
-    "many samples, chosen at random, in the same epochs as fine-pruning. *Saved at own pace* compares "
-    "a run with itself: 1 − its training time / (epochs × the median of its unpruned epochs, epoch 1 "
-    "excluded). Sample-epochs trained (1.0 = one full pass) and optimizer steps do not depend on the "
-    "machine and compare across all runs.\n"
+    "Paper rows: {paper}, shown only for the paper's models on CIFAR-10. *Saved (same machine)* is the "
+    "training time saved against the regular run of the same seed, only where both ran on one machine "
+    "signature (processor, torch threads, torch version, device); the other pairs are counted and left "
+    "out. The random control leaves out as many samples, chosen at random, in the same epochs as "
+    "fine-pruning. *Saved at own pace* compares a run with itself: 1 − its training time / (epochs × "
+    "the median of its unpruned epochs, epoch 1 excluded). Sample-epochs trained (1.0 = one full pass) "
+    "and optimizer steps do not depend on the machine and compare across all runs.\n"
 )
 ACCURACY_NOTE = (
     "Final-accuracy changes: mean [descriptive 90% interval] (n seeds), paired by seed, on each "

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import plan as plans_
+from .collapse import Collapse, collapsed
 from .decision import Decision
 from .groups import Groups, group
 from .judging import Judging
@@ -28,6 +29,7 @@ class Study:
     looks: tuple[int, ...] = ()  # the planned looks replayed (() without a looks plan)
     replayed: list[Look] = field(default_factory=list)
     beyond: list[int] = field(default_factory=list)  # seeds present past the last planned look
+    collapsed: list[Collapse] = field(default_factory=list)  # named beside the decisions, kept in them
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:
@@ -42,11 +44,12 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
     looks = agreed.looks if agreed else ()
     reasons = plans_.post_hoc(plans, judging)
     groups = group(runs)
+    failed = collapsed(runs)
     if not looks:
-        return Study(runs, groups, judging, single(groups, judging), plans, reasons)
+        return Study(runs, groups, judging, single(groups, judging), plans, reasons, collapsed=failed)
     decisions, replayed = replay(groups, judging, looks)
     beyond = sorted({r.seed for r in runs if r.seed >= looks[-1]})
-    return Study(runs, groups, judging, decisions, plans, reasons, looks, replayed, beyond)
+    return Study(runs, groups, judging, decisions, plans, reasons, looks, replayed, beyond, failed)
 
 
 def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = None) -> Study:

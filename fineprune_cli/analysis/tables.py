@@ -5,6 +5,7 @@ label; a row a column lacks reads '—'.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,19 @@ def _columns(groups) -> list[tuple[Context, str]]:
     ]
 
 
-def _paper(model: str, key: str, fmt: str) -> str:
+PAPER_DATASET = re.compile(r"cifar-?10(?!\d)", re.IGNORECASE)  # CIFAR-10, not CIFAR-100
+
+
+def paper_entry(model: str, label: str) -> dict[str, Any] | None:
+    """The paper's row for this model, where the runs' dataset is the paper's: CIFAR-10 (the
+    built-in one or an image folder labelled so, as the JPEG copy is). On another dataset its
+    CIFAR-10 figures compare with nothing, so the tables leave them out."""
     entry = paper_results()["models"].get(model)
-    return fmt.format(entry[key]) if entry else NA
+    return entry if entry and PAPER_DATASET.search(label) else None
+
+
+def _paper(entry: dict[str, Any], key: str, fmt: str) -> str:
+    return fmt.format(entry[key])
 
 
 def _table(groups: Groups, cells) -> tuple[list[str], list[list[str]]]:
@@ -103,11 +114,14 @@ def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[t
             (f"{name}: optimizer steps", st.steps.fmt(0)),
             (f"{name}: pruned epoch / full epoch", st.epoch_ratio.fmt(3, "×")),
         ]
+    entry = paper_entry(model, label)
+    if entry is None:
+        return cells
     return cells + [
-        ("Paper regular (CIFAR-10)", _paper(model, "regular_s", "{:g} s")),
-        ("Paper pruned (CIFAR-10)", _paper(model, "pruned_s", "{:g} s")),
-        ("Paper overhead (CIFAR-10)", _paper(model, "overhead_s", "{:.2f} s")),
-        ("Paper saved (CIFAR-10)", _paper(model, "speedup_pct", "{:.2f}%")),
+        ("Paper regular (CIFAR-10)", _paper(entry, "regular_s", "{:g} s")),
+        ("Paper pruned (CIFAR-10)", _paper(entry, "pruned_s", "{:g} s")),
+        ("Paper overhead (CIFAR-10)", _paper(entry, "overhead_s", "{:.2f} s")),
+        ("Paper saved (CIFAR-10)", _paper(entry, "speedup_pct", "{:.2f}%")),
     ]
 
 
@@ -138,11 +152,13 @@ def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> li
             (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), q)),
         ]
         cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, q)) for c in paired.vs_controls(by, p)]
-    entry = paper_results()["models"].get(model)
+    entry = paper_entry(model, label)
+    if entry is None:
+        return cells
     return cells + [
-        ("Paper regular (CIFAR-10)", _paper(model, "regular_acc", "{:.2f}%")),
-        ("Paper pruned (CIFAR-10)", _paper(model, "pruned_acc", "{:.2f}%")),
-        ("Paper pruned − regular (CIFAR-10)", f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt" if entry else NA),
+        ("Paper regular (CIFAR-10)", _paper(entry, "regular_acc", "{:.2f}%")),
+        ("Paper pruned (CIFAR-10)", _paper(entry, "pruned_acc", "{:.2f}%")),
+        ("Paper pruned − regular (CIFAR-10)", f"{entry['pruned_acc'] - entry['regular_acc']:.2f} pt"),
     ]
 
 

@@ -20,6 +20,11 @@ def show_config(config: dict[str, Any], as_json: bool) -> None:
         console.print_json(config)
         return
     config, notes = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}, []
+    for section, key, listed in (("model", "name", "models"), ("data", "dataset", "datasets")):
+        # compare's --model/--dataset fill compare.models/datasets: an empty model.name beside
+        # them read as a model without a name (issue 41)
+        if (config.get(section) or {}).get(key) == "" and (config.get("compare") or {}).get(listed):
+            del config[section][key]
     for section in ("run", "compare"):
         out = (config.get(section) or {}).get("out")
         if out is not None and (Path(str(out)).is_absolute() or ".." in Path(str(out)).parts):
@@ -110,17 +115,31 @@ def estimate_text(dry: Any) -> str:
         dry.pace.at_once, f"{dry.pace.at_once} at once"
     )
     what = f"{todo} run to train" if todo == 1 else f"{todo} runs to train{' at most' * bool(dry.looks)}, {how}"
+    fewest, most = about(dry.fewest_seconds, dry.fewest_range), about(dry.estimated_seconds, dry.estimated_range)
     if dry.looks:
         span = (
-            f"~{duration(dry.fewest_seconds)} if the first look ({dry.looks[0]} seeds) decides every "
-            f"policy, up to ~{duration(dry.estimated_seconds)} for all {len(dry.looks)} looks "
+            f"{fewest} if the first look ({dry.looks[0]} seeds) decides every "
+            f"policy, up to {most} for all {len(dry.looks)} looks "
             f"({', '.join(map(str, dry.looks))} seeds)"
         )
     elif dry.fewest_seconds != dry.estimated_seconds:
-        span = f"~{duration(dry.fewest_seconds)} to ~{duration(dry.estimated_seconds)}"
+        span = f"{fewest} to {most}"
     else:
-        span = f"~{duration(dry.estimated_seconds)}"
-    return f"estimated time on {dry.device}: {span} ({what})\n({dry.note}){faster}"
+        span = most
+    spread = max((p.spread() for p in dry.probes.values()), default=1.0)
+    noisy = (
+        f"\n(in brackets: at the pace of the probe's fastest and slowest timed repeat, {spread:.2g}x apart; "
+        "the machine's pace is not steady, so the runs may go at either)"
+        if dry.estimated_range
+        else ""
+    )
+    return f"estimated time on {dry.device}: {span} ({what})\n({dry.note}){noisy}{faster}"
+
+
+def about(seconds: float, span: tuple[float, float] | None) -> str:
+    """'~12 min 30 s', or with a noisy probe '~12 min 30 s (~9 min 10 s to ~20 min 00 s)'."""
+    text = f"~{duration(seconds)}"
+    return text if span is None else f"{text} (~{duration(span[0])} to ~{duration(span[1])})"
 
 
 def _arms(runs: list[Any]) -> dict[tuple, list[Any]]:

@@ -165,4 +165,4 @@ def compare(
     else:
         found = judged_matrix(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
     looks = record(found.looks, found.replayed, found.decisions, judging) if found.looks else None
-    views.show_compare(summary_rows(found), as_json, c.out, build(found), looks)
+    views.show_compare(summary_rows(found), as_json, c.out, build(found), looks, found.collapsed)

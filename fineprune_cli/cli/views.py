@@ -113,7 +113,12 @@ def _json_rows(rows: list[dict]) -> list[dict]:
 
 
 def show_compare(
-    rows: list[dict], as_json: bool = False, out: str | None = None, verdict: Any = None, looks: Any = None
+    rows: list[dict],
+    as_json: bool = False,
+    out: str | None = None,
+    verdict: Any = None,
+    looks: Any = None,
+    collapsed: Any = (),
 ) -> None:
     """`compare`'s table and decisions; with planned looks, `looks` (their record) in --json."""
     if as_json:
@@ -122,13 +127,15 @@ def show_compare(
     if rows:
         _compare_table(rows)
     _show_verdict(verdict)
+    _show_collapsed(collapsed)
     if out is not None:
         console.result(f"run folders: {out}  (tables and plots: fineprune report {out})")
 
 
 COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [90%]")
 TABLE_NOTE = (
-    "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only; "
+    "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only, "
+    "and only comparable where that machine was otherwise idle (runs.csv of `report` gives each run's load); "
     "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
     "paired by seed, with a descriptive 90% interval on its own paired spread. Full columns: summary.csv."
 )
@@ -155,6 +162,15 @@ def _show_verdict(verdict: Any) -> None:
         console.result(table)
     for line in verdict.details:
         console.result(Text(_plain(line)))
+
+
+def _show_collapsed(found: Any) -> None:
+    """Runs that collapsed, named after the decisions they are part of."""
+    from ..analysis.collapse import lines
+
+    shown = lines(list(found))
+    if shown:
+        console.result(Text("\n".join(["", *shown])))
 
 
 def _plain(markdown: str) -> str:
@@ -214,12 +230,14 @@ def show_report(rep: Any, as_json: bool) -> None:
                 "files": [str(f) for f in rep.files],
                 "verdict": rep.verdict.markdown() if rep.verdict else [],
                 "decisions": _json_rows(rows),
+                "collapsed": [{"path": str(c.run.path), "reason": c.reason} for c in rep.study.collapsed],
             }
         )
         return
     if rows:
         _compare_table(rows)
     _show_verdict(rep.verdict)
+    _show_collapsed(rep.study.collapsed)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
     count = len({(r["model"], r["dataset"], r["variant"], r["policy"]) for r in rows})

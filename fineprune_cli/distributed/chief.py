@@ -55,7 +55,14 @@ def open_record(
         record = RunRecord(path, fresh=True)
         record.write_config(cfg.to_dict())
         summary = new_summary(
-            cfg, trainer.device, record.path, trainer.data.num_train, world.size, command, trainer.model_shapes
+            cfg,
+            trainer.device,
+            record.path,
+            trainer.data.num_train,
+            world.size,
+            command,
+            classes=trainer.classes,
+            model_shapes=trainer.model_shapes,
         )
         return record, summary, None
     summary = read_summary(resume_dir)  # the front door's `resumable` checked it can go on

@@ -3,10 +3,12 @@
 Each planned run's epochs, pruning epochs (the schedule's, cut by annealing, as `fineprune
 estimate` counts them) and folder, and a time: the images each run trains and evaluates x a
 cost per image the probe (drivers/probe.py) measures for its model at the thread count it will
-run with; the runs then placed on the slots they will share (`--jobs`), look by look for
-`--until-decided`. Runs of several threads on a CPU with more work than cores get no figure
+run with, plus the run's start-up as the probe timed it; the runs then placed on the slots they
+will share (`--jobs`), look by look for `--until-decided`. Where the probe's repeats differ by
+more than probe.NOISY, the figure comes with a range, from the fastest repeat to the slowest. Runs of several threads on a CPU with more work than cores get no figure
 (their pace swings with the other work) but the figure at 1 thread. No data is loaded and
-nothing is written (the image folder is listed, and one header read, for its size).
+nothing is written (the image folder is listed, and one header read, for its size; the data is
+read once, as a run's start-up reads it, to time that).
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class DryRun:
     note: str
     probes: dict[str, Probe] = field(default_factory=dict)
     one_thread_seconds: float | None = None  # a busy CPU, runs of several threads: the most at 1 thread a run
+    fewest_range: tuple[float, float] | None = None  # a noisy probe: fewest_seconds at its fastest, slowest repeat
+    estimated_range: tuple[float, float] | None = None  # the same for estimated_seconds
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,9 +119,12 @@ def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
     )
 
 
-def run_seconds(run: PlannedRun, p: Probe) -> float | None:
-    """Training images x the training cost, plus one evaluation of the test images per epoch."""
-    return None if run.images is None else run.images * p.train + run.epochs * run.tests * p.eval
+def run_seconds(run: PlannedRun, p: Probe, which: str = "median") -> float | None:
+    """Its start-up, training images x the training cost (the probe's `which` repeat), and one
+    evaluation of the test images per epoch."""
+    if run.images is None:
+        return None
+    return p.start_s + run.images * p.seconds_per_image(which) + run.epochs * run.tests * p.eval
 
 
 def makespan(seconds: list[float], at_once: int) -> float:
@@ -141,10 +148,24 @@ def time_runs(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace) -> t
     why = next((f"{key}: {p.unsteady()}" for key, p in probes.items() if p.unsteady()), "")
     if why:
         return None, None, why
+    return (*_walls(runs, probes, pace, "median"), "")
+
+
+def _walls(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, which: str) -> tuple[float, float]:
+    """(fewest, most) with each run timed at the probe's `which` repeat."""
     for r in runs:
-        r.seconds = run_seconds(r, probes[f"{r.model}-{r.dataset}"])
+        r.seconds = run_seconds(r, probes[f"{r.model}-{r.dataset}"], which)
     last = max((r.look for r in runs), default=1)
-    return wall(runs, pace.at_once, 1), wall(runs, pace.at_once or 1, last), ""
+    return wall(runs, pace.at_once, 1), wall(runs, pace.at_once or 1, last)
+
+
+def ranges(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace) -> list[tuple[float, float] | None]:
+    """[fewest, most] as (at the fastest repeat, at the slowest) where a probe was noisy, else None."""
+    if not any(p.noisy() for p in probes.values()):
+        return [None, None]
+    copies = [replace(r) for r in runs]
+    low, high = _walls(copies, probes, pace, "fastest"), _walls(copies, probes, pace, "slowest")
+    return [(low[0], high[0]), (low[1], high[1])]
 
 
 def dry_train(cfg: Config, timer: Timer | None = None) -> DryRun:
@@ -214,8 +235,10 @@ def _timed(
     if why:
         fewest = most = None
         one = time_runs([replace(r) for r in runs], {k: timer(*args, 1) for k, args in costs.items()}, pace)[1]
+        spans: list = [None, None]
     else:
         fewest, most, why = time_runs(runs, probes, pace)
+        spans = ranges(runs, probes, pace) if not why else [None, None]
     return DryRun(
         config,
         runs,
@@ -230,6 +253,7 @@ def _timed(
         _note(runs, probes, pace, looks),
         probes,
         one,
+        *spans,
     )
 
 
@@ -280,5 +304,9 @@ def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: l
             "later looks train only regular, the undecided policies and their alternatives, "
             "and may add shorter-schedule arms not counted here"
         )
-    parts.append("not counted: loading the data, starting each run, torch.compile")
+    parts.append(
+        f"each run's start-up timed as {step_text(p.start_s)} (its process, data and model)"
+        + (f", not counting {p.start_missing}" if p.start_missing else "")
+    )
+    parts.append("not counted: torch.compile")
     return "; ".join(parts)

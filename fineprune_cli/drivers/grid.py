@@ -1,5 +1,6 @@
 """Progress of runs in flight at once: one grid of arms x seeds (queued / running epoch k / done /
-failed), live on a terminal, one plain line per change on stderr otherwise (a log, a pipe).
+failed, with each run's last test accuracy) and an ETA, live on a terminal, one plain line per
+change on stderr otherwise (a log, a pipe).
 
 The epochs are read from each run's summary.json, which the run rewrites after every epoch,
 so the same view serves runs in child processes here and Slurm tasks on other machines.
@@ -8,6 +9,7 @@ so the same view serves runs in child processes here and Slurm tasks on other ma
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any, Callable
 
@@ -19,22 +21,28 @@ from ..engine.record import SUMMARY
 from .executor import Task
 
 
-def epochs_done(task: Task) -> int:
-    """Epochs the run has recorded (0 before its first record, or while the file is replaced)."""
+def progress_of(task: Task) -> tuple[int, float | None]:
+    """(epochs the run has recorded, its last epoch's test accuracy): (0, None) before its first
+    record, or while the file is replaced."""
     try:
         data = json.loads((task.run_dir / SUMMARY).read_text())
-        return int(data.get("epochs_completed", 0))
+        done, acc = int(data.get("epochs_completed", 0)), data.get("final_accuracy")
     except (OSError, ValueError, TypeError, AttributeError):
-        return 0
+        return 0, None
+    ok = isinstance(acc, (int, float)) and not isinstance(acc, bool) and math.isfinite(acc) and done > 0
+    return done, float(acc) if ok else None
 
 
 class Grid:
-    """An executor's Watch: the state of every task, shown as it changes."""
+    """An executor's Watch: the state of every task, shown as it changes, with each run's last
+    test accuracy and an ETA at the pace of the epochs this process has seen trained."""
 
     def __init__(self, tasks: list[Task], mode: str, clock: Callable[[], float] = time.monotonic):
         self.tasks, self.mode, self.clock = tasks, mode, clock  # mode: 'live', 'lines' or 'off'
         self.state = {t: "queued" for t in tasks}
         self.epoch = {t: 0 for t in tasks}
+        self.acc: dict[Task, float | None] = {t: None for t in tasks}
+        self.before: dict[Task, int] = {}  # epochs a run had when first seen running (a resumed run's)
         self.started = clock()
         self._live: Live | None = None
 
@@ -51,25 +59,45 @@ class Grid:
 
     def text(self, task: Task) -> str:
         state = self.state[task]
+        acc = "" if self.acc[task] is None else f", acc {self.acc[task]:.2f}%"
         if state == "running":
-            return f"running epoch {self.epoch[task]}/{task.epochs}"
-        return "failed" if state.startswith("failed") else state
+            return f"running epoch {self.epoch[task]}/{task.epochs}{acc}"
+        return "failed" if state.startswith("failed") else f"{state}{acc}"
+
+    def eta(self) -> float | None:
+        """Seconds left: the epochs still to train at the pace of those trained since the start
+        (runs side by side and their start-ups included); None before the first epoch."""
+        fresh = sum(self.epoch[t] - self.before.get(t, self.epoch[t]) for t in self.tasks)
+        if fresh <= 0:
+            return None
+        left = sum(
+            t.epochs - self.epoch[t] for t in self.tasks if self.state[t] == "queued" or self.state[t] == "running"
+        )
+        return (self.clock() - self.started) / fresh * left
+
+    def _read(self, task: Task) -> bool:
+        """Reads the run's record; whether it moved."""
+        done, acc = progress_of(task)
+        self.before.setdefault(task, done)
+        moved = (done, acc) != (self.epoch[task], self.acc[task])
+        self.epoch[task], self.acc[task] = done, acc
+        return moved
 
     def changed(self, task: Task, state: str) -> None:
         self.state[task] = state
-        if state == "running":
-            self.epoch[task] = epochs_done(task)
+        if state == "running" or state == "done":
+            self._read(task)
         if state.startswith("failed"):  # its own error line, whatever the view
             console.error(f"{task.label}: {state[len('failed: ') :]}")
         self._show(task)
 
     def tick(self) -> None:
         for task in self.tasks:
-            if self.state[task] == "running":
-                done = epochs_done(task)
-                if done != self.epoch[task]:
-                    self.epoch[task] = done
-                    self._show(task)
+            if self.state[task] == "running" and self._read(task):
+                self._show(task)
+
+    def _times(self) -> str:
+        return f"elapsed {console.clock(self.clock() - self.started)}, eta {console.clock(self.eta())}"
 
     def _show(self, task: Task) -> None:
         if self._live is not None:
@@ -77,8 +105,7 @@ class Grid:
         elif self.mode == "lines":
             finished = sum(s in ("done",) or s.startswith("failed") for s in self.state.values())
             console.info(
-                f"{task.label}: {self.text(task)} ({finished}/{len(self.tasks)} runs finished, "
-                f"elapsed {console.clock(self.clock() - self.started)})"
+                f"{task.label}: {self.text(task)} ({finished}/{len(self.tasks)} runs finished, {self._times()})"
             )
 
     def table(self) -> Table:
@@ -86,7 +113,7 @@ class Grid:
         rows = list(dict.fromkeys((t.group, t.arm) for t in self.tasks))
         seeds = sorted({t.seed for t in self.tasks})
         table = Table(
-            title=f"compare: {len(self.tasks)} runs, elapsed {console.clock(self.clock() - self.started)}",
+            title=f"compare: {len(self.tasks)} runs, {self._times()}",
             title_justify="left",
         )
         table.add_column("arm")

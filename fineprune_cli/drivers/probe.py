@@ -6,12 +6,19 @@ the untimed warm-up runs until the step time has settled, the timed steps come i
 repeats of at least REPEAT_S each, the figure is their median, and repeats that disagree by
 more than SPREAD_LIMIT give no figure at all (the machine's speed is changing under us). The
 probe runs at the thread count the run will use.
+
+A run's start-up was not counted, and on a small run it is about a third of its time (issue 41):
+the interpreter and torch imported where the run is a process of its own (`--jobs`, `--threads`,
+Slurm), the data's identity read and the data loaded, the model and trainer built. The probe
+times each of them as the run does them (`start_up`), except an image folder's first decoding.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -27,6 +34,10 @@ SPREAD_LIMIT = 2.0  # repeats further apart than this: the machine's speed chang
 TIMED_BATCH = 128  # the run's batch up to this
 EVAL_IMAGES = 128  # the evaluation batch up to this (a ResNet forward on a CPU is slow too)
 PROBE_LR = 1e-4  # random labels at the run's lr may diverge; the step costs the same
+NOISY = 1.25  # repeats further apart than this: the estimate is given as a range, fastest to slowest
+IMPORT_TIMEOUT_S = 120  # a fresh interpreter importing what a run's process imports
+# what `python -m fineprune_cli.drivers.task` imports before its run starts
+RUN_IMPORTS = "import torch, fineprune_cli.drivers.task, fineprune_cli.engine.session, fineprune_cli.engine.build"
 
 
 @dataclass
@@ -39,6 +50,8 @@ class Probe:
     batch: int  # images per timed training step
     load: float | None = None  # the machine's 1-minute load average when it ran
     cores: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    start_s: float = 0.0  # a run's start-up before its first epoch (`start_up`)
+    start_missing: str = ""  # what of the start-up could not be timed ('' when all was)
 
     @property
     def train(self) -> float:
@@ -47,6 +60,14 @@ class Probe:
     @property
     def eval(self) -> float:
         return statistics.median(self.eval_s) if self.eval_s else 0.0
+
+    def seconds_per_image(self, which: str = "median") -> float:
+        """The training cost: the median repeat, or the 'fastest' or 'slowest' one."""
+        return {"median": self.train, "fastest": min(self.train_s), "slowest": max(self.train_s)}[which]
+
+    def noisy(self) -> bool:
+        """Repeats apart enough that one figure would claim more than the probe knows."""
+        return self.spread() > NOISY
 
     def spread(self) -> float:
         """Slowest over fastest training repeat: 1.0 on a steady machine."""
@@ -108,7 +129,8 @@ def measure(
 
 def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None) -> Probe:
     """Time the run's model in the engine's trainer on random inputs of the run's shape, at
-    `threads` torch threads (None: this process's count, which a run in this process uses)."""
+    `threads` torch threads (None: this process's count, which a run in this process uses; a
+    count: the run is a process of its own, whose start-up imports torch afresh)."""
     import torch
 
     from ..engine.device import resolve_device, synchronize
@@ -123,7 +145,9 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     try:
         data = random_data(channels, size, classes, batch, tests, wants_augment(cfg.data.augment, channels), device)
         train_cfg = replace(cfg.train, batch_size=batch, lr=PROBE_LR)
+        built = time.perf_counter()
         trainer = Trainer(build_model(cfg, channels, classes), data, train_cfg, device, cfg.run.seed)
+        built = time.perf_counter() - built
 
         def step() -> None:  # one batch: the data holds exactly one
             trainer.train_epoch(1)
@@ -133,7 +157,50 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
         steps, evals = measure(step, trainer.evaluate, time.perf_counter)
     finally:
         torch.set_num_threads(before)
-    return Probe([s / batch for s in steps], [e / tests for e in evals], threads or before, batch, load)
+    start, missing = start_up(cfg, spawned=threads is not None)
+    train_s, eval_s = [s / batch for s in steps], [e / tests for e in evals]
+    return Probe(train_s, eval_s, threads or before, batch, load, start_s=start + built, start_missing=missing)
+
+
+def start_up(cfg: Any, spawned: bool) -> tuple[float, str]:
+    """(seconds, what was not timed) of a run's start-up before its model is built: a fresh
+    interpreter's imports where the run is a process of its own, its data's identity, and its
+    data read (a built-in dataset from its files, an image folder from its cache: the first
+    decoding of a folder is not timed, and said)."""
+    from ..engine.imagefolder import cache_path
+    from ..engine.stream import data_identity
+    from ..errors import FinepruneError
+
+    started, missing = time.perf_counter(), ""
+    if spawned:
+        try:
+            subprocess.run([sys.executable, "-c", RUN_IMPORTS], capture_output=True, timeout=IMPORT_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError):
+            missing = "a run's process starting"
+    try:
+        data_identity(cfg.data)
+        missing = "; ".join(filter(None, [missing, _read_data(cfg.data, cache_path)]))
+    except FinepruneError:  # the run itself will say what is wrong with its data
+        missing = "; ".join(filter(None, [missing, "loading the data"]))
+    return time.perf_counter() - started, missing
+
+
+def _read_data(d: Any, cache_path: Callable[..., Any]) -> str:
+    """Reads the run's data as its start-up does; what could not be read so ('' when all)."""
+    import torch
+
+    from ..engine.data import load_dataset
+
+    if d.dataset != "folder":
+        load_dataset(d.dataset, d.data_dir, False, d.subset, test_subset=d.test_subset, image_size=d.image_size)
+        return ""
+    from pathlib import Path
+
+    cache = cache_path(Path(d.data_dir), d.image_size)
+    if not cache.is_file():
+        return "decoding the image folder the first time (later runs read it from the cache)"
+    torch.load(cache, weights_only=True)
+    return ""
 
 
 def random_data(channels: int, size: int, classes: int, batch: int, tests: int, augment: bool, device: Any) -> Any:

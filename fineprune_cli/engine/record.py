@@ -99,6 +99,7 @@ class RunSummary:
     epochs_completed: int = 0
     dataset_label: str = ""
     num_train: int = 0
+    classes: int = 0  # label classes; 0: not recorded (made before it), chance level unknown
     device: str = ""
     run_dir: str = ""
     torch: str = ""

@@ -35,7 +35,14 @@ def train_sync(
         record.open()
         record.write_config(cfg.to_dict())
         summary = new_summary(
-            cfg, trainer.device, record.path, trainer.data.num_train, world.size, command, trainer.model_shapes
+            cfg,
+            trainer.device,
+            record.path,
+            trainer.data.num_train,
+            world.size,
+            command,
+            classes=trainer.classes,
+            model_shapes=trainer.model_shapes,
         )
         record.write_summary(summary)
         return run_session(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)

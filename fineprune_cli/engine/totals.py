@@ -79,6 +79,7 @@ def new_summary(
     num_train: int,
     world_size: int = 1,
     command: str | None = None,
+    classes: int | None = None,
     model_shapes: str | None = None,
 ) -> RunSummary:
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
@@ -92,6 +93,7 @@ def new_summary(
         arm=cfg.run.arm,
         dataset_label=cfg.data.label or cfg.data.dataset,
         num_train=num_train,
+        classes=classes or 0,
         device=describe_device(device),
         run_dir=str(path),
         torch=torch.__version__,
