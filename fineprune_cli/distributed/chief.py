@@ -54,7 +54,9 @@ def open_record(
         path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
         record = RunRecord(path, fresh=True)
         record.write_config(cfg.to_dict())
-        summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
+        summary = new_summary(
+            cfg, trainer.device, record.path, trainer.data.num_train, world.size, command, trainer.data.test_y.numel()
+        )
         return record, summary, None
     summary = read_summary(resume_dir)  # the front door's `resumable` checked it can go on
     record = RunRecord(Path(resume_dir))

@@ -32,7 +32,8 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     for job in (j for j in jobs if states[j] == "held"):
         console.info(f"{job}: {HELD}")
-    finished = sum(states[j] in ("complete", "diverged") for j in jobs)
+    left_out = _left_out([job.run_dir(c.out) for job in jobs if states[job] == "complete"])
+    finished = sum(states[j] in ("complete", "diverged") and j.run_dir(c.out) not in left_out for j in jobs)
     if finished:
         console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
@@ -47,6 +48,18 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
             with matrix.run(i) as labelled:
                 train_job(job_config(cfg, job, c.out), states[job], command, labelled)
     return [job.run_dir(c.out) for job in jobs]
+
+
+def _left_out(finished: list[Path]) -> set[Path]:
+    """The finished runs whose records a report would leave out (a figure outside its meaning,
+    a copy of another seed's run), each said with its reason: reused, they would vanish from the
+    decisions later without a word, or for a wrong one (too few seeds)."""
+    problems = load_runs(finished)[1] if finished else []
+    for p in problems:
+        console.info(
+            f"left out {p.path}: {p.status} ({p.reason}); delete that folder and compare again to train it anew"
+        )
+    return {p.path for p in problems}
 
 
 def in_process(c: CompareConfig) -> bool:

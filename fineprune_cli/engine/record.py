@@ -99,6 +99,7 @@ class RunSummary:
     epochs_completed: int = 0
     dataset_label: str = ""
     num_train: int = 0
+    num_test: int = 0  # test images, each accuracy a multiple of 100 / num_test (0: not recorded)
     device: str = ""
     run_dir: str = ""
     torch: str = ""

@@ -34,7 +34,9 @@ def train_sync(
         trainer, policy = trainer_and_policy(cfg, world)
         record.open()
         record.write_config(cfg.to_dict())
-        summary = new_summary(cfg, trainer.device, record.path, trainer.data.num_train, world.size, command)
+        summary = new_summary(
+            cfg, trainer.device, record.path, trainer.data.num_train, world.size, command, trainer.data.test_y.numel()
+        )
         record.write_summary(summary)
         return run_session(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)
     finally:

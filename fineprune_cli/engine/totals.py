@@ -73,7 +73,13 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
 
 
 def new_summary(
-    cfg: Config, device: torch.device, path: Path, num_train: int, world_size: int = 1, command: str | None = None
+    cfg: Config,
+    device: torch.device,
+    path: Path,
+    num_train: int,
+    world_size: int = 1,
+    command: str | None = None,
+    num_test: int = 0,
 ) -> RunSummary:
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
     return RunSummary(
@@ -85,6 +91,7 @@ def new_summary(
         arm=cfg.run.arm,
         dataset_label=cfg.data.label or cfg.data.dataset,
         num_train=num_train,
+        num_test=num_test,
         device=describe_device(device),
         run_dir=str(path),
         torch=torch.__version__,
