@@ -42,12 +42,18 @@ def _number_resolvers(cls: type) -> None:
     cls.add_implicit_resolver(FLOAT_TAG, FLOAT, STARTS)
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+MERGE_PROBLEMS = ("expected a mapping for merging", "expected a mapping or list of mappings for merging")
+
+
 class Loader(yaml.SafeLoader):
     """safe_load with Python's numbers; a key given twice in one mapping is an error, not a
-    silent last-one-wins."""
+    silent last-one-wins. A merge key (`<<: *defaults`) merges as YAML says: the mapping's own
+    keys override the merged ones, so only its own keys are checked for repeats."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        own = [k for k, _ in node.value if not (isinstance(k, yaml.ScalarNode) and k.tag == MERGE_TAG)]
+        keys = [self.construct_object(k, deep=deep) for k in own]
         for i, key in enumerate(keys):
             if key in keys[:i]:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.start_mark)
@@ -110,8 +116,11 @@ def load(text: str) -> Any:
 
 
 def problem_of(exc: yaml.YAMLError) -> str:
-    """The part of a load error worth one line: a duplicate key or an ambiguous number."""
+    """The part of a load error worth one line: a duplicate key, an ambiguous number or a merge
+    key (`<<`) given other than mappings."""
     problem = getattr(exc, "problem", "") or ""
+    if problem.startswith(MERGE_PROBLEMS):
+        return "a merge key (<<) takes a mapping or a list of mappings"
     return problem if problem.startswith("duplicate key") or isinstance(exc, Ambiguous) else ""
 
 
