@@ -204,3 +204,27 @@ def test_a_run_killed_by_a_signal_says_which_and_why_it_may_have_come(tmp_path):
     )
     assert "killed by SIGSEGV (signal 11);" in last_error(log, -11)
     assert "(exit code 1; " in last_error(log, 1)
+
+
+def test_a_preempted_slurm_task_says_preempted_not_failed_during_processing():
+    """SIGTERM alone (no signal before the kill) stops the run after its epoch: submitit reports
+    that as 'failed during processing', which the line repeated."""
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    from fineprune_cli.drivers.slurm import failure_line
+
+    trace = (
+        "Job (task=1) failed during processing with trace:\n----------------------\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "fineprune_cli.engine.checkpoint.Stopped: SIGTERM: stopped after epoch 2 of 4; continue with: "
+        "fineprune train --resume out/lenet-synthetic/fine-seed0\n----------------------\n"
+        "You can check full logs with 'job.stderr(1)'"
+    )
+    assert failure_line(FailedJobError(trace)) == (
+        "preempted by Slurm (or cancelled) (SIGTERM: stopped after epoch 2 of 4); "
+        "`compare` again resumes it from its checkpoint"
+    )
+    gone = UncompletedJobError("Job 4000_1 (task: 0) with path x.pkl\nhas not produced any output (state: PREEMPTED)")
+    assert failure_line(gone).startswith("preempted by Slurm (or cancelled); ")
+    crashed = "Job (task=0) failed during processing with trace:\n---\nValueError: bad pixels\n---"
+    assert failure_line(FailedJobError(crashed)) == "bad pixels"
