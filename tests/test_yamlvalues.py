@@ -76,11 +76,12 @@ def test_a_merge_key_merges_as_yaml_says_and_its_own_keys_override(tmp_path):
     f.write_text(
         "<<: {model: {name: lenet}}\n"
         "data: &d {dataset: synthetic, subset: 64}\n"
-        "train: {<<: [{epochs: 3, lr: 0.5}, {lr: 0.2, batch_size: 16}], lr: 0.05}\n"
+        "train: {<<: [{epochs: 3, lr: 0.5}, {epochs: 5, lr: 0.2, batch_size: 16}], lr: 0.05}\n"
     )
     cfg = build_config(f, {})
     assert (cfg.model.name, cfg.data.dataset, cfg.data.subset) == ("lenet", "synthetic", 64)
-    # own keys over merged ones; of the merged, the first mapping listed wins
+    # own keys over merged ones; of the merged, the first mapping listed wins (PyYAML's own
+    # merge read epochs 5: equal keys that are distinct string objects were not seen as equal)
     assert (cfg.train.epochs, cfg.train.lr, cfg.train.batch_size) == (3, 0.05, 16)
 
 
