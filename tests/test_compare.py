@@ -397,7 +397,7 @@ def test_shorter_arms_that_round_to_one_schedule_are_refused(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("edit", ["final 150", "a copy of seed 0"])
+@pytest.mark.parametrize("edit", ["final 150", "final a word", "a copy of seed 0"])
 def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tmp_path, capsys, edit):
     """Reused as finished, a final accuracy of 150 vanished from the decisions later, which then
     asked for more seeds; a copy of seed 0's run under seed 1's name counted as a second seed.
@@ -412,8 +412,9 @@ def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tm
     runs = run_matrix(cfg, c, show_progress=False)
     assert summary_of(runs[0])["num_test"] == 500  # recorded: every accuracy is k / 500
     edited = runs[1]
-    if edit == "final 150":
-        (edited / "summary.json").write_text(json.dumps({**summary_of(edited), "final_accuracy": 150}))
+    if edit.startswith("final"):  # a word: unreadable, it was resumed (and the matrix stopped)
+        final = 150 if edit == "final 150" else "high"
+        (edited / "summary.json").write_text(json.dumps({**summary_of(edited), "final_accuracy": final}))
     else:  # every file of seed 0, the seed in its summary and config made 1
         shutil.rmtree(edited)
         shutil.copytree(runs[0], edited)
@@ -425,7 +426,11 @@ def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tm
     capsys.readouterr()
     found = judged_matrix(cfg, c, Judging(), show_progress=False)
     err = capsys.readouterr().err
-    why = "implausible (" if edit == "final 150" else "copy (every epoch's losses are those of seed 0"
+    why = {
+        "final 150": "implausible (",
+        "final a word": "unreadable (",
+        "a copy of seed 0": "copy (every epoch's losses are those of seed 0",
+    }[edit]
     assert f"left out {edited}: {why}" in err and "delete that folder and compare again" in err, err
     assert "1 of 2 runs already finished" in err
     assert [r.seed for r in found.runs] == [0]

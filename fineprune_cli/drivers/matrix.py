@@ -12,7 +12,7 @@ from ..analysis.judging import Judging
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
-from .compare import CompareConfig, job_config, plan
+from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 
@@ -67,6 +67,17 @@ def in_process(c: CompareConfig) -> bool:
     return c.executor == "local" and c.jobs == 1 and c.threads == 0
 
 
+def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
+    """The matrix's refusals, before anything is written (its plan included): every job's
+    config, and --jobs or --threads beyond this machine."""
+    from .parallel import local_executor
+
+    jobs = plan(cfg, c)
+    if c.executor == "local":
+        local_executor(cfg, c)
+    return jobs
+
+
 def record_plan(c: CompareConfig, judging: Judging, looks: list[int] | None = None) -> plans.Plan:
     """The folder's judging plan, recorded before its first run (`analysis.plan.record`); looks
     None: the ones already planned there, if any."""
@@ -79,7 +90,7 @@ def judged_matrix(
     cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
 ) -> Study:
     """`compare` without looks: the plan recorded, every job trained, one study of its runs."""
-    plan(cfg, c)  # the matrix's refusals before anything is written, the plan included
+    refusals(cfg, c)
     recorded = record_plan(c, judging)
     dirs = run_matrix(cfg, c, show_progress=show_progress, command=command)
     return study(load_runs(dirs)[0], judging, [recorded])
