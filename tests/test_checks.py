@@ -124,3 +124,45 @@ def test_every_committed_record_passes(tmp_path):
     results = Path(__file__).resolve().parents[1] / "results"
     runs, problems = load_runs([results])
     assert len(runs) >= 100 and problems == []
+
+
+@pytest.mark.parametrize("num_test, left_out", [(200, True), (400, False), (0, False)])
+def test_an_accuracy_off_the_test_sets_grid_is_left_out(tmp_path, num_test, left_out):
+    """60.25% is 120.5 of 200 test images: no run measures that (of 400 it is 241; 0: not recorded)."""
+    make_run(tmp_path, "lenet", "regular", 0, 9.0, [50.0, 60.5], summary={"num_test": num_test})
+    edited = make_run(tmp_path, "lenet", "regular", 1, 9.0, [50.0, 60.25], summary={"num_test": num_test})
+    runs, problems = load_runs([tmp_path])
+    assert [p.path for p in problems] == ([edited] if left_out else []) and len(runs) == 2 - left_out
+    if left_out:
+        assert "test_accuracy 60.25 is no whole number of the run's 200 test images" in problems[0].reason
+
+
+def test_a_num_test_beyond_any_test_set_is_left_out_without_overflow(tmp_path):
+    edited = make_run(tmp_path, "lenet", "regular", 0, 9.0, [50.0, 60.0], summary={"num_test": 10**400})
+    assert [(p.path, p.status) for p in load_runs([tmp_path])[1]] == [(edited, "implausible")]
+
+
+LOSSES = {1: {"train_loss": 2.2971}, 2: {"train_loss": 1.8403}}
+
+
+def test_a_run_copied_under_another_seeds_name_is_left_out_as_a_copy(tmp_path):
+    """A folder copied to seed 1 with its seed edited: its losses are seed 0's, epoch for epoch."""
+    make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0], rows=LOSSES)
+    copy = make_run(tmp_path, "lenet", "regular", 1, 10.0, [50.0, 60.0], rows=LOSSES)
+    other = {1: {"train_loss": 2.2975}, 2: {"train_loss": 1.8403}}  # one epoch apart: a run of its own
+    make_run(tmp_path, "lenet", "regular", 2, 10.0, [50.0, 60.0], rows=other)
+    runs, problems = load_runs([tmp_path])
+    assert sorted(r.seed for r in runs) == [0, 2]
+    assert [(p.path, p.status) for p in problems] == [(copy, "copy")]
+    assert "losses are those of seed 0 in" in problems[0].reason
+
+
+def test_losses_alike_in_every_epoch_are_no_fingerprint_and_two_arms_of_one_seed_may_match(tmp_path):
+    """Hand-made records of constant loss, and fine-pruning before its first pruned epoch, repeat
+    another run's losses honestly."""
+    make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    make_run(tmp_path, "lenet", "regular", 1, 10.0, [50.0, 60.0])
+    make_run(tmp_path, "lenet", "regular", 2, 10.0, [50.0, 60.0], rows=LOSSES)
+    make_run(tmp_path, "lenet", "fine", 2, 10.0, [50.0, 60.0], rows=LOSSES)
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 4 and problems == []

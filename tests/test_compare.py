@@ -394,3 +394,44 @@ def test_shorter_arms_that_round_to_one_schedule_are_refused(tmp_path):
     cfg.train.epochs = 6
     with pytest.raises(ConfigError, match="shorter-45 and shorter-50 both train 3 epochs"):
         plan(cfg, c)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", ["final 150", "final a word", "a copy of seed 0"])
+def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tmp_path, capsys, edit):
+    """Reused as finished, a final accuracy of 150 vanished from the decisions later, which then
+    asked for more seeds; a copy of seed 0's run under seed 1's name counted as a second seed.
+    Now the record checks run on reuse, and the run left out is named with the reason."""
+    import shutil
+
+    from fineprune_cli.drivers.matrix import judged_matrix
+    from fineprune_cli.analysis.judging import Judging
+
+    cfg, c = _cfg(tmp_path, policies=["regular"], seeds=[0, 1])
+    cfg.train.epochs = 2
+    runs = run_matrix(cfg, c, show_progress=False)
+    assert summary_of(runs[0])["num_test"] == 500  # recorded: every accuracy is k / 500
+    edited = runs[1]
+    if edit.startswith("final"):  # a word: unreadable, it was resumed (and the matrix stopped)
+        final = 150 if edit == "final 150" else "high"
+        (edited / "summary.json").write_text(json.dumps({**summary_of(edited), "final_accuracy": final}))
+    else:  # every file of seed 0, the seed in its summary and config made 1
+        shutil.rmtree(edited)
+        shutil.copytree(runs[0], edited)
+        (edited / "summary.json").write_text(json.dumps({**summary_of(edited), "seed": 1, "run_dir": str(edited)}))
+        config = yaml.safe_load((edited / "config.yaml").read_text())
+        config["run"].update(seed=1, out=str(edited))
+        (edited / "config.yaml").write_text(yaml.safe_dump(config))
+    before = {p.name: p.read_bytes() for p in edited.iterdir() if p.is_file()}
+    capsys.readouterr()
+    found = judged_matrix(cfg, c, Judging(), show_progress=False)
+    err = capsys.readouterr().err
+    why = {
+        "final 150": "implausible (",
+        "final a word": "unreadable (",
+        "a copy of seed 0": "copy (every epoch's losses are those of seed 0",
+    }[edit]
+    assert f"left out {edited}: {why}" in err and "delete that folder and compare again" in err, err
+    assert "1 of 2 runs already finished" in err
+    assert [r.seed for r in found.runs] == [0]
+    assert {p.name: p.read_bytes() for p in edited.iterdir() if p.is_file()} == before  # kept as it was

@@ -1,6 +1,10 @@
 """`compare --jobs N`: runs at once in child processes, pinned to their own cores."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -10,6 +14,7 @@ from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.drivers.executor import slots
 from fineprune_cli.drivers.parallel import RunsFailed
 from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.record import held
 from fineprune_cli.errors import ConfigError
 
 CORES = len(os.sched_getaffinity(0))
@@ -90,7 +95,7 @@ def test_jobs_beyond_the_machine_are_refused_in_one_line(tmp_path):
         assert result.exit_code == 2, result.output
         assert result.output.startswith("error: --jobs") and result.output.count("\n") == 1
         assert "Traceback" not in result.output
-    assert not (tmp_path / "cmp" / "lenet-synthetic").exists()  # nothing trained
+    assert not (tmp_path / "cmp").exists()  # nothing trained, no plan recorded
 
 
 def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
@@ -136,3 +141,96 @@ def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
     console.print(grid.table())
     shown = console.export_text()
     assert "seed 0" in shown and "seed 1" in shown and "failed" in shown and "queued" in shown
+
+
+def _epochs_done(run):
+    try:
+        return summary_of(run)["epochs_completed"]
+    except (OSError, ValueError, KeyError):  # not written yet, or being replaced
+        return 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CORES < 2, reason="two runs at once need two cores")
+@pytest.mark.parametrize("ctrl_c", [False, True], ids=["sigterm-to-compare", "ctrl-c-to-the-group"])
+def test_a_stop_to_compare_jobs_stops_its_runs_after_their_epoch_in_one_line(tmp_path, ctrl_c):
+    """SIGTERM to `compare --jobs 2` killed it with no line and left its runs training on their
+    own; Ctrl-C ended it with exit 130 and nothing said. Both: the runs stop after their epoch,
+    one line says so, and `compare` again resumes them."""
+    out = tmp_path / "cmp"
+    args = [sys.executable, "-m", "fineprune_cli", "compare", *tiny(subset=300, test_subset=100, epochs=25)]
+    args += ["--policies", "regular,fine", "--jobs", "2", "--threads", "1", "--out", str(out)]
+    runs = [out / "lenet-synthetic" / f"{arm}-seed0" for arm in ("regular", "fine")]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not all(_epochs_done(r) >= 1 for r in runs):
+        time.sleep(0.05)  # both runs have recorded an epoch: both in their loops
+    assert proc.poll() is None, proc.communicate()
+    if ctrl_c:  # the terminal sends it to the foreground group: compare's, not its runs'
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    sig = "SIGINT" if ctrl_c else "SIGTERM"
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == f"{sig}: stopped 2 runs after their epoch; compare again to continue", err
+    assert "Traceback" not in err and "error:" not in err
+    for run in runs:  # stopped, not left training: their locks are free and they say so
+        assert not held(run) and summary_of(run)["status"] == "interrupted"
+        assert (run / "checkpoint.pt").exists() and summary_of(run)["epochs_completed"] < 25
+    stopped_at = [summary_of(r)["epochs_completed"] for r in runs]
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    for run, epochs in zip(runs, stopped_at):
+        assert summary_of(run)["status"] == "complete"
+        assert summary_of(run)["resumed_after_epochs"] == [epochs]  # resumed, not trained again
+
+
+def test_a_ctrl_c_outside_a_training_loop_is_one_line_and_exit_130(monkeypatch):
+    """typer turned a KeyboardInterrupt from a command into a silent exit 130."""
+    from fineprune_cli.cli import views
+
+    def pressed(as_json):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(views, "show_policies", pressed)
+    result = invoke(["policies"])
+    assert result.exit_code == 130 and result.output == "interrupted\n", result.output
+
+
+def test_a_run_killed_by_a_signal_says_which_and_why_it_may_have_come(tmp_path):
+    """'exit code -9' dropped the cause: the kernel's OOM killer sends SIGKILL."""
+    from fineprune_cli.drivers.executor import last_error
+
+    log = tmp_path / "run.log"
+    log.write_text("lenet on synthetic: epoch 3/40\n")
+    assert last_error(log, -9) == (
+        "lenet on synthetic: epoch 3/40 (killed by SIGKILL (signal 9); perhaps out of memory "
+        f"(the kernel's OOM killer sends it); log: {log})"
+    )
+    assert "killed by SIGSEGV (signal 11);" in last_error(log, -11)
+    assert "(exit code 1; " in last_error(log, 1)
+
+
+def test_a_preempted_slurm_task_says_preempted_not_failed_during_processing():
+    """SIGTERM alone (no signal before the kill) stops the run after its epoch: submitit reports
+    that as 'failed during processing', which the line repeated."""
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    from fineprune_cli.drivers.slurm import failure_line
+
+    trace = (
+        "Job (task=1) failed during processing with trace:\n----------------------\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "fineprune_cli.engine.checkpoint.Stopped: SIGTERM: stopped after epoch 2 of 4; continue with: "
+        "fineprune train --resume out/lenet-synthetic/fine-seed0\n----------------------\n"
+        "You can check full logs with 'job.stderr(1)'"
+    )
+    assert failure_line(FailedJobError(trace)) == (
+        "preempted by Slurm (or cancelled) (SIGTERM: stopped after epoch 2 of 4); "
+        "`compare` again resumes it from its checkpoint"
+    )
+    gone = UncompletedJobError("Job 4000_1 (task: 0) with path x.pkl\nhas not produced any output (state: PREEMPTED)")
+    assert failure_line(gone).startswith("preempted by Slurm (or cancelled); ")
+    crashed = "Job (task=0) failed during processing with trace:\n---\nValueError: bad pixels\n---"
+    assert failure_line(FailedJobError(crashed)) == "bad pixels"

@@ -180,3 +180,20 @@ def test_the_bisection_finds_the_first_count_that_reaches_the_target():
     assert stats.seeds_for(lambda n: 0.1 * (n - 2)) == 10
     assert stats.seeds_for(lambda n: 0.5) is None
     assert stats.seeds_for(lambda n: 1.0) == 2
+
+
+def test_a_rank_deficient_block_design_fits_without_the_librarys_warning():
+    """An arm run at one seed only repeats that seed's column: statsmodels warned (21 times in a
+    report, with its path); the fit is still least squares on the rank's degrees of freedom."""
+    import warnings
+
+    balanced = {
+        (a, s): v for a, base in (("a", 50.0), ("c", 52.0)) for s, v in zip((0, 1, 3), (base, base + 1.3, base - 0.4))
+    }
+    balanced[("c", 3)] += 0.7
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        alone = block_residual(balanced)
+        with_b = block_residual({**balanced, ("b", 2): 40.0})
+    assert caught == [] and alone is not None
+    assert with_b[1] == alone[1] == 2 and with_b[0] == pytest.approx(alone[0])

@@ -25,6 +25,8 @@ MAX_LR = 1e6
 MAX_SEED = 2**63 - 1  # run.seed's own bound
 MAX_WORLD = 2**20  # processes of one run
 MAX_LOAD = 1e6
+MAX_TEST = 2**40  # test images
+GRID = 1e-6  # images: how far 100 x hits / n, written as a float, may be from whole hits
 TOLERANCE = 0.01  # points or seconds: what rounding in the two files can explain
 
 
@@ -50,6 +52,8 @@ def _summary_problem(s: RunSummary) -> str | None:
         return f"seed {s.seed} is not a seed (0 to 2**63 - 1)"
     if not _within(s.world_size, 1, MAX_WORLD) or not isinstance(s.world_size, int):
         return f"world_size {s.world_size} is not a number of processes (1 to {MAX_WORLD})"
+    if not isinstance(s.num_test, int) or not 0 <= s.num_test <= MAX_TEST:
+        return f"num_test {s.num_test} is not a number of test images (0 to 2**40)"
     if s.epochs_completed != s.epochs:
         return f"a complete run of {s.epochs} epochs with epochs_completed {s.epochs_completed}"
     if not _within(s.samples_seen, 0, s.epochs * s.num_train):
@@ -64,11 +68,16 @@ def _summary_problem(s: RunSummary) -> str | None:
     return None
 
 
-def _row_problem(row: EpochRow, number: int, num_train: int) -> str | None:
+def _row_problem(row: EpochRow, number: int, num_train: int, num_test: int) -> str | None:
     if row.epoch != number:
         return f"row {number} is epoch {row.epoch}"
     if not _within(row.test_accuracy, 0, 100):
         return f"epoch {number}'s test_accuracy {row.test_accuracy} is not a test accuracy"
+    if 0 < num_test <= MAX_TEST and not _on_grid(row.test_accuracy, num_test):  # out of bounds: the summary's check
+        return (
+            f"epoch {number}'s test_accuracy {row.test_accuracy} is no whole number of the run's "
+            f"{num_test} test images (each image is {100 / num_test:.4g} pt)"
+        )
     if not _within(row.train_seconds, 0, MAX_SECONDS) or not _within(row.overhead_seconds, 0, row.train_seconds):
         return f"epoch {number}'s train_seconds or overhead_seconds is not a duration within the epoch's"
     if not _within(row.samples, 0, num_train) or row.pruned not in (0, 1):
@@ -80,6 +89,11 @@ def _row_problem(row: EpochRow, number: int, num_train: int) -> str | None:
     ):
         return f"epoch {number}'s lr or losses are out of range"
     return None
+
+
+def _on_grid(accuracy: float, num_test: int) -> bool:
+    hits = accuracy * num_test / 100
+    return abs(hits - round(hits)) <= GRID
 
 
 def _disagreement(s: RunSummary, rows: list[EpochRow]) -> str | None:
@@ -98,10 +112,11 @@ def _disagreement(s: RunSummary, rows: list[EpochRow]) -> str | None:
     return None
 
 
-def check_rows(path: Path, rows: list[EpochRow], num_train: int) -> None:
-    """Each epoch row of metrics.csv within its meaning (an unfinished run's rows too)."""
+def check_rows(path: Path, rows: list[EpochRow], num_train: int, num_test: int = 0) -> None:
+    """Each epoch row of metrics.csv within its meaning (an unfinished run's rows too); with
+    `num_test` (recorded since it was added), each accuracy a whole number of test images."""
     for number, row in enumerate(rows, start=1):
-        problem = _row_problem(row, number, num_train)
+        problem = _row_problem(row, number, num_train, num_test)
         if problem:
             raise Implausible(f"{path / METRICS}: {problem}")
 
@@ -111,7 +126,7 @@ def check_record(path: Path, summary: RunSummary, rows: list[EpochRow]) -> None:
     problem = _summary_problem(summary)
     if problem:
         raise Implausible(f"{path / SUMMARY}: {problem}")
-    check_rows(path, rows, summary.num_train)
+    check_rows(path, rows, summary.num_train, summary.num_test)
     problem = _disagreement(summary, rows)
     if problem:
         raise Implausible(f"{path / SUMMARY} contradicts {METRICS}: {problem}")

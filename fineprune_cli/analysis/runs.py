@@ -58,7 +58,7 @@ class Run:
 @dataclass
 class Problem:
     path: Path
-    status: str  # incomplete | interrupted | diverged | unreadable | implausible | duplicate
+    status: str  # incomplete | interrupted | diverged | unreadable | implausible | copy | duplicate
     reason: str
 
 
@@ -137,7 +137,34 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
             problems.append(Problem(path, "implausible", str(exc)))
         except ConfigError as exc:
             problems.append(Problem(path, "unreadable", str(exc)))
-    return runs, problems
+    copied = copies(runs)
+    problems += [
+        Problem(
+            run.path,
+            "copy",
+            f"every epoch's losses are those of seed {kept.seed} in {kept.path}: a run "
+            f"folder copied under another seed's name, not a run of seed {run.seed}",
+        )
+        for run, kept in copied
+    ]
+    return [r for r in runs if all(r is not run for run, _ in copied)], problems
+
+
+def copies(runs: list[Run]) -> list[tuple[Run, Run]]:
+    """(run, the run of another seed it copies): the same train and test loss in every epoch.
+    Two seeds never train alike (the seed draws the weights and the order), so such a run is a
+    folder copied and renamed; the one read first is kept. Losses that stay the same from epoch
+    to epoch (records crafted by hand) are no fingerprint and are not compared."""
+    first: dict[tuple[tuple[float, float], ...], Run] = {}
+    found = []
+    for run in runs:
+        losses = tuple((r.train_loss, r.test_loss) for r in run.metrics)
+        if len({train for train, _ in losses}) < 2:
+            continue
+        kept = first.setdefault(losses, run)
+        if kept.seed != run.seed:
+            found.append((run, kept))
+    return found
 
 
 def load_run(path: Path, summary: RunSummary) -> Run:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -20,6 +21,7 @@ import numpy as np
 from scipy import stats as sps
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import TTestPower
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 ALPHA = 0.05  # the family-wise error of a report's decisions (the default of `Judging.alpha`)
 LEVEL = 0.90  # descriptive intervals (tables, summary.csv's ci90 columns): 90%, two-sided
@@ -127,7 +129,12 @@ def block_residual(cells: dict[tuple[str, int], float]) -> tuple[float, int] | N
         if seeds.index(s):
             x[row, len(arms) - 1 + seeds.index(s)] = 1.0
     y = np.array([cells[k] for k in keys])
-    fit = OLS(y, x).fit()
+    with warnings.catch_warnings():
+        # expected where seeds lack arms (an arm of one seed only is that seed's column again):
+        # the pseudo-inverse fit is still the least-squares one and df_resid counts the rank,
+        # so the residual is right; the library's warning printed once per policy and look
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        fit = OLS(y, x).fit()
     df = int(round(fit.df_resid))
     if df < 1:
         return None

@@ -54,6 +54,21 @@ class OneLineErrors(TyperGroup):
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
 
+    def invoke(self, ctx: Any) -> Any:
+        # typer turns a KeyboardInterrupt from a command into a silent exit 130, before main()
+        # above could say it: say it here, as the one line of a stop
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+
+
+class Interrupted(FinepruneError):
+    """Ctrl-C (or a SIGTERM a command takes as one) outside a training loop's own stop."""
+
+    exit_code = 130
+    stop = True
+
 
 OWN_PROCESS = {"main": False}  # set by main(): the process ends with this command
 

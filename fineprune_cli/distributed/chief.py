@@ -63,6 +63,7 @@ def open_record(
             command,
             classes=trainer.classes,
             model_shapes=trainer.model_shapes,
+            num_test=trainer.data.test_y.numel(),
         )
         return record, summary, None
     summary = read_summary(resume_dir)  # the front door's `resumable` checked it can go on

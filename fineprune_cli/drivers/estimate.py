@@ -43,7 +43,7 @@ def _checked(run_dir: Path) -> tuple[list, Any]:
     if summary.status == Status.COMPLETE and len(rows) == summary.epochs:
         check_record(run_dir, summary, rows)
     else:  # an unfinished run: its rows still hold what they measured
-        check_rows(run_dir, rows, summary.num_train)
+        check_rows(run_dir, rows, summary.num_train, summary.num_test)
     return rows, summary
 
 

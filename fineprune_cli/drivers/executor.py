@@ -13,15 +13,17 @@ the setting's, not the number of neighbours'. On CUDA each slot is one visible G
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..engine.jobenv import CONCURRENCY, THREADS
-from ..errors import ConfigError
+from ..errors import ConfigError, FinepruneError
 
 POLL_S = 0.5  # how often the executor looks at its processes and the run folders
 
@@ -50,13 +52,36 @@ class Outcome:
     task: Task
     ok: bool
     error: str = ""  # the task's own last error line
+    stopped: bool = False  # stopped on request after an epoch (or before its first): resumable
+
+
+def _state(outcome: Outcome) -> str:
+    """What a Watch is told of an ended task."""
+    if outcome.ok:
+        return "done"
+    return "stopped" if outcome.stopped else f"failed: {outcome.error}"
+
+
+class RunsStopped(FinepruneError):
+    """SIGINT/SIGTERM to `compare --jobs`: the runs in flight stopped after their epoch, checkpointed."""
+
+    exit_code = 130
+    stop = True
+
+    def __init__(self, signame: str, outcomes: list[Outcome]):
+        n = sum(o.stopped for o in outcomes)
+        failed = sum(not o.ok and not o.stopped for o in outcomes)
+        what = f"stopped {n} run{'s' * (n != 1)} after their epoch" if n else "stopped before the next run"
+        more = f"; {failed} failed (each said why above)" if failed else ""
+        super().__init__(f"{signame}: {what}{more}; compare again to continue")
 
 
 class Watch(Protocol):
     """What an executor tells while it works (drivers/grid.py shows it)."""
 
     def changed(self, task: Task, state: str) -> None:
-        """`state`: 'running', 'done' or 'failed' (with the outcome's error line)."""
+        """`state`: 'running', 'done', 'stopped' (on request, resumable) or 'failed' (with the
+        outcome's error line)."""
 
     def tick(self) -> None:
         """Called every POLL_S while tasks are in flight."""
@@ -143,47 +168,102 @@ class LocalExecutor:
         return len(self.slots[0].cores)
 
     def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
-        """Run every task, telling `watch` as each starts and ends."""
+        """Run every task, telling `watch` as each starts and ends. A SIGINT or SIGTERM to this
+        process goes on to the runs in flight (each in a process group of its own, so a Ctrl-C
+        reaches them once, through here): they stop after their epoch, no other starts, and
+        RunsStopped says so once they have."""
         queue, outcomes = list(tasks), []
-        try:
-            while queue or self.running:
-                for slot in [s for s in self.slots if s not in self.running]:
-                    if queue:
-                        task = queue.pop(0)
-                        self.running[slot] = (task, self._start(task, slot))
-                        watch.changed(task, "running")
-                for slot, (task, proc) in list(self.running.items()):
-                    if proc.poll() is not None:
-                        del self.running[slot]
-                        outcome = Outcome(
-                            task,
-                            proc.returncode == 0,
-                            "" if proc.returncode == 0 else last_error(task.log, proc.returncode),
-                        )
-                        outcomes.append(outcome)
-                        watch.changed(task, "done" if outcome.ok else f"failed: {outcome.error}")
-                watch.tick()
-                if queue or self.running:
-                    time.sleep(POLL_S)
-        finally:  # Ctrl-C: the children got it too (one process group); wait for their last epoch
-            for _, proc in self.running.values():
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        with Forwarding() as stop:
+            try:
+                while queue or self.running:
+                    if stop.requested:
+                        queue.clear()
+                    for slot in [s for s in self.slots if s not in self.running]:
+                        if queue:
+                            task = queue.pop(0)
+                            self.running[slot] = (task, self._start(task, slot))
+                            watch.changed(task, "running")
+                    stop.forward([proc for _, proc in self.running.values()])
+                    for slot, (task, proc) in list(self.running.items()):
+                        if proc.poll() is not None:
+                            del self.running[slot]
+                            outcomes.append(self._outcome(task, proc.returncode, stop.requested))
+                            watch.changed(task, _state(outcomes[-1]))
+                    watch.tick()
+                    if queue or self.running:
+                        time.sleep(POLL_S)
+            finally:  # an error of our own: the runs in flight stop after their epoch too
+                stop.end([proc for _, proc in self.running.values()])
+        if stop.requested:
+            raise RunsStopped(stop.requested, outcomes)
         return outcomes
+
+    @staticmethod
+    def _outcome(task: Task, code: int, stopping: str | None) -> Outcome:
+        if code == 0:
+            return Outcome(task, True)
+        # asked to stop: 130 is a run stopped after its epoch; killed by the signal, one that
+        # had not started its loop yet (its folder then holds no epoch, and is trained again)
+        stopped = bool(stopping) and code in (130, -signal.SIGINT, -signal.SIGTERM)
+        return Outcome(task, False, "" if stopped else last_error(task.log, code), stopped)
 
     def _start(self, task: Task, slot: Slot) -> subprocess.Popen:
         task.log.parent.mkdir(parents=True, exist_ok=True)
         with open(task.log, "ab") as log:
             return subprocess.Popen(
                 task_command(task),
+                process_group=0,  # a Ctrl-C reaches the run once, forwarded (Forwarding): never twice
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=slot.env(self.threads, len(self.slots)),
                 preexec_fn=lambda: os.sched_setaffinity(0, slot.cores),
             )
+
+
+class Forwarding:
+    """While active (in the main thread), SIGINT and SIGTERM to this process are noted instead of
+    acted on, and `forward` passes each on to every run in flight, once: the first asks a run to
+    stop after its epoch, a second (an impatient Ctrl-C) to stop at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._sent: dict[int, int] = {}  # pid -> how many of `received` it was sent
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> str | None:
+        return signal.Signals(self.received[0]).name if self.received else None
+
+    def __enter__(self) -> "Forwarding":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.getsignal(s) for s in self.SIGNALS}
+            for s in self.SIGNALS:
+                signal.signal(s, lambda signum, frame: self.received.append(signum))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}
+
+    def forward(self, procs: list[subprocess.Popen]) -> None:
+        for proc in procs:
+            for signum in self.received[self._sent.get(proc.pid, 0) :]:
+                if proc.poll() is None:
+                    proc.send_signal(signum)
+            self._sent[proc.pid] = len(self.received)
+
+    def end(self, procs: list[subprocess.Popen]) -> None:
+        """Wait for the runs still in flight (only when the executor itself failed), asking
+        each to stop after its epoch, and passing on the user's signals meanwhile."""
+        if not self.received and procs:
+            self.received.append(signal.SIGTERM)
+        while any(proc.poll() is None for proc in procs):
+            self.forward(procs)
+            time.sleep(POLL_S)
 
 
 def last_error(log: Path, code: int | None) -> str:
@@ -194,4 +274,16 @@ def last_error(log: Path, code: int | None) -> str:
         lines = []
     errors = [x for x in lines if x.startswith("error:")]
     line = errors[-1][len("error:") :].strip() if errors else (lines[-1] if lines else "no output")
-    return f"{line} (exit code {code}; log: {log})"
+    return f"{line} ({ended(code)}; log: {log})"
+
+
+def ended(code: int | None) -> str:
+    """How a process ended, in words: a negative code is the signal that killed it."""
+    if code is None or code >= 0:
+        return f"exit code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    cause = "; perhaps out of memory (the kernel's OOM killer sends it)" if -code == signal.SIGKILL else ""
+    return f"killed by {name} (signal {-code}){cause}"

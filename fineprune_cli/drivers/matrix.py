@@ -12,7 +12,7 @@ from ..analysis.judging import Judging
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
-from .compare import CompareConfig, job_config, plan
+from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 from .parallel import RunsFailed
@@ -34,7 +34,8 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     for job in (j for j in jobs if states[j] == "held"):
         console.info(f"{job}: {HELD}")
-    finished = sum(states[j] in ("complete", "diverged") for j in jobs)
+    left_out = _left_out([job.run_dir(c.out) for job in jobs if states[job] == "complete"])
+    finished = sum(states[j] in ("complete", "diverged") and j.run_dir(c.out) not in left_out for j in jobs)
     if finished:
         console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
@@ -61,9 +62,32 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     return [job.run_dir(c.out) for job in jobs]
 
 
+def _left_out(finished: list[Path]) -> set[Path]:
+    """The finished runs whose records a report would leave out (a figure outside its meaning,
+    a copy of another seed's run), each said with its reason: reused, they would vanish from the
+    decisions later without a word, or for a wrong one (too few seeds)."""
+    problems = load_runs(finished)[1] if finished else []
+    for p in problems:
+        console.info(
+            f"left out {p.path}: {p.status} ({p.reason}); delete that folder and compare again to train it anew"
+        )
+    return {p.path for p in problems}
+
+
 def in_process(c: CompareConfig) -> bool:
     """Today's path: one run after the other in this process, with torch's own thread count."""
     return c.executor == "local" and c.jobs == 1 and c.threads == 0
+
+
+def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
+    """The matrix's refusals, before anything is written (its plan included): every job's
+    config, and --jobs or --threads beyond this machine."""
+    from .parallel import local_executor
+
+    jobs = plan(cfg, c)
+    if c.executor == "local":
+        local_executor(cfg, c)
+    return jobs
 
 
 def record_plan(c: CompareConfig, judging: Judging, looks: list[int] | None = None) -> plans.Plan:
@@ -78,7 +102,7 @@ def judged_matrix(
     cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
 ) -> Study:
     """`compare` without looks: the plan recorded, every job trained, one study of its runs."""
-    plan(cfg, c)  # the matrix's refusals before anything is written, the plan included
+    refusals(cfg, c)
     recorded = record_plan(c, judging)
     dirs = run_matrix(cfg, c, show_progress=show_progress, command=command)
     return study(load_runs(dirs)[0], judging, [recorded])

@@ -4,12 +4,14 @@ on the same data, resumed when it holds an interrupted one, trained anew otherwi
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from .. import console
 from ..engine.config import Config, config_from_dict
+from ..engine.files import read_regular_text
 from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, held, load_run_config, read_summary
 from ..errors import ConfigError
@@ -58,8 +60,8 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
     try:
         summary = read_summary(path)
         status, saved = summary.status, load_run_config(path)
-    except ConfigError:
-        return "incomplete"
+    except ConfigError:  # a finished run's damaged record is left out with its reason, never resumed
+        return "complete" if _says_complete(path) else "incomplete"
     try:  # fields added since the run was made read as their defaults
         saved = config_from_dict(saved).to_dict()
     except ConfigError as exc:
@@ -85,6 +87,15 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
     if status == Status.DIVERGED:
         return "diverged"  # deterministic: training it again would diverge again
     return "incomplete" if status.resumable else "complete"
+
+
+def _says_complete(path: Path) -> bool:
+    """Whether summary.json, whatever else is wrong with the record, says the run finished."""
+    try:
+        data = json.loads(read_regular_text(path / SUMMARY))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("status") == Status.COMPLETE.value
 
 
 def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> None:

@@ -78,9 +78,18 @@ def parameters(c: "CompareConfig") -> dict[str, Any]:
     return {**{k: v for k, v in given.items() if v is not None}, **c.slurm}
 
 
+# a run stopped by SIGTERM after its epoch (engine.checkpoint.Stopped), in submitit's trace
+STOPPED = re.compile(r"^[\w.]*\b(?:Stopped|Interrupted): (.+?)(?:; continue with.*)?$", re.M)
+
+
 def failure_line(error: BaseException | None) -> str:
-    """The task's own error line out of submitit's report (a traceback between rulers)."""
+    """The task's own error line out of submitit's report (a traceback between rulers); a task
+    that Slurm preempted says so, not 'failed during processing'."""
     text = str(error or "")
+    stopped = STOPPED.findall(text)
+    if stopped or re.search(r"\(state: PREEMPTED\)", text):
+        how = f" ({stopped[-1]})" if stopped else ""
+        return f"preempted by Slurm (or cancelled){how}; `compare` again resumes it from its checkpoint"
     raised = [m.group(1) for m in re.finditer(r"^\w[\w.]*(?:Error|Exception|Exit)\w*: (.+)$", text, re.M)]
     lines = [x for x in text.splitlines() if x.strip()]
     return raised[-1] if raised else (lines[0] if lines else "the task ended without a result")

@@ -100,6 +100,7 @@ class RunSummary:
     dataset_label: str = ""
     num_train: int = 0
     classes: int = 0  # label classes; 0: not recorded (made before it), chance level unknown
+    num_test: int = 0  # test images, each accuracy a multiple of 100 / num_test (0: not recorded)
     device: str = ""
     run_dir: str = ""
     torch: str = ""

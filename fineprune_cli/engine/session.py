@@ -43,6 +43,7 @@ def train_sync(
             command,
             classes=trainer.classes,
             model_shapes=trainer.model_shapes,
+            num_test=trainer.data.test_y.numel(),
         )
         record.write_summary(summary)
         return run_session(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)

@@ -81,6 +81,7 @@ def new_summary(
     command: str | None = None,
     classes: int | None = None,
     model_shapes: str | None = None,
+    num_test: int = 0,
 ) -> RunSummary:
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
     extra = {"model_shapes": model_shapes} if model_shapes else {}
@@ -94,6 +95,7 @@ def new_summary(
         dataset_label=cfg.data.label or cfg.data.dataset,
         num_train=num_train,
         classes=classes or 0,
+        num_test=num_test,
         device=describe_device(device),
         run_dir=str(path),
         torch=torch.__version__,

@@ -12,6 +12,7 @@ would read as something else, so what `--print-config` writes reads back the sam
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from typing import Any
 
 import yaml
@@ -42,12 +43,53 @@ def _number_resolvers(cls: type) -> None:
     cls.add_implicit_resolver(FLOAT_TAG, FLOAT, STARTS)
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+MERGE_PROBLEMS = ("expected a mapping for merging", "expected a mapping or list of mappings for merging")
+
+
 class Loader(yaml.SafeLoader):
     """safe_load with Python's numbers; a key given twice in one mapping is an error, not a
-    silent last-one-wins."""
+    silent last-one-wins. A merge key (`<<: *defaults`) merges as YAML says: the mapping's own
+    keys override the merged ones, so only its own keys are checked for repeats."""
+
+    def flatten_mapping(self, node: Any) -> None:
+        """The merge as the spec has it: own keys first, then the mappings merged in the order
+        listed. PyYAML's own lets a later mapping win whenever two equal keys are distinct
+        string objects (`<<: [{epochs: 3}, {epochs: 5}]` read 5)."""
+        own, merged = [], []
+        for key_node, value_node in node.value:
+            if key_node.tag != MERGE_TAG:
+                own.append((key_node, value_node))
+                continue
+            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, MERGE_PROBLEMS[1], source.start_mark
+                    )
+                self.flatten_mapping(source)
+                merged += source.value
+        if not merged:
+            return super().flatten_mapping(node)  # its handling of a '=' key, unchanged
+        seen = {self._key(k) for k, _ in own}
+        kept = []
+        for key_node, value_node in merged:
+            key = self._key(key_node)
+            if key not in seen:
+                seen.add(key)
+                kept.append((key_node, value_node))
+        node.value = kept + own
+        return super().flatten_mapping(node)
+
+    def _key(self, node: Any) -> Any:
+        key = self.construct_object(node, deep=True)
+        if not isinstance(key, Hashable):
+            raise yaml.constructor.ConstructorError(None, None, "found an unhashable key", node.start_mark)
+        return key
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        own = [k for k, _ in node.value if not (isinstance(k, yaml.ScalarNode) and k.tag == MERGE_TAG)]
+        keys = [self.construct_object(k, deep=deep) for k in own]
         for i, key in enumerate(keys):
             if key in keys[:i]:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.start_mark)
@@ -110,8 +152,11 @@ def load(text: str) -> Any:
 
 
 def problem_of(exc: yaml.YAMLError) -> str:
-    """The part of a load error worth one line: a duplicate key or an ambiguous number."""
+    """The part of a load error worth one line: a duplicate key, an ambiguous number or a merge
+    key (`<<`) given other than mappings."""
     problem = getattr(exc, "problem", "") or ""
+    if problem.startswith(MERGE_PROBLEMS):
+        return "a merge key (<<) takes a mapping or a list of mappings"
     return problem if problem.startswith("duplicate key") or isinstance(exc, Ambiguous) else ""
 
 

@@ -40,7 +40,7 @@ def until_decided(
     cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
 ) -> Study:
     """Run the planned looks; returns the study of the runs the looks used."""
-    jobs_of(cfg, replace(c, seeds=list(range(c.looks[0]))))  # the matrix's refusals before the plan is written
+    matrix.refusals(cfg, replace(c, seeds=list(range(c.looks[0]))))  # before the plan is written
     plan = matrix.record_plan(c, judging, c.looks)
     arms = replace(c)
     runs: list = []
