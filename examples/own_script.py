@@ -34,6 +34,7 @@ sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones, gamma=0.2)
 run = fineprune.start(
     num_train=len(y), seed=args.seed, epochs=args.epochs, milestones=milestones, out=args.out,
     data=fineprune.tensor_identity(x, y, x_test, y_test), recipe={"model": "mlp-64", "lr": args.lr},
+    classes=4, num_test=len(y_test),
 )  # fmt: skip
 sampler = run.sampler()  # the run's policy: every sample for regular and shorter arms
 loader = DataLoader(fineprune.IndexedDataset(TensorDataset(x, y)), batch_size=64, sampler=sampler)

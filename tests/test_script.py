@@ -2,6 +2,7 @@
 controls, looks, executors and decisions as fineprune's trainer (docs/howto/own-script.md)."""
 
 import csv
+import difflib
 import shlex
 import sys
 from pathlib import Path
@@ -68,3 +69,61 @@ def test_compare_script_through_the_stand_in_slurm(tmp_path, monkeypatch, slurm_
     assert "sbatch" in (slurm_here / "calls.log").read_text()
     for arm in ("regular", "fine", "random"):
         assert summary_of(tmp_path / "cmp" / "own_script-data" / f"{arm}-seed0")["status"] == "complete"
+
+
+def _code(path: Path) -> list[str]:
+    """A script's lines after its module docstring (which says what the script is for)."""
+    text = path.read_text()
+    return text[text.index('"""', 3) + 3 :].splitlines()
+
+
+def test_a_script_written_as_popular_cifar_scripts_are_is_harnessed_in_a_few_lines():
+    plain, harnessed = (
+        _code(ROOT / "examples" / "cifar_train.py"),
+        _code(ROOT / "examples" / "cifar_train_harnessed.py"),
+    )
+    diff = [line for line in difflib.unified_diff(plain, harnessed, lineterm="", n=0) if line[:1] in "+-"]
+    changed = [line for line in diff if not line.startswith(("+++", "---"))]
+    assert sum(line.startswith("+") for line in changed) <= 15, "\n".join(changed)
+    assert "fineprune.start(" in "\n".join(harnessed) and "fineprune" not in "\n".join(plain)
+
+
+def _image_folder(root: Path, classes: int = 3, per_class: tuple[int, int] = (16, 4)) -> Path:
+    """A tiny CIFAR-shaped image folder of JPEGs: each class a colour plus noise."""
+    import torch
+    from torchvision.io import encode_jpeg
+
+    g = torch.Generator().manual_seed(0)
+    colours = torch.rand(classes, 3, 1, 1, generator=g) * 200
+    for split, n in zip(("train", "test"), per_class):
+        for c in range(classes):
+            folder = root / split / f"class{c}"
+            folder.mkdir(parents=True)
+            for i in range(n):
+                image = (colours[c] + torch.rand(3, 32, 32, generator=g) * 55).to(torch.uint8)
+                (folder / f"{i}.jpg").write_bytes(encode_jpeg(image, quality=75).numpy().tobytes())
+    return root
+
+
+@pytest.mark.slow  # two script runs, each importing torch and torchvision
+def test_the_harnessed_popular_style_script_runs_under_compare_script(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = _image_folder(tmp_path / "images")
+    script = ROOT / "examples" / "cifar_train_harnessed.py"
+    command = f"{shlex.quote(sys.executable)} {script} --data {data} --seed {{seed}} --epochs {{epochs}} --milestones {{milestones}}"
+    done = invoke(["compare", "--script", command, "--epochs", "3", "--milestones", "2", "--window", "2",
+                   "--start", "1", "--policies", "regular,fine", "--seeds", "0", "--out", "cmp"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    for arm in ("regular", "fine"):
+        summary = summary_of(tmp_path / "cmp" / "cifar_train_harnessed-data" / f"{arm}-seed0")
+        assert summary["status"] == "complete" and summary["data"]["train"].startswith("48 files, content")
+
+
+def test_the_how_to_page_shows_the_example_and_the_diff_as_they_are():
+    """docs/howto/own-script.md quotes both; an edit to a script must reach the page."""
+    page = (ROOT / "docs" / "howto" / "own-script.md").read_text()
+    assert EXAMPLE.read_text().rstrip() in page
+    plain, harnessed = _code(ROOT / "examples" / "cifar_train.py"), _code(ROOT / "examples" / "cifar_train_harnessed.py")
+    for line in difflib.unified_diff(plain, harnessed, lineterm="", n=0):
+        if line[:1] in "+-" and not line.startswith(("+++", "---")):
+            assert line in page.splitlines(), line

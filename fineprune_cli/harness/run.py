@@ -24,6 +24,7 @@ import torch
 from ..engine.config import Config, config_from_dict, load_yaml, validate
 from ..engine.device import describe_device, load_average, machine_signature
 from ..engine.files import atomic_torch_save
+from ..engine.scriptconfig import PLACEHOLDERS
 from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir, git_commit
 from ..engine.totals import Totals, summarize
 from ..errors import ConfigError
@@ -50,19 +51,27 @@ def start(
     dataset: str | None = None,
     data: dict[str, str] | None = None,
     recipe: dict[str, Any] | None = None,
+    classes: int | None = None,
+    num_test: int | None = None,
     device: str | torch.device = "cpu",
     out: str | Path | None = None,
 ) -> "ScriptRun":
     """The run this script is: compare's job when run by `compare --script`, else the one its
     arguments describe. `seed`, `epochs`, `milestones`: what the script will train (checked against
-    compare's job); `policy` and `prune`: when run on its own (compare hands its own)."""
+    compare's job); `policy` and `prune`: when run on its own (compare hands its own). `recipe`:
+    the settings two runs must share to be compared (its seed, epochs... keys are left out: they
+    are the run's own); `classes`, `num_test`: let a report name a run at chance level and check
+    that accuracies are whole test images."""
     job = os.environ.get(JOB_ENV)
     cfg = _job(Path(job)) if job else _own(seed, epochs, milestones, policy, prune, model, dataset, out)
     if job:
         _refuse_other_run(cfg, seed, epochs, milestones, policy)
         cfg.run.out = os.environ.get(RUN_DIR_ENV) or cfg.run.out
-    cfg.script.recipe = dict(recipe or {})
-    return ScriptRun(cfg, num_train, torch.device(device), data or {}, model, dataset)
+    # the run's own values are recorded as such; in the recipe they would set the arms apart
+    cfg.script.recipe = {k: v for k, v in (recipe or {}).items() if k not in PLACEHOLDERS}
+    run = ScriptRun(cfg, num_train, torch.device(device), data or {}, model, dataset)
+    run.summary.classes, run.summary.num_test = classes or 0, num_test or 0
+    return run
 
 
 def _job(path: Path) -> Config:
