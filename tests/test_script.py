@@ -123,7 +123,10 @@ def test_the_how_to_page_shows_the_example_and_the_diff_as_they_are():
     """docs/howto/own-script.md quotes both; an edit to a script must reach the page."""
     page = (ROOT / "docs" / "howto" / "own-script.md").read_text()
     assert EXAMPLE.read_text().rstrip() in page
-    plain, harnessed = _code(ROOT / "examples" / "cifar_train.py"), _code(ROOT / "examples" / "cifar_train_harnessed.py")
+    plain, harnessed = (
+        _code(ROOT / "examples" / "cifar_train.py"),
+        _code(ROOT / "examples" / "cifar_train_harnessed.py"),
+    )
     for line in difflib.unified_diff(plain, harnessed, lineterm="", n=0):
         if line[:1] in "+-" and not line.startswith(("+++", "---")):
             assert line in page.splitlines(), line
