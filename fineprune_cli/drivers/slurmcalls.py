@@ -1,0 +1,114 @@
+"""The calls to Slurm that `compare --executor slurm` waits on, each bounded in time and each
+failure one line: sbatch (through submitit, which waits on it forever and ends a refusal in a
+traceback), and squeue or sacct for whether jobs submitted earlier are still queued or running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+import submitit
+from submitit.core.utils import FailedJobError, FailedSubmissionError
+
+from ..errors import FinepruneError
+
+T = TypeVar("T")
+LISTED = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUE_HOLD")
+LISTED += ("REQUEUE_FED", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", "SPECIAL_EXIT")
+
+
+class SubmitFailed(FinepruneError):
+    """sbatch refused the array, printed no job id, or did not answer: nothing to follow."""
+
+
+class _NoAnswer(Exception):
+    """The submission's time ran out (raised inside submitit's wait on sbatch, which then kills it)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int) -> Iterator[None]:
+    """Raise _NoAnswer in this (the main) thread after `seconds`, and every second after, in
+    case the first lands where it is caught."""
+
+    def ring(signum: int, frame: Any) -> None:
+        raise _NoAnswer
+
+    before = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A command's output as one line: its lines joined, 'sbatch: error: ' prefixes dropped."""
+    lines = [x.strip().removeprefix("sbatch: error: ").removeprefix("sbatch: ") for x in text.splitlines()]
+    joined = "; ".join(x for x in lines if x)
+    return joined if len(joined) <= limit else joined[:limit] + "…"
+
+
+def submitting(folder: Path, seconds: int, submit: Callable[[], T]) -> T:
+    """`submit()` (submitit's map_array, which runs sbatch once), with sbatch's refusal, missing
+    job id or silence as one line; the files submitit wrote for a submission that did not
+    happen are removed, so no later look takes them for a job."""
+    before = set(folder.iterdir()) if folder.is_dir() else set()
+    quiet = io.StringIO()  # submitit prints sbatch's stderr before raising it
+    try:
+        with contextlib.redirect_stderr(quiet), _deadline(seconds):
+            return submit()
+    except (FailedJobError, FailedSubmissionError, OSError, _NoAnswer) as exc:
+        for path in set(folder.iterdir()) - before if folder.is_dir() else ():
+            if path.is_file():
+                path.unlink(missing_ok=True)
+        raise SubmitFailed(_why(exc, seconds)) from None
+
+
+def _why(exc: BaseException, seconds: int) -> str:
+    if isinstance(exc, _NoAnswer) or isinstance(exc.__cause__, _NoAnswer):
+        return (
+            f"sbatch did not answer within {seconds} s (compare.slurm_submit_timeout); the array may still "
+            "have been submitted: look with squeue, and scancel it or wait, before compare again"
+        )
+    if isinstance(exc, FailedSubmissionError):
+        output = str(exc).split('"')[1] if str(exc).count('"') >= 2 else str(exc)
+        return (
+            f"sbatch printed no job id (it said: {one_line(output) or 'nothing'!r}), so compare cannot follow "
+            "the array; if squeue shows it, scancel it before compare again"
+        )
+    if isinstance(exc, OSError):
+        return f"cannot run sbatch: {exc.strerror or exc}"
+    code = getattr(exc.__cause__, "returncode", None)
+    return (
+        f"sbatch refused the job array: {one_line(str(exc)) or 'no message'} (exit code {code}); nothing was submitted"
+    )
+
+
+def _ask(command: list[str], seconds: int) -> str | None:
+    """The command's output, or None where it is missing, fails or does not answer in time."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=seconds, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def still_queued(job_ids: set[str], seconds: int) -> set[str] | None:
+    """Which of these jobs (array tasks as '4000_1') Slurm still holds, queued or running: as
+    squeue lists this user's jobs, or else by the states sacct recorded; None when neither
+    answers, since then a job still running cannot be told from one that ended."""
+    arrays = sorted({j.split("_")[0] for j in job_ids})
+    listed = _ask(["squeue", "--me", "--array", "--noheader", "--format=%i|%T"], seconds)
+    if listed is None:
+        listed = _ask(["sacct", "-o", "JobID,State", "--parsable2", "--noheader", "-j", ",".join(arrays)], seconds)
+    if listed is None:
+        return None
+    # submitit's reader expands a pending array's range ('4000_[2-5]') to its tasks
+    states = submitit.SlurmJob.watcher.read_info("JobID|State\n" + listed)
+    return {j for j in job_ids if states.get(j, {}).get("State", "").split(" ")[0] in LISTED}
