@@ -38,14 +38,14 @@ elif name == "sbatch" and hostile == "noid":
     print("Submitted.")
 elif name == "sbatch" and hostile == "hang":
     time.sleep(3600)
-elif name == "sbatch" and hostile == "queue":  # accepted, and queued for good: nothing runs
+elif name == "sbatch" and hostile == "queue":  # accepted, and left PENDING (or STANDIN_QUEUED): nothing runs
     script = Path(args[-1]).read_text()
     counter = STATE / "next_id"
     job = int(counter.read_text()) if counter.exists() else 4000
     counter.write_text(str(job + 1))
     found = re.search(r"^#SBATCH --array=0-(\d+)", script, re.M)
     for i in range(int(found.group(1)) + 1 if found else 1):
-        (STATE / (f"{job}_{i}.state" if found else f"{job}.state")).write_text("PENDING")
+        (STATE / (f"{job}_{i}.state" if found else f"{job}.state")).write_text(os.environ.get("STANDIN_QUEUED", "PENDING"))
     print(f"Submitted batch job {job}")
 elif name == "sbatch":
     script = Path(args[-1]).read_text()
@@ -326,3 +326,18 @@ def test_a_job_slurm_no_longer_holds_is_submitted_again(tmp_path, slurm_here, mo
     (slurm_here.parent / "bin" / "squeue").unlink()  # sacct alone: its recorded state decides
     (slurm_here / "4001.state").write_text("CANCELLED by 0")
     assert _slurm(tmp_path, "--detach").exit_code == 0 and _calls(slurm_here) == 3
+
+
+def test_a_task_killed_before_its_result_fails_instead_of_being_waited_for(tmp_path, slurm_here, monkeypatch):
+    """With no sacct, submitit never learnt that a job had ended: a task killed before it wrote
+    its result (its node lost) kept compare waiting for ever."""
+    from fineprune_cli.drivers import slurmcalls
+
+    monkeypatch.setattr(slurmcalls, "ASK_EVERY_S", 0.2)
+    monkeypatch.setenv("STANDIN_SBATCH", "queue")
+    monkeypatch.setenv("STANDIN_QUEUED", "NODE_FAIL")  # gone from squeue at once, no result written
+    (slurm_here.parent / "bin" / "sacct").unlink()
+    result = _slurm(tmp_path)
+    assert result.exit_code == 1, result.output
+    assert "seed 0: the task ended without a result (killed, or its node failed) (Slurm job 4000" in result.output
+    assert _calls(slurm_here, "squeue") == 2  # gone at two asks in a row, not at the first

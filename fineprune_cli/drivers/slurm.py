@@ -26,7 +26,7 @@ from .. import console
 from ..engine.files import atomic_write_text
 from ..errors import ConfigError, FinepruneError
 from .executor import POLL_S, Outcome, Task, Watch
-from .slurmcalls import still_queued, submitting
+from .slurmcalls import Lost, held, submitting
 
 if TYPE_CHECKING:
     from .compare import CompareConfig
@@ -103,14 +103,14 @@ class SlurmRunner:
         earlier = {t: ledger[str(t.config)] for t in tasks if ledger.get(str(t.config))}
         earlier = {t: j for t, j in earlier.items() if not self._job(j).paths.result_pickle.exists()}
         if earlier:
-            queued = still_queued(set(earlier.values()), self.c.slurm_submit_timeout)
+            queued = held(set(earlier.values()), self.c.slurm_submit_timeout)
             if queued is None:  # submitting again could train a run twice at once
                 raise FinepruneError(
                     f"cannot tell whether {len(earlier)} run(s) submitted earlier (Slurm job "
                     f"{', '.join(sorted({j.split('_')[0] for j in earlier.values()}))}) are still queued or "
                     "running: neither squeue nor sacct answered; compare again once they do"
                 )
-            jobs = {t: self._job(j) for t, j in earlier.items() if j in queued}
+            jobs = {t: self._job(j) for t, j in earlier.items() if queued.get(j, False)}
         missing = [t for t in tasks if t not in jobs]
         if missing:
             executor = submitit.SlurmExecutor(folder=self.folder)
@@ -141,18 +141,12 @@ class SlurmRunner:
                 f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
                 "arguments collects what finished and submits what is missing"
             )
-        outcomes, running = [], set()
+        outcomes, running, lost = [], set(), Lost(self.c.slurm_submit_timeout)
         while jobs:
+            ended = lost.check({j.job_id for j in jobs.values()})
             for task, job in list(jobs.items()):
-                if job.done():
-                    error = job.exception()
-                    outcome = Outcome(
-                        task,
-                        error is None,
-                        ""
-                        if error is None
-                        else f"{failure_line(error)} (Slurm job {job.job_id}; logs: {job.paths.stderr})",
-                    )
+                if job.paths.result_pickle.exists() or job.job_id in ended:
+                    outcome = self._outcome(task, job)
                     outcomes.append(outcome)
                     del jobs[task]
                     watch.changed(task, "done" if outcome.ok else f"failed: {outcome.error}")
@@ -163,3 +157,13 @@ class SlurmRunner:
             if jobs:
                 time.sleep(POLL_S)
         return outcomes
+
+    @staticmethod
+    def _outcome(task: Task, job: submitit.SlurmJob) -> Outcome:
+        """Its result, read from the file the task wrote (no sacct: a cluster may have none)."""
+        if not job.paths.result_pickle.exists():
+            error = "the task ended without a result (killed, or its node failed)"
+        else:
+            exception = job.exception()
+            error = "" if exception is None else failure_line(exception)
+        return Outcome(task, not error, f"{error} (Slurm job {job.job_id}; logs: {job.paths.stderr})" if error else "")

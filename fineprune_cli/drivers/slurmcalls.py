@@ -9,6 +9,8 @@ import contextlib
 import io
 import signal
 import subprocess
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -18,6 +20,7 @@ from submitit.core.utils import FailedJobError, FailedSubmissionError
 from ..errors import FinepruneError
 
 T = TypeVar("T")
+ASK_EVERY_S = 30.0  # how often Slurm is asked which jobs it still holds, while compare waits
 LISTED = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUE_HOLD")
 LISTED += ("REQUEUE_FED", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", "SPECIAL_EXIT")
 
@@ -99,16 +102,40 @@ def _ask(command: list[str], seconds: int) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def still_queued(job_ids: set[str], seconds: int) -> set[str] | None:
-    """Which of these jobs (array tasks as '4000_1') Slurm still holds, queued or running: as
-    squeue lists this user's jobs, or else by the states sacct recorded; None when neither
-    answers, since then a job still running cannot be told from one that ended."""
-    arrays = sorted({j.split("_")[0] for j in job_ids})
-    listed = _ask(["squeue", "--me", "--array", "--noheader", "--format=%i|%T"], seconds)
-    if listed is None:
-        listed = _ask(["sacct", "-o", "JobID,State", "--parsable2", "--noheader", "-j", ",".join(arrays)], seconds)
-    if listed is None:
+def held(job_ids: set[str], seconds: int) -> dict[str, bool] | None:
+    """Whether Slurm still holds each of these jobs (array tasks as '4000_1'), queued or
+    running: as squeue lists this user's jobs, or else by the state sacct recorded (a job sacct
+    does not list is left out: not recorded yet, or purged). None when neither answers, since
+    then a job still running cannot be told from one that ended."""
+    arrays = ",".join(sorted({j.split("_")[0] for j in job_ids}))
+    queue = _ask(["squeue", "--me", "--array", "--noheader", "--format=%i|%T"], seconds)
+    sacct = ["sacct", "-o", "JobID,State", "--parsable2", "--noheader", "-j", arrays]
+    answer = queue if queue is not None else _ask(sacct, seconds)
+    if answer is None:
         return None
     # submitit's reader expands a pending array's range ('4000_[2-5]') to its tasks
-    states = submitit.SlurmJob.watcher.read_info("JobID|State\n" + listed)
-    return {j for j in job_ids if states.get(j, {}).get("State", "").split(" ")[0] in LISTED}
+    states = submitit.SlurmJob.watcher.read_info("JobID|State\n" + answer)
+    state = {j: states[j]["State"].split(" ")[0] for j in job_ids if j in states}
+    if queue is not None:  # squeue lists every job Slurm holds: one it does not list has ended
+        return {j: state.get(j) in LISTED for j in job_ids}
+    return {j: s in LISTED for j, s in state.items()}
+
+
+@dataclass
+class Lost:
+    """Jobs Slurm no longer holds: asked every ASK_EVERY_S while compare waits, and a job
+    counted only when gone at two asks in a row (its result may reach a shared disk late).
+    Such a job without a result was killed before it wrote one; without this, compare waited
+    for it forever (submitit asks sacct alone, and a cluster may have none)."""
+
+    seconds: int
+    asked: float = field(default_factory=time.monotonic)
+    gone: set[str] = field(default_factory=set)
+
+    def check(self, job_ids: set[str]) -> set[str]:
+        if time.monotonic() - self.asked < ASK_EVERY_S:
+            return set()
+        self.asked = time.monotonic()
+        now = {j for j, still in (held(job_ids, self.seconds) or {}).items() if not still}
+        lost, self.gone = self.gone & now, now
+        return lost
