@@ -49,6 +49,10 @@ class TestRound4(_Group):
     group = "round4"
 
 
+class TestRound5Slurm(_Group):
+    group = "round5slurm"
+
+
 def test_the_groups_hold_every_case_once():
     """The groups the classes above run apart are the whole suite of 400-odd inputs."""
     hostile = _harness()[0]
