@@ -53,6 +53,10 @@ class TestRound5Jobs(_Group):
     group = "round5jobs"
 
 
+class TestRound5Slurm(_Group):
+    group = "round5slurm"
+
+
 def test_the_groups_hold_every_case_once():
     """The groups the classes above run apart are the whole suite of 400-odd inputs."""
     hostile = _harness()[0]

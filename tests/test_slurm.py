@@ -29,7 +29,25 @@ def log(line):
 
 
 log(" ".join([name] + args))
-if name == "sbatch":
+hostile = os.environ.get("STANDIN_SBATCH", "")  # how sbatch behaves: reject, noid, hang or queue
+if name == "sbatch" and hostile == "reject":
+    print("sbatch: error: invalid partition specified: nosuch", file=sys.stderr)
+    print("sbatch: error: Batch job submission failed: Invalid partition name specified", file=sys.stderr)
+    sys.exit(1)
+elif name == "sbatch" and hostile == "noid":
+    print("Submitted.")
+elif name == "sbatch" and hostile == "hang":
+    time.sleep(3600)
+elif name == "sbatch" and hostile == "queue":  # accepted, and left PENDING (or STANDIN_QUEUED): nothing runs
+    script = Path(args[-1]).read_text()
+    counter = STATE / "next_id"
+    job = int(counter.read_text()) if counter.exists() else 4000
+    counter.write_text(str(job + 1))
+    found = re.search(r"^#SBATCH --array=0-(\d+)", script, re.M)
+    for i in range(int(found.group(1)) + 1 if found else 1):
+        (STATE / (f"{job}_{i}.state" if found else f"{job}.state")).write_text(os.environ.get("STANDIN_QUEUED", "PENDING"))
+    print(f"Submitted batch job {job}")
+elif name == "sbatch":
     script = Path(args[-1]).read_text()
     counter = STATE / "next_id"
     job = int(counter.read_text()) if counter.exists() else 4000
@@ -89,12 +107,17 @@ elif name == "srun":  # run the step in this process, output where srun's --outp
     (STATE / f"{key}.pid").write_text(str(os.getpid()))
     os.execvp(args[i], args[i:])
 elif name == "sacct":
-    jobs = [args[i + 1] for i, a in enumerate(args) if a == "-j"]
-    print("JobID|State|NodeList")
+    jobs = [j for i, a in enumerate(args) if a == "-j" for j in args[i + 1].split(",")]
+    if "--noheader" not in args:
+        print("JobID|State|NodeList")
     for f in sorted(STATE.glob("*.state")):
         key = f.name[:-len(".state")]
         if key.split("_")[0] in jobs:
             print(f"{key}|{f.read_text()}|localhost")
+elif name == "squeue":  # --me --array --noheader --format=%i|%T: this user's jobs Slurm still holds
+    for f in sorted(STATE.glob("*.state")):
+        if f.read_text() in ("PENDING", "RUNNING", "REQUEUED"):
+            print(f"{f.name[:-len('.state')]}|{f.read_text()}")
 elif name == "scontrol":
     assert args[0] == "requeue", args
     (STATE / f"{args[1]}.requeue").write_text("")
@@ -108,11 +131,12 @@ elif name == "scancel":
 
 @pytest.fixture
 def slurm_here(tmp_path, monkeypatch):
-    """A bin folder of stand-in Slurm commands first on the PATH; returns the state folder."""
+    """A bin folder of stand-in Slurm commands first on the PATH; returns the state folder
+    (its `bin` beside it: a test removes a command there to take it away)."""
     bin_dir, state = tmp_path / "bin", tmp_path / "slurm-state"
     bin_dir.mkdir()
     (bin_dir / "standin.py").write_text(STANDIN)
-    for name in ("sbatch", "srun", "sacct", "scontrol", "scancel"):
+    for name in ("sbatch", "srun", "sacct", "squeue", "scontrol", "scancel"):
         path = bin_dir / name
         path.write_text(f'#!/bin/sh\nexec {sys.executable} {bin_dir / "standin.py"} {name} "$@"\n')
         path.chmod(0o755)
@@ -211,3 +235,109 @@ def test_slurm_refusals_are_one_line(tmp_path, monkeypatch):
     result = invoke(["compare", *TINY, "--out", tmp_path, "--executor", "slurm"])
     assert result.exit_code == 2, result.output
     assert result.output == "error: --executor slurm needs Slurm's sbatch on the PATH, and there is none here\n"
+
+
+def _slurm(tmp_path, *extra):
+    return invoke(["compare", *TINY, "--policies", "regular", "--out", tmp_path / "out", "--executor", "slurm", *extra])
+
+
+def _calls(state, name="sbatch"):
+    log = state / "calls.log"
+    return log.read_text().count(f"{name} ") if log.exists() else 0
+
+
+@pytest.mark.parametrize(
+    "behaviour, words",
+    [
+        ("reject", "sbatch refused the job array: invalid partition specified: nosuch; Batch job submission failed"),
+        ("noid", "sbatch printed no job id (it said: 'Submitted.')"),
+        ("hang", "sbatch did not answer within 2 s (compare.slurm_submit_timeout)"),
+    ],
+)
+def test_sbatch_refusing_printing_no_id_or_hanging_is_one_line(tmp_path, slurm_here, monkeypatch, behaviour, words):
+    monkeypatch.setenv("STANDIN_SBATCH", behaviour)
+    result = _slurm(tmp_path, "--set", "compare.slurm_submit_timeout=2")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {words}") and result.output.count("\n") == 1, result.output
+    assert _calls(slurm_here) == 1 and not (tmp_path / "out" / ".jobs" / "slurm.json").exists()
+    left = [p.name for p in (tmp_path / "out" / ".jobs" / "slurm").iterdir() if p.is_file()]
+    assert left == []  # no pickle or script of a submission that did not happen
+
+
+def test_no_srun_is_one_line(tmp_path, slurm_here):
+    (slurm_here.parent / "bin" / "srun").unlink()
+    result = _slurm(tmp_path)
+    assert result.output == "error: --executor slurm needs Slurm's srun on the PATH, and there is none here\n"
+    assert result.exit_code == 2 and _calls(slurm_here) == 0
+
+
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("setup=5", "compare.slurm.setup: expected a list of strings, got 5"),
+        ("nodes=abc", "compare.slurm.nodes: expected int, got 'abc'"),
+        ("srun_args=[[1]]", "compare.slurm.srun_args[0]: expected a string, got [1]"),
+        ("time=-1", "compare.slurm.time: set it with --slurm-time"),
+        ("additional_parameters={time: -1}", "compare.slurm.additional_parameters.time: already set"),
+        ("nodes=0", "compare.slurm.nodes must be between 1 and 100,000, got 0"),
+        ('mem="8G\\nrm -rf x"', "compare.slurm.mem: '8G\\nrm -rf x' holds a line break"),
+    ],
+)
+def test_compare_slurm_values_are_checked_before_anything_is_submitted(tmp_path, slurm_here, setting, words):
+    result = _slurm(tmp_path, "--set", f"compare.slurm.{setting}")
+    assert result.exit_code == 2 and result.output == f"error: {words}" + result.output[len(words) + 7 :], result.output
+    assert result.output.count("\n") == 1 and _calls(slurm_here) == 0
+
+
+def test_valid_compare_slurm_values_reach_the_script(tmp_path, slurm_here, monkeypatch):
+    monkeypatch.setenv("STANDIN_SBATCH", "queue")
+    extra = ["--detach", "--set", "compare.slurm.mem=8", "--set", "compare.slurm.setup=[module load x, 5]"]
+    extra += ["--set", "compare.slurm.additional_parameters={reservation: r1, requeue: true}"]
+    result = _slurm(tmp_path, *extra)
+    assert result.exit_code == 0, result.output
+    script = next((tmp_path / "out" / ".jobs" / "slurm").glob("*_submission.sh")).read_text()
+    assert "#SBATCH --mem=8\n" in script and "\nmodule load x\n5\n" in script
+    assert "#SBATCH --reservation=r1\n" in script and "#SBATCH --requeue\n" in script
+
+
+def test_compare_after_detach_does_not_resubmit_jobs_still_queued_without_sacct(tmp_path, slurm_here, monkeypatch):
+    """sacct missing (no accounting on the cluster) read as 'finished', and a second compare
+    submitted every run still queued a second time."""
+    monkeypatch.setenv("STANDIN_SBATCH", "queue")
+    assert _slurm(tmp_path, "--detach").exit_code == 0 and _calls(slurm_here) == 1
+    (slurm_here.parent / "bin" / "sacct").unlink()
+    again = _slurm(tmp_path, "--detach")
+    assert again.exit_code == 0 and "1 run(s) queued or running" in again.output, again.output
+    assert _calls(slurm_here) == 1 and _calls(slurm_here, "squeue") == 1
+
+    (slurm_here.parent / "bin" / "squeue").unlink()  # nothing tells: refuse, never resubmit
+    blind = _slurm(tmp_path, "--detach")
+    assert blind.exit_code == 2 and blind.output.count("\n") == 1, blind.output
+    assert blind.output.startswith("error: cannot tell whether 1 run(s) submitted earlier (Slurm job 4000)")
+    assert _calls(slurm_here) == 1
+
+
+def test_a_job_slurm_no_longer_holds_is_submitted_again(tmp_path, slurm_here, monkeypatch):
+    monkeypatch.setenv("STANDIN_SBATCH", "queue")
+    assert _slurm(tmp_path, "--detach").exit_code == 0
+    (slurm_here / "4000.state").write_text("FAILED")  # ended without a result: squeue lists it no more
+    again = _slurm(tmp_path, "--detach")
+    assert again.exit_code == 0 and _calls(slurm_here) == 2, again.output
+    (slurm_here.parent / "bin" / "squeue").unlink()  # sacct alone: its recorded state decides
+    (slurm_here / "4001.state").write_text("CANCELLED by 0")
+    assert _slurm(tmp_path, "--detach").exit_code == 0 and _calls(slurm_here) == 3
+
+
+def test_a_task_killed_before_its_result_fails_instead_of_being_waited_for(tmp_path, slurm_here, monkeypatch):
+    """With no sacct, submitit never learnt that a job had ended: a task killed before it wrote
+    its result (its node lost) kept compare waiting for ever."""
+    from fineprune_cli.drivers import slurmcalls
+
+    monkeypatch.setattr(slurmcalls, "ASK_EVERY_S", 0.2)
+    monkeypatch.setenv("STANDIN_SBATCH", "queue")
+    monkeypatch.setenv("STANDIN_QUEUED", "NODE_FAIL")  # gone from squeue at once, no result written
+    (slurm_here.parent / "bin" / "sacct").unlink()
+    result = _slurm(tmp_path)
+    assert result.exit_code == 1, result.output
+    assert "seed 0: the task ended without a result (killed, or its node failed) (Slurm job 4000" in result.output
+    assert _calls(slurm_here, "squeue") == 2  # gone at two asks in a row, not at the first

@@ -2,6 +2,7 @@
 (base 60 and octal to YAML 1.1) are refused, a `--set` value is never cut at a ' #'."""
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
@@ -98,3 +99,39 @@ def test_a_merge_key_of_no_mapping_or_a_repeated_own_key_is_refused(tmp_path, te
     f.write_text(text)
     with pytest.raises(ConfigError, match=f"line \\d+: {words}"):
         build_config(f, {})
+
+
+def _bomb() -> str:
+    """Nine nested aliases of nine items, in one flow list: 9**9 strings once expanded."""
+    inner = '["x","x","x","x","x","x","x","x","x"]'
+    for name in "abcdefgh":
+        inner = f"[&{name} {inner}" + f",*{name}" * 8 + "]"
+    return inner
+
+
+@pytest.mark.parametrize("look", ["--print-config", "--dry-run"])
+def test_a_yaml_alias_bomb_in_compare_slurm_is_refused_before_it_expands(tmp_path, look):
+    """The bomb read cheaply (shared lists), then --print-config and --dry-run copied the
+    settings and expanded its 387 million strings."""
+    import time
+
+    config = tmp_path / "c.yaml"
+    config.write_text(f"compare:\n  executor: slurm\n  slurm:\n    setup: {_bomb()}\n")
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["compare", "-m", "lenet", "-d", "synthetic", "--config", str(config), look])
+    assert time.monotonic() - start < 10 and result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {config}: its aliases repeat ") and "more than the 10,000" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_aliases_are_measured_as_they_expand_and_refused_beyond_a_small_size():
+    shared = "base: &b {lr: 0.1, epochs: 3}\none: *b\ntwo: *b\n"
+    assert load(shared)["two"] == {"lr": 0.1, "epochs": 3}  # a few shared settings are fine
+    ten_thousand = "a: &a [" + ",".join(["x"] * 100) + "]\nb: [" + ",".join(["*a"] * 99) + "]\n"
+    assert len(load(ten_thousand)["b"]) == 99  # 99 repeats of 101 nodes: 9,999, under the limit
+    with pytest.raises(yaml.YAMLError, match="its aliases repeat 10,100 values"):
+        load(ten_thousand.replace("*a]", "*a,*a]"))
+    with pytest.raises(yaml.YAMLError, match="an alias refers to a value that holds it"):
+        load("a: &a [1, *a]\n")
+    with pytest.raises(ConfigError, match="--set compare.slurm.setup: its aliases repeat"):
+        parse_set(["compare.slurm.setup=" + _bomb()])

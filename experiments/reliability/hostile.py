@@ -41,10 +41,12 @@ from cases_files import FILE_CASES, make_folder_run, make_pruned  # noqa: E402
 from cases_launch import HELD, LAUNCH_CASES  # noqa: E402
 from cases_round4 import ROUND4_CASES  # noqa: E402
 from cases_round5_jobs import ROUND5_JOBS_CASES  # noqa: E402
+from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
 
 # groups run apart (tests/test_hostile.py runs one per test, so they spread over pytest workers)
 GROUPS = {"flags": CASES, "files": FILE_CASES, "launch": LAUNCH_CASES, "round4": ROUND4_CASES}
 GROUPS["round5jobs"] = ROUND5_JOBS_CASES
+GROUPS["round5slurm"] = ROUND5_SLURM_CASES
 ALL_CASES = [c for cases in GROUPS.values() for c in cases]
 # what cases copy, each made the first time a case asks for it
 TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}

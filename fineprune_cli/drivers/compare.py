@@ -18,6 +18,7 @@ from ..engine.config import Config, load_yaml, resolve, split_experiment, valida
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, between, check_section, option
+from . import slurmsettings
 
 
 def _policies(names: list[str]) -> str | None:
@@ -127,7 +128,14 @@ class CompareConfig:
         flag="",
         help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
         "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
-        "or a compare.slurm mapping in --config.",
+        "or a compare.slurm mapping in --config; each checked for its type.",
+    )
+    slurm_submit_timeout: int = option(
+        120,
+        check=between(1, 3600),
+        flag="",
+        help="With --executor slurm: seconds sbatch may take to answer before compare gives up "
+        "on it (a controller that never answers must not hang compare). (default 120)",
     )
 
     def check(self) -> None:
@@ -143,6 +151,7 @@ class CompareConfig:
             if given:
                 name = "compare.slurm" if given[0] == "slurm" else f"--{given[0].replace('_', '-')}"
                 raise ConfigError(f"{name} needs --executor slurm")
+        self.slurm = slurmsettings.checked(self.slurm)
 
 
 MAX_SEEDS = 1000  # more seeds than any comparison plans: a typo must not plan 10^8 runs

@@ -6,6 +6,8 @@ with the same arguments, and the requeued task finds its run incomplete and resu
 run's own checkpoint (written every epoch). The job ids are kept in <out>/.jobs/slurm.json,
 so `--detach` can return at once and a later `compare` with the same arguments collects
 what finished, waits for what is still queued or running, and submits only what is missing.
+The calls to sbatch, squeue and sacct, each bounded in time, are in slurmcalls.py; the
+compare.slurm settings' types in slurmsettings.py.
 """
 
 from __future__ import annotations
@@ -24,22 +26,12 @@ from .. import console
 from ..engine.files import atomic_write_text
 from ..errors import ConfigError, FinepruneError
 from .executor import POLL_S, Outcome, Task, Watch
+from .slurmcalls import Lost, held, submitting
 
 if TYPE_CHECKING:
     from .compare import CompareConfig
 
 LEDGER = "slurm.json"
-FINISHED = (
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "TIMEOUT",
-    "OUT_OF_MEMORY",
-    "NODE_FAIL",
-    "BOOT_FAIL",
-    "DEADLINE",
-    "PREEMPTED",
-)
 
 
 class Detached(FinepruneError):
@@ -60,8 +52,9 @@ class FinepruneTask(submitit.helpers.Checkpointable):
 
 
 def slurm_executor(c: "CompareConfig") -> "SlurmRunner":
-    if shutil.which("sbatch") is None:
-        raise ConfigError("--executor slurm needs Slurm's sbatch on the PATH, and there is none here")
+    for command in ("sbatch", "srun"):  # submitit's job script runs each task through srun
+        if shutil.which(command) is None:
+            raise ConfigError(f"--executor slurm needs Slurm's {command} on the PATH, and there is none here")
     return SlurmRunner(c)
 
 
@@ -116,13 +109,17 @@ class SlurmRunner:
     def submit(self, tasks: list[Task]) -> dict[Task, submitit.SlurmJob]:
         """The tasks' jobs: those still queued or running from an earlier `compare`, and new ones."""
         ledger, jobs = self._ledger(), {}
-        for task in tasks:
-            known = ledger.get(str(task.config))
-            if known:
-                job = submitit.SlurmJob(folder=self.folder, job_id=known)
-                state = job.get_info(mode="force").get("State", "UNKNOWN").split()[0]
-                if not job.paths.result_pickle.exists() and state not in FINISHED + ("UNKNOWN",):
-                    jobs[task] = job
+        earlier = {t: ledger[str(t.config)] for t in tasks if ledger.get(str(t.config))}
+        earlier = {t: j for t, j in earlier.items() if not self._job(j).paths.result_pickle.exists()}
+        if earlier:
+            queued = held(set(earlier.values()), self.c.slurm_submit_timeout)
+            if queued is None:  # submitting again could train a run twice at once
+                raise FinepruneError(
+                    f"cannot tell whether {len(earlier)} run(s) submitted earlier (Slurm job "
+                    f"{', '.join(sorted({j.split('_')[0] for j in earlier.values()}))}) are still queued or "
+                    "running: neither squeue nor sacct answered; compare again once they do"
+                )
+            jobs = {t: self._job(j) for t, j in earlier.items() if queued.get(j, False)}
         missing = [t for t in tasks if t not in jobs]
         if missing:
             executor = submitit.SlurmExecutor(folder=self.folder)
@@ -130,12 +127,21 @@ class SlurmRunner:
                 executor.update_parameters(**parameters(self.c))
             except ValueError as exc:  # a compare.slurm name submitit does not know: its list follows
                 raise ConfigError(f"compare.slurm: {' '.join(str(exc).split())}") from None
-            new = executor.map_array(FinepruneTask(), [str(t.config) for t in missing], [t.command for t in missing])
+            new = submitting(
+                self.folder,
+                self.c.slurm_submit_timeout,
+                lambda: executor.map_array(
+                    FinepruneTask(), [str(t.config) for t in missing], [t.command for t in missing]
+                ),
+            )
             jobs.update(zip(missing, new))
             ledger.update({str(t.config): j.job_id for t, j in zip(missing, new)})
             self._save(ledger)
             console.info(f"submitted {len(missing)} run(s) to Slurm: job {new[0].job_id.split('_')[0]}")
         return jobs
+
+    def _job(self, job_id: str) -> submitit.SlurmJob:
+        return submitit.SlurmJob(folder=self.folder, job_id=job_id)
 
     def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
         jobs = self.submit(tasks)
@@ -144,18 +150,12 @@ class SlurmRunner:
                 f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
                 "arguments collects what finished and submits what is missing"
             )
-        outcomes, running = [], set()
+        outcomes, running, lost = [], set(), Lost(self.c.slurm_submit_timeout)
         while jobs:
+            ended = lost.check({j.job_id for j in jobs.values()})
             for task, job in list(jobs.items()):
-                if job.done():
-                    error = job.exception()
-                    outcome = Outcome(
-                        task,
-                        error is None,
-                        ""
-                        if error is None
-                        else f"{failure_line(error)} (Slurm job {job.job_id}; logs: {job.paths.stderr})",
-                    )
+                if job.paths.result_pickle.exists() or job.job_id in ended:
+                    outcome = self._outcome(task, job)
                     outcomes.append(outcome)
                     del jobs[task]
                     watch.changed(task, "done" if outcome.ok else f"failed: {outcome.error}")
@@ -166,3 +166,13 @@ class SlurmRunner:
             if jobs:
                 time.sleep(POLL_S)
         return outcomes
+
+    @staticmethod
+    def _outcome(task: Task, job: submitit.SlurmJob) -> Outcome:
+        """Its result, read from the file the task wrote (no sacct: a cluster may have none)."""
+        if not job.paths.result_pickle.exists():
+            error = "the task ended without a result (killed, or its node failed)"
+        else:
+            exception = job.exception()
+            error = "" if exception is None else failure_line(exception)
+        return Outcome(task, not error, f"{error} (Slurm job {job.job_id}; logs: {job.paths.stderr})" if error else "")

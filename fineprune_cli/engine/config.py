@@ -272,6 +272,8 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = yamlvalues.load(text)
+    except yamlvalues.Repeated as exc:  # valid YAML, refused for what it would expand to
+        raise ConfigError(f"{path}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = yamlvalues.problem_of(exc)

@@ -111,9 +111,50 @@ class Loader(yaml.SafeLoader):
     def construct_ambiguous(self, node: Any) -> Any:
         raise Ambiguous(None, None, ambiguity(node.value), node.start_mark)
 
+    def construct_document(self, node: Any) -> Any:
+        refuse_alias_bombs(node)
+        return super().construct_document(node)
+
 
 class Ambiguous(yaml.constructor.ConstructorError):
     """A number YAML 1.1 reads otherwise than Python and people do."""
+
+
+class Repeated(yaml.constructor.ConstructorError):
+    """Aliases that repeat more of the document than settings need, or that hold themselves."""
+
+
+MAX_REPEATED = 10_000  # nodes aliases may add: a config shares a few settings, not millions
+
+
+def refuse_alias_bombs(root: Any) -> None:
+    """Nine nested aliases of nine items each read as 9^9 strings: cheap to load (shared
+    objects) but expanded by every copy, comparison or dump of the settings. So the document is
+    measured as it would expand, each node once per time it is reached, before it is built."""
+    sizes: dict[int, int] = {}  # id(node) -> the node's expanded size
+
+    def size(node: Any, holding: set[int]) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in holding:
+            raise Repeated(None, None, "an alias refers to a value that holds it", node.start_mark)
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        holding.add(id(node))
+        sizes[id(node)] = 1 + sum(size(child, holding) for child in children)
+        holding.discard(id(node))
+        return sizes[id(node)]
+
+    repeated = size(root, set()) - len(sizes)
+    if repeated > MAX_REPEATED:
+        raise Repeated(
+            None,
+            None,
+            f"its aliases repeat {repeated:,} values, more than the {MAX_REPEATED:,} settings can need; "
+            "write the values out",
+            root.start_mark,
+        )
 
 
 _number_resolvers(Loader)
@@ -157,7 +198,7 @@ def problem_of(exc: yaml.YAMLError) -> str:
     problem = getattr(exc, "problem", "") or ""
     if problem.startswith(MERGE_PROBLEMS):
         return "a merge key (<<) takes a mapping or a list of mappings"
-    return problem if problem.startswith("duplicate key") or isinstance(exc, Ambiguous) else ""
+    return problem if problem.startswith("duplicate key") or isinstance(exc, (Ambiguous, Repeated)) else ""
 
 
 def comment_in(text: str) -> bool:
