@@ -57,6 +57,10 @@ class TestRound5Slurm(_Group):
     group = "round5slurm"
 
 
+class TestScript(_Group):
+    group = "script"
+
+
 def test_the_groups_hold_every_case_once():
     """The groups the classes above run apart are the whole suite of 400-odd inputs."""
     hostile = _harness()[0]

@@ -24,7 +24,8 @@ class Case:
     words: Sequence[str] = ()  # the message must contain these
     setup: Setup | None = None
     env: dict[str, str] = field(default_factory=dict)  # set in the case's process
-    # "refused": exit 2, one line, nothing written; "done": exit 0 and `check` finds nothing wrong
+    # "refused": exit 2, one line, nothing written; "done": exit 0 and `check` finds nothing wrong;
+    # "failed": exit 1, an `error:` line with `words` (a run of the matrix failed), `check` on the rest
     expect: str = "refused"
     check: Callable[[Path], str | None] | None = None  # given the case's work folder: what is wrong
     memory_mb: int | None = None  # RLIMIT_AS headroom over what the process maps (a smaller machine)

@@ -42,11 +42,13 @@ from cases_launch import HELD, LAUNCH_CASES  # noqa: E402
 from cases_round4 import ROUND4_CASES  # noqa: E402
 from cases_round5_jobs import ROUND5_JOBS_CASES  # noqa: E402
 from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
+from cases_round5_script import SCRIPT_CASES  # noqa: E402
 
 # groups run apart (tests/test_hostile.py runs one per test, so they spread over pytest workers)
 GROUPS = {"flags": CASES, "files": FILE_CASES, "launch": LAUNCH_CASES, "round4": ROUND4_CASES}
 GROUPS["round5jobs"] = ROUND5_JOBS_CASES
 GROUPS["round5slurm"] = ROUND5_SLURM_CASES
+GROUPS["script"] = SCRIPT_CASES
 ALL_CASES = [c for cases in GROUPS.values() for c in cases]
 # what cases copy, each made the first time a case asks for it
 TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}
@@ -78,7 +80,7 @@ class Outcome:
             found.add("traceback")
         if self.code is None:
             found.add("hang")
-        if self.wrong or (self.case.expect == "refused" and self.code == 0):
+        if self.wrong or (self.case.expect in ("refused", "failed") and self.code == 0):
             found.add("silent wrong result")
         if self.pwned:
             found.add("code executed")
@@ -92,6 +94,15 @@ class Outcome:
             return (
                 found
                 + ([f"exit {self.code}: {self.stderr.strip()[-300:]!r}"] if self.code != 0 else [])
+                + ([self.wrong] if self.wrong else [])
+            )
+        if self.case.expect == "failed":  # a run of the matrix failed: its own error line, the rest kept
+            errors = [ln for ln in self.stderr.splitlines() if ln.startswith("error: ")]
+            said = all(any(w in ln for ln in errors) for w in self.case.words)
+            return (
+                found
+                + ([f"exit {self.code}"] if self.code != 1 else [])
+                + ([] if said else [f"no error line with {self.case.words}: {self.stderr.strip()[-300:]!r}"])
                 + ([self.wrong] if self.wrong else [])
             )
         if self.code != 2:
@@ -257,7 +268,7 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
         os.close(HELD.pop())
     changed = _diff(before, snapshot(root))
     wrong = None
-    if case.check is not None and code == 0:
+    if case.check is not None and code == (1 if case.expect == "failed" else 0):
         try:
             wrong = case.check(work)
         except Exception as exc:  # noqa: BLE001 - a check that cannot read the result: wrong
@@ -269,7 +280,7 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
         out_file.read_text(errors="replace"),
         seconds,
         peak,
-        [] if case.expect == "done" else changed,
+        [] if case.expect in ("done", "failed") else changed,
         any(Path(p).name == "PWNED" for p in changed),
         torn_records(changed),
         wrong,
@@ -365,7 +376,13 @@ def main() -> int:
     print(
         f"{len(outcomes) - len(failed)} of {len(outcomes)} hostile inputs handled "
         f"({sum(o.case.expect == 'refused' for o in outcomes)} refused in one line with nothing written, "
-        f"{sum(o.case.expect == 'done' for o in outcomes)} done and checked): "
+        f"{sum(o.case.expect == 'done' for o in outcomes)} done and checked"
+        + (
+            f", {n} with a failed run named and the rest kept"
+            if (n := sum(o.case.expect == "failed" for o in outcomes))
+            else ""
+        )
+        + "): "
         + ", ".join(f"{n} {c}{'s' if n != 1 and c != 'code executed' else ''}" for c, n in counts.items())
         + f"; slowest {slowest.case.name} {slowest.seconds:.1f} s, "
         f"peak memory {max(o.peak_mb for o in outcomes):.0f} MB"

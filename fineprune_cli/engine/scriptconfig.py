@@ -13,12 +13,17 @@ PLACEHOLDERS = ("seed", "epochs", "milestones", "policy", "arm", "out")
 
 
 def _command(text: str) -> str | None:
+    import shlex
     import string
 
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
     except ValueError as exc:  # an unmatched brace
         return f"is not a command with {{placeholders}}: {exc}"
+    try:
+        shlex.split(text)
+    except ValueError as exc:  # an unbalanced quote
+        return f"is not a command line: {exc}"
     unknown = sorted(names - set(PLACEHOLDERS))
     if unknown:
         return f"names {{{unknown[0]}}}; the placeholders are {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
