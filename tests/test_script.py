@@ -88,21 +88,14 @@ def test_a_script_written_as_popular_cifar_scripts_are_is_harnessed_in_a_few_lin
     assert "fineprune.start(" in "\n".join(harnessed) and "fineprune" not in "\n".join(plain)
 
 
-def _image_folder(root: Path, classes: int = 3, per_class: tuple[int, int] = (16, 4)) -> Path:
-    """A tiny CIFAR-shaped image folder of JPEGs: each class a colour plus noise."""
-    import torch
-    from torchvision.io import encode_jpeg
-
-    g = torch.Generator().manual_seed(0)
-    colours = torch.rand(classes, 3, 1, 1, generator=g) * 200
-    for split, n in zip(("train", "test"), per_class):
-        for c in range(classes):
-            folder = root / split / f"class{c}"
-            folder.mkdir(parents=True)
-            for i in range(n):
-                image = (colours[c] + torch.rand(3, 32, 32, generator=g) * 55).to(torch.uint8)
-                (folder / f"{i}.jpg").write_bytes(encode_jpeg(image, quality=75).numpy().tobytes())
-    return root
+def _image_folder(root: Path) -> Path:
+    """A tiny CIFAR-shaped image folder of JPEGs (3 classes, 16 + 4 images each): the GPU dry run's."""
+    sys.path[:0] = [str(ROOT / "experiments" / "gpu"), str(ROOT / "experiments" / "bench")]
+    try:
+        from reproduce import tiny_images
+    finally:
+        del sys.path[:2]
+    return tiny_images(root, classes=3, per_class=(16, 4))
 
 
 @pytest.mark.slow  # two script runs, each importing torch and torchvision

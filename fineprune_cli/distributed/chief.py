@@ -21,7 +21,7 @@ from ..engine.fingerprint import fingerprint
 from ..engine.record import RunRecord, RunSummary, Status, default_run_dir, read_summary
 from ..engine.lrschedule import lr_schedule
 from ..engine.scalars import ScalarLog
-from ..engine.totals import Totals, new_summary
+from ..engine.totals import Totals, trainer_summary
 from ..engine.world import World
 from ..errors import ConfigError
 from .layout import Shards
@@ -54,17 +54,7 @@ def open_record(
         path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
         record = RunRecord(path, fresh=True)
         record.write_config(cfg.to_dict())
-        summary = new_summary(
-            cfg,
-            trainer.device,
-            record.path,
-            trainer.data.num_train,
-            world.size,
-            command,
-            classes=trainer.classes,
-            model_shapes=trainer.model_shapes,
-            num_test=trainer.data.test_y.numel(),
-        )
+        summary = trainer_summary(cfg, trainer, record.path, world.size, command)
         return record, summary, None
     summary = read_summary(resume_dir)  # the front door's `resumable` checked it can go on
     record = RunRecord(Path(resume_dir))

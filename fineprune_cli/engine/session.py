@@ -19,7 +19,7 @@ from .fingerprint import data_changes, fingerprint
 from .loop import Session, run_session
 from .record import CHECKPOINT, RunRecord, RunSummary, Status, default_run_dir, load_run_config, read_summary
 from .stream import data_identity
-from .totals import Totals, new_summary
+from .totals import Totals, trainer_summary
 from .world import World
 
 
@@ -34,17 +34,7 @@ def train_sync(
         trainer, policy = trainer_and_policy(cfg, world)
         record.open()
         record.write_config(cfg.to_dict())
-        summary = new_summary(
-            cfg,
-            trainer.device,
-            record.path,
-            trainer.data.num_train,
-            world.size,
-            command,
-            classes=trainer.classes,
-            model_shapes=trainer.model_shapes,
-            num_test=trainer.data.test_y.numel(),
-        )
+        summary = trainer_summary(cfg, trainer, record.path, world.size, command)
         record.write_summary(summary)
         return run_session(Session(cfg, record, trainer, policy, summary, Totals(), world), show_progress, bar)
     finally:

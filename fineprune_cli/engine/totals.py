@@ -111,6 +111,21 @@ def new_summary(
     )
 
 
+def trainer_summary(cfg: Config, trainer: Any, path: Path, world_size: int, command: str | None) -> RunSummary:
+    """A new run's summary with what its trainer knows of the data and the model."""
+    return new_summary(
+        cfg,
+        trainer.device,
+        path,
+        trainer.data.num_train,
+        world_size,
+        command,
+        classes=trainer.classes,
+        model_shapes=trainer.model_shapes,
+        num_test=trainer.data.test_y.numel(),
+    )
+
+
 def mark_diverged(record: RunRecord, summary: RunSummary, totals: Totals, row: EpochRow) -> checkpoint.Diverged:
     """Record the run as diverged at `row`'s epoch; returns the error to raise."""
     summarize(summary, totals)
