@@ -223,3 +223,34 @@ def test_a_bracketing_arm_that_cannot_be_trained_is_left_out_with_its_reason(tmp
     cfg.train.epochs = 6
     assert _trainable(cfg, [0.45], [0.5]) == []  # of 6 epochs both train 3
     assert "it trains the same schedule as shorter-45" in capsys.readouterr().err
+
+
+def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):
+    """A looks.json edited, or left stale after runs were deleted, was pasted as the decisions that
+    hold; the report replays the runs present and names each place the file disagrees."""
+    from fineprune_cli.analysis.sequence import disagreements, record
+    from fineprune_cli.analysis.study import Study
+    from fineprune_cli.analysis.verdict import looks_lines
+
+    runs = [r for r in _recipe_runs() if r.policy in ("regular", "ucb", "shorter-30")]
+    decisions, looks = replay(group(runs), Judging(), (2, 3, 4))
+    saved = record((2, 3, 4), looks, decisions, Judging())
+    folder = tmp_path / "deep" / "cmp"
+    folder.mkdir(parents=True)
+    (folder / "looks.json").write_text(json.dumps(saved))
+    assert disagreements([tmp_path], decisions) == []  # as the procedure wrote it: nothing to say
+    saved["decisions"]["ucb (lenet on toy)"]["word"] = "worth it"
+    saved["decisions"]["egreedy (lenet on toy)"] = {"word": "not worth it", "look": 1, "p_adjusted": 0.01}
+    (folder / "looks.json").write_text(json.dumps(saved))
+    lines = disagreements([tmp_path], decisions)
+    assert lines == [
+        f"{folder / 'looks.json'} records egreedy (lenet on toy): not worth it; replayed from the runs present: "
+        "not judged (its runs are not here)",
+        f"{folder / 'looks.json'} records ucb (lenet on toy): worth it; replayed from the runs present: not worth it",
+    ]
+    found = Study(runs, group(runs), Judging(), decisions, looks=(2, 3, 4), replayed=looks, recorded=lines)
+    assert any(line.startswith("Where a looks.json") for line in looks_lines(found))
+    (folder / "looks.json").write_text("{not json")
+    assert disagreements([tmp_path], decisions) == [
+        f"{folder / 'looks.json'} is unreadable; the looks are replayed from the runs present"
+    ]

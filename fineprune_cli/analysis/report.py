@@ -14,14 +14,14 @@ from typing import Any
 
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
-from . import plan, plots, timing
+from . import plots, timing
 from .decision import quantum_of
 from .groups import Groups, context_of, duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
 from .judging import Judging
 from .numbers import csv_cells, summary_rows, target_for
 from .runs import Problem, Run, load_runs
-from .study import study
+from .study import for_folders
 from .tables import context_title, table1, table2, table3
 from .verdict import build
 
@@ -60,7 +60,7 @@ def write_report(
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
-    found = study(runs, judging, plan.find(paths))
+    found = for_folders(runs, paths, judging)
     report = Report(out, runs, problems, found, notes=notes, verdict=build(found))
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,13 @@ computation from one set of runs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..arms import REGULAR
+from ..engine.files import read_regular_text
 from .advice import enrich
 from .decision import CANT_TELL, Decision, decide
 from .groups import Groups, subset
@@ -90,3 +93,29 @@ def record(planned: tuple[int, ...], looks: list[Look], decisions: list[Decision
             if d.word != CANT_TELL
         },
     }
+
+
+LOOKS_FILE = "looks.json"
+
+
+def disagreements(paths: list[Path], decisions: list[Decision]) -> list[str]:
+    """Where a looks.json that `compare --until-decided` wrote among these runs records another
+    decision than the looks replayed from the runs present (runs deleted, added or edited since,
+    or the file edited): the replay is what the report says; the file is named, not believed."""
+    now = {key(d): d.word for d in decisions}
+    files = sorted({f for root in paths if root.is_dir() for f in root.rglob(LOOKS_FILE) if f.is_file()})
+    lines = []
+    for path in files:
+        try:
+            recorded = json.loads(read_regular_text(path, 1 << 20)).get("decisions", {})
+            words = {name: entry["word"] for name, entry in recorded.items()}
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            lines.append(f"{path} is unreadable; the looks are replayed from the runs present")
+            continue
+        for name in sorted(set(words) | {n for n, w in now.items() if w != CANT_TELL}):
+            if words.get(name, CANT_TELL) != now.get(name, CANT_TELL):
+                lines.append(
+                    f"{path} records {name}: {words.get(name, CANT_TELL)}; replayed from the runs present: "
+                    f"{now.get(name, 'not judged (its runs are not here)')}"
+                )
+    return lines

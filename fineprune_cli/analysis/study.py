@@ -5,7 +5,7 @@ terminal tables of `compare` and `report`) reads the decisions from here and dec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import plan as plans_
@@ -15,7 +15,7 @@ from .groups import Groups, group
 from .judging import Judging
 from .plan import Plan
 from .runs import Run
-from .sequence import Look, replay, single
+from .sequence import Look, disagreements, replay, single
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Study:
     replayed: list[Look] = field(default_factory=list)
     beyond: list[int] = field(default_factory=list)  # seeds present past the last planned look
     collapsed: list[Collapse] = field(default_factory=list)  # named beside the decisions, kept in them
+    recorded: list[str] = field(default_factory=list)  # where a looks.json says otherwise than the replay
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:
@@ -53,4 +54,7 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
 
 
 def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = None) -> Study:
-    return study(runs, judging, plans_.find(paths))
+    """The study of the runs read from `paths`, with the plans recorded there and what their
+    looks.json files say otherwise."""
+    found = study(runs, judging, plans_.find(paths))
+    return replace(found, recorded=disagreements(paths, found.decisions))

@@ -236,9 +236,16 @@ def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
 
 
 def looks_lines(found: Study) -> list[str]:
-    """The planned looks as replayed from the runs present."""
+    """The planned looks as replayed from the runs present, and where a looks.json says otherwise."""
+    differ = (
+        ["Where a looks.json among these runs says otherwise (this report replays the runs present):", ""]
+        + [f"- {line}" for line in found.recorded]
+        + [""]
+        if found.recorded
+        else []
+    )
     if not found.looks:
-        return []
+        return differ
     lines = [
         f"Planned looks after {', '.join(map(str, found.looks))} seeds, replayed from the runs present: "
         "a decision reached at a look stands.",
@@ -253,7 +260,7 @@ def looks_lines(found: Study) -> list[str]:
         )
     if found.beyond:
         lines += ["", f"Seeds {seeds_text(found.beyond)} lie beyond the last planned look and decide nothing."]
-    return lines + [""]
+    return lines + [""] + differ
 
 
 @dataclass(frozen=True)
