@@ -396,6 +396,17 @@ def test_shorter_arms_that_round_to_one_schedule_are_refused(tmp_path):
         plan(cfg, c)
 
 
+def test_a_shorter_arm_that_rounds_to_regulars_schedule_is_refused(tmp_path):
+    """10% fewer of 5 epochs rounds to 5: regular's run trained again as 'shorter-10', a cheap
+    alternative that costs as much as regular."""
+    cfg, c = _cfg(tmp_path, shorter=[0.1])
+    cfg.train.epochs = 5
+    with pytest.raises(ConfigError, match="shorter-10 of 5 epochs trains 5, as regular does: it is no shorter"):
+        plan(cfg, c)
+    cfg.train.epochs = 20
+    assert {j.arm for j in plan(cfg, c)} >= {"shorter-10"}  # 18 epochs
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("edit", ["final 150", "final a word", "a copy of seed 0"])
 def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tmp_path, capsys, edit):

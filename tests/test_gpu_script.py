@@ -256,9 +256,9 @@ def test_two_calls_on_two_machines_add_runs_of_one_matrix_and_one_report(two_mac
     calls = sorted((results / "dry-run-lenet" / "calls").iterdir())
     assert len(calls) == 2
     made = [sorted(p.name for p in (c / "runs" / "lenet-folder").iterdir()) for c in calls]
-    assert made[0] == ["fine-seed0", "random-seed0", "regular-seed0", "shorter-10-seed0"]
+    assert made[0] == ["fine-seed0", "random-seed0", "regular-seed0", "shorter-25-seed0"]
     assert len(made[1]) == 4 and not set(made[0]) & set(made[1])  # the next missing runs, none twice
-    assert "shorter-15-seed0" in made[1] and "regular-seed1" in made[1]
+    assert "shorter-50-seed0" in made[1] and "regular-seed1" in made[1]
     with open(results / "dry-run-lenet" / "summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert {r["variant"] for r in rows} == {""}  # one context: the data unpacked twice is one dataset

@@ -223,6 +223,8 @@ def test_a_bracketing_arm_that_cannot_be_trained_is_left_out_with_its_reason(tmp
     cfg.train.epochs = 6
     assert _trainable(cfg, [0.45], [0.5]) == []  # of 6 epochs both train 3
     assert "it trains the same schedule as shorter-45" in capsys.readouterr().err
+    assert _trainable(cfg, [], [0.05, 0.3]) == [0.3]  # 5% fewer of 6 epochs: 6, regular's own
+    assert "shorter-5 is left out of the next look: shorter-5 of 6 epochs trains 6" in capsys.readouterr().err
 
 
 def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):

@@ -251,6 +251,11 @@ def shorter_runs(cfg: Config, share: float) -> tuple[int, tuple[int, ...]]:
     one line, where the milestones cannot be scaled)."""
     train = resolve(copy.deepcopy(cfg)).train
     epochs, milestones, _ = shorter_schedule(train.epochs, train.milestones, train.warmup_epochs, share)
+    if epochs == train.epochs:  # 10% of 5 epochs rounds to none: regular's run under another name
+        raise ConfigError(
+            f"{shorter_arm(share)} of {train.epochs} epochs trains {epochs}, as regular does: it is no "
+            "shorter; use a larger budget or more epochs"
+        )
     return epochs, tuple(milestones)
 
 
