@@ -91,7 +91,9 @@ def test_bench_writes_the_device_table(dry_run):
     with open(table, newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["model"] for r in rows] == ["lenet"] and rows[0]["samples"] == "256"
-    assert float(rows[0]["ours_img_s"]) > 0 and 0 < float(rows[0]["pruned_0.3"]) < 2
+    # plumbing, not speed: a pruned epoch of 179 images takes milliseconds, and one hiccup of a
+    # loaded machine made it 4.7 times a full one (benchmarks are read from bench.py's table)
+    assert float(rows[0]["ours_img_s"]) > 0 and 0 < float(rows[0]["pruned_0.3"]) < float("inf")
     assert rows[0]["commit"] == records.git_commit()
     assert "| model |" in table.with_suffix(".md").read_text()
     names = _members(out / "bench.tar.gz")
