@@ -185,3 +185,15 @@ def test_a_hanging_script_under_jobs_is_stopped_and_the_others_go_on(tmp_path, m
     assert done.exit_code == 1, done.output
     assert "ran past --script-timeout 20 s" in done.output and "1 of 2 runs failed" in done.output
     assert summary_of(tmp_path / "cmp" / "hang-data" / "regular-seed0")["status"] == "complete"
+
+
+def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_path, monkeypatch):
+    """It tracebacked: the dry run probed fineprune's trainer on the script's dataset name."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "--script", "python train.py --seed {seed}", "--epochs", "12", "--milestones", "6,9",
+            "--policies", "regular,fine,random", "--shorter", "0.1", "--seeds", "0,1", "--out", "cmp", "--dry-run"]  # fmt: skip
+    done = invoke(argv)
+    assert done.exit_code == 0, done.output
+    assert "8 runs planned" in done.output and "shorter-10" in done.output
+    assert "no time estimate: a --script run is your own command" in done.output
+    assert list(tmp_path.iterdir()) == []  # nothing written

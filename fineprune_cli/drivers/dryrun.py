@@ -187,6 +187,8 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
     from ..engine.stream import data_identity
 
     matrix = replace(c, seeds=list(range(c.looks[-1]))) if c.until_decided else c
+    if cfg.script.command:
+        return _script_plan(cfg, c, matrix)
     runs, shapes, identities, costs = [], {}, {}, {}
     for job in plan(cfg, matrix):
         job_cfg = job_config(cfg, job, c.out)
@@ -200,6 +202,20 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
         costs.setdefault(f"{job.model}-{job.dataset}", (job_cfg, channels, size, classes))
     experiment = {**cfg.to_dict(), "compare": asdict(c)}
     return _timed(experiment, runs, costs, cfg, pace_of(cfg, c), c.looks, timer)
+
+
+def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun:
+    """`compare --script --dry-run`: the runs and their schedules; no time, since only running the
+    script could tell it (its data's size is the script's too: the pruned share stands for it)."""
+    runs = []
+    for job in plan(cfg, matrix):
+        job_cfg = job_config(cfg, job, c.out)
+        runs.append(planned(job_cfg, job.arm, 1))
+        runs[-1].look = next((k for k, seeds in enumerate(c.looks, 1) if job.seed < seeds), 1)
+        runs[-1].state = existing_state(job_cfg, {})
+    why = "a --script run is your own command: only running it tells its time (each run's log says it)"
+    experiment = {**cfg.to_dict(), "compare": asdict(c)}
+    return DryRun(experiment, runs, {}, {}, None, None, why, cfg.run.device, pace_of(cfg, c), list(c.looks), "")
 
 
 def pace_of(cfg: Config, c: CompareConfig) -> Pace:
