@@ -116,6 +116,10 @@ SCRIPT_CASES = [
     failed("script-hangs-under-jobs", "if seed: time.sleep(600)\n" + FULL, ("ran past --script-timeout 8 s",),
            "--jobs", "2", "--script-timeout", "8"),  # fmt: skip
     failed("script-not-found", "", ("could not start",), "--script", "no-such-program {seed}", kept=()),
+    Case("script-dry-run", setup=scripted(FULL, "--dry-run"), expect="done",
+         check=lambda w: "the dry run wrote its runs" if (w / "cmp").exists() else None),
+    Case("script-print-config", setup=scripted(FULL, "--print-config"), expect="done",
+         check=lambda w: "print-config wrote its runs" if (w / "cmp").exists() else None),
     Case("script-killed-and-resumed", setup=_stopped_once, expect="done", check=_resumed),
     Case("script-regular-and-fine", setup=scripted(FULL, "--window", "2", "--start", "1", policies="regular,fine"),
          expect="done", check=runs_complete("regular-seed0", "fine-seed0")),  # fmt: skip
