@@ -197,3 +197,32 @@ def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_p
     assert "8 runs planned" in done.output and "shorter-10" in done.output
     assert "no time estimate: a --script run is your own command" in done.output
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):
+    """What the harness cannot know, the script declares; a report keeps apart what differs."""
+    from fineprune_cli.analysis.groups import group
+    from fineprune_cli.analysis.runs import load_runs
+    from fineprune_cli.pruning.config import PruneConfig
+
+    same, other = fineprune.tensor_identity(torch.zeros(3)), fineprune.tensor_identity(torch.ones(3))
+
+    def make(name, policy, recipe, data, seed):
+        run = fineprune.start(num_train=10, seed=seed, epochs=2, policy=policy, prune=PruneConfig(window=2, start=1),
+                              out=tmp_path / name, recipe=recipe, data=data, model="m", dataset="d")  # fmt: skip
+        sampler = run.sampler()
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            sampler.loss(torch.arange(10), torch.rand(10))
+            run.log(train_loss=1.0 / (epoch + 1) + seed / 100, test_accuracy=50.0 + epoch + seed)
+        run.finish()
+
+    for seed in (0, 1):
+        make(f"regular{seed}", "regular", {"lr": 0.1}, same, seed)
+        make(f"fine{seed}", "fine", {"lr": 0.1}, same, seed)
+        make(f"fine-lr{seed}", "fine", {"lr": 0.2}, same, seed)
+        make(f"fine-data{seed}", "fine", {"lr": 0.1}, other, seed)
+    runs, problems = load_runs([tmp_path])
+    assert len(runs) == 8 and not problems
+    rows = sorted(sorted(by) for by in group(runs).values())
+    assert rows == [["fine"], ["fine (lr 0.1)", "fine (lr 0.2)", "regular"]]  # other data: a context of its own
