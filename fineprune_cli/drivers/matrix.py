@@ -55,10 +55,7 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
                 console.error(str(exc))
                 failed.append(job)
     if failed:
-        raise RunsFailed(
-            f"{len(failed)} of {len(todo)} runs failed (each said why above); the others are kept, "
-            "and `compare` again trains only what is missing"
-        )
+        raise RunsFailed(len(failed), len(todo))
     return [job.run_dir(c.out) for job in jobs]
 
 

@@ -26,6 +26,12 @@ class RunsFailed(FinepruneError):
 
     exit_code = 1
 
+    def __init__(self, failed: int, total: int, logs: str = "") -> None:
+        super().__init__(
+            f"{failed} of {total} runs failed (each said why above{f'; {logs}' if logs else ''}); the "
+            "others are kept, and `compare` again trains only what is missing"
+        )
+
 
 def on_cuda(device: str) -> bool:
     if device.startswith("cuda"):
@@ -85,8 +91,4 @@ def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str |
         outcomes = executor.run(tasks, grid)
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        raise RunsFailed(
-            f"{len(failed)} of {len(tasks)} runs failed (each said why above; logs beside "
-            f"their configs in {Path(c.out) / JOBS}); the others are kept, and `compare` "
-            "again trains only what is missing"
-        )
+        raise RunsFailed(len(failed), len(tasks), f"logs beside their configs in {Path(c.out) / JOBS}")

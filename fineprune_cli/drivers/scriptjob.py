@@ -52,7 +52,7 @@ def fill(cfg: Config) -> list[str]:
         "arm": cfg.run.arm or cfg.policy,
         "out": cfg.run.out,
     }
-    quoted = {k: shlex.quote(str(v)) if str(v) else "''" for k, v in values.items()}
+    quoted = {k: shlex.quote(str(v)) for k, v in values.items()}
     try:
         return shlex.split(cfg.script.command.format(**quoted))
     except ValueError as exc:
