@@ -226,3 +226,35 @@ def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):
     assert len(runs) == 8 and not problems
     rows = sorted(sorted(by) for by in group(runs).values())
     assert rows == [["fine"], ["fine (lr 0.1)", "fine (lr 0.2)", "regular"]]  # other data: a context of its own
+
+
+@pytest.mark.slow  # a Python process importing the drivers (torch), stopped by a signal
+def test_sigterm_to_the_process_running_a_script_stops_the_script_too(tmp_path):
+    """The script runs in a session of its own; Python's default SIGTERM ended its parent (a --jobs
+    task, or compare) at once and left the script training with nobody to wait for it."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    script = tmp_path / "s.py"
+    script.write_text(
+        f"import os, time\nopen({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+    )
+    driver = (
+        "import sys\nfrom fineprune_cli.drivers.scriptjob import run_script\n"
+        "from fineprune_cli.drivers.task import Label\nfrom fineprune_cli.engine.config import Config\n"
+        f"cfg = Config()\ncfg.script.command = {f'{sys.executable} {script}'!r}\n"
+        f"cfg.run.out = {str(tmp_path / 'cmp' / 's-data' / 'regular-seed0')!r}\n"
+        "try:\n    run_script(cfg, Label('s'))\nexcept KeyboardInterrupt:\n    sys.exit(130)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", driver])
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int((tmp_path / "pid").read_text())
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=30) == 130
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # the script went with it

@@ -85,6 +85,11 @@ def run_script(cfg: Config, bar: Any) -> None:
 def _wait(proc: subprocess.Popen, run_dir: Path, timeout: int, bar: Any) -> int | None:
     """The script's exit code (None: stopped at the time limit), advancing the bar per epoch."""
     started, seen = time.monotonic(), 0
+    # SIGTERM to this process (compare's, or a --jobs task's, forwarded) must stop the script too:
+    # Python's default would end this process at once and leave the script, a session of its
+    # own, running with nobody to wait for it
+    restore = _main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if restore else None
     try:
         while proc.poll() is None:
             if timeout and time.monotonic() - started > timeout:
@@ -95,8 +100,17 @@ def _wait(proc: subprocess.Popen, run_dir: Path, timeout: int, bar: Any) -> int 
     except BaseException:  # Ctrl-C or SIGTERM to compare: the script stops with it
         _stop(proc)
         raise
+    finally:
+        if restore:
+            signal.signal(signal.SIGTERM, previous)
     _advance(run_dir, seen, bar)
     return proc.returncode
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def _advance(run_dir: Path, seen: int, bar: Any) -> int:
