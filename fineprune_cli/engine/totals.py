@@ -82,7 +82,10 @@ def new_summary(
     classes: int | None = None,
     model_shapes: str | None = None,
     num_test: int = 0,
+    data: dict[str, str] | None = None,
 ) -> RunSummary:
+    """A new run's summary; `data`: its data's identity where the run knows it itself (a script
+    declares its own), else read from cfg.data."""
     schedule = {k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
     extra = {"model_shapes": model_shapes} if model_shapes else {}
     return RunSummary(
@@ -104,7 +107,7 @@ def new_summary(
         command=command,
         world_size=world_size,
         schedule=schedule if cfg.policy != "regular" else {},
-        data=data_identity(cfg.data),
+        data=data_identity(cfg.data) if data is None else dict(data),
         machine=machine_signature(device),
         load_average=load_average(),
         extra=extra,

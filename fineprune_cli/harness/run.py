@@ -22,11 +22,10 @@ from typing import Any
 import torch
 
 from ..engine.config import Config, config_from_dict, load_yaml, validate
-from ..engine.device import describe_device, load_average, machine_signature
 from ..engine.files import atomic_torch_save
 from ..engine.scriptconfig import PLACEHOLDERS
-from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir, git_commit
-from ..engine.totals import Totals, summarize
+from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
+from ..engine.totals import Totals, new_summary, summarize
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
@@ -213,16 +212,10 @@ class ScriptRun:
         self.close()
 
     def _summary(self, data: dict, model: str, dataset: str) -> RunSummary:
-        cfg = self.cfg
-        return RunSummary(
-            model=model, dataset=dataset, epochs=cfg.train.epochs, seed=cfg.run.seed, policy=cfg.policy,
-            arm=cfg.run.arm, dataset_label=dataset, num_train=self.num_train, device=describe_device(self.device),
-            run_dir=str(self.path), torch=torch.__version__, git_commit=git_commit(),
-            started=time.strftime("%Y-%m-%dT%H:%M:%S"), command=shlex.join([sys.executable, *sys.argv]),
-            schedule={k: v for k, v in vars(cfg.prune).items() if k not in ("enabled", "policy")}
-            if cfg.policy != "regular" else {},
-            data=dict(data), machine=machine_signature(self.device), load_average=load_average(),
-        )  # fmt: skip
+        command = shlex.join([sys.executable, *sys.argv])
+        summary = new_summary(self.cfg, self.device, self.path, self.num_train, command=command, data=data)
+        summary.model, summary.dataset, summary.dataset_label = model, dataset, dataset
+        return summary
 
     def _write(self) -> None:
         summarize(self.summary, self.totals)
