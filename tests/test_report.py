@@ -275,3 +275,19 @@ def test_the_papers_rows_only_beside_the_papers_dataset(tmp_path):
         groups = group(load_runs([root])[0])
         for _, rows in (table1(groups), table2(groups)):
             assert any(r[0].startswith("Paper") for r in rows) == shown, (label, rows)
+
+
+def test_a_run_config_of_aliases_that_expand_without_bound_is_left_out_at_once(tmp_path):
+    """config.yaml was read with plain safe_load: its shared lists came back cheaply, and the
+    grouping that walks a run's settings then expanded 9**9 strings."""
+    import time
+
+    path = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0])
+    inner = '["x","x","x","x","x","x","x","x","x"]'
+    for name in "abcdefgh":
+        inner = f"[&{name} {inner}" + f",*{name}" * 8 + "]"
+    (path / "config.yaml").write_text(f"model:\n  name: lenet\n  notes: {inner}\n")
+    start = time.monotonic()
+    runs, problems = load_runs([tmp_path])
+    assert time.monotonic() - start < 10
+    assert not runs and "config.yaml is unreadable or corrupt" in problems[0].reason

@@ -30,6 +30,7 @@ from ..engine.config import Config, RunConfig, validate
 from ..engine.files import atomic_write_text, read_regular_text
 from ..engine.fingerprint import drop_unused
 from ..engine.record import Status, read_summary
+from ..engine import yamlvalues
 from ..engine.world import alone
 from ..errors import ConfigError
 from ..settings import check_section
@@ -238,9 +239,9 @@ def _check_same_settings(run_dir: Path, text: str) -> None:
     this command's settings. Settings a run does not use (a sync run's group size, an unset
     --batch-per-worker) do not count, so folders made before those settings existed are reused."""
     try:
-        theirs = yaml.safe_load(read_regular_text(run_dir / "scale-config.yaml"))
-        same = _used(theirs) == _used(yaml.safe_load(text))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError):
+        theirs = yamlvalues.load(read_regular_text(run_dir / "scale-config.yaml"))
+        same = _used(theirs) == _used(yamlvalues.load(text))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, AttributeError, TypeError):
         same = False
     if not same:
         raise ConfigError(

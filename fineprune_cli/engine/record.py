@@ -366,7 +366,7 @@ def read_metrics(run_dir: Path) -> list[EpochRow]:
 def load_run_config(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / CONFIG
     try:
-        data = yaml.safe_load(read_regular_text(path))
+        data = yamlvalues.load(read_regular_text(path))  # bounded: a hand-made alias bomb is refused
     except FileNotFoundError:
         raise ConfigError(f"{run_dir} is not a run folder: {CONFIG} is missing") from None
     except OSError as exc:
