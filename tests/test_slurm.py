@@ -279,7 +279,10 @@ def test_no_srun_is_one_line(tmp_path, slurm_here):
         ("srun_args=[[1]]", "compare.slurm.srun_args[0]: expected a string, got [1]"),
         ("time=-1", "compare.slurm.time: set it with --slurm-time"),
         ("additional_parameters={time: -1}", "compare.slurm.additional_parameters.time: already set"),
-        ("nodes=0", "compare.slurm.nodes must be between 1 and 100,000, got 0"),
+        ("nodes=0", "compare.slurm.nodes must be 1 (each run of compare is one Slurm task on one node), got 0"),
+        ("nodes=2", "compare.slurm.nodes must be 1 (each run of compare is one Slurm task on one node), got 2"),
+        ("ntasks_per_node=4", "compare.slurm.ntasks_per_node must be 1 (each run of compare is one Slurm task"),
+        ("additional_parameters={ntasks: 2}", "compare.slurm.additional_parameters.ntasks: each run of compare is"),
         ('mem="8G\\nrm -rf x"', "compare.slurm.mem: '8G\\nrm -rf x' holds a line break"),
     ],
 )

@@ -29,9 +29,11 @@ WRITTEN = ("array", "output", "error", "signal", "open-mode")
 Check = Callable[[Any], "str | None"]
 TEXT = ("qos", "mem", "mem_per_gpu", "mem_per_cpu", "comment", "constraint", "exclude", "gres")
 TEXT += ("mail_type", "mail_user", "nodelist", "dependency", "job_name", "wckey")
+# a run is one process: a second task (or node) would train the same run into the same folder
+ONE_TASK = "each run of compare is one Slurm task on one node"
 COUNTS: dict[str, Check] = {
-    "nodes": between(1, 100_000),
-    "ntasks_per_node": between(1, 4096),
+    "nodes": lambda v: None if v == 1 else f"must be 1 ({ONE_TASK})",
+    "ntasks_per_node": lambda v: None if v == 1 else f"must be 1 ({ONE_TASK})",
     "cpus_per_gpu": between(1, 4096),
     "gpus_per_node": between(0, 64),
     "signal_delay_s": between(0, 86_400),
@@ -99,6 +101,8 @@ def _extra(where: str, value: Any) -> dict[str, Any]:
         name = str(key)
         if not NAME.match(name):
             raise ConfigError(f"{where}: {short_repr(name)} is not an sbatch option name")
+        if name.startswith("ntasks"):
+            raise ConfigError(f"{where}.{name}: {ONE_TASK}; it takes no task counts")
         if name in taken or name.replace("-", "_") in FLAGGED:
             raise ConfigError(f"{where}.{name}: already set by submitit or a setting of compare; set it there")
         extra[name] = True if item is True else _text(f"{where}.{name}", item)
