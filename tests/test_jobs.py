@@ -234,3 +234,32 @@ def test_a_preempted_slurm_task_says_preempted_not_failed_during_processing():
     assert failure_line(gone).startswith("preempted by Slurm (or cancelled); ")
     crashed = "Job (task=0) failed during processing with trace:\n---\nValueError: bad pixels\n---"
     assert failure_line(FailedJobError(crashed)) == "bad pixels"
+
+
+BETWEEN_RUNS = """
+import os, signal, sys
+from fineprune_cli.cli import main
+from fineprune_cli.drivers import matrix
+real, calls = matrix.train_job, []
+def train_job(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 2:  # the first run finished, the second not yet begun: no training loop's stop
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(*args, **kwargs)
+matrix.train_job = train_job
+sys.argv = ["fineprune", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_sigterm_between_the_runs_of_a_one_job_compare_is_one_line(tmp_path):
+    """Between two runs no training loop holds SIGTERM, and its default action ended compare
+    with no line (exit -15); now it ends as Ctrl-C does there, and compare again continues."""
+    out = tmp_path / "cmp"
+    args = ["compare", *tiny(), "--policies", "regular,fine", "--out", str(out)]
+    result = subprocess.run([sys.executable, "-c", BETWEEN_RUNS, *args], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "interrupted; compare again to continue", result.stderr
+    assert summary_of(out / "lenet-synthetic" / "regular-seed0")["status"] == "complete"
+    assert not (out / "lenet-synthetic" / "fine-seed0").exists()

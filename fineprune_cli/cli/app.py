@@ -3,6 +3,7 @@ options shared by commands, and the command line a run records."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import signal
 import sys
@@ -68,6 +69,25 @@ class Interrupted(FinepruneError):
 
     exit_code = 130
     stop = True
+
+
+@contextlib.contextmanager
+def term_as_interrupt() -> Any:
+    """SIGTERM ends a command as Ctrl-C does: by an exception that says one line (killed
+    outright, a report left its hidden staging folder in --out, and a compare between runs
+    ended with nothing said). A training loop's own stop replaces it while it trains."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 OWN_PROCESS = {"main": False}  # set by main(): the process ends with this command

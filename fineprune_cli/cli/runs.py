@@ -15,7 +15,7 @@ from ..engine.scriptconfig import ScriptConfig
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import dryrun_view, views
-from .app import ConfigOpt, JsonOpt, app, invocation
+from .app import ConfigOpt, Interrupted, JsonOpt, app, invocation, term_as_interrupt
 from .conventions import (
     EXAMPLES,
     DryRunOpt,
@@ -139,6 +139,7 @@ def compare(
     from ..analysis.verdict import build
     from ..drivers.compare import load_compare
     from ..drivers.matrix import judged_matrix
+    from ..sequential.looks import until_decided
 
     matrix, rest = _split(settings, "compare")
     set_matrix, set_rest = _split(parse_set(set_), "compare")  # --set compare.jobs=2 fills the matrix
@@ -158,11 +159,11 @@ def compare(
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
             return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c), "judging": asdict(judging)}, as_json)
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
-    if c.until_decided:
-        from ..sequential.looks import until_decided
-
-        found = until_decided(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
-    else:
-        found = judged_matrix(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
+    run = until_decided if c.until_decided else judged_matrix
+    try:
+        with term_as_interrupt():
+            found = run(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
+    except KeyboardInterrupt:  # between runs: the finished ones are kept, the next compare goes on
+        raise Interrupted("interrupted; compare again to continue") from None
     looks = record(found.looks, found.replayed, found.decisions, judging) if found.looks else None
     views.show_compare(summary_rows(found), as_json, c.out, build(found), looks, found.collapsed)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -16,7 +13,7 @@ from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, bui
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import views
-from .app import ConfigOpt, JsonOpt, app, invocation, names
+from .app import ConfigOpt, JsonOpt, app, invocation, names, term_as_interrupt
 from .conventions import EXAMPLES, NnodesOpt, NodeRankOpt, RdzvEndpointOpt
 from .options import with_settings
 
@@ -58,27 +55,9 @@ def report(
             text = read_regular_text(notes, NOTES_LIMIT)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read --notes {notes}: {getattr(exc, 'strerror', None) or exc}") from None
-    with _term_as_interrupt():
+    with term_as_interrupt():
         made = write_report(folders, out, with_plots=plots, notes=text, judging=judging)
     views.show_report(made, as_json)
-
-
-@contextlib.contextmanager
-def _term_as_interrupt() -> Any:
-    """SIGTERM ends a report as Ctrl-C does: by an exception, so the half-written staging
-    folder is removed (killed outright, it stayed in --out as a hidden .report-* folder)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @app.command(epilog=EXAMPLES["scale"])
