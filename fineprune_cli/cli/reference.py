@@ -1,6 +1,6 @@
 """The settings reference page, generated from the settings' one declaration.
 
-Every setting is an `option(...)` field of a section (`engine.config`, `pruning.config`,
+Every setting is an `option(...)` field of a section (`engine.sections`, `pruning.config`,
 `drivers.compare`, `analysis.judging`); the YAML reader, the checks and the CLI flags all read it, and so does this
 page: its YAML key, flag, default, check and help, and which commands take the flag (read from
 the Typer app itself). `make docs-settings` (`python -m fineprune_cli.cli.reference PATH`)

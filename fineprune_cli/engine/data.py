@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..errors import DataError
-from .config import DATASETS
+from .sections import DATASETS
 from .imagefolder import load_image_folder
 from .synthetic import synthetic_tensors
 
