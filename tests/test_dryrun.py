@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fineprune_cli.cli import dryrun_view
-from fineprune_cli.drivers import dryrun, parallel, probe
+from fineprune_cli.drivers import dryrun, drytime, parallel, probe
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.probe import Probe
 from fineprune_cli.engine.config import Config
@@ -112,18 +112,18 @@ def test_the_figure_is_the_median_of_the_repeats():
 
 
 def test_makespan_starts_runs_in_order_on_the_first_free_slot():
-    assert dryrun.makespan([1, 1, 2], 2) == 3  # the executor does not reorder (the best order takes 2)
-    assert dryrun.makespan([2, 2, 2], 2) == 4
-    assert dryrun.makespan([2, 2, 2], 1) == 6
-    assert dryrun.makespan([3, 1, 2], 0) == 3  # 0: every run at once (a Slurm queue's best)
-    assert dryrun.makespan([], 2) == 0
+    assert drytime.makespan([1, 1, 2], 2) == 3  # the executor does not reorder (the best order takes 2)
+    assert drytime.makespan([2, 2, 2], 2) == 4
+    assert drytime.makespan([2, 2, 2], 1) == 6
+    assert drytime.makespan([3, 1, 2], 0) == 3  # 0: every run at once (a Slurm queue's best)
+    assert drytime.makespan([], 2) == 0
 
 
 def test_finished_runs_and_later_looks_count_apart():
     run = lambda look, state="new": SimpleNamespace(look=look, state=state, seconds=10.0)  # noqa: E731
     runs = [run(1, "complete"), run(1), run(2), run(2), run(3, "diverged")]
-    assert dryrun.wall(runs, 1, 1) == 10 and dryrun.wall(runs, 1, 3) == 30
-    assert dryrun.wall(runs, 2, 3) == 20  # look 2's two runs side by side; a look waits for its runs
+    assert drytime.wall(runs, 1, 1) == 10 and drytime.wall(runs, 1, 3) == 30
+    assert drytime.wall(runs, 2, 3) == 20  # look 2's two runs side by side; a look waits for its runs
 
 
 class FakeClock:
