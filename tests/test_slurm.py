@@ -344,3 +344,24 @@ def test_a_task_killed_before_its_result_fails_instead_of_being_waited_for(tmp_p
     assert result.exit_code == 1, result.output
     assert "seed 0: the task ended without a result (killed, or its node failed) (Slurm job 4000" in result.output
     assert _calls(slurm_here, "squeue") == 2  # gone at two asks in a row, not at the first
+
+
+def test_a_stop_while_waiting_on_slurm_leaves_the_jobs_there_and_says_how_to_go_on(tmp_path, slurm_here, monkeypatch):
+    """Ctrl-C (or SIGTERM, which compare takes as one) while compare waited on Slurm ended in a
+    bare 'interrupted': the queued runs went on unnamed. Now one line names the job, how a
+    later compare collects it and how to cancel it; the ledger keeps it, so nothing resubmits."""
+    from fineprune_cli.drivers import slurm
+
+    monkeypatch.setenv("STANDIN_SBATCH", "queue")
+
+    def pressed(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(slurm.time, "sleep", pressed)
+    result = _slurm(tmp_path)
+    assert result.exit_code == 130, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "stopped waiting: 1 run(s) stay queued or running on Slurm (job 4000); "
+        "`compare` again collects them, `scancel 4000` stops them"
+    )
+    assert list(json.loads((tmp_path / "out" / ".jobs" / "slurm.json").read_text()).values()) == ["4000"]

@@ -41,6 +41,20 @@ class Detached(FinepruneError):
     stop = True
 
 
+class StoppedWaiting(FinepruneError):
+    """Ctrl-C or SIGTERM while compare waits on Slurm: its runs go on there, as after --detach."""
+
+    exit_code = 130
+    stop = True
+
+    def __init__(self, waiting: list[str]):
+        arrays = sorted({job_id.split("_")[0] for job_id in waiting})
+        super().__init__(
+            f"stopped waiting: {len(waiting)} run(s) stay queued or running on Slurm (job {', '.join(arrays)}); "
+            f"`compare` again collects them, `scancel {' '.join(arrays)}` stops them"
+        )
+
+
 class FinepruneTask(submitit.helpers.Checkpointable):
     """One run on a Slurm node. Checkpointable's own `checkpoint` resubmits it with the same
     arguments, which is all a requeue needs: the run's folder holds its state."""
@@ -150,6 +164,13 @@ class SlurmRunner:
                 f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
                 "arguments collects what finished and submits what is missing"
             )
+        try:
+            return self._wait(jobs, watch)
+        except KeyboardInterrupt:
+            raise StoppedWaiting([job.job_id for job in jobs.values()]) from None
+
+    def _wait(self, jobs: dict[Task, submitit.SlurmJob], watch: Watch) -> list[Outcome]:
+        """Until every job has a result or is lost; `jobs` loses each as it ends."""
         outcomes, running, lost = [], set(), Lost(self.c.slurm_submit_timeout)
         while jobs:
             ended = lost.check({j.job_id for j in jobs.values()})
