@@ -8,7 +8,7 @@ import shutil
 import time
 
 import pytest
-from torchvision.io import write_png
+from torchvision.io import read_image, write_png
 
 import torch
 from conftest import invoke
@@ -120,8 +120,8 @@ def test_runs_on_a_copy_add_up_in_one_context_and_a_changed_pixel_does_not(tmp_p
     b = copy(a, tmp_path / "b")
     c = copy(a, tmp_path / "c")
     png = c / "train" / "c0" / "1.png"
-    img = torch.zeros(3, 8, 8, dtype=torch.uint8)
-    img[0, 0, 0] = 1  # one pixel of one image, re-encoded
+    img = read_image(str(png))
+    img[0, 0, 0] ^= 1  # one channel of one pixel of one image, re-encoded
     write_png(img, str(png))
     for root, seed in ((a, 0), (b, 1), (c, 2)):
         for policy in ("regular", "fine"):

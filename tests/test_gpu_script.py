@@ -190,6 +190,13 @@ def test_cuda_steps_refuse_to_start_without_cuda(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_run_starts_only_where_it_ends_before_the_runner_stops_it():
+    """The fit was checked against the call's end, but the runner stops a run TERM_GRACE_S
+    sooner: a run that fit only into that grace was started and cut off."""
+    reproduce, grace = _gpu_module("reproduce"), _gpu_module("runner").TERM_GRACE_S
+    assert reproduce.fits(100 - grace, 100) and not reproduce.fits(100 - grace + 1, 100)
+
+
 def test_git_commit_comes_from_the_launcher_where_the_copy_has_no_git(monkeypatch):
     """The GPU machine gets the working tree without .git: `make gpu COMMIT=...` names it."""
 

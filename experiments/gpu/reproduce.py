@@ -30,7 +30,7 @@ import torch
 import yaml
 
 from common import describe_device
-from runner import ROOT, Ctx, child_env, pack, rel, run_logged, run_summary, shown
+from runner import ROOT, TERM_GRACE_S, Ctx, child_env, pack, rel, run_logged, run_summary, shown
 
 from fineprune_cli.analysis import plan as plans
 from fineprune_cli.analysis.judging import load_judging
@@ -70,7 +70,7 @@ def reproduce(ctx: Ctx) -> int:
     records = []
     for job in todo[: ctx.max_runs or None]:
         epochs = job_config(cfg, job, str(call / "runs")).train.epochs
-        if pace is not None and pace * epochs > ctx.left():
+        if pace is not None and not fits(pace * epochs, ctx.left()):
             print(f"reproduce: {job} needs ~{pace * epochs:.0f} s, {ctx.left():.0f} s are left: next call", flush=True)
             break
         record = train(ctx, cfg, job, call)
@@ -82,6 +82,11 @@ def reproduce(ctx: Ctx) -> int:
     print("\n".join(summary(records, len(todo), pace, ctx)), flush=True)
     code = pack(ctx, "reproduce", [call, ctx.experiment / plans.PLAN_FILE])
     return max(code, 0 if records and all(r["status"] == "complete" for r in records) else 1)
+
+
+def fits(seconds: float, left: float) -> bool:
+    """A run of `seconds` ends before the step's runner stops it, TERM_GRACE_S before time is up."""
+    return seconds <= left - TERM_GRACE_S
 
 
 def matrix(config: Path, data_dir: Path, device: str):
@@ -161,7 +166,7 @@ def summary(records: list[dict], todo: int, pace: float | None, ctx: Ctx) -> lis
     lines += [f"  {r['arm']} seed {r['seed']}: {r['status']}, {r['epochs']} epochs, {r['seconds']} s" for r in records]
     left = todo - len(done)
     if left and pace:
-        per_call = max(1, int((ctx.budget - 20) // (pace * max(done[0]["epochs"] if done else 1, 1))))
+        per_call = max(1, int((ctx.budget - 20 - TERM_GRACE_S) // (pace * max(done[0]["epochs"] if done else 1, 1))))
         lines.append(f"  {left} more run(s): about {-(-left // per_call)} call(s) of {per_call} at this pace")
     elif left:
         lines.append(f"  {left} more run(s); no whole run timed on this device yet")
