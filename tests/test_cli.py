@@ -156,6 +156,7 @@ def test_estimate_from_run_folder(tmp_path):
         (["train", *TINY, "--bogus"], "No such option"),
         (["estimate", "--window", "0"], "--window must be >= 1"),
         (["estimate", "--epoch-seconds", "-1"], "--epoch-seconds must be positive"),
+        (["estimate", "--epoch-seconds", "1e308"], "at most 1,000,000"),  # printed nan% and exit 0
         (["estimate", "--epoch-seconds", "1", "--run", "x"], "not both"),
     ],
 )

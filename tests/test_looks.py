@@ -119,7 +119,7 @@ def _procedure(tmp_path, monkeypatch, policies, looks):
     return asked, found, Path(c.out)
 
 
-def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(tmp_path, monkeypatch):
+def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(tmp_path, monkeypatch, capsys):
     """Looks after 2, 3 and 4 seeds, three policies: each policy's claims at 5% / (3 x 3). Look 1
     (seeds 0, 1) decides ucb; look 2 trains regular, the two open policies and kakurenbo's C(p) arm
     (shorter-30); the shorter arm egreedy's 35% lacks would train 7 of 10 epochs, as shorter-30
@@ -139,6 +139,25 @@ def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(
     saved = json.loads((out / "looks.json").read_text())
     assert saved["rule"] == "Bonferroni" and saved["decisions"]["ucb (lenet on toy)"]["look"] == 1
     assert len(saved["done"]) == 3
+    said = capsys.readouterr().err
+    assert "look 1 (a = 0.005556 per policy) decided ucb (lenet on toy): not worth it\n" in said
+    assert "still can't tell egreedy (lenet on toy), kakurenbo (lenet on toy): the next look adds seeds" in said
+    # an arm left out is said once a next look is planned, after the look that asked for it
+    assert said.count("left out of the next look") == 2, said
+    assert said.index("left out of the next look") > said.index("look 1 (a = ")
+
+
+def test_a_changed_plan_of_looks_is_refused_once_runs_exist(tmp_path):
+    """A plan of looks changed after runs exist dropped the old plan's decisions; the error
+    spending holds only for looks fixed before the first look."""
+    from fineprune_cli.analysis import plan as plans
+
+    plans.record(tmp_path, Judging(), [2, 3], runs=0)
+    assert plans.record(tmp_path, Judging(), [2, 3], runs=4).looks == (2, 3)
+    assert plans.record(tmp_path, Judging(), None, runs=4).looks == (2, 3)  # a report: whatever was planned
+    with pytest.raises(ConfigError, match="a different plan .* after 4 runs would be chosen after seeing them"):
+        plans.record(tmp_path, Judging(), [2, 4], runs=4)
+    assert plans.record(tmp_path / "new", Judging(), [2, 4], runs=0).looks == (2, 4)
 
 
 def test_the_looks_stop_once_nothing_is_open(tmp_path, monkeypatch):

@@ -51,12 +51,12 @@ def until_decided(
         runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < seeds] if Path(c.out).is_dir() else []
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
-        decisions, looks, still, after = _at_look(cfg, c, judging, runs, number)
+        decisions, looks, still, grouped = _at_look(c, judging, runs, number)
         _write(Path(c.out), c.looks, looks, decisions, judging)
         _say(looks[-1], decisions, still, number < len(c.looks))
-        if not still or len(looks) < number:
+        if not still or len(looks) < number or number == len(c.looks):
             break
-        arms = after
+        arms = _next_arms(cfg, c, decidable(grouped), still)  # says here which arms it leaves out
     return study(runs, judging, [plan])
 
 
@@ -73,19 +73,19 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
         missing = [j for j in jobs if (j.model, j.arm, j.seed) not in have]
         if missing:
             return missing
-        _, _, still, arms = _at_look(cfg, c, judging, [r for r in runs if r.seed < seeds], number)
+        _, _, still, grouped = _at_look(c, judging, [r for r in runs if r.seed < seeds], number)
         if not still:
             return []
+        arms = _next_arms(cfg, c, decidable(grouped), still)
     return []
 
 
-def _at_look(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run], number: int):
+def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
     """Look `number` replayed over `runs` (its seeds' complete runs): the decisions, the looks
-    so far, the policies still undecided and the arms the next look trains for them."""
+    so far, the policies still undecided and the grouped runs."""
     grouped = group(runs)
     decisions, looks = replay(grouped, judging, tuple(c.looks), upto=number)
-    still = [d for d in decisions if d.word == CANT_TELL]
-    return decisions, looks, still, _next_arms(cfg, c, decidable(grouped), still) if still else c
+    return decisions, looks, [d for d in decisions if d.word == CANT_TELL], grouped
 
 
 def _say(look: Look, decisions: list[Decision], still: list[Decision], more: bool) -> None:
