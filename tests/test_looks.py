@@ -275,3 +275,14 @@ def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):
     assert disagreements([tmp_path], decisions) == [
         f"{folder / 'looks.json'} is unreadable; the looks are replayed from the runs present"
     ]
+
+
+def test_an_open_policy_is_advised_for_the_first_look_whose_seeds_it_lacks():
+    """egreedy's runs hold seeds 0-1 only while kakurenbo's go on to later looks: it is judged
+    again at those looks on its two seeds, and its next decision comes at the first planned look
+    it has not trained (3 seeds), not the look after the last one replayed."""
+    runs = [r for r in _recipe_runs() if r.policy != "ucb" and (r.policy != "egreedy" or r.seed < 2)]
+    decisions, looks = replay(group(runs), Judging(), (2, 3, 4))
+    egreedy = next(d for d in decisions if d.policy == "egreedy")
+    assert len(looks) >= 2 and egreedy.look == len(looks) and egreedy.vs_regular.n == 2
+    assert egreedy.advice is not None and egreedy.advice.next_seeds == 3

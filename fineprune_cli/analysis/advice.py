@@ -32,15 +32,24 @@ def enrich(
     decisions: list[Decision],
     groups: dict[Context, dict[str, dict[int, Run]]],
     judging: Judging,
-    next_seeds: int | None = None,
+    looks: tuple[int, ...] = (),
 ) -> list[Decision]:
-    """Each decision with its δ line, its pooled-variance word and (undecided) its seeds."""
+    """Each decision with its δ line, its pooled-variance word and (undecided) its seeds, with
+    its chance at the next planned look of `looks` it does not hold yet."""
     pooled = {c: pooled_fit(by) for c, by in groups.items()}
     out = []
     for d in decisions:
         d = replace(d, sensitivity=sensitivity(d, judging), pooled_word=_pooled_word(d, judging, pooled[d.context]))
-        out.append(replace(d, advice=advise(d, judging, next_seeds)) if d.word == CANT_TELL else d)
+        if d.word == CANT_TELL:
+            d = replace(d, advice=advise(d, judging, next_look(len(groups[d.context].get(d.policy, {})), looks)))
+        out.append(d)
     return out
+
+
+def next_look(held: int, looks: tuple[int, ...]) -> int | None:
+    """The seed count of the first planned look beyond the `held` seeds a policy's runs have: a
+    look whose seeds it has not trained yet (a look replayed for the others) decides it next."""
+    return next((seeds for seeds in looks if seeds > held), None)
 
 
 def sensitivity(d: Decision, judging: Judging) -> tuple[tuple[float, str], ...]:

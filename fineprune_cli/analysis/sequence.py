@@ -54,9 +54,8 @@ def replay(
         if number > 1 and not any(before <= s < seeds for s in seeds_present):
             break
         at = decidable(subset(groups, seeds))
-        nxt = looks[number] if number < len(looks) else None
         found = decide(at, judging, looks=len(looks), family=k)
-        found = enrich([d for d in found if key(d) not in reached], at, judging, nxt)
+        found = enrich([d for d in found if key(d) not in reached], at, judging, looks)
         k = k or (found[0].family if found else None)
         new: list[str] = []
         still: list[str] = []

@@ -87,10 +87,11 @@ def family_text(found: Study) -> str:
     k, looks, a = ds[0].family, ds[0].looks, ds[0].level
     looks_text = f" × {looks} planned looks" if looks > 1 else ""
     policies = f"{k} polic{'y' if k == 1 else 'ies'}"
+    held = "would be held, for a plan fixed before the data, to" if found.post_hoc else "is held to"
     rule = j.correction.rule.format(policies=policies, looks_text=looks_text, level=f"a = {a:.4g}")
     return (
         f"One decision per policy, {k} in this report's family; the chance of any wrong *worth it* or "
-        f"*not worth it* among them is held to {j.alpha:.0%} ({rule}), since no more than one of a policy's "
+        f"*not worth it* among them {held} {j.alpha:.0%} ({rule}), since no more than one of a policy's "
         f"two claims can be false. Worth it: not worse than regular by {j.margin:g} pt or more *and* better than "
         f"its cheap alternative C(p) (each test at a); not worth it: worse than regular by {j.margin:g} pt or "
         f"more, or not better than C(p) by more than {j.gain:g} pt (either route, each at a / 2). Each "
@@ -107,8 +108,8 @@ def plan_text(found: Study) -> str:
         plan = found.plans[0]
         return f"Plan: {describe(plan)}, recorded before the first run ({plan.recorded}); these decisions keep to it."
     return (
-        "**Post hoc.** The error rate above holds for a plan fixed before the data, and these decisions "
-        "do not keep to one: " + "; ".join(found.post_hoc) + ". Read them as a description."
+        "**Post hoc.** These decisions do not keep to a plan fixed before the data, so that error rate "
+        "does not apply to them: " + "; ".join(found.post_hoc) + ". Read them as a description."
     )
 
 
