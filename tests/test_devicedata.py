@@ -35,3 +35,15 @@ def test_device_data_normalises_and_pads_for_augmentation():
     assert plain.train_x.shape == (96, 3, 32, 32) and aug.train_x.shape == (96, 3, 40, 40)
     assert plain.train_x.mean(dim=(0, 2, 3)).abs().max() < 1e-4
     assert torch.allclose(plain.train_x.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-3)
+
+
+def test_the_plain_batches_are_the_stored_images_at_every_size():
+    """KAKURENBO's refresh reads the images unaugmented: at 48x48 they are padded by 6 px, and a
+    fixed 4 px cut gave off-centre windows, padding on two sides and a strip of each image lost."""
+    for size in (32, 48, 28):
+        ds = toy_dataset(n=8, size=size)
+        plain = DeviceData.build(ds, torch.device("cpu"), augment=False)
+        aug = DeviceData.build(ds, torch.device("cpu"), augment=True)
+        idx = [torch.arange(4), torch.arange(4, 8)]
+        for got, want in zip(aug.plain_batches(idx), plain.plain_batches(idx)):
+            assert torch.equal(got, want), size

@@ -102,7 +102,7 @@ class DeviceData:
         """The inputs without augmentation (the stored images, unpadded)."""
         if self.crop is None:
             return (self.train_x[idx] for idx in batches)
-        pad, size = CROP_PAD, self.crop.size
+        pad, size = self.crop.pad, self.crop.size  # the padding stored: 4 px at 32x32, in proportion elsewhere
         return (self.train_x[idx, :, pad : pad + size, pad : pad + size] for idx in batches)
 
     def test_batches(self, lo: int, hi: int, size: int) -> Iterator[torch.Tensor]:
