@@ -365,3 +365,17 @@ def test_a_stop_while_waiting_on_slurm_leaves_the_jobs_there_and_says_how_to_go_
         "`compare` again collects them, `scancel 4000` stops them"
     )
     assert list(json.loads((tmp_path / "out" / ".jobs" / "slurm.json").read_text()).values()) == ["4000"]
+
+
+def test_a_submission_from_another_thread_than_the_main_one_goes_through(tmp_path):
+    """The submission's time limit is a signal, which only the main thread may set: compare
+    called from a library's worker thread ended in ValueError ('signal only works in main thread')."""
+    import threading
+
+    from fineprune_cli.drivers.slurmcalls import submitting
+
+    got = []
+    worker = threading.Thread(target=lambda: got.append(submitting(tmp_path, 5, lambda: "submitted")))
+    worker.start()
+    worker.join(30)
+    assert got == ["submitted"]

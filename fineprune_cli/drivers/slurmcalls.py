@@ -9,6 +9,7 @@ import contextlib
 import io
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,11 @@ class _NoAnswer(Exception):
 @contextlib.contextmanager
 def _deadline(seconds: int) -> Iterator[None]:
     """Raise _NoAnswer in this (the main) thread after `seconds`, and every second after, in
-    case the first lands where it is caught."""
+    case the first lands where it is caught. Only the main thread can take a signal: called from
+    another (compare run from a library's worker thread) the call is not bounded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
     def ring(signum: int, frame: Any) -> None:
         raise _NoAnswer
