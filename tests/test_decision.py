@@ -16,7 +16,7 @@ from fineprune_cli.analysis.decision import CANT_TELL, NOT_WORTH, WORTH, decide
 from fineprune_cli.analysis.groups import Context
 from fineprune_cli.analysis.judging import Judging
 from fineprune_cli.engine.record import EpochRow
-from factories import N, context, make, pruned, shorter
+from factories import N, context, make, pruned, residual_sd, shorter
 
 CTX = Context("lenet", "toy")
 
@@ -381,3 +381,102 @@ def test_the_missing_side_of_the_line_is_named_on_five_percent_steps_at_their_bo
     assert decision.bracketing_shares(by, "ucb") == [0.2]
     by = context({"regular": (0.0, {}), shorter(0.2)[0]: (0.0, shorter(0.2)[1]), "ucb": (0.0, pruned("ucb", 0.197))})
     assert decision.bracketing_shares(by, "ucb") == [0.15]
+
+
+# What a decision adds beside its word: the δ line and the pooled-variance word -----------------
+
+
+def _by_three_arms(reg_diffs, cheap_diffs, base=(80.0, 80.4, 79.7, 80.2, 79.9, 80.1)):
+    """regular, shorter-30 and ucb (30% skipped), ucb that far from regular (`reg_diffs`) and from
+    the shorter arm (`cheap_diffs`) in each seed."""
+    name, kw = shorter(0.3)
+    return {
+        "regular": {s: make("regular", s, b) for s, b in enumerate(base)},
+        name: {
+            s: make("regular", s, round(b + r - c, 2), arm=name, epochs=kw["epochs"])
+            for s, (b, r, c) in enumerate(zip(base, reg_diffs, cheap_diffs))
+        },
+        "ucb": {s: make("ucb", s, round(b + r, 2), skipped=300) for s, (b, r) in enumerate(zip(base, reg_diffs))},
+    }
+
+
+def test_the_word_moves_with_the_minimum_gain_only_where_the_gain_over_c_p_falls_short_of_it():
+    """ucb 0.25 pt below regular and 0.35 pt above the shorter line, over six calm seeds. Worth it
+    does not depend on δ (not worse than -m, p ≈ 0.004; better than C(p)), so it stands at δ 0.1,
+    0.2 and 0.3, where a gain of 0.35 is no shortfall. At δ 0.5 the gain is shown short of it with
+    a smaller p (≈ 0.0002), and the smaller claim is stated: not worth it. Catches: the line read
+    at the report's own δ (worth it throughout), the deltas in the wrong order (not worth it at
+    0.1), or δ wired to the margin m (at m 0.1 a 0.25 pt loss is worse than regular: not worth it)."""
+    from fineprune_cli.analysis.sequence import single
+    from fineprune_cli.analysis.study import study
+    from fineprune_cli.analysis.verdict import chain
+
+    by = _by_three_arms([-0.23, -0.27, -0.25, -0.21, -0.29, -0.25], [0.30, 0.40, 0.35, 0.32, 0.38, 0.35])
+    (d,) = single({CTX: by}, Judging())
+    assert d.vs_cheap.mean == pytest.approx(0.35) and d.vs_regular.mean == pytest.approx(-0.25)
+    assert d.word == WORTH  # at the report's own δ (the margin, 0.3)
+    assert d.sensitivity == ((0.1, WORTH), (0.2, WORTH), (0.3, WORTH), (0.5, NOT_WORTH))
+    sensitivity = next(l for l in chain(d, study([], Judging())) if "Sensitivity" in l)
+    assert sensitivity.startswith(
+        "  - Sensitivity: at δ = 0.1 / 0.2 / 0.3 / 0.5 pt: worth it / worth it / worth it / not worth it"
+    )
+
+
+# calm arms' seed noise (sd ≈ 0.09-0.10 pt) beside one three times as noisy (sd ≈ 0.28 pt)
+CALM = {
+    "regular": (0.07, -0.07, 0.14, -0.14, 0.0, 0.0),
+    "shorter-30": (-0.14, 0.07, 0.0, 0.07, -0.07, 0.07),
+    "random": (0.0, 0.14, -0.07, -0.07, 0.07, -0.07),
+}
+LOUD = (0.30, -0.30, -0.15, 0.30, 0.15, -0.30)
+
+
+def _with_a_noisy_policy(ucb_mean, base=(80.0, 80.4, 79.7, 80.2, 79.9, 80.1)):
+    """Three calm arms (regular, shorter-30 0.6 pt below it, the random control 0.5 below) and
+    ucb, `ucb_mean` from regular, with the loud noise."""
+    name, kw = shorter(0.3)
+    arms = {
+        "regular": ("regular", 0.0, {}),
+        name: ("regular", -0.6, {"arm": name, "epochs": kw["epochs"]}),
+        "random": ("random", -0.5, {"skipped": 300}),
+    }
+    by = {
+        arm: {s: make(policy, s, round(b + mean + e, 2), **extra) for s, (b, e) in enumerate(zip(base, CALM[arm]))}
+        for arm, (policy, mean, extra) in arms.items()
+    }
+    by["ucb"] = {s: make("ucb", s, round(b + ucb_mean + e, 2), skipped=300) for s, (b, e) in enumerate(zip(base, LOUD))}
+    return by
+
+
+def _pooled_t_word(by, m=0.3, gain=0.3, alpha=0.05):
+    """ucb's word by hand under equal noise: the two-way (arm + seed) residual sd of the whole
+    arms x seeds table, each plain difference's standard error sigma·√(2/n) on the residual's df;
+    the claims' rules as the decision page states them (a family of one)."""
+    arms = list(by)
+    y = np.array([[by[a][s].summary.final_accuracy for s in sorted(by[a])] for a in arms])
+    sigma, df = residual_sd(y)
+    ucb = y[arms.index("ucb")]
+    reg = float(np.mean(ucb - y[arms.index("regular")]))
+    cheap = float(np.mean(ucb - y[arms.index("shorter-30")]))
+    se = sigma * math.sqrt(2 / y.shape[1])
+    worth = max(sps.t.sf((reg + m) / se, df), sps.t.sf(cheap / se, df))
+    not_worth = min(1.0, 2 * min(sps.t.cdf((reg + m) / se, df), sps.t.cdf((cheap - gain) / se, df)))
+    if min(worth, not_worth) > alpha:
+        return CANT_TELL
+    return WORTH if worth < not_worth else NOT_WORTH
+
+
+@pytest.mark.parametrize(("ucb_mean", "pooled"), [(-0.1, WORTH), (-0.13, CANT_TELL)])
+def test_the_pooled_word_is_what_one_pooled_sd_for_every_arm_would_decide(ucb_mean, pooled):
+    """ucb three times as noisy as the other arms: on its own paired spread (5 df) it cannot be
+    told from 0.3 pt below regular (p ≈ 0.09 at 0.1 pt below). The block model's pooled sd is
+    mostly the calm arms', on 15 df, so equal noise would call it worth it (p ≈ 0.035): the pooled
+    word differs from the decision's and matches a pooled t computed here. Catches: the pooled sd
+    on the comparison's own 5 df (p ≈ 0.055, can't tell), and, at 0.13 pt below (pooled p ≈ 0.06),
+    a standard error without the contrast's norm (σ/√n: p ≈ 0.02, worth it)."""
+    from fineprune_cli.analysis.sequence import single
+
+    by = _with_a_noisy_policy(ucb_mean)
+    (d,) = single({CTX: by}, Judging())
+    assert d.cheap.against == paired.SHORTER_LINE and d.word == CANT_TELL
+    assert d.pooled_word == _pooled_t_word(by) == pooled

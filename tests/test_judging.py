@@ -50,6 +50,7 @@ def test_switching_the_correction_renames_it_in_every_sentence(monkeypatch):
     sidak = Correction(
         "Šidák",
         "Šidák over {policies}{looks_text}: each policy's claims are tested at {level}",
+        "each policy's claims at 1 - (1 - alpha)^(1 / (policies x looks))",
         lambda p, k, looks: 1 - (1 - p) ** (k * looks),
         lambda alpha, k, looks: 1 - (1 - alpha) ** (1 / (k * looks)),
     )
@@ -64,3 +65,13 @@ def test_switching_the_correction_renames_it_in_every_sentence(monkeypatch):
     d = found.decisions[0]
     assert rows[0]["p_adjusted"] == pytest.approx(1 - (1 - d.p_claim) ** 2)
     assert d.level == pytest.approx(1 - 0.95**0.5)  # the bounds at Šidák's level, not alpha / k
+
+
+def test_the_family_help_lists_each_correction_by_its_entry():
+    """`--family`'s help (the flag's and the settings page's) is built from FAMILIES: every entry by
+    the name the flag takes and its own description, and the default the field has."""
+    text = judging.FIELDS["family"].metadata["help"]
+    assert judging.FAMILIES, "no correction to list"
+    for key, correction in judging.FAMILIES.items():
+        assert f"{key} ({correction.description})" in text
+    assert text.endswith(f"(default {Judging().family})")

@@ -2,10 +2,12 @@
 module reaches for another module's private names."""
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fineprune_cli"
 MODELS = Path(__file__).resolve().parents[1] / "models"
+DEVELOPMENT = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 
 # lowest first: a module may import from its own layer or any layer before it
 LAYERS = [
@@ -147,3 +149,20 @@ def test_analysis_reads_arm_names_below_the_drivers():
         if a.startswith("fineprune_cli.analysis")
         for t in targets
     )
+
+
+def _documented_layers() -> list[set[str]]:
+    """The first column of docs/development.md's layer table, row by row: the names in backticks
+    before any parenthesis (`models/` (installed as `fineprune_cli.models`) is `models`)."""
+    section = DEVELOPMENT.read_text().split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return [
+        {name.rstrip("/").removesuffix(".py") for name in re.findall(r"`([^`]+)`", row.split("|")[1].split("(")[0])}
+        for row in rows
+    ]
+
+
+def test_the_development_guide_lists_the_layers_in_their_order():
+    """Its table is what a contributor reads for where a module may import from: the same layers,
+    lowest first, as the order checked above."""
+    assert _documented_layers() == LAYERS

@@ -202,3 +202,84 @@ def test_seeds_are_written_as_a_range_only_from_three_consecutive():
     from fineprune_cli.analysis.verdict import seeds_text
 
     assert seeds_text([2, 0, 1]) == "0–2" and seeds_text([0, 1]) == "0, 1" and seeds_text([0, 2, 3]) == "0, 2, 3"
+
+
+# The plan, and why decisions are post hoc ------------------------------------------------------
+
+
+def planned_runs(root, seeds=range(3), runs_before=None, **judging):
+    """regular, fine (15% skipped) and the random control over `seeds`, with a plan.json in `root`
+    recorded under `judging` when `runs_before` (the complete runs it says existed) is given."""
+    from fineprune_cli.analysis import plan
+
+    for seed in seeds:
+        arm(root, "regular", seed, 80.0 + 0.1 * seed)
+        arm(root, "fine", seed, 79.9 + 0.2 * seed, skipped=30)
+        arm(root, "random", seed, 79.0 + 0.1 * seed, skipped=30)
+    if runs_before is not None:
+        plan.record(root, Judging(**judging), None, runs_before)
+    return root
+
+
+def index_of(out):
+    return (out / "index.md").read_text()
+
+
+def post_hoc_column(out):
+    import csv
+
+    with open(out / "summary.csv", newline="") as f:
+        return {row["post_hoc"] for row in csv.DictReader(f) if row["decision"]}
+
+
+def test_a_plan_recorded_after_runs_existed_makes_the_decisions_post_hoc(tmp_path):
+    """The same runs and plan, recorded before any run and after nine: only the second is post hoc,
+    and it says how many runs came first. Catches: runs_before read but not made a reason."""
+    from fineprune_cli.analysis.report import write_report
+
+    before = planned_runs(tmp_path / "before", runs_before=0)
+    write_report([before], tmp_path / "rep-before", with_plots=False)
+    text = index_of(tmp_path / "rep-before")
+    assert "Post hoc" not in text and "recorded before the first run" in text and "these decisions keep to it" in text
+    assert post_hoc_column(tmp_path / "rep-before") == {"no"}
+
+    after = planned_runs(tmp_path / "after", runs_before=9)
+    write_report([after], tmp_path / "rep-after", with_plots=False)
+    text = index_of(tmp_path / "rep-after")
+    assert "**Post hoc.** The error rate above holds for a plan fixed before the data" in text
+    assert "do not keep to one: the plan was recorded after 9 runs existed. Read them as a description." in text
+    assert post_hoc_column(tmp_path / "rep-after") == {"yes"}
+
+
+def test_a_report_with_another_margin_than_planned_says_it_judges_with_it(tmp_path):
+    """A plan recorded before the first run with m 0.3; `report --margin 0.5` judges with 0.5 and
+    says so beside the planned value (δ was recorded as 0.3, so it stays). Catches: the report's
+    and the plan's values swapped, or the flag not compared with the plan."""
+    from conftest import invoke
+
+    runs = planned_runs(tmp_path / "runs", runs_before=0)
+    result = invoke(["report", runs, "--out", tmp_path / "planned", "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert "these decisions keep to it" in index_of(tmp_path / "planned")
+    result = invoke(["report", runs, "--out", tmp_path / "other", "--no-plots", "--margin", "0.5"])
+    assert result.exit_code == 0, result.output
+    text = index_of(tmp_path / "other")
+    assert "do not keep to one: this report judges with margin 0.5 (planned 0.3). Read them" in text
+    assert "min_gain" not in text and "regular by 0.5 pt or more" in text
+
+
+def test_folders_planned_differently_are_named_with_their_plans(tmp_path):
+    """Two folders, seeds 0-2 planned with m 0.3 and seeds 3-5 with m 0.5, read together: no plan
+    holds for both, and each is named with its own. Catches: the first folder's plan taken for all."""
+    from fineprune_cli.analysis.report import write_report
+
+    a = planned_runs(tmp_path / "a", runs_before=0)
+    b = planned_runs(tmp_path / "b", seeds=range(3, 6), runs_before=0, margin=0.5, min_gain=0.3)
+    write_report([a, b], tmp_path / "rep", with_plots=False)
+    text = index_of(tmp_path / "rep")
+    assert (
+        f"do not keep to one: the folders read were planned differently: "
+        f"{a / 'plan.json'}: m 0.3 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t; "
+        f"{b / 'plan.json'}: m 0.5 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t. Read them" in text
+    )
+    assert post_hoc_column(tmp_path / "rep") == {"yes"}

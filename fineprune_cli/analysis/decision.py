@@ -11,9 +11,10 @@ The rules are fixed before any run is read (docs: the decision page):
   than the minimum gain δ (Δ_C ≤ δ). Either route suffices, so each runs at a / 2. The two claims
   cover every truth, so at most one of a policy's two claims is false.
 - The family: k policies (× L planned looks) share the report's alpha by its correction
-  (`Judging.correction`; Bonferroni: a = alpha / (k · L)). Since at most one claim per policy
-  can be false, at most k · L false claims are ever tested, each at a: the chance of any wrong
-  *worth it* or *not worth it* is at most alpha, whatever the dependence between them.
+  (`Judging.correction`, an entry of `judging.FAMILIES`, which gives the level a of each claim).
+  Since at most one claim per policy can be false, at most k · L false claims are ever tested,
+  each at a: under Bonferroni (the default) the chance of any wrong *worth it* or *not worth it*
+  is at most alpha, whatever the dependence between them.
 - Every comparison's standard error is its own paired spread over the seeds it pairs (a
   one-sample t on the per-seed differences, n − 1 df): no assumption that arms are equally noisy.
 """

@@ -3,7 +3,7 @@
 `Judging` is an experiment file's `judging:` section and the judging flags of `compare` and
 `report` (`--margin`, `--min-gain`, `--alpha`, `--family`, `--target`). The correction that
 holds the report's family-wise error is one entry of `FAMILIES`: its arithmetic and the words a
-report prints for it, so no sentence names it on its own.
+report and `--family`'s help print for it, so no sentence names it on its own.
 """
 
 from __future__ import annotations
@@ -23,24 +23,34 @@ POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole sc
 
 @dataclass(frozen=True)
 class Correction:
-    """A family-wise correction: its name as reports print it, a claim's adjusted p-value from
-    its raw one (`k` policies in the family, `looks` planned looks), compared with alpha, and the
-    level each policy's claims are tested at (the bounds a decision prints)."""
+    """A family-wise correction: its name as reports print it, the sentence a report says it in,
+    what `--family`'s help says of it, a claim's adjusted p-value from its raw one (`k` policies
+    in the family, `looks` planned looks), compared with alpha, and the level each policy's claims
+    are tested at (the bounds a decision prints)."""
 
     name: str
     rule: str  # the sentence that says how, with {policies}, {looks_text} and {level} filled in
+    description: str  # a few words for the help: how each policy's share of alpha is found
     adjust: Callable[[float, int, int], float]
     level: Callable[[float, int, int], float]  # (alpha, k, looks) -> a
 
 
+DEFAULT_FAMILY = "bonferroni"  # the correction a plan uses unless --family names another
 FAMILIES = {
-    "bonferroni": Correction(
+    DEFAULT_FAMILY: Correction(
         "Bonferroni",
         "Bonferroni over {policies}{looks_text}: each policy's claims are tested at {level}",
+        "each policy's claims at alpha / (policies x looks)",
         lambda p, k, looks: min(1.0, p * k * looks),
         lambda alpha, k, looks: alpha / (k * looks),
     ),
 }
+
+
+def _families_help() -> str:
+    """`--family`'s help, from the entries of FAMILIES: a new correction is listed by adding it."""
+    listed = "; ".join(f"{key} ({c.description})" for key, c in FAMILIES.items())
+    return f"How the family of policies shares alpha: {listed}. (default {DEFAULT_FAMILY})"
 
 
 def _points(low: float, closed_low: bool) -> Callable[[Any], str | None]:
@@ -73,12 +83,7 @@ class Judging:
         check=in_range(0.0001, 0.5, closed_high=True),
         help="The chance of any wrong 'worth it' or 'not worth it' in the report (over all planned looks). (default 0.05)",
     )
-    family: str = option(
-        "bonferroni",
-        choices=tuple(FAMILIES),
-        help="How the family of policies shares alpha: bonferroni (each policy's claims at alpha / "
-        "(policies x looks)). (default bonferroni)",
-    )
+    family: str = option(DEFAULT_FAMILY, choices=tuple(FAMILIES), help=_families_help())
     target: float | None = option(
         None,
         check=optional(_points(0.0, closed_low=False)),

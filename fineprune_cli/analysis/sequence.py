@@ -1,8 +1,8 @@
 """Planned looks, replayed from the runs present: at look j the first `looks[j]` seeds of every
-arm decide every policy not yet decided, each policy's claims at alpha / (k · L) (the family's
-correction over k policies and L looks); a decision reached at a look stands. `compare
---until-decided` and `report` both call `replay`, so the procedure and its report are one
-computation from one set of runs.
+arm decide every policy not yet decided, each policy's claims at the level the family's
+correction (`Judging.correction`) gives k policies over L looks; a decision reached at a look
+stands. `compare --until-decided` and `report` both call `replay`, so the procedure and its
+report are one computation from one set of runs.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """`compare --until-decided --looks 3,5,8`: seeds added in planned looks until every policy is
 decided.
 
-The plan (the judging settings and the looks) is recorded in `--out` before the first run. At
-look j the first `looks[j]` seeds (0, 1, ...) of the arms still needed are trained (finished runs
-are reused), and every policy not yet decided is decided over those seeds, each policy's claims
-at alpha / (k · L) (the family's correction over k policies and L looks), so the chance of any
-wrong decision over the whole procedure stays at alpha. A decision, once reached, stands; the
-next look trains only regular, the policies still undecided and the arms of their cheap
-alternatives, plus the shorter-schedule arms that bracket an undecided policy's budget where the
-line did not reach it. The looks are replayed from the run folders (`analysis.sequence.replay`,
-the same computation `report` makes), so a stopped procedure started again continues where it
-stopped. `looks.json` in `--out` records each look for scripts.
+The plan (the judging settings and the looks) is recorded in `--out` before the first run. At look
+j the first `looks[j]` seeds (0, 1, ...) of the arms still needed are trained (finished runs are
+reused), and every policy not yet decided is decided over those seeds, each policy's claims at the
+level the plan's family correction (`Judging.correction`) gives k policies over L looks, so the
+chance of any wrong decision over the whole procedure stays at alpha. A decision, once reached,
+stands; the next look trains only regular, the policies still undecided and the arms of their
+cheap alternatives, plus the shorter-schedule arms that bracket an undecided policy's budget where
+the line did not reach it. The looks are replayed from the run folders
+(`analysis.sequence.replay`, the same computation `report` makes), so a stopped procedure started
+again continues where it stopped. `looks.json` in `--out` records each look for scripts.
 """
 
 from __future__ import annotations
