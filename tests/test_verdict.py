@@ -246,8 +246,8 @@ def test_a_plan_recorded_after_runs_existed_makes_the_decisions_post_hoc(tmp_pat
     after = planned_runs(tmp_path / "after", runs_before=9)
     write_report([after], tmp_path / "rep-after", with_plots=False)
     text = index_of(tmp_path / "rep-after")
-    assert "**Post hoc.** The error rate above holds for a plan fixed before the data" in text
-    assert "do not keep to one: the plan was recorded after 9 runs existed. Read them as a description." in text
+    assert "**Post hoc.** These decisions do not keep to a plan fixed before the data" in text
+    assert "does not apply to them: the plan was recorded after 9 runs existed. Read them as a description." in text
     assert post_hoc_column(tmp_path / "rep-after") == {"yes"}
 
 
@@ -264,7 +264,7 @@ def test_a_report_with_another_margin_than_planned_says_it_judges_with_it(tmp_pa
     result = invoke(["report", runs, "--out", tmp_path / "other", "--no-plots", "--margin", "0.5"])
     assert result.exit_code == 0, result.output
     text = index_of(tmp_path / "other")
-    assert "do not keep to one: this report judges with margin 0.5 (planned 0.3). Read them" in text
+    assert "does not apply to them: this report judges with margin 0.5 (planned 0.3). Read them" in text
     assert "min_gain" not in text and "regular by 0.5 pt or more" in text
 
 
@@ -278,7 +278,7 @@ def test_folders_planned_differently_are_named_with_their_plans(tmp_path):
     write_report([a, b], tmp_path / "rep", with_plots=False)
     text = index_of(tmp_path / "rep")
     assert (
-        f"do not keep to one: the folders read were planned differently: "
+        f"does not apply to them: the folders read were planned differently: "
         f"{a / 'plan.json'}: m 0.3 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t; "
         f"{b / 'plan.json'}: m 0.5 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t. Read them" in text
     )
