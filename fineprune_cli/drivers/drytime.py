@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .probe import Probe, step_text
+from .probe import Probe
 
 TO_TRAIN = ("new", "incomplete")  # compare trains these again; 'complete' and 'diverged' it skips
 
@@ -94,7 +94,7 @@ def contended(p: Probe) -> str:
     came within 2x of the measured runs. The probe times 1 thread as well and gives that figure."""
     if p.threads <= 1 or p.load is None or p.load < p.cores:
         return ""
-    low, high = (step_text(s * p.batch) for s in (min(p.train_s), max(p.train_s)))
+    low, high = p.step_range()
     return (
         f"at {p.threads} threads a run on a machine with more work than cores (load {p.load:.1f} on "
         f"{p.cores}) waits at every step for its descheduled threads, and its pace swings with the other "

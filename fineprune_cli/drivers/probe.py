@@ -73,11 +73,15 @@ class Probe:
         """Slowest over fastest training repeat: 1.0 on a steady machine."""
         return max(self.train_s) / min(self.train_s)
 
+    def step_range(self) -> tuple[str, str]:
+        """Its fastest and slowest training step, as text."""
+        return step_text(min(self.train_s) * self.batch), step_text(max(self.train_s) * self.batch)
+
     def unsteady(self) -> str:
         """Why its figure cannot be trusted ('' when it can)."""
         if self.spread() <= SPREAD_LIMIT:
             return ""
-        low, high = (step_text(s * self.batch) for s in (min(self.train_s), max(self.train_s)))
+        low, high = self.step_range()
         return (
             f"the probe's {len(self.train_s)} timed repeats took {low} to {high} per step "
             f"({self.spread():.1f}x apart, more than {SPREAD_LIMIT:g}x): the machine's speed is changing"
