@@ -56,24 +56,37 @@ def test_the_committed_report_is_current(out, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_a_report_groups_its_runs_once_and_decides_once_a_look(tmp_path, monkeypatch):
-    """One report over the committed Fashion-MNIST runs: the runs are grouped once, and decided
-    once for each planned look replayed, however many renderers read them (every module of the
-    package that holds `group` or `decide` is counted, so a renderer that regroups shows)."""
+    """One report over the committed Fashion-MNIST runs: the runs are grouped once, decided once
+    for each planned look replayed, and each row's numbers and comparisons made once, however many
+    renderers read them (every module of the package that holds `group`, `decide`, `row_numbers`
+    or `vs_regular` is counted, the one that defines it and those that import it, so a renderer
+    that recomputes shows)."""
     import sys
 
-    from fineprune_cli.analysis import decision, groups
+    from fineprune_cli.analysis import decision, groups, paired, rownumbers
 
-    calls = {"group": 0, "decide": 0}
-    for name, real in (("group", groups.group), ("decide", decision.decide)):
+    real = {
+        "group": groups.group,
+        "decide": decision.decide,
+        "row_numbers": rownumbers.row_numbers,
+        "vs_regular": paired.vs_regular,
+    }
+    calls = dict.fromkeys(real, 0)
+    for name, function in real.items():
 
-        def counted(*args, _name=name, _real=real, **kwargs):
+        def counted(*args, _name=name, _real=function, **kwargs):
             calls[_name] += 1
             return _real(*args, **kwargs)
 
         for module in [m for n, m in sys.modules.items() if n.startswith("fineprune_cli")]:
-            if getattr(module, name, None) is real:
+            if getattr(module, name, None) is function:
                 monkeypatch.setattr(module, name, counted)
     monkeypatch.chdir(ROOT)
     made = write_report([Path("results/policies/fashion-mnist/runs")], tmp_path, with_plots=True)
     assert calls["group"] == 1
     assert calls["decide"] == len(made.study.replayed) == 2  # looks 1 and 2 (5 and 8 seeds)
+    rows = [(context, row) for context, by in made.study.groups.items() for row in by]
+    assert calls["row_numbers"] == len(rows) == len(made.study.numbers) == 17  # one context, regular in it
+    # final and best-3 once a row, and each policy's decision once a look (on that look's seeds)
+    decided = len(made.study.decisions) * len(made.study.replayed)
+    assert calls["vs_regular"] == 2 * len(rows) + decided == 2 * 17 + 5 * 2

@@ -1,4 +1,4 @@
-"""A report's per-row numbers (`analysis.numbers`): a row's statistics over its seeds and the
+"""A report's per-row numbers (`analysis.rownumbers`, `analysis.numbers`): a row's statistics over its seeds and the
 summary.csv cells they become."""
 
 import math
@@ -7,7 +7,8 @@ import pytest
 
 from fineprune_cli.analysis.decision import CANT_TELL
 from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.numbers import Stat, csv_cells, epoch_ratio, pace_saving, summary_rows
+from fineprune_cli.analysis.numbers import csv_cells, summary_rows
+from fineprune_cli.analysis.rownumbers import Stat, epoch_ratio, pace_saving
 from factories import make
 
 

@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 from fineprune_cli.analysis.report import write_report
-from fineprune_cli.analysis.groups import group
 from fineprune_cli.analysis.runs import load_runs
 from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.numbers import epoch_ratio, pace_saving, summary_rows
+from fineprune_cli.analysis.numbers import summary_rows
+from fineprune_cli.analysis.rownumbers import epoch_ratio, pace_saving
 from fineprune_cli.analysis.tables import paper_results, table1, table2
 from factories import make_run
 
@@ -76,7 +76,7 @@ def test_own_pace_saving_compares_a_run_with_its_own_full_epochs(tmp_path):
 
 
 def test_table1_has_the_papers_rows_and_column(runs_root):
-    header, rows = table1(group(load_runs([runs_root])[0]))
+    header, rows = table1(study(load_runs([runs_root])[0]))
     assert header == ["", "LeNet"]
     table = {r[0]: r[1] for r in rows}
     assert table["Regular"] == "105.0 ± 7.1 s"
@@ -96,7 +96,7 @@ def test_table1_has_the_papers_rows_and_column(runs_root):
 
 
 def test_table2_best3_final_and_paper(runs_root):
-    header, rows = table2(group(load_runs([runs_root])[0]))
+    header, rows = table2(study(load_runs([runs_root])[0]))
     table = {r[0]: r[1] for r in rows}
     assert table["Regular (final)"] == "74.50 ± 0.71%"
     # no spread at all (the accuracies lie on a grid of 0.5 pt, a 200-image test set): no interval,
@@ -272,8 +272,8 @@ def test_the_papers_rows_only_beside_the_papers_dataset(tmp_path):
         root = tmp_path / label
         make_run(root, "lenet", "regular", 0, 10.0, [50.0, 60.0], label=label)
         make_run(root, "lenet", "fine", 0, 9.0, [50.0, 59.0], label=label, skipped_epochs=(2,))
-        groups = group(load_runs([root])[0])
-        for _, rows in (table1(groups), table2(groups)):
+        found = study(load_runs([root])[0])
+        for _, rows in (table1(found), table2(found)):
             assert any(r[0].startswith("Paper") for r in rows) == shown, (label, rows)
 
 

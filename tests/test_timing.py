@@ -7,7 +7,6 @@ import pytest
 
 from fineprune_cli.analysis import timing
 from fineprune_cli.analysis.report import write_report
-from fineprune_cli.analysis.groups import group
 from fineprune_cli.analysis.runs import load_runs
 from fineprune_cli.analysis.judging import Judging
 from fineprune_cli.analysis.study import study
@@ -118,7 +117,7 @@ def test_a_report_over_two_machines_compares_times_only_within_one(two_machines,
     runs = load_runs([two_machines])[0]
     fine = next(r for r in summary_rows(study(runs)) if r["policy"] == "fine")
     assert fine["saved_pct_mean"] == pytest.approx(15.0) and fine["saved_pairs"] == 2  # 10% and 20%
-    table = {r[0]: r[1] for r in table1(group(runs))[1]}
+    table = {r[0]: r[1] for r in table1(study(runs))[1]}
     assert table["fine-pruning: saved (same machine)"] == "15.00 ± 7.07% (2 of 4 pairs)"
     assert table["fine-pruning: sample-epochs trained"] == "2.70 ± 0.00"  # machine-independent: all 4
     write_report([two_machines], tmp_path / "out", with_plots=False)
@@ -130,7 +129,7 @@ def test_a_report_over_two_machines_compares_times_only_within_one(two_machines,
 
 def test_time_to_accuracy_seconds_come_from_one_machine_only(two_machines):
     runs = load_runs([two_machines])[0]
-    table = {r[0]: r[1] for r in table3(group(runs))[1]}
+    table = {r[0]: r[1] for r in table3(study(runs))[1]}
     # target: regular's final 74 - 0.5 = 73.5, on the runs' grid of 0.2 pt (accuracies such as 73.8):
     # 73.6; fine reaches it in epoch 2, regular in epoch 3
     assert table["Target (test accuracy)"] == "73.60%"

@@ -164,7 +164,7 @@ def test_the_tradeoff_plot_draws_both_frontiers_and_descriptive_intervals(tmp_pa
     for seed in range(3):
         arm(tmp_path, "random", seed, 79.0, skipped=20, arm_name="random-every-10")
     runs = load_runs([tmp_path])[0]
-    fig = tradeoff_figure(group(runs))
+    fig = tradeoff_figure(study(runs))
     ax = fig.axes[0]
     handles, labels = ax.get_legend_handles_labels()
     assert sorted(labels) == ["fewer epochs (shorter schedule)", "fine-pruning", "random pruning every epoch"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..engine.files import to_markdown
 from . import collapse, timing
-from .groups import Groups, pruned_policies
+from .groups import pruned_policies
 from .runs import Problem, Run
 from .study import Study
 from .tables import context_title, paper_results
@@ -52,7 +52,7 @@ def index_markdown(
         "table3_time_to_accuracy": "Table 3: time to accuracy",
     }
     notes = {
-        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs, report.study.groups),
+        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs, report.study),
         "table2_accuracy": ACCURACY_NOTE,
         "table3_time_to_accuracy": REACH_NOTE.format(
             target=f"{report.study.judging.target:g}%"
@@ -110,8 +110,9 @@ REACH_NOTE = (
 )
 
 
-def machines(runs: list[Run], groups: Groups) -> str:
+def machines(runs: list[Run], found: Study) -> str:
     """Which machines the runs ran on, and which time pairs were left out and why."""
+    groups = found.groups
     by_sig: dict[str, list[Run]] = {}
     for run in runs:
         by_sig.setdefault(timing.signature(run), []).append(run)
@@ -129,7 +130,7 @@ def machines(runs: list[Run], groups: Groups) -> str:
     for context, by in groups.items():
         where = f"{context_title(context)}, " if len(groups) > 1 else ""
         for p in pruned_policies(by):
-            for x in timing.savings(by, p)[1]:
+            for x in found.numbers[context, p].not_timed:
                 left.setdefault(x.reason, []).append(f"{where}{p} seed {x.seed}")
     if left:
         lines.append(

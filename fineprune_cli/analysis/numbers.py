@@ -1,5 +1,5 @@
-"""The numbers of a report's rows, computed once: `RowNumbers` per row, which the tables format,
-the verdict quotes and summary.csv writes (`summary_rows`, unrounded until the file rounds once).
+"""summary.csv's rows (`summary_rows`, unrounded until the file rounds once): each row's numbers
+and comparisons as the study made them once (`analysis.rownumbers`), with its decision.
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular run of the
 same model, dataset and seed. Final-accuracy changes carry a descriptive 90% interval on their own
@@ -12,67 +12,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, fields
 from typing import Any
 
 from . import decision, paired, timing
 from .advice import DELTAS
 from .decision import quantum_of
-from .groups import is_frontier, is_shorter, row_name
+from .groups import row_name
 from .judging import Judging
+from .rownumbers import Compared
 from .runs import Run
 from .study import Study
 
-NA = "—"  # no value: a row without runs, a number no run gave
 TARGET_BELOW = 0.5
-
-
-@dataclass
-class Stat:
-    values: list[float]
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values) if self.values else float("nan")
-
-    @property
-    def std(self) -> float:
-        return statistics.stdev(self.values) if len(self.values) > 1 else 0.0
-
-    def fmt(self, digits: int = 2, unit: str = "") -> str:
-        if not self.values:
-            return NA
-        text = f"{self.mean:.{digits}f}"
-        if len(self.values) > 1:
-            text += f" ± {self.std:.{digits}f}"
-        return text + unit
-
-
-@dataclass(frozen=True)
-class RowNumbers:
-    """A row's figures over its seeds, in summary.csv's column order (each as _mean and _std)."""
-
-    train_s: Stat
-    pruned_s: Stat  # training time less the pruning overhead
-    overhead_s: Stat
-    budget_pct: Stat  # the budget: % of regular's sample-epochs not trained (`paired.budget`)
-    final_acc: Stat
-    best3_acc: Stat
-    saved_pct: Stat  # time saved against regular of the same seed, same machine only
-    pace_saved_pct: Stat  # time saved against the run's own full-epoch pace
-    epoch_ratio: Stat
-    sample_epochs: Stat
-    steps: Stat
-    d_final: Stat  # final accuracy minus regular's, per seed
-    d_best3: Stat
-
-    def columns(self) -> dict[str, Stat]:
-        """Each figure under its summary.csv name."""
-        return {CSV_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
-
-
-# the budget's column in summary.csv keeps the name committed reports and their readers use
-CSV_NAMES = {"budget_pct": "skipped_pct"}
 
 
 def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging) -> float | None:
@@ -82,49 +33,6 @@ def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging) -> float 
     if judging.target is not None:
         return timing.on_grid(judging.target, q)
     return timing.default_target(by_policy, TARGET_BELOW, q)
-
-
-def _median_epoch(run: Run, pruned: bool) -> float:
-    times = [r.train_seconds for r in run.metrics if bool(r.pruned) == pruned and r.epoch > 1]
-    median = statistics.median(times) if times else 0.0
-    return median if median > 0 else float("nan")  # no such epochs, or too short to time
-
-
-def pace_saving(run: Run) -> float:
-    """Time saved against the run's own full-epoch pace: 1 - (sum of epoch times) / (n x median
-    unpruned epoch; epoch 1 left out, it pays for warm-up). Separate runs on a shared machine
-    drift apart by more than a 10% saving; this compares times measured in the same run."""
-    total = sum(r.train_seconds for r in run.metrics)
-    return 100.0 * (1.0 - total / (len(run.metrics) * _median_epoch(run, pruned=False)))
-
-
-def epoch_ratio(run: Run) -> float:
-    """Median pruned epoch over median full epoch of the same run (ideal: 1 - prune fraction)."""
-    return _median_epoch(run, pruned=True) / _median_epoch(run, pruned=False)
-
-
-def _finite(values: list[float]) -> Stat:
-    return Stat([v for v in values if math.isfinite(v)])
-
-
-def row_numbers(by_policy: dict[str, dict[int, Run]], policy: str) -> RowNumbers:
-    runs = [by_policy[policy][s] for s in sorted(by_policy.get(policy, {}))]
-    s = [r.summary for r in runs]
-    return RowNumbers(
-        train_s=Stat([x.train_seconds for x in s]),
-        pruned_s=Stat([x.train_seconds - x.overhead_seconds for x in s]),
-        overhead_s=Stat([x.overhead_seconds for x in s]),
-        budget_pct=Stat([paired.budget(by_policy, r) for r in runs]),
-        final_acc=Stat([x.final_accuracy for x in s]),
-        best3_acc=Stat([x.best3_accuracy for x in s]),
-        saved_pct=Stat(list(timing.savings(by_policy, policy)[0].values())),
-        pace_saved_pct=_finite([pace_saving(r) for r in runs]),
-        epoch_ratio=_finite([epoch_ratio(r) for r in runs]),
-        sample_epochs=Stat([timing.sample_epochs(r) for r in runs]),
-        steps=Stat([float(timing.optimizer_steps(r)) for r in runs]),
-        d_final=Stat(list(paired.vs_regular(by_policy, policy).diffs.values())),
-        d_best3=Stat(list(paired.vs_regular(by_policy, policy, paired.best3).diffs.values())),
-    )
 
 
 def summary_rows(found: Study) -> list[dict[str, Any]]:
@@ -137,7 +45,7 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
     for context, by_policy in found.groups.items():
         target, q = target_for(by_policy, found.judging), quantum_of(by_policy)
         for policy in by_policy:
-            numbers = row_numbers(by_policy, policy)
+            numbers, vs = found.numbers[context, policy], found.compared[context, policy]
             row: dict[str, Any] = {
                 "model": context.model,
                 "dataset": context.label,
@@ -150,14 +58,7 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
                 row[f"{name}_mean"] = _number(stat.mean) if stat.values else ""
                 row[f"{name}_std"] = _number(stat.std) if stat.values else ""
             row["saved_pairs"] = len(numbers.saved_pct.values)
-            row.update(_interval_columns("d_final", paired.vs_regular(by_policy, policy), q))
-            control = paired.vs_control(by_policy, policy)
-            row.update(_interval_columns("d_control", control or paired.Paired("", {}), q))
-            for name, on_line in (("d_frontier", is_frontier), ("d_shorter", is_shorter)):
-                line = paired.vs_line(by_policy, policy, on_line) if not paired.is_baseline(policy) else None
-                row.update(
-                    _interval_columns(name, line if isinstance(line, paired.Paired) else paired.Paired("", {}), q)
-                )
+            row.update(_comparison_columns(vs, q))
             row.update(_decision_columns(decided.get((context, policy)), bool(found.post_hoc)))
             row.update(_reach_columns(by_policy.get(policy, {}), target, q))
             rows.append(row)
@@ -173,6 +74,14 @@ def _number(x: float | None) -> Any:
 def csv_cells(row: dict[str, Any]) -> list[Any]:
     """A summary row as summary.csv writes it: numbers to 4 decimals."""
     return [round(v, 4) if isinstance(v, float) else v for v in row.values()]
+
+
+def _comparison_columns(vs: Compared, q: float) -> dict[str, Any]:
+    pairs = {"d_final": vs.regular, "d_control": vs.control, "d_frontier": vs.frontier, "d_shorter": vs.shorter}
+    out: dict[str, Any] = {}
+    for name, p in pairs.items():  # no such comparison, or a line that does not reach: empty columns
+        out.update(_interval_columns(name, p if isinstance(p, paired.Paired) else paired.Paired("", {}), q))
+    return out
 
 
 def _interval_columns(name: str, p: paired.Paired, q: float) -> dict[str, Any]:

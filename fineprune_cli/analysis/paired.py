@@ -193,9 +193,11 @@ def vs_controls(by_policy: dict[str, dict[int, Run]], policy: str) -> list[Paire
     the random frontier, then training less."""
     if is_baseline(policy):
         return []
-    found = [
-        vs_control(by_policy, policy),
-        vs_line(by_policy, policy, is_frontier),
-        vs_line(by_policy, policy, is_shorter),
-    ]
+    return usable(
+        [vs_control(by_policy, policy), vs_line(by_policy, policy, is_frontier), vs_line(by_policy, policy, is_shorter)]
+    )
+
+
+def usable(found: list[Paired | Miss | None]) -> list[Paired]:
+    """The comparisons with seeds to compare, in their order."""
     return [p for p in found if isinstance(p, Paired) and p.diffs]

@@ -10,9 +10,10 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError
-from . import decision, paired, timing
-from .groups import Groups, is_frontier, is_shorter, pruned_policies
+from . import decision, timing
+from .groups import Context, is_frontier, is_shorter, pruned_policies
 from .runs import Run, arm_of, policy_color, policy_label
+from .study import Study
 from .tables import context_title, display_name
 
 MARKERS = "os^vD<>p*h"
@@ -201,34 +202,36 @@ RANDOM_LINES = ("#7f7f7f", "#17becf", "#bcbd22")  # one per (model, dataset) on 
 SHORTER_LINES = ("#000000", "#e377c2", "#ff7f0e")
 
 
-def _point(by_policy: dict[str, dict[int, Run]], policy: str, q: float) -> tuple[float, float, list[float]] | None:
+def _point(found: Study, context: Context, policy: str, q: float) -> tuple[float, float, list[float]] | None:
     """(budget, mean change, [below, above]): the descriptive 90% interval on the comparison's
     own paired spread, or no bar where there is none (one seed, or no spread)."""
-    p = paired.vs_regular(by_policy, policy)
+    p = found.compared[context, policy].regular
     if not p.diffs:
         return None
     e = decision.estimate(p, q)
-    at = paired.mean_budget(by_policy, policy)
+    at = found.numbers[context, policy].budget_pct.mean  # `paired.mean_budget` to the bit: fmean sums exactly
     if e is None:
         return at, statistics.fmean(p.diffs.values()), [0.0, 0.0]
     return at, e.mean, [e.mean - e.low, e.high - e.mean]
 
 
-def _frontier_points(by_policy: dict[str, dict[int, Run]], on_line) -> list[tuple[float, float, list[float]]]:
+def _frontier_points(found: Study, context: Context, on_line) -> list[tuple[float, float, list[float]]]:
+    by_policy = found.groups[context]
     q = decision.quantum_of(by_policy)
-    return sorted(pt for p in by_policy if on_line(p) and (pt := _point(by_policy, p, q)) is not None)
+    return sorted(pt for p in by_policy if on_line(p) and (pt := _point(found, context, p, q)) is not None)
 
 
-def tradeoff(groups: Groups, path: Path) -> Path:
-    return _save(tradeoff_figure(groups), path)
+def tradeoff(found: Study, path: Path) -> Path:
+    return _save(tradeoff_figure(found), path)
 
 
-def tradeoff_figure(groups: Groups):
+def tradeoff_figure(found: Study):
     """Accuracy change against the share of sample-epochs skipped (the budget), one point per
     policy and model, with the two frontiers as lines: random pruning in every epoch at several
     budgets, and regular training for fewer epochs; each policy is judged against both at its
     own budget. Mean over seeds; bars: descriptive 90% intervals on each arm's own paired spread."""
     plt = _plt()
+    groups = found.groups
     fig, ax = plt.subplots(figsize=(7, 5))
     colors = row_colors(
         [p for by in groups.values() for p in pruned_policies(by) if not (is_frontier(p) or is_shorter(p))]
@@ -238,7 +241,7 @@ def tradeoff_figure(groups: Groups):
         name = context_title(context) if len(groups) > 1 else ""
         q = decision.quantum_of(by_policy)
         for policy in pruned_policies(by_policy):
-            pt = _point(by_policy, policy, q)
+            pt = _point(found, context, policy, q)
             if is_frontier(policy) or is_shorter(policy) or pt is None:
                 continue
             shown += [policy] if policy not in shown else []
@@ -257,7 +260,7 @@ def tradeoff_figure(groups: Groups):
             (is_frontier, "-.", RANDOM_LINES, "random pruning every epoch"),
             (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)"),
         ):
-            points = _frontier_points(by_policy, on_line)
+            points = _frontier_points(found, context, on_line)
             if points:
                 xs, ys, bars = zip(*points)
                 ax.errorbar(

@@ -16,12 +16,12 @@ from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
 from .decision import quantum_of
-from .groups import Groups, context_of, duplicates, is_shorter, pruned_policies, row_name
+from .groups import context_of, duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
 from .judging import Judging
 from .numbers import csv_cells, summary_rows, target_for
 from .runs import Problem, Run, load_runs
-from .study import for_folders
+from .study import Study, for_folders
 from .tables import context_title, table1, table2, table3
 from .verdict import build
 
@@ -89,13 +89,10 @@ def _publish(path: Path, stage: Path, out: Path) -> Path:
 
 
 def _write_all(report: Report, with_plots: bool) -> None:
-    out, runs, judging, groups = report.out, report.runs, report.study.judging, report.study.groups
+    out, runs, found = report.out, report.runs, report.study
+    judging, groups = found.judging, found.groups
     tables = (
-        {
-            "table1_time": table1(groups),
-            "table2_accuracy": table2(groups, judging),
-            "table3_time_to_accuracy": table3(groups, judging),
-        }
+        {"table1_time": table1(found), "table2_accuracy": table2(found), "table3_time_to_accuracy": table3(found)}
         if runs
         else {}
     )
@@ -126,7 +123,7 @@ def _write_all(report: Report, with_plots: bool) -> None:
             ),
         )
     )
-    figures = _plots(groups, out / "plots", targets) if with_plots and runs else []
+    figures = _plots(found, out / "plots", targets) if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", index_markdown(report, tables, figures)))
 
@@ -164,9 +161,9 @@ def _run_row(run: Run, row: str, target: float | None, quantum: float) -> list[A
     ]
 
 
-def _plots(groups: Groups, folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
+def _plots(found: Study, folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
     folder.mkdir(parents=True, exist_ok=True)
-    figures = []
+    groups, figures = found.groups, []
     for context, by_policy in groups.items():
         title = context_title(context)
         stem = plots.slug(context.model, context.label, *([context.variant] if context.variant else []))
@@ -191,7 +188,7 @@ def _plots(groups: Groups, folder: Path, targets: dict[Any, float | None]) -> li
         figures.append(
             (
                 "Accuracy change against budget (sample-epochs skipped), with the random and fewer-epochs frontiers",
-                plots.tradeoff(groups, folder / "tradeoff.png"),
+                plots.tradeoff(found, folder / "tradeoff.png"),
             )
         )
     return figures

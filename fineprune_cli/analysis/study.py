@@ -1,6 +1,7 @@
-"""One study per report: the runs, the judging plan they were made under, and the report's one
-family of decisions, computed once. Every renderer (the verdict, summary.csv, index.md, the
-terminal tables of `compare` and `report`) reads the decisions from here and decides nothing.
+"""One study per report: the runs, the judging plan they were made under, each row's numbers and
+paired comparisons, and the report's one family of decisions, computed once. Every renderer (the
+verdict, summary.csv, index.md, the plots, the terminal tables of `compare` and `report`) reads
+them from here and neither groups, decides nor recomputes a row's numbers.
 """
 
 from __future__ import annotations
@@ -8,14 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..arms import REGULAR
 from . import plan as plans_
 from .collapse import Collapse, collapsed
 from .decision import Decision
-from .groups import Groups, group
+from .groups import Context, Groups, group
 from .judging import Judging
 from .plan import Plan
+from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from .runs import Run
 from .sequence import Look, disagreements, replay, single
+
+Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
+Comparisons = dict[tuple[Context, str], Compared]
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,9 @@ class Study:
     beyond: list[int] = field(default_factory=list)  # seeds present past the last planned look
     collapsed: list[Collapse] = field(default_factory=list)  # named beside the decisions, kept in them
     recorded: list[str] = field(default_factory=list)  # where a looks.json says otherwise than the replay
+    # every row of `groups`, and each context's regular (present or not: a row's numbers quote it)
+    numbers: Rows = field(default_factory=dict)
+    compared: Comparisons = field(default_factory=dict)
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:
@@ -45,12 +54,20 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
     looks = agreed.looks if agreed else ()
     reasons = plans_.post_hoc(plans, judging)
     groups = group(runs)
-    failed = collapsed(runs)
+    numbers, vs = rows_of(groups)
+    made = Study(runs, groups, judging, [], plans, reasons, collapsed=collapsed(runs), numbers=numbers, compared=vs)
     if not looks:
-        return Study(runs, groups, judging, single(groups, judging), plans, reasons, collapsed=failed)
+        return replace(made, decisions=single(groups, judging))
     decisions, replayed = replay(groups, judging, looks)
     beyond = sorted({r.seed for r in runs if r.seed >= looks[-1]})
-    return Study(runs, groups, judging, decisions, plans, reasons, looks, replayed, beyond, failed)
+    return replace(made, decisions=decisions, looks=looks, replayed=replayed, beyond=beyond)
+
+
+def rows_of(groups: Groups) -> tuple[Rows, Comparisons]:
+    """Each row's comparisons, and its numbers from them; each context's regular's too, present
+    or not (its numbers are quoted beside every row's)."""
+    vs = {(c, p): compared(by, p) for c, by in groups.items() for p in dict.fromkeys([REGULAR, *by])}
+    return {(c, p): row_numbers(groups[c], p, found) for (c, p), found in vs.items()}, vs
 
 
 def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = None) -> Study:

@@ -1,6 +1,6 @@
-"""The report's tables, formatted from `analysis.numbers`: the paper's Tables 1 and 2, and
-Table 3 (time-to-accuracy). Every policy present gets its rows, named by the policy registry's
-label; a row a column lacks reads '—'.
+"""The report's tables, formatted from the study's numbers and comparisons of each row
+(`analysis.study`, made once): the paper's Tables 1 and 2, and Table 3 (time-to-accuracy). Every
+policy present gets its rows, named by the policy registry's label; a row a column lacks reads '—'.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import yaml
 
 from ..arms import REGULAR
 from . import decision, paired, timing
-from .judging import Judging
-from .groups import Context, Groups, pruned_policies
-from .numbers import NA, Stat, quantum_of, row_numbers, target_for
+from .decision import quantum_of
+from .groups import Context, pruned_policies
+from .numbers import target_for
+from .rownumbers import NA, RowNumbers, Stat
 from .runs import Run, policy_label
+from .study import Study
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 
@@ -76,13 +78,13 @@ def _paper(entry: dict[str, Any], key: str, fmt: str) -> str:
     return fmt.format(entry[key])
 
 
-def _table(groups: Groups, cells) -> tuple[list[str], list[list[str]]]:
-    """Rows by name, one column per (model, dataset); `cells(model, by_policy)` gives a
-    column as (row name, text) pairs. A row a column lacks reads '—'."""
-    cols = _columns(groups)
+def _table(found: Study, cells) -> tuple[list[str], list[list[str]]]:
+    """Rows by name, one column per (model, dataset); `cells(found, context, by_policy)` gives
+    a column as (row name, text) pairs. A row a column lacks reads '—'."""
+    cols = _columns(found.groups)
     body: dict[str, list[str]] = {}
     for i, (context, _) in enumerate(cols):
-        for name, text in cells(context.model, context.label, groups[context]):
+        for name, text in cells(found, context, found.groups[context]):
             body.setdefault(name, [NA] * len(cols))[i] = text
     return [""] + [c for _, c in cols], [[name] + vals for name, vals in body.items()]
 
@@ -92,29 +94,29 @@ def _seeds(seeds: dict[int, Run]) -> str:
     return f"{len(seeds)} ({' '.join(map(str, sorted(seeds)))})"
 
 
-def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
-    reg = row_numbers(by, REGULAR)
+def _time_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+    reg = found.numbers[context, REGULAR]
     cells = [
-        ("Dataset", label),
+        ("Dataset", context.label),
         ("Seeds", _seeds(by.get(REGULAR, {}))),
         ("Regular", reg.train_s.fmt(1, " s")),
         ("Regular: sample-epochs trained", reg.sample_epochs.fmt(2)),
         ("Regular: optimizer steps", reg.steps.fmt(0)),
     ]
     for p in pruned_policies(by):
-        st, name = row_numbers(by, p), policy_label(p)
+        st, name = found.numbers[context, p], policy_label(p)
         cells += [
             (name, st.pruned_s.fmt(1, " s")),
             (f"{name}: seeds", _seeds(by[p])),
             (f"{name}: overhead", st.overhead_s.fmt(2, " s")),
-            (f"{name}: saved (same machine)", _saved_text(by, p, st.saved_pct)),
+            (f"{name}: saved (same machine)", _saved_text(st)),
             (f"{name}: saved at own pace", st.pace_saved_pct.fmt(2, "%")),
             (f"{name}: sample-epochs skipped", st.budget_pct.fmt(2, "%")),
             (f"{name}: sample-epochs trained", st.sample_epochs.fmt(2)),
             (f"{name}: optimizer steps", st.steps.fmt(0)),
             (f"{name}: pruned epoch / full epoch", st.epoch_ratio.fmt(3, "×")),
         ]
-    entry = paper_entry(model, label)
+    entry = paper_entry(context.model, context.label)
     if entry is None:
         return cells
     return cells + [
@@ -125,34 +127,34 @@ def _time_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[t
     ]
 
 
-def _saved_text(by: dict[str, dict[int, Run]], policy: str, saved: Stat) -> str:
+def _saved_text(st: RowNumbers) -> str:
     """Time saved over the seeds whose pair ran on one machine; the others are counted, not used."""
-    left = timing.savings(by, policy)[1]
+    saved, left = st.saved_pct, st.not_timed
     if not saved.values:
         return f"not compared ({', '.join(sorted({x.reason for x in left}))})" if left else NA
     pairs = len(saved.values)
     return saved.fmt(2, "%") + (f" ({pairs} of {pairs + len(left)} pairs)" if left else "")
 
 
-def _accuracy_cells(model: str, label: str, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
-    reg, q = row_numbers(by, REGULAR), quantum_of(by)
+def _accuracy_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+    reg, q = found.numbers[context, REGULAR], quantum_of(by)
     cells = [
-        ("Dataset", label),
+        ("Dataset", context.label),
         ("Seeds", _seeds(by.get(REGULAR, {}))),
         ("Regular (best-3, selected on the test set)", reg.best3_acc.fmt(2, "%")),
         ("Regular (final)", reg.final_acc.fmt(2, "%")),
     ]
     for p in pruned_policies(by):
-        st, name = row_numbers(by, p), policy_label(p)
+        st, vs, name = found.numbers[context, p], found.compared[context, p], policy_label(p)
         cells += [
             (f"{name}: seeds", _seeds(by[p])),
             (f"{name} (best-3, selected on the test set)", st.best3_acc.fmt(2, "%")),
             (f"{name} − regular (best-3; mean ± std, descriptive)", st.d_best3.fmt(2, " pt")),
             (f"{name} (final)", st.final_acc.fmt(2, "%")),
-            (f"{name} − regular (final)", interval_text(paired.vs_regular(by, p), q)),
+            (f"{name} − regular (final)", interval_text(vs.regular, q)),
         ]
-        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, q)) for c in paired.vs_controls(by, p)]
-    entry = paper_entry(model, label)
+        cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, q)) for c in vs.controls()]
+    entry = paper_entry(context.model, context.label)
     if entry is None:
         return cells
     return cells + [
@@ -168,14 +170,14 @@ def _short(against: str) -> str:
     return "random control" if "control" in against else "random frontier at its budget"
 
 
-def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]], judging: Judging) -> list[tuple[str, str]]:
-    target = target_for(by, judging)
+def _reach_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
+    target = target_for(by, found.judging)
     if target is None:
-        return [("Dataset", label), ("Target (test accuracy)", NA)]
+        return [("Dataset", context.label), ("Target (test accuracy)", NA)]
     machine = timing.reference_signature([r for seeds in by.values() for r in seeds.values()])
     q = quantum_of(by)
     cells = [
-        ("Dataset", label),
+        ("Dataset", context.label),
         ("Seeds", _seeds(by.get(REGULAR, {}))),
         ("Target (test accuracy)", f"{target:.2f}%"),
         ("Seconds measured on", machine or f"{NA} ({timing.UNKNOWN})"),
@@ -202,18 +204,19 @@ def _reach_cells(model: str, label: str, by: dict[str, dict[int, Run]], judging:
     return cells
 
 
-def table1(groups: Groups) -> tuple[list[str], list[list[str]]]:
+def table1(found: Study) -> tuple[list[str], list[list[str]]]:
     """Time: the paper's rows (regular, pruned, overhead, saved) for every policy present, and
     the machine-independent costs (sample-epochs, optimizer steps)."""
-    return _table(groups, _time_cells)
+    return _table(found, _time_cells)
 
 
-def table2(groups: Groups, judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
+def table2(found: Study) -> tuple[list[str], list[list[str]]]:
     """Accuracy: best-3 and final with their spread over seeds; final changes with descriptive
-    90% intervals (`judging` is kept for callers; the intervals do not depend on it)."""
-    return _table(groups, _accuracy_cells)
+    90% intervals (on their own paired spread: the judging settings do not change them)."""
+    return _table(found, _accuracy_cells)
 
 
-def table3(groups: Groups, judging: Judging = Judging()) -> tuple[list[str], list[list[str]]]:
-    """Time-to-accuracy: the first epoch at the target, its sample-epochs and seconds."""
-    return _table(groups, lambda m, d, by: _reach_cells(m, d, by, judging))
+def table3(found: Study) -> tuple[list[str], list[list[str]]]:
+    """Time-to-accuracy at the target of the study's judging: the first epoch at it, its
+    sample-epochs and seconds."""
+    return _table(found, _reach_cells)

@@ -15,8 +15,8 @@ from . import paired, stats
 from .advice import advised, pooled_fit
 from .decision import CANT_TELL, Decision, quantum_of
 from .groups import is_frontier, is_shorter, pruned_policies
-from .numbers import row_numbers
 from .plan import describe
+from .rownumbers import Stat
 from .runs import Run, policy_label
 from .sequence import decidable
 from .study import Study
@@ -209,8 +209,9 @@ def _comparison(d: Decision, p: paired.Paired, e: stats.Estimate | None) -> str:
     return text
 
 
-def context_lines(runs_by: dict[str, dict[int, Run]], title: str) -> list[str]:
-    reg = row_numbers(runs_by, REGULAR).final_acc
+def context_lines(runs_by: dict[str, dict[int, Run]], title: str, reg: Stat) -> list[str]:
+    """What a reader needs about a context: regular's final accuracy (`reg`, as the study made
+    it), the pooled sd of the sensitivity lines, the test set's quantum, the lines not measured."""
     n, fit = len(runs_by.get(REGULAR, {})), pooled_fit(runs_by)
     pooled = (
         f"the block model's pooled residual sd, used only in the sensitivity lines, is {fit[0]:.2f} pt per run "
@@ -289,7 +290,7 @@ def build(found: Study) -> Verdict | None:
     details.append("")
     details += looks_lines(found)
     for context, by in groups.items():
-        details += context_lines(by, context_title(context))
+        details += context_lines(by, context_title(context), found.numbers[context, REGULAR].final_acc)
     if not found.decisions:
         return Verdict("No policy to decide: these runs hold regular and its baselines only.", HEADER, [], details)
     header, rows = table(found.decisions)
