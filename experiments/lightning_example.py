@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, create_policy
-from fineprune_cli.integrations.lightning import PruningCallback
+from fineprune import DistributedPruningSampler, IndexedDataset, PruneConfig, create_policy
+from fineprune.integrations.lightning import PruningCallback
 
 
 def blobs(n: int, seed: int) -> TensorDataset:

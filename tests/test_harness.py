@@ -258,3 +258,25 @@ def test_sigterm_to_the_process_running_a_script_stops_the_script_too(tmp_path):
     time.sleep(0.5)
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # the script went with it
+
+
+def test_the_library_under_its_own_name_loads_torch_only_when_asked_and_has_its_adapters():
+    """`import fineprune` is the library the docs import from (how-to pages included): its names
+    are fineprune_cli's own objects, torch loads on the first one asked for, and the Lightning
+    adapter is there as fineprune.integrations.lightning (it was reachable only as fineprune_cli's)."""
+    import subprocess
+    import sys
+
+    import fineprune_cli
+
+    code = "import sys, fineprune; a = 'torch' in sys.modules; fineprune.PruneConfig; print(a, 'torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == [
+        "False",
+        "True",
+    ]
+    assert fineprune.PruningSampler is fineprune_cli.PruningSampler and fineprune.start is fineprune_cli.start
+    pytest.importorskip("lightning", reason="the lightning extra is not installed")
+    from fineprune.integrations.lightning import PruningCallback
+    from fineprune_cli.integrations.lightning import PruningCallback as same
+
+    assert PruningCallback is same

@@ -1,0 +1,1 @@
+"""Optional adapters, under the distribution's name: `fineprune.integrations.lightning`."""
