@@ -341,12 +341,12 @@ def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
     did not count. On the test set's grid the target is 73.34 and regular seed 1 reaches it at 164."""
     from fineprune_cli.analysis import timing
     from fineprune_cli.analysis.decision import quantum_of
-    from fineprune_cli.analysis.numbers import target_for
+    from fineprune_cli.analysis.reach import target_for
 
     _, by = _committed(CIFAR)
     q = quantum_of(by)
     assert q == pytest.approx(0.01)
-    target = target_for(by, Judging())
+    target = target_for(by, Judging(), q)
     assert target == pytest.approx(73.34, abs=1e-9)
     assert timing.time_to_accuracy(by["regular"][1], target, q).epoch == 164
     assert 73.34 in [r.test_accuracy for r in by["regular"][1].metrics[163:164]]

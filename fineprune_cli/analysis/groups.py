@@ -292,11 +292,6 @@ def duplicates(runs: list[Run]) -> list[tuple[Run, Run]]:
     return out
 
 
-def context_of(groups: Groups) -> dict[str, Context]:
-    """Each run's context, by its path."""
-    return {str(run.path): c for c, by in groups.items() for seeds in by.values() for run in seeds.values()}
-
-
 def subset(groups: Groups, seeds: int) -> Groups:
     """The runs of seeds 0 .. seeds - 1 in the rows they were grouped into (a planned look's
     runs: grouped once with all the others, never apart); rows left empty are left out."""

@@ -1,5 +1,6 @@
-"""summary.csv's rows (`summary_rows`, unrounded until the file rounds once): each row's numbers
-and comparisons as the study made them once (`analysis.rownumbers`), with its decision.
+"""summary.csv's rows (`summary_rows`, unrounded until the file rounds once): each row's numbers,
+comparisons and time to accuracy as the study made them once (`analysis.rownumbers`,
+`analysis.reach`), with its decision.
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular run of the
 same model, dataset and seed. Final-accuracy changes carry a descriptive 90% interval on their own
@@ -14,25 +15,12 @@ import math
 import statistics
 from typing import Any
 
-from . import decision, paired, timing
+from . import decision, paired
 from .advice import DELTAS
-from .decision import quantum_of
 from .groups import row_name
-from .judging import Judging
+from .reach import Reach
 from .rownumbers import Compared
-from .runs import Run
 from .study import Study
-
-TARGET_BELOW = 0.5
-
-
-def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging) -> float | None:
-    """The time-to-accuracy target on the test set's quantum: --target, else regular's mean
-    final accuracy minus TARGET_BELOW (a float sum such as 73.34000000000002 would miss 73.34)."""
-    q = quantum_of(by_policy)
-    if judging.target is not None:
-        return timing.on_grid(judging.target, q)
-    return timing.default_target(by_policy, TARGET_BELOW, q)
 
 
 def summary_rows(found: Study) -> list[dict[str, Any]]:
@@ -43,7 +31,7 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
     decided = found.decision_of
     rows = []
     for context, by_policy in found.groups.items():
-        target, q = target_for(by_policy, found.judging), quantum_of(by_policy)
+        target, q = found.targets[context], found.quanta[context]
         for policy in by_policy:
             numbers, vs = found.numbers[context, policy], found.compared[context, policy]
             row: dict[str, Any] = {
@@ -60,7 +48,7 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
             row["saved_pairs"] = len(numbers.saved_pct.values)
             row.update(_comparison_columns(vs, q))
             row.update(_decision_columns(decided.get((context, policy)), bool(found.post_hoc)))
-            row.update(_reach_columns(by_policy.get(policy, {}), target, q))
+            row.update(_reach_columns(found.reach[context, policy], target))
             rows.append(row)
     return rows
 
@@ -152,17 +140,13 @@ def _decision_columns(d: decision.Decision | None, post_hoc: bool) -> dict[str, 
     }
 
 
-def _reach_columns(seeds: dict[int, Run], target: float | None, quantum: float) -> dict[str, Any]:
-    reached = (
-        [r for r in (timing.time_to_accuracy(run, target, quantum) for run in seeds.values()) if r is not None]
-        if target is not None
-        else []
-    )
+def _reach_columns(reach: Reach, target: float | None) -> dict[str, Any]:
+    reached = list(reach.reached().values())
     mean = lambda xs: _number(statistics.fmean(xs)) if xs else ""
     return {
         "tta_target": _number(target),
         "tta_reached": len(reached),
-        "tta_censored": len(seeds) - len(reached),
+        "tta_censored": len(reach.by_seed) - len(reached),
         "tta_epoch_mean": mean([r.epoch for r in reached]),
         "tta_sample_epochs_mean": mean([r.sample_epochs for r in reached]),
     }

@@ -216,9 +216,8 @@ def _point(found: Study, context: Context, policy: str, q: float) -> tuple[float
 
 
 def _frontier_points(found: Study, context: Context, on_line) -> list[tuple[float, float, list[float]]]:
-    by_policy = found.groups[context]
-    q = decision.quantum_of(by_policy)
-    return sorted(pt for p in by_policy if on_line(p) and (pt := _point(found, context, p, q)) is not None)
+    q = found.quanta[context]
+    return sorted(pt for p in found.groups[context] if on_line(p) and (pt := _point(found, context, p, q)) is not None)
 
 
 def tradeoff(found: Study, path: Path) -> Path:
@@ -239,7 +238,7 @@ def tradeoff_figure(found: Study):
     shown: list[str] = []
     for i, (context, by_policy) in enumerate(groups.items()):
         name = context_title(context) if len(groups) > 1 else ""
-        q = decision.quantum_of(by_policy)
+        q = found.quanta[context]
         for policy in pruned_policies(by_policy):
             pt = _point(found, context, policy, q)
             if is_frontier(policy) or is_shorter(policy) or pt is None:

@@ -15,11 +15,10 @@ from typing import Any
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
-from .decision import quantum_of
-from .groups import context_of, duplicates, is_shorter, pruned_policies, row_name
+from .groups import duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
 from .judging import Judging
-from .numbers import csv_cells, summary_rows, target_for
+from .numbers import csv_cells, summary_rows
 from .runs import Problem, Run, load_runs
 from .study import Study, for_folders
 from .tables import context_title, table1, table2, table3
@@ -90,7 +89,6 @@ def _publish(path: Path, stage: Path, out: Path) -> Path:
 
 def _write_all(report: Report, with_plots: bool) -> None:
     out, runs, found = report.out, report.runs, report.study
-    judging, groups = found.judging, found.groups
     tables = (
         {"table1_time": table1(found), "table2_accuracy": table2(found), "table3_time_to_accuracy": table3(found)}
         if runs
@@ -102,30 +100,27 @@ def _write_all(report: Report, with_plots: bool) -> None:
     srows = summary_rows(report.study)
     if srows:
         report.files.append(_write(out / "summary.csv", to_csv(list(srows[0]), [csv_cells(r) for r in srows])))
-    targets = {context: target_for(by, judging) for context, by in groups.items()}
-    quanta = {context: quantum_of(by) for context, by in groups.items()}
-    row_of = {
-        str(run.path): row_name(c, name)
-        for c, by in groups.items()
-        for name, seeds in by.items()
-        for run in seeds.values()
-    }
-    contexts = context_of(groups)
-    report.files.append(
-        _write(
-            out / "runs.csv",
-            to_csv(
-                list(RUN_COLUMNS),
-                [
-                    _run_row(r, row_of[str(r.path)], targets[contexts[str(r.path)]], quanta[contexts[str(r.path)]])
-                    for r in runs
-                ],
-            ),
-        )
-    )
-    figures = _plots(found, out / "plots", targets) if with_plots and runs else []
+    report.files.append(_write(out / "runs.csv", to_csv(list(RUN_COLUMNS), _run_rows(found))))
+    figures = _plots(found, out / "plots") if with_plots and runs else []
     report.files += [f for _, f in figures]
     report.files.append(_write(out / "index.md", index_markdown(report, tables, figures)))
+
+
+def _run_rows(found: Study) -> list[list[Any]]:
+    """runs.csv's rows, in the order the runs were read: each with its row, its context's target
+    and where it reached it, as the study found them."""
+    at = {
+        str(run.path): (context, name, seed)
+        for context, by in found.groups.items()
+        for name, seeds in by.items()
+        for seed, run in seeds.items()
+    }
+    rows = []
+    for run in found.runs:
+        context, name, seed = at[str(run.path)]
+        reached = found.reach[context, name].by_seed[seed]
+        rows.append(_run_row(run, row_name(context, name), found.targets[context], reached))
+    return rows
 
 
 def _write(path: Path, text: str) -> Path:
@@ -133,9 +128,8 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _run_row(run: Run, row: str, target: float | None, quantum: float) -> list[Any]:
+def _run_row(run: Run, row: str, target: float | None, reached: timing.Reached | None) -> list[Any]:
     s = run.summary
-    reached = timing.time_to_accuracy(run, target, quantum) if target is not None else None
     at = [reached.epoch, round(reached.sample_epochs, 4), round(reached.seconds, 3)] if reached else ["not reached"] * 3
     return [
         str(run.path),
@@ -161,7 +155,7 @@ def _run_row(run: Run, row: str, target: float | None, quantum: float) -> list[A
     ]
 
 
-def _plots(found: Study, folder: Path, targets: dict[Any, float | None]) -> list[tuple[str, Path]]:
+def _plots(found: Study, folder: Path) -> list[tuple[str, Path]]:
     folder.mkdir(parents=True, exist_ok=True)
     groups, figures = found.groups, []
     for context, by_policy in groups.items():
@@ -173,7 +167,7 @@ def _plots(found: Study, folder: Path, targets: dict[Any, float | None]) -> list
         figures.append(
             (
                 f"{title}: test accuracy against sample-epochs trained",
-                plots.accuracy_by_cost(by_policy, title, targets[context], folder / f"cost-{stem}.png"),
+                plots.accuracy_by_cost(by_policy, title, found.targets[context], folder / f"cost-{stem}.png"),
             )
         )
         for policy in [p for p in pruned_policies(by_policy) if not is_shorter(p)][:1]:

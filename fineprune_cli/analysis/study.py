@@ -1,7 +1,8 @@
 """One study per report: the runs, the judging plan they were made under, each row's numbers and
-paired comparisons, and the report's one family of decisions, computed once. Every renderer (the
-verdict, summary.csv, index.md, the plots, the terminal tables of `compare` and `report`) reads
-them from here and neither groups, decides nor recomputes a row's numbers.
+paired comparisons, each context's quantum and time-to-accuracy target and each row's reach of
+it, and the report's one family of decisions, computed once. Every renderer (the verdict,
+summary.csv, runs.csv, index.md, the plots, the terminal tables of `compare` and `report`) reads
+them from here and neither groups, decides nor recomputes a row's numbers or its reach.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .decision import Decision
 from .groups import Context, Groups, group
 from .judging import Judging
 from .plan import Plan
+from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from .runs import Run
 from .sequence import Look, disagreements, replay, single
@@ -40,6 +42,9 @@ class Study:
     # every row of `groups`, and each context's regular (present or not: a row's numbers quote it)
     numbers: Rows = field(default_factory=dict)
     compared: Comparisons = field(default_factory=dict)
+    quanta: Quanta = field(default_factory=dict)  # each context's test-set quantum (pt per image)
+    targets: Targets = field(default_factory=dict)  # each context's time-to-accuracy target
+    reach: Reaches = field(default_factory=dict)  # every row of `groups` at its context's target
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:
@@ -55,7 +60,21 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
     reasons = plans_.post_hoc(plans, judging)
     groups = group(runs)
     numbers, vs = rows_of(groups)
-    made = Study(runs, groups, judging, [], plans, reasons, collapsed=collapsed(runs), numbers=numbers, compared=vs)
+    quanta, targets, reach = reaching(groups, judging)
+    made = Study(
+        runs,
+        groups,
+        judging,
+        [],
+        plans,
+        reasons,
+        collapsed=collapsed(runs),
+        numbers=numbers,
+        compared=vs,
+        quanta=quanta,
+        targets=targets,
+        reach=reach,
+    )
     if not looks:
         return replace(made, decisions=single(groups, judging))
     decisions, replayed = replay(groups, judging, looks)

@@ -1,4 +1,4 @@
-"""The report's tables, formatted from the study's numbers and comparisons of each row
+"""The report's tables, formatted from the study's numbers, comparisons and reach of each row
 (`analysis.study`, made once): the paper's Tables 1 and 2, and Table 3 (time-to-accuracy). Every
 policy present gets its rows, named by the policy registry's label; a row a column lacks reads '—'.
 """
@@ -14,9 +14,8 @@ import yaml
 
 from ..arms import REGULAR
 from . import decision, paired, timing
-from .decision import quantum_of
 from .groups import Context, pruned_policies
-from .numbers import target_for
+from .reach import Reach
 from .rownumbers import NA, RowNumbers, Stat
 from .runs import Run, policy_label
 from .study import Study
@@ -137,7 +136,7 @@ def _saved_text(st: RowNumbers) -> str:
 
 
 def _accuracy_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
-    reg, q = found.numbers[context, REGULAR], quantum_of(by)
+    reg, q = found.numbers[context, REGULAR], found.quanta[context]
     cells = [
         ("Dataset", context.label),
         ("Seeds", _seeds(by.get(REGULAR, {}))),
@@ -171,11 +170,10 @@ def _short(against: str) -> str:
 
 
 def _reach_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
-    target = target_for(by, found.judging)
+    target = found.targets[context]
     if target is None:
         return [("Dataset", context.label), ("Target (test accuracy)", NA)]
     machine = timing.reference_signature([r for seeds in by.values() for r in seeds.values()])
-    q = quantum_of(by)
     cells = [
         ("Dataset", context.label),
         ("Seeds", _seeds(by.get(REGULAR, {}))),
@@ -183,25 +181,30 @@ def _reach_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) 
         ("Seconds measured on", machine or f"{NA} ({timing.UNKNOWN})"),
     ]
     for p in by:
-        runs = [by[p][s] for s in sorted(by[p])]
-        reached = [(r, x) for r in runs if (x := timing.time_to_accuracy(r, target, q)) is not None]
-        name = "Regular" if p == REGULAR else policy_label(p)
-        timed = [x.seconds for r, x in reached if timing.signature(r) == machine]
-        last = max(r.summary.epochs for r in runs)
-        cells += [
-            (
-                f"{name}: reached",
-                f"{len(reached)} of {len(runs)} seeds"
-                + (f" (the others not by epoch {last}: censored)" if len(reached) < len(runs) else ""),
-            ),
-            (f"{name}: epoch", Stat([float(x.epoch) for _, x in reached]).fmt(1)),
-            (f"{name}: sample-epochs", Stat([x.sample_epochs for _, x in reached]).fmt(2)),
-            (
-                f"{name}: seconds",
-                Stat(timed).fmt(1, " s") + (f" ({len(timed)} run{'s' if len(timed) > 1 else ''})" if timed else ""),
-            ),
-        ]
+        cells += _row_reach_cells(
+            "Regular" if p == REGULAR else policy_label(p), by[p], found.reach[context, p], machine
+        )
     return cells
+
+
+def _row_reach_cells(name: str, seeds: dict[int, Run], reach: Reach, machine: str | None) -> list[tuple[str, str]]:
+    """A row's reach: how many seeds, the epoch, sample-epochs and (on `machine` only) seconds."""
+    reached = reach.reached()
+    timed = [x.seconds for s, x in reached.items() if timing.signature(seeds[s]) == machine]
+    last = max(r.summary.epochs for r in seeds.values())
+    return [
+        (
+            f"{name}: reached",
+            f"{len(reached)} of {len(seeds)} seeds"
+            + (f" (the others not by epoch {last}: censored)" if len(reached) < len(seeds) else ""),
+        ),
+        (f"{name}: epoch", Stat([float(x.epoch) for x in reached.values()]).fmt(1)),
+        (f"{name}: sample-epochs", Stat([x.sample_epochs for x in reached.values()]).fmt(2)),
+        (
+            f"{name}: seconds",
+            Stat(timed).fmt(1, " s") + (f" ({len(timed)} run{'s' if len(timed) > 1 else ''})" if timed else ""),
+        ),
+    ]
 
 
 def table1(found: Study) -> tuple[list[str], list[list[str]]]:

@@ -13,7 +13,7 @@ from ..arms import REGULAR
 from ..engine.files import to_markdown
 from . import paired, stats
 from .advice import advised, pooled_fit
-from .decision import CANT_TELL, Decision, quantum_of
+from .decision import CANT_TELL, Decision
 from .groups import is_frontier, is_shorter, pruned_policies
 from .plan import describe
 from .rownumbers import Stat
@@ -209,9 +209,9 @@ def _comparison(d: Decision, p: paired.Paired, e: stats.Estimate | None) -> str:
     return text
 
 
-def context_lines(runs_by: dict[str, dict[int, Run]], title: str, reg: Stat) -> list[str]:
-    """What a reader needs about a context: regular's final accuracy (`reg`, as the study made
-    it), the pooled sd of the sensitivity lines, the test set's quantum, the lines not measured."""
+def context_lines(runs_by: dict[str, dict[int, Run]], title: str, reg: Stat, quantum: float) -> list[str]:
+    """What a reader needs about a context: regular's final accuracy (`reg`) and the test set's
+    `quantum`, as the study made them, the pooled sd of the sensitivity lines, the lines not measured."""
     n, fit = len(runs_by.get(REGULAR, {})), pooled_fit(runs_by)
     pooled = (
         f"the block model's pooled residual sd, used only in the sensitivity lines, is {fit[0]:.2f} pt per run "
@@ -222,7 +222,7 @@ def context_lines(runs_by: dict[str, dict[int, Run]], title: str, reg: Stat) -> 
     lines = [
         f"- **{title}**: regular {reg.fmt(2, '%')} over {n} seed{'s' if n != 1 else ''} "
         f"({seeds_text(sorted(runs_by.get(REGULAR, {})))}); {pooled}; one test image = "
-        f"{quantum_of(runs_by):g} pt."
+        f"{quantum:g} pt."
     ]
     missing = [
         what
@@ -290,7 +290,9 @@ def build(found: Study) -> Verdict | None:
     details.append("")
     details += looks_lines(found)
     for context, by in groups.items():
-        details += context_lines(by, context_title(context), found.numbers[context, REGULAR].final_acc)
+        details += context_lines(
+            by, context_title(context), found.numbers[context, REGULAR].final_acc, found.quanta[context]
+        )
     if not found.decisions:
         return Verdict("No policy to decide: these runs hold regular and its baselines only.", HEADER, [], details)
     header, rows = table(found.decisions)
