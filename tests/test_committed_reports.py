@@ -57,19 +57,22 @@ def test_the_committed_report_is_current(out, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_a_report_groups_its_runs_once_and_decides_once_a_look(tmp_path, monkeypatch):
     """One report over the committed Fashion-MNIST runs: the runs are grouped once, decided once
-    for each planned look replayed, and each row's numbers and comparisons made once, however many
-    renderers read them (every module of the package that holds `group`, `decide`, `row_numbers`
-    or `vs_regular` is counted, the one that defines it and those that import it, so a renderer
-    that recomputes shows)."""
+    for each planned look replayed, each row's numbers and comparisons made once, each context's
+    time-to-accuracy target once and each run's first epoch at it once, however many renderers
+    read them (every module of the package that holds `group`, `decide`, `row_numbers`,
+    `vs_regular`, `target_for` or `time_to_accuracy` is counted, the one that defines it and
+    those that import it, so a renderer that recomputes shows)."""
     import sys
 
-    from fineprune_cli.analysis import decision, groups, paired, rownumbers
+    from fineprune_cli.analysis import decision, groups, paired, reach, rownumbers, timing
 
     real = {
         "group": groups.group,
         "decide": decision.decide,
         "row_numbers": rownumbers.row_numbers,
         "vs_regular": paired.vs_regular,
+        "target_for": reach.target_for,
+        "time_to_accuracy": timing.time_to_accuracy,
     }
     calls = dict.fromkeys(real, 0)
     for name, function in real.items():
@@ -90,3 +93,7 @@ def test_a_report_groups_its_runs_once_and_decides_once_a_look(tmp_path, monkeyp
     # final and best-3 once a row, and each policy's decision once a look (on that look's seeds)
     decided = len(made.study.decisions) * len(made.study.replayed)
     assert calls["vs_regular"] == 2 * len(rows) + decided == 2 * 17 + 5 * 2
+    # Table 3, summary.csv and runs.csv all read them: one target a context, one reach a run
+    assert calls["target_for"] == len(made.study.targets) == 1
+    assert None not in made.study.targets.values()  # with a target every run is looked at
+    assert calls["time_to_accuracy"] == len(made.runs) == 97
