@@ -135,3 +135,23 @@ def test_a_stop_asked_elsewhere_says_who_asked_and_the_last_epoch_just_ends(tmp_
         end.close(_measured(1))
     end.close(_measured(2))  # the last epoch: the run is over, nothing to stop
     assert len(end.totals.rows) == 2
+
+
+def test_the_resume_hint_of_a_run_on_several_machines_names_each_machines_share():
+    """A run of 2 machines x 4 processes was told to continue with --nproc-per-node 8, which
+    would start 8 processes on one machine; torchrun says how many machines (GROUP_WORLD_SIZE)."""
+    from types import SimpleNamespace
+
+    from fineprune_cli.engine.epochend import resume_command
+    from fineprune_cli.engine.world import from_env
+
+    env = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_PORT": "29500"}
+    world = from_env(env)
+    assert world == World(5, 8, 1, 2)
+    record = SimpleNamespace(path="runs/x")
+    assert resume_command(record, world) == (
+        "continue with, on each of its 2 machines: fineprune train --resume runs/x --nproc-per-node 4 "
+        "--nnodes 2 --node-rank NODE_RANK --rdzv-endpoint HOST:PORT"
+    )
+    alone = from_env({**env, "GROUP_WORLD_SIZE": "1"})
+    assert resume_command(record, alone) == "continue with: fineprune train --resume runs/x --nproc-per-node 8"

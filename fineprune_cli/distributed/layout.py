@@ -60,7 +60,7 @@ def gpu_placement(world: World, per_node: int, num_ps: int, ps_device: str) -> W
         return None
     first = world.rank // per_node * per_node  # the node's first rank
     servers_here = max(0, min(num_ps, first + per_node) - first)
-    return World(world.rank, world.size, max(0, world.local_rank - servers_here))
+    return World(world.rank, world.size, max(0, world.local_rank - servers_here), world.nodes)
 
 
 def assign_shards(sizes: Sequence[int], num_ps: int) -> list[int]:

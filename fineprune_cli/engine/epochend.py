@@ -37,8 +37,13 @@ class Measured:
 
 
 def resume_command(record: RunRecord, world: World) -> str:
-    """The command that continues the run, with as many processes as it was started with."""
+    """The command that continues the run, with as many processes as it was started with (on
+    several machines: as many on each, the machine's own rank and the group's endpoint to fill in)."""
     words = ["fineprune", "train", "--resume", str(record.path)]
+    if world.nodes > 1:
+        words += ["--nproc-per-node", str(world.size // world.nodes), "--nnodes", str(world.nodes)]
+        rest = " --node-rank NODE_RANK --rdzv-endpoint HOST:PORT"
+        return f"continue with, on each of its {world.nodes} machines: {shlex.join(words)}{rest}"
     if world.active:
         words += ["--nproc-per-node", str(world.size)]
     return f"continue with: {shlex.join(words)}"

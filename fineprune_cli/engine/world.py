@@ -28,6 +28,7 @@ class World:
     rank: int = 0
     size: int = 1
     local_rank: int = 0
+    nodes: int = 1  # the machines its processes run on (torchrun's --nnodes, an srun step's nodes)
 
     @property
     def main(self) -> bool:
@@ -58,14 +59,20 @@ def from_env(env: Mapping[str, str] | None = None) -> World:
     itself for rank 0 and wait for peers. (A task's children inherit the step's variables:
     `alone` drops them for one that is to run on its own.)"""
     env = dict(os.environ if env is None else env)
-    keys = [("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", STEP_SIZE, "SLURM_LOCALID")]
-    for rank, size, local in keys:
+    keys = [
+        ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_WORLD_SIZE"),
+        ("SLURM_PROCID", STEP_SIZE, "SLURM_LOCALID", "SLURM_STEP_NUM_NODES"),
+    ]
+    for rank, size, local, nodes in keys:
         if size in env and env_int(env, size, 1) > 1:
             if rank == "SLURM_PROCID" and "MASTER_ADDR" not in env:
                 raise ConfigError("under Slurm, set MASTER_ADDR and MASTER_PORT (see docs/howto/distributed.md)")
             if "MASTER_PORT" in env:
                 env_int(env, "MASTER_PORT", 1, 65535)
-            return World(env_int(env, rank, 0, int(env[size]) - 1), int(env[size]), env_int(env, local, 0, default=0))
+            n = int(env[size])
+            return World(
+                env_int(env, rank, 0, n - 1), n, env_int(env, local, 0, default=0), env_int(env, nodes, 1, n, 1)
+            )
         high = env_int(env, size, 1) - 1 if size in env else None  # RANK=1 WORLD_SIZE=1: not rank 0 alone
         for key in (rank, local):  # a lone RANK=-1 or LOCAL_RANK=x is a mistake too
             if key in env:
