@@ -92,6 +92,7 @@ def _slurm_rank_main(rank, size, init_file, out_dir):
         SLURM_STEP_NUM_TASKS=str(size),
         SLURM_NTASKS=str(size),
         SLURM_LOCALID=str(rank),
+        SLURM_STEP_NUM_NODES="1",
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=port,
     )
@@ -115,6 +116,6 @@ def _slurm_rank_main(rank, size, init_file, out_dir):
 def test_a_slurm_launch_starts_in_every_mode(tmp_path):
     (tmp_path / "ports").write_text(f"{free_port()} {free_port()}")
     results = spawn_ranks(_slurm_rank_main, 3, tmp_path, seconds=90)
-    assert [r["world"] for r in results] == [(r, 3, r) for r in range(3)]
+    assert [r["world"] for r in results] == [(r, 3, r, 1) for r in range(3)]  # rank, size, local rank, nodes
     assert results[1]["groups"] == [[1, 2]] and results[1]["peer"] == results[2]["peer"] != os.getpid()
     assert [r["sum"] for r in results] == [6.0] * 3
