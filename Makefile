@@ -25,7 +25,7 @@ $(FMNIST):
 # ruff and mypy (pinned in the test extra; rules in pyproject.toml) first: they fail in seconds, the
 # tests take minutes, on 2 pytest-xdist workers (the CI machine's 2 cores; --durations lists the slowest;
 # loadscope sends a module, or a test class, to one worker: a module fixture is made once)
-# measured in a fresh clone on 2 cores (bash .ci/run at 3d9aa56): 732 s of tests (1276 passed), 848 s with the set-up
+# measured in a fresh clone on 2 cores (bash .ci/run at ad8006c): 686 s of tests (1277 passed), 794 s with the set-up
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
