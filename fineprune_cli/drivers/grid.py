@@ -70,9 +70,7 @@ class Grid:
         fresh = sum(self.epoch[t] - self.before.get(t, self.epoch[t]) for t in self.tasks)
         if fresh <= 0:
             return None
-        left = sum(
-            t.epochs - self.epoch[t] for t in self.tasks if self.state[t] == "queued" or self.state[t] == "running"
-        )
+        left = sum(t.epochs - self.epoch[t] for t in self.tasks if self.state[t] in ("queued", "running"))
         return (self.clock() - self.started) / fresh * left
 
     def _read(self, task: Task) -> bool:

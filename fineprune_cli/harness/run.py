@@ -119,7 +119,7 @@ class ScriptRun:
         # a folder holding a run is refused, unless that run left a checkpoint this one may resume
         self.record = RunRecord(self.path, fresh=not (self.path / CHECKPOINT).exists())
         self.record.write_config(cfg.to_dict())
-        self.totals, self.kept = Totals(), False
+        self.totals = Totals()
         self.summary = self._summary(data, model or cfg.model.name, dataset or cfg.data.dataset)
         self.policy: Policy = create(cfg.policy, num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
         self._sampler: PruningSampler | None = None
