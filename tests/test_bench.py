@@ -99,3 +99,37 @@ def test_compiled_bench_compiles_ours_and_the_bare_loop(bench_trainer, compiled)
 def test_compiled_bench_times_compiled_pruned_epochs(compiled):
     ratio = _script("bench_prune").run("lenet", 0.5, 3, 256, "cpu", compile=True)
     assert compiled and ratio["pruned_over_full"] > 0
+
+
+def test_a_pruned_run_that_diverges_raises_as_lenet_did_in_bf16_on_an_h200():
+    """The failure, rebuilt on a CPU by construction: an lr that sends the loss to NaN stops the
+    run with Diverged (an H200 met it in bf16 at the recipe's lr; the bench now times at a lower one)."""
+    from fineprune_cli.engine.checkpoint import Diverged
+
+    prune = _script("bench_prune")
+    with pytest.raises(Diverged):
+        prune.run("lenet", 0.5, 3, 256, "cpu", lr=1e6)
+    assert prune.LR < 0.1  # below the recipe's, which diverged
+
+
+def test_a_model_that_fails_leaves_the_others_measured_and_is_named(monkeypatch, tmp_path):
+    """At 7b85df8 one diverged LeNet run ended the bench before any model was measured."""
+    from fineprune_cli.engine.checkpoint import Diverged
+
+    bench = _script("bench")
+
+    def model(name, *args):
+        if name == "lenet":
+            raise Diverged("training diverged at epoch 3: train loss nan")
+        return {"model": name, "ours_img_s": 1}
+
+    monkeypatch.setattr(bench, "bench_model", model)
+    monkeypatch.setattr(bench, "peak_tflops", lambda device, size: (1.0, "test"))
+    argv = ["bench.py", "--models", "lenet,vgg13", "--device", "cpu", "--out", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stop:
+        bench.main()
+    assert stop.value.code == 1
+    (table,) = tmp_path.glob("*.md")
+    text = table.read_text()
+    assert "| vgg13 |" in text and "not measured: lenet (Diverged: training diverged at epoch 3" in text

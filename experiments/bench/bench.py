@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 import time
 from pathlib import Path
 
@@ -190,20 +191,33 @@ def main() -> None:
         f"device: {describe_device(device)}",
     ]
     rows: list[dict] = []
+    failed: dict[str, str] = {}
     for name in names:
         subset = args.subset or (QUICK.get(name, 512) if args.quick else None)
-        rows.append(bench_model(name, subset, rounds, device, peak, compiled))
+        try:
+            rows.append(bench_model(name, subset, rounds, device, peak, compiled))
+        except Exception as exc:  # one model's failure (a diverged run, memory) must not cost the others
+            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            print(f"{name}: not measured ({failed[name]})", flush=True)
+            continue
         print(rows[-1], flush=True)
-        kept = (
-            earlier_rows(table_stem("", device, args.out, mode).with_suffix(".csv"), list(rows[0]), names)
-            if args.merge
-            else []
-        )
-        zoo = models.list_models()
-        table = sorted(kept + rows, key=lambda r: zoo.index(r["model"]) if r["model"] in zoo else len(zoo))
-        # written after every model: a run stopped at a time limit keeps what it measured
-        stem = write_table("", table, device, cmd, notes, args.out, mode)
-    print("wrote", stem)
+        write(rows, names, failed, device, cmd, notes, args, mode)
+    if rows and failed:  # the table names what failed, with why
+        write(rows, names, failed, device, cmd, notes, args, mode)
+    sys.exit(1 if failed else 0)
+
+
+def write(rows: list[dict], names: list[str], failed: dict[str, str], device, cmd, notes, args, mode) -> None:
+    """The table after every model: a run stopped at a time limit keeps what it measured."""
+    kept = (
+        earlier_rows(table_stem("", device, args.out, mode).with_suffix(".csv"), list(rows[0]), names)
+        if args.merge
+        else []
+    )
+    zoo = models.list_models()
+    table = sorted(kept + rows, key=lambda r: zoo.index(r["model"]) if r["model"] in zoo else len(zoo))
+    why = [f"not measured: {name} ({reason})" for name, reason in failed.items()]
+    print("wrote", write_table("", table, device, cmd, notes + why, args.out, mode), flush=True)
 
 
 if __name__ == "__main__":
