@@ -21,6 +21,7 @@ import numpy as np
 from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, decide
 from fineprune_cli.analysis.groups import Context
 from fineprune_cli.analysis.runs import Run
+from fineprune_cli.analysis.sequence import replay
 from fineprune_cli.arms import REGULAR, shorter_arm
 from factories import N, make
 
@@ -124,38 +125,56 @@ def subset(by: dict[str, dict[int, Run]], n: int) -> dict[str, dict[int, Run]]:
 
 
 def looked(
-    rng: np.random.Generator, design: Design, looks: tuple[int, ...], per_look: float | None = None
+    rng: np.random.Generator,
+    design: Design,
+    looks: tuple[int, ...],
+    per_look: float | None = None,
+    allocation: str = "late",
 ) -> list[str]:
-    """One procedure of planned looks: all seeds drawn up front; each look decides the first n
-    seeds at alpha / (number of looks) (or `per_look`); a decision reached stands."""
+    """One procedure of planned looks: all seeds drawn up front, then replayed by
+    `analysis.sequence.replay` itself (each look decides the first n seeds at its share of
+    alpha / k under `allocation`; a decision reached stands). `per_look`: the wrong procedure, every
+    look at that level as if it were the only one."""
     by = draw(rng, design, looks[-1])
-    found = [""] * len(design.truths)
+    if per_look is None:
+        decisions, _ = replay({CTX: by}, Judging(allocation=allocation), looks, described=False)
+        found = {d.policy: d.word for d in decisions}
+        return [found[p] for p in POLICIES if p in found]
+    words_now = [""] * len(design.truths)
     for n in looks:
-        now = words(subset(by, n), per_look or ALPHA / len(looks))
-        found = [w if w and w != "can't tell yet" else x for w, x in zip(found, now)]
-        if all(w in (WORTH, NOT_WORTH) for w in found):
+        now = words(subset(by, n), per_look)
+        words_now = [w if w and w != "can't tell yet" else x for w, x in zip(words_now, now)]
+        if all(w in (WORTH, NOT_WORTH) for w in words_now):
             break
-    return found
+    return words_now
 
 
 def error_rate(
-    design: Design, reps: int = 2000, seed: int = 0, looks: tuple[int, ...] = (), per_look: float | None = None
+    design: Design,
+    reps: int = 2000,
+    seed: int = 0,
+    looks: tuple[int, ...] = (),
+    per_look: float | None = None,
+    allocation: str = "late",
 ) -> float:
     """The share of simulated reports with any wrong worth it or not worth it."""
     rng = np.random.default_rng(seed)
     bad = 0
     for _ in range(reps):
-        found = looked(rng, design, looks, per_look) if looks else words(draw(rng, design))
+        found = looked(rng, design, looks, per_look, allocation) if looks else words(draw(rng, design))
         bad += any(wrong(w, t) for w, t in zip(found, design.truths))
     return bad / reps
 
 
-def decided_rate(design: Design, reps: int = 500, seed: int = 0) -> float:
-    """The share of policies decided, and rightly, over the simulated reports: the power."""
+def decided_rate(
+    design: Design, reps: int = 500, seed: int = 0, looks: tuple[int, ...] = (), allocation: str = "late"
+) -> float:
+    """The share of policies decided, and rightly, over the simulated reports (or procedures of
+    planned `looks`): the power."""
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(reps):
-        found = words(draw(rng, design))
+        found = looked(rng, design, looks, None, allocation) if looks else words(draw(rng, design))
         hits += sum(w in (WORTH, NOT_WORTH) and not wrong(w, t) for w, t in zip(found, design.truths))
     return hits / (reps * len(design.truths))
 

@@ -203,7 +203,7 @@ def test_the_range_of_seeds_moves_each_difference_to_the_ends_of_its_80_percent_
 def test_worth_its_two_tests_are_both_needed_for_its_chance():
     """The worth route's chance is the product of its two tests' powers (at the full level each)."""
     (d,) = one(context(line(-0.6, {"ucb": (0.0, pruned("ucb", 0.3))}), seeds=range(3)))
-    tests = routes(d, Judging())["worth"]
+    tests = routes(d, Judging(), d.level)["worth"]
     (e1, r, l1), (e2, c, l2) = tests
     by_hand = _power(e1, r.sd, l1, 7) * _power(e2, c.sd, l2, 7)
     assert chance(tests, 7) == pytest.approx(by_hand)
@@ -364,7 +364,7 @@ def test_the_advice_is_the_easiest_route_at_the_level_the_family_spends():
     planned = [d for d in found if d.word == CANT_TELL]
     assert planned, "the fixture decided every policy"
     for d in planned:
-        a, found_routes = advise(d, Judging()), routes(d, Judging())
+        a, found_routes = advise(d, Judging()), routes(d, Judging(), d.level)
         assert a.level == pytest.approx(0.025)
         need = {
             name: next((n for n in range(2, 51) if chance(tests, n) >= 0.8), None)

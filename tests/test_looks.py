@@ -53,7 +53,7 @@ def test_looks_go_with_until_decided_and_increase():
 def test_a_tiny_procedure_trains_look_by_look_and_replays_when_started_again(tmp_path):
     cfg, c = tiny_compare(tmp_path, policies=["regular", "ucb"], shorter=[0.5], until_decided=True, looks=[2, 3])
     cfg.train.epochs = 2
-    found = until_decided(cfg, c, Judging(), show_progress=False)
+    found = until_decided(cfg, c, Judging(allocation="equal"), show_progress=False)
     out = Path(c.out)
     plan = json.loads((out / "plan.json").read_text())
     assert plan["looks"] == [2, 3] and plan["runs_before"] == 0 and plan["judging"]["family"] == "bonferroni"
@@ -115,7 +115,7 @@ def _procedure(tmp_path, monkeypatch, policies, looks):
     cfg, c = tiny_compare(tmp_path, policies=policies, shorter=[0.3], until_decided=True, looks=looks)
     cfg.train.epochs, cfg.train.milestones = 10, []  # the in-memory runs' recipe
     Path(c.out).mkdir(parents=True)
-    found = until_decided(cfg, c, Judging(), show_progress=False)
+    found = until_decided(cfg, c, Judging(allocation="equal"), show_progress=False)
     return asked, found, Path(c.out)
 
 
@@ -193,9 +193,10 @@ def test_the_next_runs_are_the_missing_ones_of_the_first_look_not_yet_whole(tmp_
     cfg.train.epochs, cfg.train.milestones = 20, []  # shorter-30 and shorter-35: 14 and 13 epochs
     recipe = _recipe_runs()
     look1 = [r for r in recipe if r.seed < 2]
-    missing = next_runs(cfg, c, Judging(), [r for r in look1 if (r.policy, r.seed) != ("kakurenbo", 1)])
+    equal = Judging(allocation="equal")  # the looks' levels these expectations were worked out at
+    missing = next_runs(cfg, c, equal, [r for r in look1 if (r.policy, r.seed) != ("kakurenbo", 1)])
     assert [(j.arm, j.seed) for j in missing] == [("kakurenbo", 1)]
-    look2 = next_runs(cfg, c, Judging(), look1)
+    look2 = next_runs(cfg, c, equal, look1)
     assert sorted({j.arm for j in look2}) == ["egreedy", "kakurenbo", "regular", "shorter-30", "shorter-35"]
     assert {(j.arm, j.seed) for j in look2} >= {("shorter-35", 0), ("shorter-35", 2), ("regular", 2)}
     assert not any(j.seed == 3 or (j.arm != "shorter-35" and j.seed < 2) for j in look2)

@@ -342,7 +342,7 @@ def _dry(monkeypatch):
     monkeypatch.setattr(launch, "relaunch", lambda *args: 0)
     monkeypatch.setattr(matrix, "run_matrix", check_matrix)
     monkeypatch.setattr(matrix, "refusals", compare.plan)  # not this machine's GPUs: the line says what it needs
-    monkeypatch.setattr(matrix, "record_plan", lambda c, judging, looks=None: Plan(judging, tuple(looks or ())))
+    monkeypatch.setattr(matrix, "record_plan", lambda c, judging, jobs, looks=None: Plan(judging, tuple(looks or ())))
     monkeypatch.setattr(views, "show_compare", lambda *args: None)
     monkeypatch.setattr(runs, "load_runs", lambda dirs: ([], []))  # what compare then reports: nothing
     monkeypatch.setattr(looks, "load_runs", lambda dirs: ([], []))  # nor the looks: no looks.json in results/

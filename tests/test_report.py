@@ -169,7 +169,7 @@ def test_cli_report(runs_root, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert len(data["runs"]) == 6 and len(data["problems"]) == 2
-    assert data["verdict"][0].startswith("One decision per policy, 1 in this report's family")
+    assert data["verdict"][0].startswith("One decision per policy, 1 in the family")
     assert [d["decision"] for d in data["decisions"] if d["decision"]] == ["can't tell yet"]
     assert "Launched by hand." in (tmp_path / "o" / "index.md").read_text()
     result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])

@@ -130,7 +130,7 @@ def test_each_policy_meets_the_shorter_schedule_at_its_own_budget_paired_by_seed
 def test_the_shorter_arms_are_baselines_not_decided(tmp_path):
     shorter_case(tmp_path)
     lines = lines_for(tmp_path)
-    assert "One decision per policy, 1 in this report's family" in lines[0]
+    assert "One decision per policy, 1 in the family" in lines[0]
     assert not any(l.startswith("- **30% fewer epochs") for l in lines)
     assert lines[-1] == (
         "  - Not measured here, so not a C(p): random pruning in every epoch (`compare --frontier 0.1,0.3`)."
@@ -217,7 +217,7 @@ def planned_runs(root, seeds=range(3), runs_before=None, **judging):
         arm(root, "fine", seed, 79.9 + 0.2 * seed, skipped=30)
         arm(root, "random", seed, 79.0 + 0.1 * seed, skipped=30)
     if runs_before is not None:
-        plan.record(root, Judging(**judging), None, runs_before)
+        plan.record(root, Judging(**judging), None, runs_before, plan.Family(("fine",), ("lenet",), ("d",)), seeds)
     return root
 
 
@@ -279,7 +279,8 @@ def test_folders_planned_differently_are_named_with_their_plans(tmp_path):
     text = index_of(tmp_path / "rep")
     assert (
         f"does not apply to them: the folders read were planned differently: "
-        f"{a / 'plan.json'}: m 0.3 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t; "
-        f"{b / 'plan.json'}: m 0.5 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t. Read them" in text
+        f"{a / 'plan.json'}: m 0.3 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t, family fine on lenet × d: "
+        f"k = 1, seeds 0–2; {b / 'plan.json'}: m 0.5 pt, δ 0.3 pt, alpha 0.05, Bonferroni, own paired t, family "
+        "fine on lenet × d: k = 1, seeds 3–5. Read them" in text
     )
     assert post_hoc_column(tmp_path / "rep") == {"yes"}

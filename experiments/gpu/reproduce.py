@@ -36,6 +36,8 @@ from fineprune_cli.analysis import plan as plans
 from fineprune_cli.analysis.judging import load_judging
 from fineprune_cli.analysis.runs import load_runs
 from fineprune_cli.drivers.compare import Job, job_config, load_compare
+from fineprune_cli.drivers.compare import plan as jobs_of
+from fineprune_cli.drivers.matrix import family_of
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.sequential.looks import next_runs
 
@@ -58,7 +60,8 @@ def reproduce(ctx: Ctx) -> int:
     config = config_file(ctx)
     cfg, c, judging = matrix(config, data_dir, ctx.device)
     made = runs_made(ctx.experiment)
-    plan = plans.record(ctx.experiment, judging, c.looks, len(made))
+    first = jobs_of(cfg, replace(c, seeds=list(range(c.looks[0]))))
+    plan = plans.record(ctx.experiment, judging, c.looks, len(made), family_of(first))
     call = ctx.experiment / "calls" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{ctx.tag}"
     todo = next_runs(cfg, replace(c, out=str(call / "runs")), judging, made)
     if not todo:

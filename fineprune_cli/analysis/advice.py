@@ -19,7 +19,7 @@ from functools import partial
 from . import paired, stats
 from .decision import CANT_TELL, Advice, Decision, claims, settle
 from .groups import Context
-from .judging import Judging
+from .judging import Judging, shares
 from .runs import Run
 
 DELTAS = (0.1, 0.2, 0.3, 0.5)  # the minimum gains every decision is also read at
@@ -35,13 +35,16 @@ def enrich(
     looks: tuple[int, ...] = (),
 ) -> list[Decision]:
     """Each decision with its δ line, its pooled-variance word and (undecided) its seeds, with
-    its chance at the next planned look of `looks` it does not hold yet."""
+    its chance at the next planned look of `looks` it does not hold yet, at that look's level."""
     pooled = {c: pooled_fit(by) for c, by in groups.items()}
+    parts = dict(zip(looks, shares(judging, looks)))
     out = []
     for d in decisions:
         d = replace(d, sensitivity=sensitivity(d, judging), pooled_word=_pooled_word(d, judging, pooled[d.context]))
         if d.word == CANT_TELL:
-            d = replace(d, advice=advise(d, judging, next_look(len(groups[d.context].get(d.policy, {})), looks)))
+            seeds = next_look(len(groups[d.context].get(d.policy, {})), looks)
+            level = judging.correction.level(judging.alpha, d.family, parts[seeds]) if seeds else d.level
+            d = replace(d, advice=advise(d, judging, seeds, level))
         out.append(d)
     return out
 
@@ -58,7 +61,7 @@ def sensitivity(d: Decision, judging: Judging) -> tuple[tuple[float, str], ...]:
     for gain in DELTAS:
         at = replace(judging, min_gain=gain)
         p, worth, not_worth = claims(d.vs_regular, d.vs_cheap, at)
-        out.append((gain, settle(replace(d, p=p, p_worth=worth, p_not=not_worth), at, d.family, d.looks).word))
+        out.append((gain, settle(replace(d, p=p, p_worth=worth, p_not=not_worth), at, d.family, d.share).word))
     return tuple(out)
 
 
@@ -78,12 +81,12 @@ def _pooled_word(d: Decision, judging: Judging, fit: tuple[float, int] | None) -
         stats.pooled_estimate(d.cheap.values(), d.cheap.norm_values(), sigma, df) if d.cheap and d.cheap.diffs else None
     )
     p, worth, not_worth = claims(reg, alt, judging)
-    return settle(replace(d, p=p, p_worth=worth, p_not=not_worth), judging, d.family, d.looks).word
+    return settle(replace(d, p=p, p_worth=worth, p_not=not_worth), judging, d.family, d.share).word
 
 
-def routes(d: Decision, judging: Judging) -> dict[str, list[Test]]:
-    """The tests each route to a decision needs, at the decision's level."""
-    reg, alt, a = d.vs_regular, d.vs_cheap, d.level
+def routes(d: Decision, judging: Judging, a: float) -> dict[str, list[Test]]:
+    """The tests each route to a decision needs, at level `a`."""
+    reg, alt = d.vs_regular, d.vs_cheap
     found: dict[str, list[Test]] = {}
     if reg is not None:
         found["worse"] = [(-judging.margin - reg.mean, reg, a / 2)]
@@ -103,9 +106,11 @@ def chance(tests: list[Test], n: int, shift: float = 0.0) -> float:
     return out
 
 
-def advise(d: Decision, judging: Judging, next_seeds: int | None = None) -> Advice | None:
-    """The seeds that would decide `d`, if the observed differences were the truth."""
-    found = routes(d, judging)
+def advise(d: Decision, judging: Judging, next_seeds: int | None = None, level: float | None = None) -> Advice | None:
+    """The seeds that would decide `d` at `level` (default its own), if the observed differences
+    were the truth."""
+    level = d.level if level is None else level
+    found = routes(d, judging, level)
     if not found:
         return None
     need = {name: _seeds(tests) for name, tests in found.items()}
@@ -116,8 +121,8 @@ def advise(d: Decision, judging: Judging, next_seeds: int | None = None) -> Advi
     nxt = max(chance(t, next_seeds) for t in found.values()) if next_seeds else None
     resolvable = None
     if not feasible and d.vs_regular is not None:
-        resolvable = stats.resolvable(d.vs_regular.sd, d.level / 2)
-    return Advice(route, feasible.get(route), low, high, d.level, next_seeds, nxt, resolvable)
+        resolvable = stats.resolvable(d.vs_regular.sd, level / 2)
+    return Advice(route, feasible.get(route), low, high, level, next_seeds, nxt, resolvable)
 
 
 def _seeds(tests: list[Test], shift: float = 0.0) -> int | None:

@@ -10,11 +10,13 @@ The rules are fixed before any run is read (docs: the decision page):
 - *Not worth it*: worse than regular by m or more (Δ_reg ≤ −m), or not better than C(p) by more
   than the minimum gain δ (Δ_C ≤ δ). Either route suffices, so each runs at a / 2. The two claims
   cover every truth, so at most one of a policy's two claims is false.
-- The family: k policies (× L planned looks) share the report's alpha by its correction
-  (`Judging.correction`, an entry of `judging.FAMILIES`, which gives the level a of each claim).
-  Since at most one claim per policy can be false, at most k · L false claims are ever tested,
-  each at a: under Bonferroni (the default) the chance of any wrong *worth it* or *not worth it*
-  is at most alpha, whatever the dependence between them.
+- The family: k policies share the report's alpha by its correction (`Judging.correction`, an
+  entry of `judging.FAMILIES`, which gives the level a of each claim), and over L planned looks
+  each policy's alpha / k is split into parts fixed by the plan (`Judging.allocation`), so look
+  j tests at a_j = alpha · w_j / k with the w_j summing to 1. Since at most one claim per policy
+  can be false, at most one false claim per policy and look is ever tested, each at its look's
+  level: under Bonferroni (the default) the chance of any wrong *worth it* or *not worth it* is
+  at most the sum of those levels, alpha, whatever the dependence between them.
 - Every comparison's standard error is its own paired spread over the seeds it pairs (a
   one-sample t on the per-seed differences, n − 1 df): no assumption that arms are equally noisy.
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import reduce
+from functools import lru_cache, reduce
 
 from . import paired, stats
 from .groups import Context, is_frontier, is_shorter
@@ -39,11 +41,16 @@ def quantum(runs: list[Run]) -> float:
     """Points per test image: 100 / the test set's size, read off the accuracies the runs
     recorded (the finest grid they all lie on); DEFAULT_QUANTUM when they do not tell."""
     values = {r.test_accuracy for run in runs for r in run.metrics}  # each distinct value read once
-    denominators = [Fraction(v / 100).limit_denominator(100_000).denominator for v in values]
+    denominators = [_denominator(v) for v in values]
     if not denominators:
         return stats.DEFAULT_QUANTUM
     size = reduce(math.lcm, denominators)
     return 100.0 / size if size <= 1_000_000 else stats.DEFAULT_QUANTUM
+
+
+@lru_cache(maxsize=65536)  # a report's looks, and a simulation's reports, read the same values again
+def _denominator(accuracy: float) -> int:
+    return Fraction(accuracy / 100).limit_denominator(100_000).denominator
 
 
 def quantum_of(by_policy: dict[str, dict[int, Run]]) -> float:
@@ -94,6 +101,8 @@ class Decision:
     family: int  # k, the policies sharing alpha
     looks: int = 1  # L, the planned looks sharing it
     look: int = 0  # the look (1-based) that reached it; 0 outside planned looks
+    share: float = 1.0  # the part of the policy's alpha / k its look spends (1 at a single look)
+    incomplete: str = ""  # why its look could not decide it: seeds the plan fixed that are not there
     advice: Advice | None = None  # an undecided policy's seeds (analysis.advice)
     sensitivity: tuple[tuple[float, str], ...] = ()  # (δ, the word at that minimum gain)
     pooled_word: str = ""  # the word if every arm were equally noisy (the block model's pooled sd)
@@ -111,15 +120,16 @@ def scored(by_policy: dict[str, dict[int, Run]]) -> list[str]:
 def decide(
     groups: dict[Context, dict[str, dict[int, Run]]],
     judging: Judging = Judging(),
-    looks: int = 1,
+    share: float = 1.0,
     family: int | None = None,
+    looks: int = 1,
 ) -> list[Decision]:
     """Every scored policy of every context, as one family of `family` policies (default: those
-    found) over `looks` planned looks."""
+    found), at a look that spends `share` of each policy's alpha / k (one of `looks` planned)."""
     quanta = {c: quantum_of(by) for c, by in groups.items()}
     chains = [_chain(c, by, p, judging, quanta[c]) for c, by in groups.items() for p in scored(by)]
     k = family or max(len(chains), 1)
-    return [settle(d, judging, k, looks) for d in chains]
+    return [settle(replace(d, looks=looks), judging, k, share) for d in chains]
 
 
 def claims(
@@ -138,26 +148,27 @@ def claims(
     return p, worth, min(1.0, 2 * min(routes)) if routes else 1.0
 
 
-def settle(d: Decision, judging: Judging, k: int, looks: int) -> Decision:
+def settle(d: Decision, judging: Judging, k: int, share: float) -> Decision:
     """The decision's word under the family's correction: a claim stands when its adjusted
     p-value is at most alpha; where both stand (better than C(p), by no more than δ) the smaller
-    p-value is stated, and where neither, the nearer claim is named."""
+    p-value is stated, and where neither, the nearer claim is named. A look without all the
+    seeds the plan fixed for it (`d.incomplete`) decides nothing."""
     adjust = judging.correction.adjust
-    worth, not_worth = adjust(d.p_worth, k, looks), adjust(d.p_not, k, looks)
+    worth, not_worth = adjust(d.p_worth, k, share), adjust(d.p_not, k, share)
     route = _route(d.p, d.p_worth, d.p_not)
     word = CANT_TELL
-    if min(worth, not_worth) <= judging.alpha:
+    if min(worth, not_worth) <= judging.alpha and not d.incomplete:
         word = WORTH if route == "worth" else NOT_WORTH
     p_claim = d.p_worth if route == "worth" else d.p_not if route else 1.0
     return replace(
         d,
         route=route,
         p_claim=p_claim,
-        p_adjusted=adjust(p_claim, k, looks) if route else 1.0,
+        p_adjusted=adjust(p_claim, k, share) if route else 1.0,
         word=word,
-        level=judging.correction.level(judging.alpha, k, looks),
+        level=judging.correction.level(judging.alpha, k, share),
         family=k,
-        looks=looks,
+        share=share,
     )
 
 

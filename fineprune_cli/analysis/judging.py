@@ -25,14 +25,15 @@ POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole sc
 class Correction:
     """A family-wise correction: its name as reports print it, the sentence a report says it in,
     what `--family`'s help says of it, a claim's adjusted p-value from its raw one (`k` policies
-    in the family, `looks` planned looks), compared with alpha, and the level each policy's claims
-    are tested at (the bounds a decision prints)."""
+    in the family, `share` the part of each policy's alpha / k its look spends: 1 at a single
+    look), compared with alpha, and the level each policy's claims are tested at there (the
+    bounds a decision prints)."""
 
     name: str
     rule: str  # the sentence that says how, with {policies}, {looks_text} and {level} filled in
     description: str  # a few words for the help: how each policy's share of alpha is found
-    adjust: Callable[[float, int, int], float]
-    level: Callable[[float, int, int], float]  # (alpha, k, looks) -> a
+    adjust: Callable[[float, int, float], float]
+    level: Callable[[float, int, float], float]  # (alpha, k, share) -> a
 
 
 DEFAULT_FAMILY = "bonferroni"  # the correction a plan uses unless --family names another
@@ -40,17 +41,56 @@ FAMILIES = {
     DEFAULT_FAMILY: Correction(
         "Bonferroni",
         "Bonferroni over {policies}{looks_text}: each policy's claims are tested at {level}",
-        "each policy's claims at alpha / (policies x looks)",
-        lambda p, k, looks: min(1.0, p * k * looks),
-        lambda alpha, k, looks: alpha / (k * looks),
+        "each policy's claims at alpha / policies, split over the planned looks by --allocation",
+        lambda p, k, share: min(1.0, p * k / share),
+        lambda alpha, k, share: alpha * share / k,
     ),
 }
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """How a policy's alpha / k is split over the planned looks: `shares` maps the looks' seed
+    counts to each look's part (positive, summing to 1, fixed by the plan before any run), so
+    the union bound over looks still sums to alpha / k per policy."""
+
+    name: str
+    description: str  # for --allocation's help and the report's sentence
+    shares: Callable[[tuple[int, ...]], tuple[float, ...]]
+
+
+def _proportional(power: float) -> Callable[[tuple[int, ...]], tuple[float, ...]]:
+    def shares(looks: tuple[int, ...]) -> tuple[float, ...]:
+        weights = [float(n) ** power for n in looks]
+        return tuple(w / sum(weights) for w in weights)
+
+    return shares
+
+
+DEFAULT_ALLOCATION = "late"
+ALLOCATIONS = {
+    # a look of 3 seeds has 2 df: what it spends there buys few decisions, and the same alpha
+    # at the last look buys many (docs/decisions.md has the power table measured for each)
+    DEFAULT_ALLOCATION: Allocation("late", "each look's part in proportion to its seeds cubed", _proportional(3.0)),
+    "equal": Allocation("equal", "the same part at every look", _proportional(0.0)),
+}
+EARLIER_ALLOCATION = "equal"  # what a plan recorded before allocations were named was judged by
+
+
+def shares(judging: "Judging", looks: tuple[int, ...]) -> tuple[float, ...]:
+    """Each planned look's part of a policy's alpha / k ((1.0,) without planned looks)."""
+    return ALLOCATIONS[judging.allocation].shares(looks) if looks else (1.0,)
 
 
 def _families_help() -> str:
     """`--family`'s help, from the entries of FAMILIES: a new correction is listed by adding it."""
     listed = "; ".join(f"{key} ({c.description})" for key, c in FAMILIES.items())
     return f"How the family of policies shares alpha: {listed}. (default {DEFAULT_FAMILY})"
+
+
+def _allocations_help() -> str:
+    listed = "; ".join(f"{key} ({a.description})" for key, a in ALLOCATIONS.items())
+    return f"How each policy's alpha / policies is split over planned --looks: {listed}. (default {DEFAULT_ALLOCATION})"
 
 
 def _points(low: float, closed_low: bool) -> Callable[[Any], str | None]:
@@ -84,6 +124,7 @@ class Judging:
         help="The chance of any wrong 'worth it' or 'not worth it' in the report (over all planned looks). (default 0.05)",
     )
     family: str = option(DEFAULT_FAMILY, choices=tuple(FAMILIES), help=_families_help())
+    allocation: str = option(DEFAULT_ALLOCATION, choices=tuple(ALLOCATIONS), help=_allocations_help())
     target: float | None = option(
         None,
         check=optional(_points(0.0, closed_low=False)),
@@ -101,7 +142,13 @@ class Judging:
 
     def decisive(self) -> dict[str, Any]:
         """The settings that change a decision (the target does not), as a plan records them."""
-        return {"margin": self.margin, "min_gain": self.gain, "alpha": self.alpha, "family": self.family}
+        return {
+            "margin": self.margin,
+            "min_gain": self.gain,
+            "alpha": self.alpha,
+            "family": self.family,
+            "allocation": self.allocation,
+        }
 
 
 SECTION = "judging"

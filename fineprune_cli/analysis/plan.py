@@ -1,10 +1,14 @@
-"""The judging plan, fixed before the data: m, δ, alpha, the family's correction, the variance
-model and the planned looks, recorded as `plan.json` in a `compare` folder before its first run.
+"""The judging plan, fixed before the data: m, δ, alpha, the family's correction and its split
+over looks, the variance model, the family (the policies and the models and datasets they are
+judged on), and the seeds (the planned looks, or the seeds of a single look), recorded as
+`plan.json` in a `compare` folder before its first run.
 
 A decision's error rate holds only for a plan chosen before the runs were seen. `compare` records
-the plan when it starts a folder, and refuses to change it once runs exist; `report` judges by the
-recorded plan, and says *post hoc* wherever that promise does not hold: no plan recorded, a plan
-recorded after runs existed, or the report's own settings differ from it.
+the plan when it starts a folder, and refuses to change its rules once runs exist; `report` judges
+by the recorded plan, at the level its family fixes, and says *post hoc* wherever that promise
+does not hold: no plan recorded, a plan recorded after runs existed or without its family, the
+report's own settings differ from it, or it judges policies, contexts or seeds the plan did not
+hold.
 """
 
 from __future__ import annotations
@@ -17,12 +21,33 @@ from typing import Any
 
 from ..engine.files import atomic_write_text, read_regular_text
 from ..errors import ConfigError
-from .judging import Judging
+from .judging import EARLIER_ALLOCATION, Judging
 
 PLAN_FILE = "plan.json"
 LOOKS_FILE = "looks.json"  # what `compare --until-decided` wrote before plans were recorded
 VARIANCE = "own paired t"  # the variance model of every decision (analysis.decision.estimate)
 SEARCH_UP = 2  # parent folders searched for a plan above each folder a report reads
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the plan's alpha is shared over: every scored policy on every (model, dataset)."""
+
+    policies: tuple[str, ...]
+    models: tuple[str, ...]
+    datasets: tuple[str, ...]
+
+    @property
+    def contexts(self) -> int:
+        return len(self.models) * len(self.datasets)
+
+    @property
+    def size(self) -> int:
+        """k: the decisions the plan's alpha is split over."""
+        return len(self.policies) * self.contexts
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"policies": list(self.policies), "models": list(self.models), "datasets": list(self.datasets)}
 
 
 @dataclass(frozen=True)
@@ -34,16 +59,24 @@ class Plan:
     runs_before: int = 0  # complete runs in the folder when it was recorded: the plan followed them
     note: str = ""  # what a reader must know (e.g. why the plan came after the runs)
     path: Path | None = field(default=None, compare=False)
+    family: Family | None = None  # None: a plan recorded before plans held their family
+    seeds: tuple[int, ...] = ()  # a single look's seeds (planned looks fix theirs: 0 .. looks[j] - 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "judging": self.judging.decisive(),
             "looks": list(self.looks),
+            "seeds": list(self.seeds),
+            "family": self.family.to_dict() if self.family else None,
             "variance": self.variance,
             "recorded": self.recorded,
             "runs_before": self.runs_before,
             "note": self.note,
         }
+
+    def plannedseeds_text(self) -> tuple[int, ...]:
+        """Every seed the plan may judge: its single look's, or its last look's 0 .. n - 1."""
+        return tuple(range(self.looks[-1])) if self.looks else self.seeds
 
     @property
     def rules(self) -> tuple[object, ...]:
@@ -55,15 +88,15 @@ class Plan:
 
 
 def agreed(plans: list[Plan]) -> Plan | None:
-    """The plan the folders share, if they share one."""
-    return plans[0] if plans and len({p.rules for p in plans}) == 1 else None
+    """The plan the folders share, if they share one (its rules, family and seeds)."""
+    return plans[0] if plans and len({(p.rules, p.family, p.seeds) for p in plans}) == 1 else None
 
 
 def from_dict(data: Any, where: str) -> Plan:
     try:
         j = data["judging"]
         judging = Judging(margin=float(j["margin"]), min_gain=float(j["min_gain"]), alpha=float(j["alpha"]))
-        judging = replace(judging, family=str(j["family"]))
+        judging = replace(judging, family=str(j["family"]), allocation=str(j.get("allocation", EARLIER_ALLOCATION)))
         looks = tuple(int(n) for n in data.get("looks", []))
         return Plan(
             judging,
@@ -72,9 +105,17 @@ def from_dict(data: Any, where: str) -> Plan:
             str(data.get("recorded", "")),
             int(data.get("runs_before", 0)),
             str(data.get("note", "")),
+            family=_family(data.get("family")),
+            seeds=tuple(int(n) for n in data.get("seeds") or []),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{where}: not a judging plan ({exc})") from None
+
+
+def _family(data: Any) -> Family | None:
+    if data is None:
+        return None
+    return Family(*(tuple(str(x) for x in data[key]) for key in ("policies", "models", "datasets")))
 
 
 def read(path: Path) -> Plan:
@@ -85,17 +126,27 @@ def read(path: Path) -> Plan:
     return replace(from_dict(data, str(path)), path=path)
 
 
-def record(out: Path, judging: Judging, looks: list[int] | None, runs: int) -> Plan:
+def record(
+    out: Path,
+    judging: Judging,
+    looks: list[int] | None,
+    runs: int,
+    family: Family | None = None,
+    seeds: list[int] | tuple[int, ...] = (),
+) -> Plan:
     """`compare`'s plan for folder `out` (holding `runs` complete runs): written when the folder
-    has none; kept when it matches (looks None: whatever was planned); refused when it differs
-    and runs exist, since a plan changed after the data is post hoc."""
+    has none, or none of its runs exist yet; kept when it matches (looks None: whatever was
+    planned); refused when its rules differ and runs exist, since a plan changed after the data
+    is post hoc. A compare over other policies or seeds than a kept plan's trains them, and the
+    report says where its decisions go beyond the plan (`beyond`)."""
     path = out / PLAN_FILE
-    mine = Plan(judging, tuple(looks or ()))
+    mine = Plan(judging, tuple(looks or ()), family=family, seeds=tuple(seeds))
     if path.is_file():
         found = read(path)
         if looks is None:
             mine = replace(mine, looks=found.looks)
-        if found.same_rules(mine):
+        mine = replace(mine, seeds=() if mine.looks else mine.seeds)
+        if found.same_rules(mine) and (runs or (found.family, found.seeds) == (mine.family, mine.seeds)):
             return found
         if runs:
             raise ConfigError(
@@ -104,16 +155,54 @@ def record(out: Path, judging: Judging, looks: list[int] | None, runs: int) -> P
                 "these runs another way with `fineprune report` (marked post hoc)"
             )
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    written = replace(mine, recorded=stamp, runs_before=runs, path=path)
+    written = replace(mine, seeds=() if mine.looks else mine.seeds, recorded=stamp, runs_before=runs, path=path)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(written.to_dict(), indent=2) + "\n")
     return written
 
 
+def recorded_judging(out: Path) -> Judging | None:
+    """The judging a folder's plan recorded: what `compare` into it judges by unless its flags or
+    experiment file say otherwise (a plan from before a setting existed keeps what it ran under)."""
+    path = out / PLAN_FILE
+    return read(path).judging if path.is_file() else None
+
+
+def beyond(plan: Plan, family: Family | None, seeds: list[int] | tuple[int, ...]) -> list[str]:
+    """Where a compare goes beyond the plan kept in its folder: its decisions will be post hoc."""
+    lines = []
+    if plan.family is None:
+        lines.append("the plan does not record its family (recorded by an earlier version)")
+    elif family is not None:
+        extra = [p for p in family.policies if p not in plan.family.policies]
+        extra += [f"{m} on {d}" for m in family.models for d in family.datasets if m not in plan.family.models
+                  or d not in plan.family.datasets]  # fmt: skip
+        if extra:
+            lines.append(f"{', '.join(extra)} not in the plan's family")
+    if not plan.looks and set(seeds) - set(plan.seeds):
+        lines.append(
+            f"seeds {seeds_text(sorted(set(seeds) - set(plan.seeds)))} not among the plan's ({seeds_text(plan.seeds)})"
+        )
+    return lines
+
+
+def seeds_text(seeds: list[int] | tuple[int, ...]) -> str:
+    """'0–4', '0, 1, 3': a run of consecutive seeds as a range."""
+    seeds = sorted(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def describe(plan: Plan) -> str:
     j = plan.judging
-    looks = f", looks after {','.join(map(str, plan.looks))} seeds" if plan.looks else ""
-    return f"m {j.margin:g} pt, δ {j.gain:g} pt, alpha {j.alpha:g}, {j.correction.name}, {plan.variance}{looks}"
+    looks = ""
+    if plan.looks:
+        looks = f", looks after {','.join(map(str, plan.looks))} seeds ({j.allocation} allocation)"
+    elif plan.seeds:
+        looks = f", seeds {seeds_text(plan.seeds)}"
+    family = f", family {describe_family(plan.family)}" if plan.family else ""
+    return f"m {j.margin:g} pt, δ {j.gain:g} pt, alpha {j.alpha:g}, {j.correction.name}, {plan.variance}{family}{looks}"
 
 
 def find(paths: list[Path]) -> list[Plan]:
@@ -141,7 +230,7 @@ def _from_looks(path: Path) -> Plan:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError):
         return Plan(Judging(), (), runs_before=-1, note=f"{path} could not be read", path=path)
     note = f"no judging plan was recorded with these runs; the looks were read from {path}"
-    return Plan(Judging(), looks, runs_before=-1, note=note, path=path)
+    return Plan(Judging(allocation=EARLIER_ALLOCATION), looks, runs_before=-1, note=note, path=path)
 
 
 def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
@@ -157,14 +246,61 @@ def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
         reasons.append(
             f"the plan was recorded after {plan.runs_before} runs existed" + (f": {plan.note}" if plan.note else "")
         )
+    if plan.runs_before >= 0 and plan.family is None:
+        reasons.append(
+            "the plan does not record its family, the policies and contexts its alpha is shared over "
+            "(recorded by an earlier version)"
+        )
     if plan.variance != VARIANCE:
         reasons.append(f"the plan named the variance model '{plan.variance}'; this version uses '{VARIANCE}'")
     mine, theirs = judging.decisive(), plan.judging.decisive()
     changed = [
         f"{k} {mine[k]:g} (planned {theirs[k]:g})" for k in ("margin", "min_gain", "alpha") if mine[k] != theirs[k]
     ]
-    if mine["family"] != theirs["family"]:
-        changed.append(f"family {mine['family']} (planned {theirs['family']})")
+    changed += [
+        f"{k} {mine[k]} (planned {theirs[k]})"
+        for k in ("family", "allocation")
+        if mine[k] != theirs[k] and (k == "family" or plan.looks)
+    ]
     if changed:
         reasons.append("this report judges with " + ", ".join(changed))
     return reasons
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What a report decides, as the plan's family and seeds are checked against: each scored
+    policy's row name (one per context), the contexts, and the seeds its comparisons pair."""
+
+    policies: tuple[str, ...]
+    contexts: int
+    seeds: frozenset[int]
+
+
+def off_plan(plan: Plan, judged: Judged) -> list[str]:
+    """Where a report judges more than the plan held: policies outside its family, more contexts
+    (a user's script may name its own model and data, so contexts are counted, not named) or
+    decisions than it shared alpha over, or (a single look) seeds outside its seeds. Fewer is no
+    reason: they keep the plan's level."""
+    reasons = []
+    f = plan.family
+    if f is not None:
+        extra = sorted({p for p in judged.policies if p not in f.policies})
+        if extra:
+            reasons.append(f"it judges {', '.join(extra)}, outside the plan's family ({describe_family(f)})")
+        elif judged.contexts > f.contexts or len(judged.policies) > f.size:
+            reasons.append(
+                f"it judges {len(judged.policies)} policies in {judged.contexts} contexts, more than the plan's "
+                f"{f.size} in {f.contexts}"
+            )
+    if not plan.looks and plan.seeds and judged.seeds - set(plan.seeds):
+        reasons.append(
+            f"seeds {seeds_text(sorted(judged.seeds - set(plan.seeds)))} are not among the plan's "
+            f"({seeds_text(plan.seeds)}): adding seeds and judging again at the full level is a second look "
+            "the plan did not have (`compare --until-decided --looks` plans more seeds)"
+        )
+    return reasons
+
+
+def describe_family(f: Family) -> str:
+    return f"{', '.join(f.policies)} on {', '.join(f.models)} × {', '.join(f.datasets)}: k = {f.size}"

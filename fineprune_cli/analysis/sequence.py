@@ -1,8 +1,11 @@
 """Planned looks, replayed from the runs present: at look j the first `looks[j]` seeds of every
 arm decide every policy not yet decided, each policy's claims at the level the family's
-correction (`Judging.correction`) gives k policies over L looks; a decision reached at a look
-stands. `compare --until-decided` and `report` both call `replay`, so the procedure and its
-report are one computation from one set of runs.
+correction (`Judging.correction`) gives k policies at the part of alpha / k the plan's allocation
+(`Judging.allocation`) gives look j; a decision reached at a look stands. A look decides a policy
+only over all of its seeds: where regular, the policy or an arm of its C(p) lacks one, the look
+is *incomplete* for it and decides nothing (a look read early, then again when its seeds exist,
+would be two looks at that level). `compare --until-decided` and `report` both call `replay`, so
+the procedure and its report are one computation from one set of runs.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any
 from ..arms import REGULAR
 from ..engine.files import read_regular_text
 from .advice import enrich
-from .decision import CANT_TELL, Decision, decide
+from .decision import CANT_TELL, Decision, decide, settle
 from .groups import Groups, subset
-from .judging import Judging
+from .judging import Judging, shares
+from .plan import seeds_text
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Look:
     level: float  # what each policy's claims spend at it
     decided: tuple[str, ...]  # the policies first decided at this look
     open: tuple[str, ...]  # still can't tell after it
+    incomplete: tuple[str, ...] = ()  # of `open`, those whose seeds of this look are not all there
 
 
 def key(d: Decision) -> str:
@@ -39,23 +44,32 @@ def decidable(groups: Groups) -> Groups:
 
 
 def replay(
-    groups: Groups, judging: Judging, looks: tuple[int, ...], upto: int | None = None
+    groups: Groups,
+    judging: Judging,
+    looks: tuple[int, ...],
+    upto: int | None = None,
+    family: int | None = None,
+    described: bool = True,
 ) -> tuple[list[Decision], list[Look]]:
     """Each policy's decision (from the look that reached it, else the last look present) and
-    the looks replayed, from the runs as grouped once. A look whose seeds no run has yet is not
-    replayed; `upto` stops earlier."""
+    the looks replayed, from the runs as grouped once, in a family of `family` policies (default:
+    those at the first look). A look whose seeds no run has yet is not replayed; `upto` stops
+    earlier. `described` False leaves out what decides nothing (the advice and the δ and pooled
+    lines): the simulations replay thousands of procedures."""
     seeds_present = {s for by in groups.values() for runs in by.values() for s in runs}
+    parts = shares(judging, looks)
     reached: dict[str, Decision] = {}
     last: dict[str, Decision] = {}
     done: list[Look] = []
-    k: int | None = None
+    k = family
     before = 0
     for number, seeds in enumerate(looks[: upto or len(looks)], start=1):
         if number > 1 and not any(before <= s < seeds for s in seeds_present):
             break
         at = decidable(subset(groups, seeds))
-        found = decide(at, judging, looks=len(looks), family=k)
-        found = enrich([d for d in found if key(d) not in reached], at, judging, looks)
+        found = decide(at, judging, parts[number - 1], family=k, looks=len(looks))
+        found = [complete(d, at, set(range(seeds)), judging) for d in found if key(d) not in reached]
+        found = enrich(found, at, judging, looks) if described else found
         k = k or (found[0].family if found else None)
         new: list[str] = []
         still: list[str] = []
@@ -63,8 +77,9 @@ def replay(
             last[key(d)] = replace(d, look=number)
             (new if d.word != CANT_TELL else still).append(key(d))
         reached.update({name: last[name] for name in new})
-        level = found[0].level if found else judging.correction.level(judging.alpha, 1, len(looks))
-        done.append(Look(number, seeds, level, tuple(new), tuple(still)))
+        level = judging.correction.level(judging.alpha, k or 1, parts[number - 1])
+        lacking = tuple(key(d) for d in found if d.incomplete)
+        done.append(Look(number, seeds, level, tuple(new), tuple(still), lacking))
         before = seeds
         if not still:
             break
@@ -72,10 +87,30 @@ def replay(
     return [reached.get(name, last[name]) for name in order], done
 
 
-def single(groups: Groups, judging: Judging) -> list[Decision]:
-    """A report without planned looks: every policy over all its seeds, one family."""
+def single(groups: Groups, judging: Judging, family: int | None = None, seeds: tuple[int, ...] = ()) -> list[Decision]:
+    """A report without planned looks: every policy over all its seeds, one family of `family`
+    policies (default: those found); with the plan's `seeds`, a policy lacking one is undecided."""
     at = decidable(groups)
-    return enrich(decide(at, judging), at, judging)
+    found = decide(at, judging, family=family)
+    if seeds:
+        found = [complete(d, at, set(seeds), judging) for d in found]
+    return enrich(found, at, judging)
+
+
+def complete(d: Decision, groups: Groups, wanted: set[int], judging: Judging) -> Decision:
+    """`d`, undecided with the reason where regular, the policy or an arm of its C(p) lacks a
+    seed its look fixed (the runs of a look, not some of them, are what its level was set for)."""
+    by = groups[d.context]
+    arms = dict.fromkeys([REGULAR, d.policy, *(d.cheap.arms if d.cheap else ())])
+    gaps = [f"{arm} lacks seed{'s' * (len(m) > 1)} {seeds_text(m)}" for arm in arms if (m := _lacks(by, arm, wanted))]
+    if not gaps:
+        return d
+    why = f"its look (seeds {seeds_text(sorted(wanted))}) is incomplete: " + "; ".join(gaps)
+    return settle(replace(d, incomplete=why), judging, d.family, d.share)
+
+
+def _lacks(by: dict, arm: str, wanted: set[int]) -> list[int]:
+    return sorted(wanted - set(by.get(arm, {})))
 
 
 def record(planned: tuple[int, ...], looks: list[Look], decisions: list[Decision], judging: Judging) -> dict[str, Any]:

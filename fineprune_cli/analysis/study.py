@@ -13,14 +13,14 @@ from pathlib import Path
 from ..arms import REGULAR
 from . import plan as plans_
 from .collapse import Collapse, collapsed
-from .decision import Decision
+from .decision import Decision, scored
 from .groups import Context, Groups, group
 from .judging import Judging
 from .plan import Plan
 from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from .runs import Run
-from .sequence import Look, disagreements, replay, single
+from .sequence import Look, decidable, disagreements, replay, single
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
 Comparisons = dict[tuple[Context, str], Compared]
@@ -57,8 +57,11 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
     agreed = plans_.agreed(plans)
     judging = judging or (agreed.judging if agreed else Judging())
     looks = agreed.looks if agreed else ()
-    reasons = plans_.post_hoc(plans, judging)
     groups = group(runs)
+    off = plans_.off_plan(agreed, judged(groups)) if agreed else []
+    reasons = plans_.post_hoc(plans, judging) + off
+    # the plan's k where the report stays inside its family: a part of it is judged at the planned level
+    k = agreed.family.size if agreed and agreed.family and not off else None
     numbers, vs = rows_of(groups)
     quanta, targets, reach = reaching(groups, judging)
     made = Study(
@@ -76,10 +79,19 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
         reach=reach,
     )
     if not looks:
-        return replace(made, decisions=single(groups, judging))
-    decisions, replayed = replay(groups, judging, looks)
+        return replace(made, decisions=single(groups, judging, k, agreed.seeds if agreed and not off else ()))
+    decisions, replayed = replay(groups, judging, looks, family=k)
     beyond = sorted({r.seed for r in runs if r.seed >= looks[-1]})
     return replace(made, decisions=decisions, looks=looks, replayed=replayed, beyond=beyond)
+
+
+def judged(groups: Groups) -> plans_.Judged:
+    """The scored policies a report decides, its contexts, and the seeds that pair a policy
+    with regular: what the plan's family and seeds are checked against."""
+    at = decidable(groups)
+    names = tuple(p for by in at.values() for p in scored(by))
+    seeds = {s for by in at.values() for p in scored(by) for s in by[p] if s in by[REGULAR]}
+    return plans_.Judged(names, len(at), frozenset(seeds))
 
 
 def rows_of(groups: Groups) -> tuple[Rows, Comparisons]:

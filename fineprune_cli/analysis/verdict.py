@@ -15,7 +15,8 @@ from . import paired, stats
 from .advice import advised, pooled_fit
 from .decision import CANT_TELL, Decision
 from .groups import is_frontier, is_shorter, pruned_policies
-from .plan import describe
+from .judging import shares
+from .plan import describe, seeds_text
 from .rownumbers import Stat
 from .runs import Run, policy_label
 from .sequence import decidable
@@ -24,14 +25,6 @@ from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
 HEADER = ["policy", "budget", "− regular [bounds]", "C(p)", "− C(p) [bounds]", "p (adjusted)", "decision"]
-
-
-def seeds_text(seeds: list[int]) -> str:
-    """'0–4', '0, 1, 3': a run of consecutive seeds as a range."""
-    seeds = sorted(seeds)
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}–{seeds[-1]}"
-    return ", ".join(map(str, seeds))
 
 
 def pval(p: float) -> str:
@@ -59,6 +52,8 @@ def _est(d: Decision, e: stats.Estimate | None) -> str:
 def _word(d: Decision) -> str:
     if d.word != CANT_TELL:
         return d.word + (f" (look {d.look})" if d.look else "")
+    if d.incomplete:
+        return f"{CANT_TELL} (look {d.look} incomplete)" if d.look else f"{CANT_TELL} (seeds incomplete)"
     seeds = advised(d.advice) if d.advice else ""
     return f"{CANT_TELL} ({seeds})" if seeds else CANT_TELL
 
@@ -84,14 +79,13 @@ def table(decisions: list[Decision]) -> tuple[list[str], list[list[str]]]:
 
 def family_text(found: Study) -> str:
     j, ds = found.judging, found.decisions
-    k, looks, a = ds[0].family, ds[0].looks, ds[0].level
-    looks_text = f" × {looks} planned looks" if looks > 1 else ""
+    k = ds[0].family
     policies = f"{k} polic{'y' if k == 1 else 'ies'}"
-    held = "would be held, for a plan fixed before the data, to" if found.post_hoc else "is held to"
-    rule = j.correction.rule.format(policies=policies, looks_text=looks_text, level=f"a = {a:.4g}")
+    rule = j.correction.rule.format(policies=policies, looks_text=_looks_text(found), level=_levels(found))
+    here = "" if len(ds) == k else f" ({len(ds)} of them judged here, each at the planned level)"
     return (
-        f"One decision per policy, {k} in this report's family; the chance of any wrong *worth it* or "
-        f"*not worth it* among them {held} {j.alpha:.0%} ({rule}), since no more than one of a policy's "
+        f"One decision per policy, {k} in the family{here}; the chance of any wrong *worth it* or "
+        f"*not worth it* among them {_held(found)} ({rule}), since no more than one of a policy's "
         f"two claims can be false. Worth it: not worse than regular by {j.margin:g} pt or more *and* better than "
         f"its cheap alternative C(p) (each test at a); not worth it: worse than regular by {j.margin:g} pt or "
         f"more, or not better than C(p) by more than {j.gain:g} pt (either route, each at a / 2). Each "
@@ -103,10 +97,45 @@ def family_text(found: Study) -> str:
     )
 
 
+CONDITIONS = (
+    "the seeds independent (each run its own random stream), each comparison's per-seed differences "
+    "roughly normal, and the plan kept"
+)
+
+
+def _held(found: Study) -> str:
+    """The promise, with what it rests on: never a bare "at most 5%"."""
+    if found.post_hoc:
+        return f"would be held, for a plan fixed before the data, to {found.judging.alpha:.0%}"
+    return f"is held to {found.judging.alpha:.0%}, given {CONDITIONS}"
+
+
+def _looks_text(found: Study) -> str:
+    if not found.looks:
+        return ""
+    parts = shares(found.judging, found.looks)
+    split = " / ".join(f"{100 * w:.0f}%" for w in parts)
+    return (
+        f", each policy's share split over {len(found.looks)} planned looks ({found.judging.allocation}: "
+        f"{split} at {', '.join(map(str, found.looks))} seeds)"
+    )
+
+
+def _levels(found: Study) -> str:
+    if not found.looks:
+        return f"a = {found.decisions[0].level:.4g}"
+    j, k = found.judging, found.decisions[0].family
+    return "a = " + " / ".join(f"{j.correction.level(j.alpha, k, w):.4g}" for w in shares(j, found.looks))
+
+
 def plan_text(found: Study) -> str:
     if not found.post_hoc:
         plan = found.plans[0]
-        return f"Plan: {describe(plan)}, recorded before the first run ({plan.recorded}); these decisions keep to it."
+        note = f" ({plan.note})" if plan.note else ""
+        return (
+            f"Plan: {describe(plan)}, recorded before the first run ({plan.recorded}){note}; these decisions "
+            "keep to it."
+        )
     return (
         "**Post hoc.** These decisions do not keep to a plan fixed before the data, so that error rate "
         "does not apply to them: " + "; ".join(found.post_hoc) + ". Read them as a description."
@@ -160,6 +189,8 @@ def _because(d: Decision, found: Study) -> str:
             "short": f"not better than {against} by more than {gain:g} pt",
         }[d.route]
         return f": {what} ({name}-adjusted p {pval(d.p_adjusted)}{at})"
+    if d.incomplete:
+        return f": {d.incomplete}, so it decides nothing until they are there" + _advice_text(d, m)
     if d.vs_regular is None:
         if d.regular.diffs:
             return (
@@ -256,9 +287,10 @@ def looks_lines(found: Study) -> list[str]:
         "| --- | --- | --- | --- | --- |",
     ]
     for look in found.replayed:
+        still = [name + (" (incomplete)" if name in look.incomplete else "") for name in look.open]
         lines.append(
             f"| {look.number} | 0–{look.seeds - 1} | {look.level:.4g} | {', '.join(look.decided) or '—'} | "
-            f"{', '.join(look.open) or '—'} |"
+            f"{', '.join(still) or '—'} |"
         )
     if found.beyond:
         lines += ["", f"Seeds {seeds_text(found.beyond)} lie beyond the last planned look and decide nothing."]

@@ -135,6 +135,7 @@ def compare(
     Runs already complete in --out are reused, so an interrupted compare continues."""
     from ..analysis.judging import load_judging
     from ..analysis.numbers import summary_rows
+    from ..analysis.plan import recorded_judging
     from ..analysis.sequence import record
     from ..analysis.verdict import build
     from ..drivers.compare import load_compare
@@ -147,7 +148,7 @@ def compare(
     rest.update(set_rest)
     judged, rest = _split(rest, "judging")
     c = load_compare(config, matrix)
-    judging = load_judging(config, judged)
+    judging = load_judging(config, judged, base=recorded_judging(Path(c.out)))
     if dry_run or print_config:
         from dataclasses import asdict
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import console
 from ..analysis import plan as plans
 from ..analysis.judging import Judging
+from ..analysis.paired import is_baseline
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
@@ -87,19 +88,31 @@ def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     return jobs
 
 
-def record_plan(c: CompareConfig, judging: Judging, looks: list[int] | None = None) -> plans.Plan:
-    """The folder's judging plan, recorded before its first run (`analysis.plan.record`); looks
-    None: the ones already planned there, if any."""
+def record_plan(c: CompareConfig, judging: Judging, jobs: list[Job], looks: list[int] | None = None) -> plans.Plan:
+    """The folder's judging plan, recorded before its first run (`analysis.plan.record`) with its
+    family (the scored policies of `jobs`, on their models and datasets) and seeds; looks None:
+    the ones already planned there, if any. Where this compare goes beyond a plan kept from
+    before its runs, it says so: those decisions will be post hoc."""
     out = Path(c.out)
     runs = len(load_runs([out])[0]) if out.is_dir() else 0
-    return plans.record(out, judging, looks, runs)
+    family = family_of(jobs)
+    recorded = plans.record(out, judging, looks, runs, family, sorted({j.seed for j in jobs}))
+    for line in plans.beyond(recorded, family, [] if looks else c.seeds):
+        console.info(f"beyond the plan in {recorded.path}: {line}; decisions over these runs will be post hoc")
+    return recorded
+
+
+def family_of(jobs: list[Job]) -> plans.Family:
+    """The policies a plan's alpha is shared over: every arm a decision is made for."""
+    unique = lambda xs: tuple(dict.fromkeys(xs))  # noqa: E731
+    scored = unique(j.arm for j in jobs if not is_baseline(j.arm))
+    return plans.Family(scored, unique(j.model for j in jobs), unique(j.dataset for j in jobs))
 
 
 def judged_matrix(
     cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
 ) -> Study:
     """`compare` without looks: the plan recorded, every job trained, one study of its runs."""
-    refusals(cfg, c)
-    recorded = record_plan(c, judging)
+    recorded = record_plan(c, judging, refusals(cfg, c))
     dirs = run_matrix(cfg, c, show_progress=show_progress, command=command)
     return study(load_runs(dirs)[0], judging, [recorded])

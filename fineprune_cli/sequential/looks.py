@@ -40,8 +40,8 @@ def until_decided(
     cfg: Config, c: CompareConfig, judging: Judging, show_progress: bool = True, command: str | None = None
 ) -> Study:
     """Run the planned looks; returns the study of the runs the looks used."""
-    matrix.refusals(cfg, replace(c, seeds=list(range(c.looks[0]))))  # before the plan is written
-    plan = matrix.record_plan(c, judging, c.looks)
+    first = matrix.refusals(cfg, replace(c, seeds=list(range(c.looks[0]))))  # before the plan is written
+    plan = matrix.record_plan(c, judging, first, c.looks)
     arms = replace(c)
     runs: list = []
     for number, seeds in enumerate(c.looks, start=1):
