@@ -179,6 +179,29 @@ def decided_rate(
     return hits / (reps * len(design.truths))
 
 
+def decidable_at(by: dict[str, dict[int, Run]], n: int) -> dict:
+    """The first `n` seeds of one simulated report, as `decide` takes its groups."""
+    return {CTX: subset(by, n)}
+
+
+def looks_power(
+    design: Design, looks: tuple[int, ...], allocation: str, reps: int = 500, seed: int = 0
+) -> tuple[float, float]:
+    """Over procedures of planned looks: the share of policies decided, and rightly, and the mean
+    seeds each policy was trained on (the look that decided it, else the last)."""
+    rng = np.random.default_rng(seed)
+    hits, seeds = 0, 0
+    for _ in range(reps):
+        by = draw(rng, design, looks[-1])
+        decisions, _ = replay({CTX: by}, Judging(allocation=allocation), looks, described=False)
+        for d in decisions:
+            truth = design.truths[POLICIES.index(d.policy)]
+            hits += d.word in (WORTH, NOT_WORTH) and not wrong(d.word, truth)
+            seeds += looks[d.look - 1] if d.word in (WORTH, NOT_WORTH) else looks[-1]
+    total = reps * len(design.truths)
+    return hits / total, seeds / total
+
+
 def bound(reps: int, rate: float = ALPHA, ses: float = 2.0) -> float:
     """The promised rate plus `ses` Monte Carlo standard errors of a rate estimated from `reps`."""
     return rate + ses * math.sqrt(rate * (1 - rate) / reps)

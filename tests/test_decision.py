@@ -480,3 +480,13 @@ def test_the_pooled_word_is_what_one_pooled_sd_for_every_arm_would_decide(ucb_me
     (d,) = single({CTX: by}, Judging())
     assert d.cheap.against == paired.SHORTER_LINE and d.word == CANT_TELL
     assert d.pooled_word == _pooled_t_word(by) == pooled
+
+
+def test_the_power_far_in_the_noncentral_tails_is_a_number():
+    """statsmodels gives NaN for an effect of -5 sd at alpha 0.0005 over 5 seeds (a comparison's
+    route pointing the other way at a late look's small level): the chance is 0, not NaN, which
+    every comparison after it would read as False."""
+    from fineprune_cli.analysis import stats
+
+    assert stats.power(-0.3967, 0.0737, 5, 0.0005) == 0.0
+    assert 0.5 < stats.power(0.3967, 0.0737, 5, 0.0005) < 1.0

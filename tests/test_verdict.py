@@ -284,3 +284,16 @@ def test_folders_planned_differently_are_named_with_their_plans(tmp_path):
         "fine on lenet × d: k = 1, seeds 3–5. Read them" in text
     )
     assert post_hoc_column(tmp_path / "rep") == {"yes"}
+
+
+def test_rare_failures_count_runs_strictly_below_a_point_and_bound_the_rate():
+    """A run exactly 1 pt below its pair is no failure, 1.01 is; 0 of 5 excludes rates above 45%,
+    1 of 5 above 66%. Catches: <= for <, or a two-sided bound."""
+    from fineprune_cli.analysis.paired import Paired
+    from fineprune_cli.analysis.verdict import rare
+
+    none = rare(Paired("regular", {0: -1.0, 1: 0.2, 2: -0.3, 3: 0.0, 4: 0.1}))
+    assert "no run of 5 fell more than 1 pt below its regular pair: a failure in more than 45% of runs" in none
+    one = rare(Paired("regular", {0: -1.01, 1: 0.2, 2: -0.3, 3: 0.0, 4: 0.1}))
+    assert "1 run of 5 fell" in one and "more than 66% of runs is excluded at 95%" in one
+    assert "no rate is excluded" in rare(Paired("regular", {0: -2.0, 1: -3.0}))

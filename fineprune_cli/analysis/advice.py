@@ -106,6 +106,15 @@ def chance(tests: list[Test], n: int, shift: float = 0.0) -> float:
     return out
 
 
+def predictive(tests: list[Test], total: int) -> float:
+    """The chance every test passes at `total` seeds, the seeds so far among them, over what
+    those seeds leave uncertain (`stats.predictive_power`); a route of two tests as the product."""
+    out = 1.0
+    for effect, e, level in tests:
+        out *= stats.predictive_power(effect, e.sd, e.n, total, level)
+    return out
+
+
 def advise(d: Decision, judging: Judging, next_seeds: int | None = None, level: float | None = None) -> Advice | None:
     """The seeds that would decide `d` at `level` (default its own), if the observed differences
     were the truth."""
@@ -118,7 +127,7 @@ def advise(d: Decision, judging: Judging, next_seeds: int | None = None, level: 
     route = min(feasible, key=feasible.__getitem__) if feasible else d.route or "worse"
     low = _fewest(found, +1.0)
     high = _fewest(found, -1.0)
-    nxt = max(chance(t, next_seeds) for t in found.values()) if next_seeds else None
+    nxt = max(predictive(t, next_seeds) for t in found.values()) if next_seeds else None
     resolvable = None
     if not feasible and d.vs_regular is not None:
         resolvable = stats.resolvable(d.vs_regular.sd, level / 2)

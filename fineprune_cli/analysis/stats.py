@@ -149,7 +149,9 @@ def power(effect: float, sd: float, n: int, alpha: float) -> float:
     difference `effect` (in the direction tested) with per-seed sd `sd`: the noncentral t."""
     if n < 2 or sd <= 0:
         return 0.0
-    return float(TTestPower().power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger"))
+    value = float(TTestPower().power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger"))
+    # the library's noncentral t gives NaN far in its tails (an effect of -5 sd at alpha 0.0005)
+    return value if not math.isnan(value) else (0.0 if effect < 0 else 1.0)
 
 
 def seeds_for(chance: Callable[[int], float], target: float = POWER) -> int | None:
@@ -168,3 +170,36 @@ def resolvable(sd: float, alpha: float, n: int = MAX_SEEDS, target: float = POWE
     """The smallest difference (points) that `n` seeds show with probability `target` at `alpha`."""
     size = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=target, alternative="larger")
     return float(size) * sd
+
+
+def rate_excluded(events: int, n: int, level: float = 0.95) -> float:
+    """The one-sided upper bound on a rate after `events` in `n` independent runs (Clopper and
+    Pearson's exact bound): rates above it are excluded at `level`. 0 of 5: 45%."""
+    if events >= n:
+        return 1.0
+    return float(sps.beta.ppf(level, events + 1, n - events))
+
+
+DRAWS = 4000  # Monte Carlo draws of a predictive chance: its own error is at most 0.8 points
+
+
+def predictive_power(effect: float, sd: float, n: int, total: int, alpha: float, draws: int = DRAWS) -> float:
+    """The chance that a one-sided one-sample t test at `alpha` over `total` seeds rejects, the
+    `n` seeds observed so far (mean `effect` in the direction tested, spread `sd`) among them,
+    averaged over what those seeds leave uncertain: the true spread (its posterior under the
+    reference prior, (n - 1) sd² / χ²(n - 1)) and the true difference (normal about `effect`),
+    then the `total - n` seeds still to come. Not the power at the observed difference: that
+    takes a noisy guess for the truth, and with 2 or 3 seeds promised chances well above those
+    realised (docs/decisions.md has both, simulated)."""
+    if n < 2 or sd <= 0 or total <= n:
+        return 0.0
+    rng = np.random.default_rng(0)  # the same report gives the same advice
+    more = total - n
+    sigma = sd * np.sqrt((n - 1) / rng.chisquare(n - 1, draws))
+    truth = rng.normal(effect, sigma / np.sqrt(n))
+    future = rng.normal(truth, sigma / np.sqrt(more))
+    spread = sigma**2 * rng.chisquare(more - 1, draws) if more > 1 else np.zeros(draws)
+    mean = (n * effect + more * future) / total
+    ss = (n - 1) * sd**2 + spread + n * more / total * (effect - future) ** 2
+    t = mean / np.sqrt(ss / (total - 1) / total)
+    return float(np.mean(t > t_quantile(1 - alpha, total - 1)))

@@ -169,12 +169,33 @@ def chain(d: Decision, found: Study) -> list[str]:
         )
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
+    if d.regular.diffs:
+        lines.append(f"  - {rare(d.regular)}.")
     if d.sensitivity:
         at = " / ".join(f"{g:g}" for g, _ in d.sensitivity)
         words = " / ".join(w for _, w in d.sensitivity)
         pooled = f"; with one pooled sd for every arm (equal noise assumed): {d.pooled_word}" if d.pooled_word else ""
         lines.append(f"  - Sensitivity: at δ = {at} pt: {words}{pooled}.")
     return lines
+
+
+FAILURE = 1.0  # points below its regular pair at which a run counts as a failure
+EXCLUDED = 0.95
+
+
+def rare(p: paired.Paired) -> str:
+    """What the seeds say of rare failures, which a mean over a few seeds cannot show: how many
+    runs fell more than FAILURE below their regular pair, and the failure rate that excludes."""
+    n = len(p.diffs)
+    fell = sum(v < -FAILURE for v in p.diffs.values())
+    runs = f"{'no run' if not fell else f'{fell} run' + 's' * (fell > 1)} of {n}"
+    bound = stats.rate_excluded(fell, n, EXCLUDED)
+    if bound >= 1.0:
+        return f"Rare failures: {runs} fell more than {FAILURE:g} pt below its regular pair; no rate is excluded"
+    return (
+        f"Rare failures: {runs} fell more than {FAILURE:g} pt below its regular pair: a failure in more than "
+        f"{bound:.0%} of runs is excluded at {EXCLUDED:.0%} (fewer are not: the seeds cannot show them)"
+    )
 
 
 def _because(d: Decision, found: Study) -> str:
@@ -207,14 +228,16 @@ def _advice_text(d: Decision, m: float) -> str:
     if a is None:
         return ""
     nxt = (
-        f"; the chance of a decision at the next look ({a.next_seeds} seeds) is about {a.next_chance:.0%}"
+        f"; averaged over what these seeds leave uncertain, the next look ({a.next_seeds} seeds) decides it "
+        f"with a chance of about {a.next_chance:.0%} (a guide that runs high with few seeds: docs, decisions)"
         if a.next_seeds and a.next_chance is not None
         else ""
     )
     if a.seeds is not None:
         return (
-            f"; if the observed differences were the truth, {advised(a)} would decide it with 80% "
-            f"probability at a = {a.level:.4g} (the range: each difference at either end of its 80% interval)" + nxt
+            f"; if the observed differences and spreads were the truth, {advised(a)} would decide it with 80% "
+            f"probability at a = {a.level:.4g} (the range: each difference at either end of its 80% interval; "
+            "a what-if, not a prediction: the truth is seldom the observed difference)" + nxt
         )
     if a.resolvable is not None:
         return (
