@@ -18,7 +18,7 @@ from .groups import is_frontier, is_shorter, pruned_policies
 from .plan import describe
 from .rownumbers import Stat
 from .runs import Run, policy_label
-from .schedule import beside
+from .compression import beside
 from .sequence import decidable
 from .study import Study
 from .tables import context_title
@@ -139,7 +139,7 @@ def chain(d: Decision, found: Study) -> list[str]:
             )
             + "."
         )
-        lines += beside(d.context, d.cheap.arms, found.schedules)
+        lines += beside(d.context, d.cheap.arms, found.compression)
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
     if d.sensitivity:

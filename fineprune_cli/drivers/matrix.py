@@ -16,7 +16,7 @@ from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 from .parallel import RunsFailed
-from .schedulecheck import ScheduleCheck
+from .compressioncheck import CompressionCheck
 from .scriptjob import ScriptFailed
 
 
@@ -39,7 +39,7 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     finished = sum(states[j] in ("complete", "diverged") and j.run_dir(c.out) not in left_out for j in jobs)
     if finished:
         console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
-    guard = ScheduleCheck(jobs, c.out) if cfg.script.command else None  # the user's own schedule
+    guard = CompressionCheck(jobs, c.out) if cfg.script.command else None  # the user's own schedule
     if guard:
         guard.after(j for j in jobs if states[j] == "complete")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from ..analysis.schedule import ADVICE, logged, mismatch
+from ..analysis.compression import ADVICE, logged, mismatch
 from ..arms import REGULAR
 from ..engine.record import Status, read_metrics, read_summary
 from ..errors import ConfigError
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .executor import Task
 
 
-class ScheduleCheck:
+class CompressionCheck:
     """The matrix's regular and shorter jobs by seed, checked as their runs finish."""
 
     def __init__(self, jobs: list["Job"], out: str):

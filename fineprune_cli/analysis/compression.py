@@ -1,17 +1,17 @@
 """Whether a shorter arm trained regular's learning-rate schedule compressed to its epochs, read off
 the learning rate each run logged per epoch.
 
-Training fewer epochs is a decision's cheap alternative C(p) only when the shorter run follows the
-regular schedule compressed, as `arms.shorter_schedule` compresses the built-in trainer's epochs,
-milestones and warm-up. A script's own schedule need not: a cosine with a fixed T_max (kuangliu's
-pytorch-cifar has T_max=200) stops a shorter arm part way down its curve, at a large learning rate,
-and its accuracy then says little about training less. So each epoch j of a shorter run (E' epochs)
-is held against regular's (E epochs) at the same point of training, regular's epoch
-(j - 1/2)·E/E' + 1/2, give or take one of the shorter run's epochs (E/E' of regular's): rounding a
-compressed milestone or the arm's epochs moves a step by less than that, and a script may log its
-lr before or after its scheduler steps. An arm off by more is named beside every decision that
-reads it; one whose runs log no lr (a script that passes none to `run.log` records 0) is said not
-to be checked.
+Training fewer epochs is the cheap alternative C(p) of the decisions only when the shorter run
+follows the regular schedule compressed, as `arms.shorter_schedule` compresses the built-in
+trainer's epochs, milestones and warm-up. A script's own schedule need not: a cosine with a fixed
+T_max (kuangliu's pytorch-cifar has T_max=200) stops a shorter arm part way down its curve, at a
+large learning rate, which is not the regular schedule trained for fewer epochs. So each epoch j
+of a shorter run (E' epochs) is held against regular's epochs (E of them) within one of the
+shorter run's epochs (E/E' of regular's) of the same point of training, regular's epoch
+(j - 1/2)·E/E' + 1/2: its lr must lie within theirs. Rounding a compressed milestone or the arm's
+epochs moves a step by less than that, and a script may log its lr before or after its scheduler
+steps. An arm off by more is named beside every decision that reads it; one whose runs log no lr
+(a script that passes none to `run.log` records 0) is said not to be checked.
 """
 
 from __future__ import annotations
@@ -63,28 +63,18 @@ def mismatch(regular: Sequence[float], shorter: Sequence[float]) -> Mismatch | N
     worst, gap = None, REL * max(abs(lr) for lr in [*regular, *shorter])  # within it: float noise
     for j, lr in enumerate(shorter, start=1):
         centre = 0.5 + (j - 0.5) * k
-        lo, hi = max(1.0, centre - k), min(float(n), centre + k)
-        inside = range(math.ceil(lo), math.floor(hi) + 1)
-        values = [_at(regular, lo), _at(regular, hi), *(regular[i - 1] for i in inside)]
+        first, last = max(1, math.ceil(centre - k)), min(n, math.floor(centre + k))
+        if first > last:  # a run over twice regular's length (no shorter arm): its nearest epoch
+            first = last = min(n, max(1, round(centre)))
+        values = regular[first - 1 : last]
         low, high = min(values), max(values)
         if max(low - lr, lr - high) > gap:
-            worst, gap = (
-                Mismatch(j, len(shorter), lr, low, high, math.floor(lo), math.ceil(hi)),
-                max(low - lr, lr - high),
-            )
+            worst, gap = Mismatch(j, len(shorter), lr, low, high, first, last), max(low - lr, lr - high)
     return worst
 
 
-def _at(curve: Sequence[float], x: float) -> float:
-    """The curve (per 1-based epoch) at a fractional epoch, linear between epochs."""
-    if len(curve) == 1:
-        return curve[0]
-    i = min(int(x), len(curve) - 1)
-    return curve[i - 1] + (x - i) * (curve[i] - curve[i - 1])
-
-
 @dataclass(frozen=True)
-class ArmSchedule:
+class Compression:
     """A shorter arm's schedule against its context's regular, seed by seed: the seeds checked
     (both runs logged an lr) and those off regular's curve compressed, with the epoch furthest off."""
 
@@ -115,7 +105,7 @@ class ArmSchedule:
         return f"seed {seed}: {self.off[seed].text()}{more}"
 
 
-def schedules(groups: Groups) -> list[ArmSchedule]:
+def compression(groups: Groups) -> list[Compression]:
     """Every shorter row of a context that holds regular, checked against regular seed by seed."""
     found = []
     for context, by in groups.items():
@@ -125,11 +115,11 @@ def schedules(groups: Groups) -> list[ArmSchedule]:
             lrs = {s: ([r.lr for r in regular[s].metrics], [r.lr for r in by[arm][s].metrics]) for s in shared}
             checked = tuple(s for s in shared if logged(lrs[s][0]) and logged(lrs[s][1]))
             off = {s: m for s in checked if (m := mismatch(*lrs[s])) is not None}
-            found.append(ArmSchedule(context, arm, checked, off, tuple(s for s in shared if s not in checked)))
+            found.append(Compression(context, arm, checked, off, tuple(s for s in shared if s not in checked)))
     return found
 
 
-def lines(found: list[ArmSchedule]) -> list[str]:
+def lines(found: list[Compression]) -> list[str]:
     """What the terminal and index.md say, one paragraph an item (the arms off regular's schedule
     make one, a list): the arms off regular's schedule, what to do, the arms not checked."""
     off = [a for a in found if a.off]
@@ -148,7 +138,7 @@ def lines(found: list[ArmSchedule]) -> list[str]:
     return out
 
 
-def beside(context: Context, arms: Sequence[str], found: list[ArmSchedule]) -> list[str]:
+def beside(context: Context, arms: Sequence[str], found: list[Compression]) -> list[str]:
     """The lines a decision's chain gives the shorter arms its C(p) reads, where one is off
     regular's schedule or was not checked."""
     out = []
