@@ -167,8 +167,11 @@ def test_the_arm_is_named_beside_each_decision_that_reads_it(tmp_path):
     assert "shorter-30" not in chains["UCB"] and "learning-rate" not in chains["UCB"]  # its C(p) is shorter-10
     index = (report.out / "index.md").read_text()
     section = index.split("## Learning-rate schedules\n", 1)[1].split("\n## ", 1)[0]
-    assert "1 shorter arm did not train" in section and "- shorter-30 (lenet on" in section
-    assert "seeds 0, 1, 2 alike" in section and "shorter-10" not in section
+    assert (
+        "1 shorter arm did not train" in section
+        and "- lenet on CIFAR-10 (JPEG q75), shorter-30, seed 0: epoch" in section
+    )
+    assert "off in seeds 0, 1, 2" in section and "shorter-10" not in section
 
 
 def test_the_terminal_says_it_after_the_decisions(tmp_path, capsys):
@@ -177,6 +180,9 @@ def test_the_terminal_says_it_after_the_decisions(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "C(p) reads shorter-30, which did not train" in out
     assert "1 shorter arm did not train regular's learning-rate schedule" in out
+    views.show_compare([], compressed=report.study.compression)  # compare's, after its decisions
+    out = " ".join(capsys.readouterr().out.split())
+    assert "1 shorter arm did not train" in out and "shorter-30, seed 0: epoch" in out
 
 
 def test_schedules_that_follow_the_epochs_say_nothing(tmp_path):
@@ -191,7 +197,7 @@ def test_runs_that_log_no_lr_are_said_not_to_be_checked(tmp_path):
                           with_plots=False)  # fmt: skip
     assert {a.state for a in report.study.compression} == {"not checked"}
     index = (report.out / "index.md").read_text()
-    assert "The schedule of shorter-30 (lenet on" in index and "was not checked: its runs, or regular's" in index
+    assert "lenet on CIFAR-10 (JPEG q75), shorter-30: its schedule was not checked, as its runs, or regular's" in index
     assert "C(p) reads shorter-30, whose schedule was not checked" in _chains(report)["epsilon-greedy"]
 
 

@@ -92,7 +92,7 @@ class Compression:
 
     @property
     def name(self) -> str:
-        return f"{self.arm} ({self.context.model} on {self.context.label})"
+        return f"{self.context.model} on {self.context.label}, {self.arm}"
 
     def why_unchecked(self) -> str:
         if self.unlogged:
@@ -101,7 +101,7 @@ class Compression:
 
     def off_text(self) -> str:
         seed = min(self.off)
-        more = f"; seeds {', '.join(map(str, sorted(self.off)))} alike" if len(self.off) > 1 else ""
+        more = f"; off in seeds {', '.join(map(str, sorted(self.off)))}" if len(self.off) > 1 else ""
         return f"seed {seed}: {self.off[seed].text()}{more}"
 
 
@@ -131,10 +131,10 @@ def lines(found: list[Compression]) -> list[str]:
             f"{n} shorter arm{'s' if n != 1 else ''} did not train regular's learning-rate schedule compressed to "
             f"{'their' if n != 1 else 'its'} epochs, so {'they are' if n != 1 else 'it is'} not training fewer "
             "epochs of this schedule (named beside each decision that reads it):",
-            "\n".join(f"- {a.name}: {a.off_text()}" for a in off),
+            "\n".join(f"- {a.name}, {a.off_text()}" for a in off),
             f"What to do: {ADVICE}.",
         ]
-    out += [f"The schedule of {a.name} was not checked: {a.why_unchecked()}." for a in unchecked]
+    out += [f"{a.name}: its schedule was not checked, as {a.why_unchecked()}." for a in unchecked]
     return out
 
 
