@@ -10,7 +10,9 @@ from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan
 from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
-from conftest import summary_of, tiny
+from conftest import metrics_rows, summary_of, tiny
+from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.study import study
 from factories import tiny_compare as _cfg
 
 runner = CliRunner()
@@ -194,6 +196,10 @@ def test_a_shorter_run_trains_fewer_epochs_and_every_sample(tmp_path):
     s = summary_of(arm)
     assert s["arm"] == "shorter-25" and s["policy"] == "regular"
     assert s["epochs_completed"] == 3 and s["samples_skipped"] == 0
+    # the trainer's lr, as it logs it, is regular's compressed (milestone 3 of 4 -> 2 of 3)
+    [found] = study(load_runs([regular, arm])[0]).compression
+    assert (found.arm, found.state, found.checked) == ("shorter-25", "compressed", (0,))
+    assert [r["lr"] for r in metrics_rows(arm)] == ["0.1", "0.1", "0.020000000000000004"]
 
 
 @pytest.mark.slow

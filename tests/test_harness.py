@@ -196,7 +196,14 @@ def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_p
     assert done.exit_code == 0, done.output
     assert "8 runs planned" in done.output and "shorter-10" in done.output
     assert "no time estimate: a --script run is your own command" in done.output
+    said = " ".join(done.output.split())  # the shorter arms' schedule, checked from the lr the script logs
+    assert (
+        "regular's learning-rate schedule compressed to its epochs (T_max, milestones and warm-up from {epochs})"
+        in said
+    )
     assert list(tmp_path.iterdir()) == []  # nothing written
+    without = invoke([a for a in argv if a not in ("--shorter", "0.1")])
+    assert without.exit_code == 0 and "compressed to its epochs" not in " ".join(without.output.split())
 
 
 def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):

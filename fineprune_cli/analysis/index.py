@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.files import to_markdown
-from . import collapse, timing
+from . import collapse, compression, timing
 from .groups import pruned_policies
 from .runs import Problem, Run
 from .study import Study
@@ -34,6 +34,9 @@ def index_markdown(
     failed = collapse.lines(report.study.collapsed)
     if failed:
         parts.append("## Runs that collapsed\n\n" + "\n".join([failed[0], "", *failed[1:-1], "", failed[-1]]) + "\n")
+    off = compression.lines(report.study.compression)
+    if off:
+        parts.append("## Learning-rate schedules\n\n" + "\n\n".join(off) + "\n")
     parts += [report.notes.strip() + "\n"] if report.notes else []
     runs = report.runs
     if runs:

@@ -20,6 +20,7 @@ from .plan import Plan
 from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from .runs import Run
+from .compression import Compression, compression
 from .sequence import Look, decidable, disagreements, replay, single
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
@@ -38,6 +39,7 @@ class Study:
     replayed: list[Look] = field(default_factory=list)
     beyond: list[int] = field(default_factory=list)  # seeds present past the last planned look
     collapsed: list[Collapse] = field(default_factory=list)  # named beside the decisions, kept in them
+    compression: list[Compression] = field(default_factory=list)  # each shorter arm's lr against regular's
     recorded: list[str] = field(default_factory=list)  # where a looks.json says otherwise than the replay
     # every row of `groups`, and each context's regular (present or not: a row's numbers quote it)
     numbers: Rows = field(default_factory=dict)
@@ -72,6 +74,7 @@ def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | N
         plans,
         reasons,
         collapsed=collapsed(runs),
+        compression=compression(groups),
         numbers=numbers,
         compared=vs,
         quanta=quanta,

@@ -19,6 +19,7 @@ from .judging import shares
 from .plan import describe, seeds_text
 from .rownumbers import Stat
 from .runs import Run, policy_label
+from .compression import beside
 from .sequence import decidable
 from .study import Study
 from .tables import context_title
@@ -167,6 +168,7 @@ def chain(d: Decision, found: Study) -> list[str]:
             )
             + "."
         )
+        lines += beside(d.context, d.cheap.arms, found.compression)
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
     if d.regular.diffs:

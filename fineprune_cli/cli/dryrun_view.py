@@ -95,6 +95,8 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
     if done:
         console.result(f"{done} of {len(dry.runs)} runs already finished there: compare would skip them")
     console.result(estimate_text(dry))
+    if dry.schedule_check:
+        console.result(dry.schedule_check)
 
 
 def estimate_text(dry: Any) -> str:

@@ -167,4 +167,4 @@ def compare(
     except KeyboardInterrupt:  # between runs: the finished ones are kept, the next compare goes on
         raise Interrupted("interrupted; compare again to continue") from None
     looks = record(found.looks, found.replayed, found.decisions, judging) if found.looks else None
-    views.show_compare(summary_rows(found), as_json, c.out, build(found), looks, found.collapsed)
+    views.show_compare(summary_rows(found), as_json, c.out, build(found), looks, found.collapsed, found.compression)

@@ -119,6 +119,7 @@ def show_compare(
     verdict: Any = None,
     looks: Any = None,
     collapsed: Any = (),
+    compressed: Any = (),
 ) -> None:
     """`compare`'s table and decisions; with planned looks, `looks` (their record) in --json."""
     if as_json:
@@ -128,6 +129,7 @@ def show_compare(
         _compare_table(rows)
     _show_verdict(verdict)
     _show_collapsed(collapsed)
+    _show_compression(compressed)
     if out is not None:
         console.result(f"run folders: {out}  (tables and plots: fineprune report {out})")
 
@@ -167,6 +169,15 @@ def _show_verdict(verdict: Any) -> None:
 def _show_collapsed(found: Any) -> None:
     """Runs that collapsed, named after the decisions they are part of."""
     from ..analysis.collapse import lines
+
+    shown = lines(list(found))
+    if shown:
+        console.result(Text("\n".join(["", *shown])))
+
+
+def _show_compression(found: Any) -> None:
+    """Shorter arms off regular's learning-rate schedule, or not checked, after the decisions."""
+    from ..analysis.compression import lines
 
     shown = lines(list(found))
     if shown:
@@ -231,6 +242,9 @@ def show_report(rep: Any, as_json: bool) -> None:
                 "verdict": rep.verdict.markdown() if rep.verdict else [],
                 "decisions": _json_rows(rows),
                 "collapsed": [{"path": str(c.run.path), "reason": c.reason} for c in rep.study.collapsed],
+                "compression": [
+                    {"arm": a.name, "schedule": a.state, "seeds_off": sorted(a.off)} for a in rep.study.compression
+                ],
             }
         )
         return
@@ -238,6 +252,7 @@ def show_report(rep: Any, as_json: bool) -> None:
         _compare_table(rows)
     _show_verdict(rep.verdict)
     _show_collapsed(rep.study.collapsed)
+    _show_compression(rep.study.compression)
     for p in rep.problems:
         console.info(f"left out {p.path}: {p.status} ({p.reason})")
     count = len({(r["model"], r["dataset"], r["variant"], r["policy"]) for r in rows})

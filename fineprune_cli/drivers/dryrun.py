@@ -54,6 +54,7 @@ class DryRun:
     one_thread_seconds: float | None = None  # a busy CPU, runs of several threads: the most at 1 thread a run
     fewest_range: tuple[float, float] | None = None  # a noisy probe: fewest_seconds at its fastest, slowest repeat
     estimated_range: tuple[float, float] | None = None  # the same for estimated_seconds
+    schedule_check: str = ""  # --script with shorter arms: what compare checks of the script's schedule
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,7 +142,18 @@ def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun
         runs[-1].state = existing_state(job_cfg, {})
     why = "a --script run is your own command: only running it tells its time (each run's log says it)"
     experiment = {**cfg.to_dict(), "compare": asdict(c)}
-    return DryRun(experiment, runs, {}, {}, None, None, why, cfg.run.device, pace_of(cfg, c), list(c.looks), "")
+    check = SCHEDULE_CHECK if c.shorter or c.until_decided else ""  # later looks may add shorter arms
+    pace = pace_of(cfg, c)
+    return DryRun(
+        experiment, runs, {}, {}, None, None, why, cfg.run.device, pace, list(c.looks), "", schedule_check=check
+    )
+
+
+SCHEDULE_CHECK = (
+    "each shorter arm must train regular's learning-rate schedule compressed to its epochs (T_max, milestones "
+    "and warm-up from {epochs}); compare reads the lr your script passes to run.log once a seed has regular and "
+    "a shorter arm, and refuses one that is not (a script that logs no lr is not checked)"
+)
 
 
 def pace_of(cfg: Config, c: CompareConfig) -> Pace:

@@ -17,6 +17,7 @@ from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 from .parallel import RunsFailed
+from .compressioncheck import CompressionCheck
 from .scriptjob import ScriptFailed
 
 
@@ -39,11 +40,16 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     finished = sum(states[j] in ("complete", "diverged") and j.run_dir(c.out) not in left_out for j in jobs)
     if finished:
         console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
+    guard = CompressionCheck(jobs, c.out) if cfg.script.command else None  # the user's own schedule
+    if guard:
+        guard.after(j for j in jobs if states[j] == "complete")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
     if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
         from .parallel import run_tasks
 
-        run_tasks(cfg, c, todo, command, show_progress)
+        run_tasks(cfg, c, todo, command, show_progress, guard.task_done if guard else None)
+        if guard:  # Slurm's runs, which it checks only once they all ended
+            guard.after(todo)
         return [job.run_dir(c.out) for job in jobs]
     failed = []
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)", show_progress) as bar:
@@ -55,6 +61,9 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
             except ScriptFailed as exc:  # one script run failing must not stop the others
                 console.error(str(exc))
                 failed.append(job)
+                continue
+            if guard:
+                guard.after([job])
     if failed:
         raise RunsFailed(len(failed), len(todo))
     return [job.run_dir(c.out) for job in jobs]

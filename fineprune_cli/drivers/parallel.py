@@ -7,7 +7,7 @@ task's log beside it), so a task, here or on a cluster node, needs nothing but t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .. import console
 from ..engine import yamlvalues
@@ -74,9 +74,17 @@ def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str
     return tasks
 
 
-def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None, show_progress: bool) -> None:
+def run_tasks(
+    cfg: Config,
+    c: "CompareConfig",
+    todo: list["Job"],
+    command: str | None,
+    show_progress: bool,
+    on_done: Callable[[Task], None] | None = None,
+) -> None:
     """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
-    end when some failed."""
+    end when some failed. `on_done`, called as each run here finishes, may refuse the matrix:
+    the runs in flight then stop after their epoch (a Slurm job's would go on: it is not called)."""
     if c.executor == "slurm":
         from .slurm import slurm_executor
 
@@ -88,7 +96,22 @@ def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str |
         return
     mode = "off" if not show_progress else ("live" if console.err.is_terminal else "lines")
     with Grid(tasks, mode) as grid:
-        outcomes = executor.run(tasks, grid)
+        outcomes = executor.run(tasks, grid if on_done is None or c.executor == "slurm" else Checked(grid, on_done))
     failed = [o for o in outcomes if not o.ok]
     if failed:
         raise RunsFailed(len(failed), len(tasks), f"logs beside their configs in {Path(c.out) / JOBS}")
+
+
+class Checked:
+    """A Watch that shows what `grid` shows and hands each run done to `on_done`."""
+
+    def __init__(self, grid: Grid, on_done: Callable[[Task], None]):
+        self.grid, self.on_done = grid, on_done
+
+    def changed(self, task: Task, state: str) -> None:
+        self.grid.changed(task, state)
+        if state == "done":
+            self.on_done(task)
+
+    def tick(self) -> None:
+        self.grid.tick()
