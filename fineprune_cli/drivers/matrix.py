@@ -5,6 +5,7 @@ other, or as tasks of an executor (`--jobs`, `--threads`, `--executor slurm`). K
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from .. import console
 from ..analysis import plan as plans
@@ -12,6 +13,7 @@ from ..analysis.judging import Judging
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
+from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
@@ -78,13 +80,27 @@ def in_process(c: CompareConfig) -> bool:
 
 def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     """The matrix's refusals, before anything is written (its plan included): every job's
-    config, and --jobs or --threads beyond this machine."""
+    config, and --jobs or --threads beyond this machine. Then, still before any training, the
+    arms whose policy equals its random control in every pruning epoch are named."""
     from .parallel import local_executor
 
     jobs = plan(cfg, c)
     if c.executor == "local":
         local_executor(cfg, c)
+    for line in random_equal_lines((job, job_config(cfg, job, c.out)) for job in jobs):
+        console.info(line)
     return jobs
+
+
+def random_equal_lines(jobs: Iterable[tuple[Job, Config]]) -> list[str]:
+    """'<model> on <dataset>, <arm>: <why>' once per arm whose policy equals its random control in
+    every pruning epoch (`pruning.policy.random_equal_note`); the seeds of an arm share it."""
+    lines: dict[str, str] = {}
+    for job, job_cfg in jobs:
+        arm = f"{job.model} on {job.dataset}, {job.arm}"
+        if arm not in lines:
+            lines[arm] = random_equal_note(job_cfg.policy, job_cfg.prune, job_cfg.train.epochs) or ""
+    return [f"{arm}: {note}" for arm, note in lines.items() if note]
 
 
 def record_plan(c: CompareConfig, judging: Judging, looks: list[int] | None = None) -> plans.Plan:
