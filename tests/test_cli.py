@@ -383,7 +383,7 @@ def test_train_names_a_run_that_is_its_random_control_before_it_trains(monkeypat
     def stop(*args, **kwargs):
         raise ConfigError("training would start here")
 
-    monkeypatch.setattr(runner_module, "train", stop)
+    monkeypatch.setattr(runner_module, "train_sync", stop)
     result = invoke(["train", *TINY, "--epochs", str(epochs), "--prune"])
     assert result.exit_code == 2 and "training would start here" in result.output
     note = "fine-pruning is its random control here: its only pruning epoch (2) selects from an empty DroppingCount"

@@ -448,20 +448,25 @@ def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tm
     assert {p.name: p.read_bytes() for p in edited.iterdir() if p.is_file()} == before  # kept as it was
 
 
-def test_compare_names_an_arm_that_is_its_random_control_once_before_anything_is_written(tmp_path, capsys):
+def test_compare_names_an_arm_that_is_its_random_control_once_before_its_first_run(tmp_path, capsys, monkeypatch):
     # The tiny matrix: 4 epochs, window 2, start 1 (a = 1, 0): fine prunes 2 and 4, each a window's
     # first. With window 3 epoch 2 is p = 2 and chooses by the counts. Catches: no line, one line a
-    # seed, the random control named, or a line for an arm whose counts choose.
-    from fineprune_cli.drivers.matrix import refusals
+    # seed, the random control named, a line after training began, or one for an arm whose counts choose.
+    from fineprune_cli.drivers import matrix
 
+    said = []
+    monkeypatch.setattr(matrix, "train_job", lambda *args: said.append(capsys.readouterr().err))
     cfg, c = _cfg(tmp_path, policies=["regular", "fine", "random"], seeds=[0, 1])
-    refusals(cfg, c)
-    err = capsys.readouterr().err
-    assert err.count("is its random control here") == 1
+    matrix.run_matrix(cfg, c, show_progress=False)
     assert (
-        "lenet on synthetic, fine: fine-pruning is its random control here: each of its 2 pruning epochs (2, 4)" in err
+        len(said) == 6
+        and said[0].count("is its random control here") == 1
+        and "random control here" not in "".join(said[1:])
     )
-    assert not (tmp_path / "cmp").exists()
+    assert (
+        "lenet on synthetic, fine: fine-pruning is its random control here: each of its 2 pruning epochs (2, 4)"
+        in said[0]
+    )
     cfg.prune.window = 3
-    refusals(cfg, c)
-    assert "random control here" not in capsys.readouterr().err
+    matrix.run_matrix(cfg, c, show_progress=False)
+    assert "random control here" not in "".join(said[6:])

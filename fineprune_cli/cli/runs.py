@@ -86,7 +86,6 @@ def train_command(
     from .. import runner
     from ..engine.config import validate
     from ..engine.world import from_env
-    from ..pruning.policy import random_equal_note
 
     settings.update(parse_set(set_))
     if resume is not None and (name is not None or dry_run or print_config):
@@ -110,8 +109,6 @@ def train_command(
         from ..drivers.dryrun import dry_train
 
         return dryrun_view.show_dry_run(dry_train(cfg), as_json)
-    if cfg is not None:  # before any training, as compare names its arms
-        views.show_random_equal(random_equal_note(cfg.policy, validate(cfg).prune, cfg.train.epochs))
     if nproc_per_node is not None:
         argv = without_name(sys.argv[1:], cfg.run.out) if name is not None else sys.argv[1:]
         raise typer.Exit(runner.launch(argv, cfg, nproc_per_node, nnodes, node_rank, rdzv_endpoint, max_restarts or 0))

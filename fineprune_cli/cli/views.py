@@ -103,12 +103,6 @@ TEXT_COLUMNS = (
 )
 
 
-def show_random_equal(note: str | None) -> None:
-    """A run whose policy is its random control in every pruning epoch, named before it trains."""
-    if note:
-        console.info(note)
-
-
 def _text(column: str) -> bool:
     return column in TEXT_COLUMNS or column.startswith("decision_") or column.endswith("_seeds")
 

@@ -41,11 +41,15 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     if finished:
         console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
+    # named after every refusal (an executor's too), just before the first run trains
+    named = random_equal_lines((job, job_config(cfg, job, c.out)) for job in todo)
     if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
         from .parallel import run_tasks
 
-        run_tasks(cfg, c, todo, command, show_progress)
+        run_tasks(cfg, c, todo, command, show_progress, named)
         return [job.run_dir(c.out) for job in jobs]
+    for line in named:
+        console.info(line)
     failed = []
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)", show_progress) as bar:
         matrix = MatrixProgress(bar, planned)
@@ -80,15 +84,12 @@ def in_process(c: CompareConfig) -> bool:
 
 def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     """The matrix's refusals, before anything is written (its plan included): every job's
-    config, and --jobs or --threads beyond this machine. Then, still before any training, the
-    arms whose policy equals its random control in every pruning epoch are named."""
+    config, and --jobs or --threads beyond this machine."""
     from .parallel import local_executor
 
     jobs = plan(cfg, c)
     if c.executor == "local":
         local_executor(cfg, c)
-    for line in random_equal_lines((job, job_config(cfg, job, c.out)) for job in jobs):
-        console.info(line)
     return jobs
 
 

@@ -7,7 +7,7 @@ task's log beside it), so a task, here or on a cluster node, needs nothing but t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from .. import console
 from ..engine import yamlvalues
@@ -74,15 +74,24 @@ def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str
     return tasks
 
 
-def run_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None, show_progress: bool) -> None:
+def run_tasks(
+    cfg: Config,
+    c: "CompareConfig",
+    todo: list["Job"],
+    command: str | None,
+    show_progress: bool,
+    notes: Sequence[str] = (),
+) -> None:
     """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
-    end when some failed."""
+    end when some failed. `notes` are said once the executor is found, before any task starts."""
     if c.executor == "slurm":
         from .slurm import slurm_executor
 
         executor = slurm_executor(c)
     else:
         executor = local_executor(cfg, c)
+    for line in notes:
+        console.info(line)
     tasks = write_tasks(cfg, c, todo, command)
     if not tasks:
         return
