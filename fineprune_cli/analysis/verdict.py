@@ -140,7 +140,7 @@ def chain(d: Decision, found: Study) -> list[str]:
         )
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
-    lines += randomequal.chain_lines(found.groups[d.context].get(d.policy, {}))
+    lines += randomequal.chain_lines(found.groups.get(d.context, {}).get(d.policy, {}))
     if d.sensitivity:
         at = " / ".join(f"{g:g}" for g, _ in d.sensitivity)
         words = " / ".join(w for _, w in d.sensitivity)
