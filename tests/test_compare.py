@@ -115,7 +115,9 @@ def test_cli_compare_table_json_and_yaml_matrix(tmp_path):
     out = tmp_path / "cmp"
     result = runner.invoke(app, ["compare", *TINY, "--seeds", "0", "--policies", "regular,fine", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    table = result.output.split("n: seeds;")[0]  # the decisions below it name random pruning as a C(p) not measured
+    # stdout: stderr names fine as its random control here (4 epochs, window 2), and the decisions
+    # below the table name random pruning as a C(p) not measured
+    table = result.stdout.split("n: seeds;")[0]
     assert "fine" in table and "saved" in table and "random" not in table
     assert "can't tell yet" in result.output  # one seed: the decision is printed, and it is no claim
     cfg = tmp_path / "m.yaml"
