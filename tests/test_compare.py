@@ -117,7 +117,9 @@ def test_cli_compare_table_json_and_yaml_matrix(tmp_path):
     out = tmp_path / "cmp"
     result = runner.invoke(app, ["compare", *TINY, "--seeds", "0", "--policies", "regular,fine", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    table = result.output.split("n: seeds;")[0]  # the decisions below it name random pruning as a C(p) not measured
+    # stdout: stderr names fine as its random control here (4 epochs, window 2), and the decisions
+    # below the table name random pruning as a C(p) not measured
+    table = result.stdout.split("n: seeds;")[0]
     assert "fine" in table and "saved" in table and "random" not in table
     assert "can't tell yet" in result.output  # one seed: the decision is printed, and it is no claim
     cfg = tmp_path / "m.yaml"
@@ -452,3 +454,27 @@ def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tm
     assert "1 of 2 runs already finished" in err
     assert [r.seed for r in found.runs] == [0]
     assert {p.name: p.read_bytes() for p in edited.iterdir() if p.is_file()} == before  # kept as it was
+
+
+def test_compare_names_an_arm_that_is_its_random_control_once_before_its_first_run(tmp_path, capsys, monkeypatch):
+    # The tiny matrix: 4 epochs, window 2, start 1 (a = 1, 0): fine prunes 2 and 4, each a window's
+    # first. With window 3 epoch 2 is p = 2 and chooses by the counts. Catches: no line, one line a
+    # seed, the random control named, a line after training began, or one for an arm whose counts choose.
+    from fineprune_cli.drivers import matrix
+
+    said = []
+    monkeypatch.setattr(matrix, "train_job", lambda *args: said.append(capsys.readouterr().err))
+    cfg, c = _cfg(tmp_path, policies=["regular", "fine", "random"], seeds=[0, 1])
+    matrix.run_matrix(cfg, c, show_progress=False)
+    assert (
+        len(said) == 6
+        and said[0].count("is its random control here") == 1
+        and "random control here" not in "".join(said[1:])
+    )
+    assert (
+        "lenet on synthetic, fine: fine-pruning is its random control here: each of its 2 pruning epochs (2, 4)"
+        in said[0]
+    )
+    cfg.prune.window = 3
+    matrix.run_matrix(cfg, c, show_progress=False)
+    assert "random control here" not in "".join(said[6:])

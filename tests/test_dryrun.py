@@ -2,6 +2,7 @@
 with a fake probe (known costs per image give an exact figure) and the probe's timing loop with
 a fake clock; nothing here depends on how fast this machine is."""
 
+import json
 import sys
 from types import SimpleNamespace
 
@@ -249,3 +250,35 @@ def test_compares_printed_settings_hold_no_empty_model_name(tmp_path, capsys):
     dryrun_view.show_config({**cfg.to_dict(), "compare": {"models": c.models, "datasets": c.datasets}}, False)
     out = capsys.readouterr().out
     assert "name: ''" not in out and "dataset: ''" not in out and "- lenet" in out
+
+
+def test_at_6_epochs_the_dry_run_counts_fines_random_equal_epochs_and_names_the_arm(tmp_path, capsys):
+    # --epochs 6 at the default schedule (window 2, start 1, a = 1, 0): pruning epochs 2, 4, 6,
+    # each a window's first. Catches: the count missing from the plan, its table or its JSON, given to
+    # the random control, or the arm not named.
+    c = _compare(tmp_path, policies=["regular", "fine", "random"])
+    dry = dryrun.dry_compare(_cfg(epochs=6), c, _timer([]))
+    by = {r.arm: r for r in dry.runs}
+    assert by["fine"].pruning_epochs == by["random"].pruning_epochs == [2, 4, 6]
+    assert by["fine"].random_equal_epochs == [2, 4, 6]
+    assert by["random"].random_equal_epochs == by["regular"].random_equal_epochs == []
+    assert [line.split(": ")[0] for line in dry.random_equal] == ["lenet on synthetic, fine"]
+    dryrun_view.show_dry_run(dry, False)
+    out = capsys.readouterr().out
+    assert "2, 4, 6 (3 of them), 30% left out; all random-equal" in out
+    assert out.count("fine-pruning is its random control here: each of its 3 pruning epochs (2, 4, 6)") == 1
+    dryrun_view.show_dry_run(dry, True)
+    shown = json.loads(capsys.readouterr().out)
+    assert [r["random_equal_epochs"] for r in shown["runs"]] == [[], [2, 4, 6], []]
+
+
+def test_a_run_with_some_random_equal_epochs_lists_them_and_is_not_named(capsys):
+    # 20 epochs: window 6, a = 3, 1, 0: epochs 12 and 18 open windows 2 and 3; the other 6 choose
+    # by the counts. Catches: a partial run named as if fine were random, or its epochs not listed.
+    cfg = _cfg(epochs=20)
+    cfg.prune.policy = "fine"
+    dry = dryrun.dry_train(cfg, _timer([]))
+    assert dry.runs[0].random_equal_epochs == [12, 18] and dry.random_equal == []
+    dryrun_view.show_dry_run(dry, False)
+    out = capsys.readouterr().out
+    assert "random-equal: 12, 18 (2 of them)" in out and out.count(dryrun_view.RANDOM_EQUAL) == 1

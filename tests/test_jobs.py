@@ -263,3 +263,23 @@ def test_a_sigterm_between_the_runs_of_a_one_job_compare_is_one_line(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == "interrupted; compare again to continue", result.stderr
     assert summary_of(out / "lenet-synthetic" / "regular-seed0")["status"] == "complete"
     assert not (out / "lenet-synthetic" / "fine-seed0").exists()
+
+
+def test_an_executors_notes_come_after_its_refusal_and_before_its_tasks(monkeypatch, capsys):
+    # run_matrix hands run_tasks the arms it names (fine as its random control); they are said once
+    # the executor is found. Catches: a note printed above a refusal's one line, or not at all.
+    from fineprune_cli.drivers import parallel
+
+    c = load_compare(None, {"compare.jobs": 2})
+    monkeypatch.setattr(parallel, "write_tasks", lambda *args: [])
+    monkeypatch.setattr(parallel, "local_executor", lambda cfg, c: object())
+    parallel.run_tasks(build_config(None, {}), c, [], None, False, notes=["lenet on synthetic, fine: named"])
+    assert capsys.readouterr().err == "lenet on synthetic, fine: named\n"
+
+    def refuse(cfg, c):
+        raise ConfigError("--jobs 2 is more than this machine has")
+
+    monkeypatch.setattr(parallel, "local_executor", refuse)
+    with pytest.raises(ConfigError):
+        parallel.run_tasks(build_config(None, {}), c, [], None, False, notes=["lenet on synthetic, fine: named"])
+    assert capsys.readouterr().err == ""

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, PruneSchedule, create, get, list_policies
 from fineprune_cli.pruning.estimate import estimate
-from fineprune_cli.pruning.policy import global_mean
+from fineprune_cli.pruning.policy import global_mean, random_equal_note
 from fineprune_cli.settings import check_section
 
 EVERY_EPOCH = dict(window=1, start=0, block=1, count=1, attenuation=1.0)  # fine/random prune always
@@ -581,3 +581,64 @@ def test_a_start_at_the_window_is_refused_and_only_a_known_length_fills_the_defa
         check_section(PruneConfig(window=5, start=5), "prune.")
     filled = [(c.window, c.start) for c in (PruneConfig().resolve(n) for n in (1, 0, None))]
     assert filled == [(1, 0), (None, None), (None, None)]
+
+
+# --- fine: random-equal epochs ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "schedule, pruning, equal",
+    [
+        # a = 2, 1, 0: window 2 opens at p = 0 (epoch 8, right after its reset: counts; 9: does not),
+        # and window 3's first epoch 12 too
+        (dict(window=4, start=2, attenuation=2.0), [2, 3, 5, 6, 7, 8, 9, 10, 11, 12], [8, 12]),
+        (dict(window=4, start=2, attenuation=1.0), [2, 3, 6, 7, 10, 11], []),  # a stays 2: never p = 0
+        (dict(window=4, start=2, attenuation=2.0, block=2), [2, 6, 8, 10, 12], [8, 12]),
+        (dict(window=4, start=1, attenuation=1.0), [1, 2, 3, 5, 6, 7, 9, 10, 11], [1]),  # the run's first epoch
+        (dict(window=3, start=1, attenuation=2.0), list(range(1, 13)), [1, 3, 6, 9, 12]),
+        (dict(window=3, start=1, attenuation=2.0, block=2), [2, 4, 6, 8, 10, 12], [6, 12]),  # block drops 1, 3, 9
+    ],
+)
+def test_fines_random_equal_epochs_are_its_pruning_epochs_with_empty_counts(schedule, pruning, equal):
+    # Catches: epoch 1 forgotten, the pruning epoch after a reset counted, or a schedule that never
+    # prunes at p = 0 given random-equal epochs; the random control and regular have none.
+    s = PruneSchedule(**{"block": 1, "count": 1, **schedule})
+    assert s.pruning_epochs(12) == pruning
+    assert get("fine").random_equal_epochs(s.window, pruning) == equal
+    assert get("random").random_equal_epochs(s.window, pruning) == get("regular").random_equal_epochs(1, [2]) == []
+
+
+def test_fine_leaves_out_what_its_random_control_does_exactly_in_its_random_equal_epochs():
+    # a = 1, 0 with window 3: every epoch prunes; epoch 1 has counted nothing, 3 and 6 open windows.
+    # Each epoch gives sample i DroppingCount i (distinct), so wherever the counts are not empty fine
+    # leaves out {14..19}. Catches: a random-equal epoch that is not (or one missed): the claim the
+    # dry run and report make, that fine and random of one seed leave out the same samples there.
+    cfg = PruneConfig(window=3, start=1, attenuation=2.0, block=1, count=1, prune_fraction=0.3)
+    fine, control = create("fine", 20, cfg, seed=3, epochs=6), create("random", 20, cfg, seed=3, epochs=6)
+    same = []
+    for epoch in range(1, 7):
+        mine, theirs = left_out(fine.plan(epoch), 20), left_out(control.plan(epoch), 20)
+        assert len(mine) == len(theirs) == 6
+        same += [epoch] if mine == theirs else []
+        assert mine == theirs or mine == set(range(14, 20))
+        for t in range(1, 20):
+            fine.observe(torch.arange(20), (torch.arange(20) >= t).float())
+        fine.sync()
+    assert same == [1, 3, 6] == get("fine").random_equal_epochs(3, range(1, 7))
+
+
+def test_a_run_is_named_only_when_every_pruning_epoch_is_random_equal():
+    # Catches: a note for a run some of whose pruning epochs choose by the counts (9 epochs: 2, 4 and
+    # 8 do, 6 does not), for the random control itself, or one that ignores --anneal (which cuts
+    # the run below to its random-equal epoch 1).
+    note = random_equal_note("fine", PruneConfig(), 6)
+    assert note.startswith("fine-pruning is its random control here: each of its 3 pruning epochs (2, 4, 6)")
+    assert random_equal_note("fine", PruneConfig(), 9) is None
+    assert (
+        random_equal_note("random", PruneConfig(), 6) is None and random_equal_note("regular", PruneConfig(), 6) is None
+    )
+    assert random_equal_note("infobatch", PruneConfig(), 6) is None  # its epochs depend on the losses
+    explicit = dict(window=4, start=1, block=1, count=1, attenuation=1.0)
+    assert random_equal_note("fine", PruneConfig(**explicit), 10) is None
+    assert "its only pruning epoch (1)" in random_equal_note("fine", PruneConfig(anneal=0.1, **explicit), 10)
+    assert "(1, 2, …, 10)" in random_equal_note("fine", PruneConfig(**EVERY_EPOCH), 10)

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from fineprune_cli.errors import ConfigError
-from fineprune_cli.pruning.schedule import PruneSchedule, formula_n_prune, last_pruning_epoch
+from fineprune_cli.pruning.schedule import PruneSchedule, counts_empty, formula_n_prune, last_pruning_epoch
 
 
 def test_default_schedule_prunes_about_a_third_of_200_epochs():
@@ -180,3 +180,11 @@ def test_a_schedule_cannot_be_changed_once_made():
     assert s.starting_point(1) == 4
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.start = 2  # type: ignore[misc]
+
+
+def test_counts_are_empty_at_a_windows_first_epoch_and_at_the_runs_first():
+    # Window 5: Algorithm 1 clears the counts at the start of epochs 5, 10, 15; epoch 1 has seen
+    # nothing. Catches: epoch 1 left out, the epoch after a reset (6: it holds epoch 5's counts) or
+    # a window's last epoch (4, 9) counted, the reset taken as the end of e mod w == 0.
+    assert [e for e in range(1, 16) if counts_empty(e, 5)] == [1, 5, 10, 15]
+    assert all(counts_empty(e, 1) for e in range(1, 8))  # window 1: every epoch opens one

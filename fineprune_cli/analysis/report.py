@@ -19,6 +19,7 @@ from .groups import duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
 from .judging import Judging
 from .numbers import csv_cells, summary_rows
+from .randomequal import random_equal_epochs
 from .runs import Problem, Run, load_runs
 from .study import Study, for_folders
 from .tables import context_title, table1, table2, table3
@@ -35,6 +36,7 @@ RUN_COLUMNS = (
     "train_seconds",
     "overhead_seconds",
     "samples_skipped",
+    "random_equal_epochs",
     "sample_epochs",
     "optimizer_steps",
     "final_accuracy",
@@ -142,6 +144,7 @@ def _run_row(run: Run, row: str, target: float | None, reached: timing.Reached |
         s.train_seconds,
         s.overhead_seconds,
         s.samples_skipped,
+        len(random_equal_epochs(run)),
         round(timing.sample_epochs(run), 4),
         timing.optimizer_steps(run),
         s.final_accuracy,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..arms import REGULAR
 from ..engine.files import to_markdown
-from . import paired, stats
+from . import paired, randomequal, stats
 from .advice import advised, pooled_fit
 from .decision import CANT_TELL, Decision
 from .groups import is_frontier, is_shorter, pruned_policies
@@ -173,6 +173,7 @@ def chain(d: Decision, found: Study) -> list[str]:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
     if d.regular.diffs:
         lines.append(f"  - {rare(d.regular)}.")
+    lines += randomequal.chain_lines(found.groups.get(d.context, {}).get(d.policy, {}))
     if d.sensitivity:
         at = " / ".join(f"{g:g}" for g, _ in d.sensitivity)
         words = " / ".join(w for _, w in d.sensitivity)

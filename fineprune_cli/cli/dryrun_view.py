@@ -61,6 +61,12 @@ def duration(seconds: float) -> str:
     return f"{s // 86400} d {s % 86400 // 3600} h"
 
 
+RANDOM_EQUAL = (
+    "random-equal: a pruning epoch whose DroppingCount is empty when it selects (it opens a window, or "
+    "the run), so fine-pruning leaves out there the samples its random control of the same seed leaves out"
+)
+
+
 def show_dry_run(dry: Any, as_json: bool) -> None:
     if as_json:
         console.print_json({"dry_run": True, **dry.to_dict()})
@@ -76,6 +82,9 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
         pruning = epochs_text(first.pruning_epochs)
         if first.pruning_epochs:
             pruning += f", {100 * first.prune_fraction:g}% left out"
+        if first.random_equal_epochs:
+            every = first.random_equal_epochs == first.pruning_epochs
+            pruning += "; all random-equal" if every else f"; random-equal: {epochs_text(first.random_equal_epochs)}"
         table.add_row(
             Text(first.model),
             Text(first.dataset),
@@ -86,6 +95,10 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
             each,
         )
     console.result(table)
+    if any(r.random_equal_epochs for r in dry.runs) and not dry.random_equal:  # else the line says it
+        console.result(RANDOM_EQUAL)
+    for line in dry.random_equal:
+        console.result(Text(line))
     folders = sorted({r.run_dir for r in dry.runs})
     console.result(
         f"run folder{'s' if len(folders) > 1 else ''}: "

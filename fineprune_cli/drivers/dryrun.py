@@ -19,9 +19,11 @@ from typing import Any, Callable
 
 from ..engine.config import Config, DataConfig, validate
 from ..pruning.estimate import estimate
+from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
 from .compare import CompareConfig, job_config, plan
+from .matrix import random_equal_lines
 from .reuse import existing_state
 from .drytime import Pace, PlannedRun, contended, ranges, time_runs
 from .probe import Probe, busy, probe, step_text
@@ -55,6 +57,7 @@ class DryRun:
     fewest_range: tuple[float, float] | None = None  # a noisy probe: fewest_seconds at its fastest, slowest repeat
     estimated_range: tuple[float, float] | None = None  # the same for estimated_seconds
     schedule_check: str = ""  # --script with shorter arms: what compare checks of the script's schedule
+    random_equal: list[str] = field(default_factory=list)  # arms whose policy is its random control
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,21 +80,34 @@ def shape_of(d: DataConfig) -> tuple[int, int, int, int, int]:
 
 
 def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
-    """One run: its pruning epochs (None for a policy that picks them from the losses)."""
+    """One run: its pruning epochs (None for a policy that picks them from the losses) and which of
+    them are random-equal (`Policy.random_equal_epochs`)."""
     p, epochs = cfg.prune, cfg.train.epochs
     pruning: list[int] | None = []
-    images = epochs * n
+    images, equal = epochs * n, []
     if p.enabled:
         kind = get(p.policy)
         if not kind.budget_before_run:
             pruning = None
         else:
-            anneal = p.anneal if p.anneal is not None else kind.default_anneal
-            est = estimate(PruneSchedule.from_config(p), epochs, p.prune_fraction, anneal=anneal)
+            schedule = PruneSchedule.from_config(p)
+            est = estimate(schedule, epochs, p.prune_fraction, anneal=kind.anneal_of(p))
             pruning, images = est.pruning_epochs, round(est.t_prune * n)
+            equal = kind.random_equal_epochs(schedule.window, pruning)
     fraction = p.prune_fraction if p.enabled else 0.0
+    where = cfg.run.out or ""
     return PlannedRun(
-        cfg.model.name, cfg.data.dataset, arm, cfg.run.seed, epochs, pruning, fraction, images, cfg.run.out or "", tests
+        cfg.model.name,
+        cfg.data.dataset,
+        arm,
+        cfg.run.seed,
+        epochs,
+        pruning,
+        fraction,
+        images,
+        where,
+        tests,
+        random_equal_epochs=equal,
     )
 
 
@@ -103,9 +119,11 @@ def dry_train(cfg: Config, timer: Timer | None = None) -> DryRun:
     n, tests, channels, size, classes = shape_of(cfg.data)
     run = planned(cfg, cfg.prune.active_policy, n, tests)
     run.run_dir = run.run_dir or str(default_run_dir(cfg.model.name, cfg.data.dataset))
-    return _timed(
+    dry = _timed(
         cfg.to_dict(), [run], {f"{run.model}-{run.dataset}": (cfg, channels, size, classes)}, cfg, Pace(), [], timer
     )
+    note = random_equal_note(cfg.policy, cfg.prune, cfg.train.epochs)
+    return replace(dry, random_equal=[note] if note else [])
 
 
 def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> DryRun:
@@ -116,9 +134,10 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
     matrix = replace(c, seeds=list(range(c.looks[-1]))) if c.until_decided else c
     if cfg.script.command:
         return _script_plan(cfg, c, matrix)
-    runs, shapes, identities, costs = [], {}, {}, {}
+    runs, shapes, identities, costs, configs = [], {}, {}, {}, []
     for job in plan(cfg, matrix):
         job_cfg = job_config(cfg, job, c.out)
+        configs.append((job, job_cfg))
         if job.dataset not in shapes:
             shapes[job.dataset], identities[job.dataset] = shape_of(job_cfg.data), data_identity(job_cfg.data)
         n, tests, channels, size, classes = shapes[job.dataset]
@@ -128,15 +147,17 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
         runs[-1].state = existing_state(job_cfg, identities[job.dataset])
         costs.setdefault(f"{job.model}-{job.dataset}", (job_cfg, channels, size, classes))
     experiment = {**cfg.to_dict(), "compare": asdict(c)}
-    return _timed(experiment, runs, costs, cfg, pace_of(cfg, c), c.looks, timer)
+    dry = _timed(experiment, runs, costs, cfg, pace_of(cfg, c), c.looks, timer)
+    return replace(dry, random_equal=random_equal_lines(configs))
 
 
 def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun:
     """`compare --script --dry-run`: the runs and their schedules; no time, since only running the
     script could tell it (its data's size is the script's too: the pruned share stands for it)."""
-    runs = []
+    runs, configs = [], []
     for job in plan(cfg, matrix):
         job_cfg = job_config(cfg, job, c.out)
+        configs.append((job, job_cfg))
         runs.append(planned(job_cfg, job.arm, 1))
         runs[-1].look = next((k for k, seeds in enumerate(c.looks, 1) if job.seed < seeds), 1)
         runs[-1].state = existing_state(job_cfg, {})
@@ -144,9 +165,10 @@ def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun
     experiment = {**cfg.to_dict(), "compare": asdict(c)}
     check = SCHEDULE_CHECK if c.shorter or c.until_decided else ""  # later looks may add shorter arms
     pace = pace_of(cfg, c)
-    return DryRun(
+    dry = DryRun(
         experiment, runs, {}, {}, None, None, why, cfg.run.device, pace, list(c.looks), "", schedule_check=check
     )
+    return replace(dry, random_equal=random_equal_lines(configs))
 
 
 SCHEDULE_CHECK = (

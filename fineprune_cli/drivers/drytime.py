@@ -4,7 +4,7 @@ the slots they share look by look, and when a CPU's load leaves no pace to estim
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .probe import Probe
 
@@ -26,6 +26,7 @@ class PlannedRun:
     state: str = "new"  # compare: 'complete' and 'diverged' runs are not trained again
     look: int = 1  # --until-decided: the first look that trains it
     seconds: float | None = None  # its estimated time (None: no estimate)
+    random_equal_epochs: list[int] = field(default_factory=list)  # pruning epochs that select as the random control
 
 
 @dataclass

@@ -5,6 +5,7 @@ other, or as tasks of an executor (`--jobs`, `--threads`, `--executor slurm`). K
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from .. import console
 from ..analysis import plan as plans
@@ -13,6 +14,7 @@ from ..analysis.paired import is_baseline
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
+from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
@@ -44,13 +46,17 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     if guard:
         guard.after(j for j in jobs if states[j] == "complete")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
+    # named after every refusal (an executor's too), just before the first run trains
+    named = random_equal_lines((job, job_config(cfg, job, c.out)) for job in todo)
     if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
         from .parallel import run_tasks
 
-        run_tasks(cfg, c, todo, command, show_progress, guard.task_done if guard else None)
+        run_tasks(cfg, c, todo, command, show_progress, guard.task_done if guard else None, named)
         if guard:  # Slurm's runs, which it checks only once they all ended
             guard.after(todo)
         return [job.run_dir(c.out) for job in jobs]
+    for line in named:
+        console.info(line)
     failed = []
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)", show_progress) as bar:
         matrix = MatrixProgress(bar, planned)
@@ -95,6 +101,17 @@ def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     if c.executor == "local":
         local_executor(cfg, c)
     return jobs
+
+
+def random_equal_lines(jobs: Iterable[tuple[Job, Config]]) -> list[str]:
+    """'<model> on <dataset>, <arm>: <why>' once per arm whose policy equals its random control in
+    every pruning epoch (`pruning.policy.random_equal_note`); the seeds of an arm share it."""
+    lines: dict[str, str] = {}
+    for job, job_cfg in jobs:
+        arm = f"{job.model} on {job.dataset}, {job.arm}"
+        if arm not in lines:
+            lines[arm] = random_equal_note(job_cfg.policy, job_cfg.prune, job_cfg.train.epochs) or ""
+    return [f"{arm}: {note}" for arm, note in lines.items() if note]
 
 
 def record_plan(c: CompareConfig, judging: Judging, jobs: list[Job], looks: list[int] | None = None) -> plans.Plan:

@@ -7,7 +7,7 @@ task's log beside it), so a task, here or on a cluster node, needs nothing but t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import console
 from ..engine import yamlvalues
@@ -81,16 +81,20 @@ def run_tasks(
     command: str | None,
     show_progress: bool,
     on_done: Callable[[Task], None] | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
     """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
     end when some failed. `on_done`, called as each run here finishes, may refuse the matrix:
-    the runs in flight then stop after their epoch (a Slurm job's would go on: it is not called)."""
+    the runs in flight then stop after their epoch (a Slurm job's would go on: it is not called).
+    `notes` are said once the executor is found, before any task starts."""
     if c.executor == "slurm":
         from .slurm import slurm_executor
 
         executor = slurm_executor(c)
     else:
         executor = local_executor(cfg, c)
+    for line in notes:
+        console.info(line)
     tasks = write_tasks(cfg, c, todo, command)
     if not tasks:
         return

@@ -22,7 +22,7 @@ rank's plan, stay identical. A parameter server does the same in two halves: wor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Iterable
 
 import torch
 
@@ -30,7 +30,7 @@ from ..errors import ConfigError
 from ..settings import check_section
 from .config import PruneConfig
 from .registry import get
-from .schedule import annealed, last_pruning_epoch
+from .schedule import PruneSchedule, annealed, last_pruning_epoch
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
 
@@ -89,6 +89,13 @@ class Policy:
         None when some epoch may. A policy that chooses from the losses answers only for what
         is certain before the run."""
         return None
+
+    @classmethod
+    def random_equal_epochs(cls, window: int, pruning_epochs: Iterable[int]) -> list[int]:
+        """Of a run's `pruning_epochs` under window `window`, those in which this policy leaves out,
+        by construction, the samples the random control of the same seed leaves out; [] but for
+        `fine`. A comparison of the two measures nothing in them."""
+        return []
 
     @classmethod
     def anneal_of(cls, cfg: PruneConfig) -> float | None:
@@ -223,6 +230,32 @@ def refuse_idle(kind: type[Policy], cfg: PruneConfig, epochs: int) -> None:
     reason = kind.idle_reason(cfg, epochs)
     if reason:
         raise ConfigError(f"--policy {kind.name} prunes no epoch of {epochs}: {reason}")
+
+
+def random_equal_note(policy: str, cfg: PruneConfig, epochs: int) -> str | None:
+    """A line naming a run of `policy` for `epochs` whose every pruning epoch is random-equal
+    (`random_equal_epochs`): there the policy is its random control. None when some pruning
+    epoch is not, or when the losses choose which epochs prune. `cfg` checked, maybe unresolved."""
+    kind = get(policy)
+    if not kind.budget_before_run:
+        return None
+    cfg = cfg.resolved(epochs)
+    schedule = PruneSchedule.from_config(cfg)
+    pruning = schedule.pruning_epochs(epochs, last_pruning_epoch(kind.anneal_of(cfg), epochs))
+    if not pruning or kind.random_equal_epochs(schedule.window, pruning) != pruning:
+        return None
+    shown = ", ".join(map(str, pruning)) if len(pruning) <= 6 else f"{pruning[0]}, {pruning[1]}, …, {pruning[-1]}"
+    which = (
+        f"its only pruning epoch ({shown})"
+        if len(pruning) == 1
+        else f"each of its {len(pruning)} pruning epochs ({shown})"
+    )
+    return (
+        f"{kind.label or kind.name} is its random control here: {which} selects from an empty "
+        "DroppingCount (the epoch opens a window, or the run), so it leaves out the samples the random "
+        "control of its seed leaves out; for counts to choose, a pruning epoch must come after its window's "
+        "first epoch: change --window or --start, or lengthen --epochs"
+    )
 
 
 def require_int(value: object, name: str, low: int, high: int | None = None, optional: bool = False) -> None:

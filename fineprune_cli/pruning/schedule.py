@@ -133,6 +133,13 @@ def formula_n_prune(epochs: int, window: int, start: int, block: int, count: int
     return n
 
 
+def counts_empty(epoch: int, window: int) -> bool:
+    """Whether fine-pruning's DroppingCount holds no observation when epoch `epoch` selects:
+    Algorithm 1 cleared it at this epoch's start (the epoch opens a window, e mod w = 0), or
+    nothing has trained yet (epoch 1). A selection then rests on the seeded tie order alone."""
+    return epoch % window == 0 or epoch == 1
+
+
 def last_pruning_epoch(anneal: float | None, epochs: int | None) -> int | None:
     """The last epoch that may prune under `--anneal δ`: epoch e prunes only if e <= δ·n
     (InfoBatch's rule), so floor(δ·n); None when nothing stops pruning (no δ, or δ >= 1)."""

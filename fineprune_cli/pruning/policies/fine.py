@@ -5,9 +5,12 @@ The method, its defaults and our reading of the paper: docs/policies/fine.md, do
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import torch
 
 from ..registry import register
+from ..schedule import counts_empty
 from ..tracker import DroppingCount, highest
 from .scheduled import Scheduled
 
@@ -21,6 +24,12 @@ class FinePruning(Scheduled):
     observes = True
     score_name = "dropping_counts"
     description = "the paper: leave out the highest DroppingCount in the schedule's epochs"
+
+    @classmethod
+    def random_equal_epochs(cls, window: int, pruning_epochs: Iterable[int]) -> list[int]:
+        # empty counts all tie, and `highest` orders ties by randperm(N) from the policy's generator:
+        # random's own draw, from a generator both policies advance alike (one draw a pruning epoch)
+        return [e for e in pruning_epochs if counts_empty(e, window)]
 
     def setup(self) -> None:
         super().setup()
