@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -30,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import simulation as sim  # noqa: E402
+from simulate import write_page  # noqa: E402
 from fineprune_cli.analysis import advice  # noqa: E402
 from fineprune_cli.analysis.decision import CANT_TELL, decide  # noqa: E402
 from fineprune_cli.analysis.judging import Judging, shares  # noqa: E402
@@ -128,12 +127,8 @@ def main() -> None:
         "",
         *to_markdown(header, body).splitlines(),
         "",
-        f"Took {time.time() - start:.0f} s on {platform.machine()}, {os.cpu_count()} cores.",
     ]
-    text = "\n".join(parts) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
+    write_page(args.out, parts, start)
 
 
 if __name__ == "__main__":

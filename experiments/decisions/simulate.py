@@ -175,11 +175,15 @@ def main() -> None:
         "",
         *power_table(args.power_reps, sigmas, seeds),
         "",
-        f"Took {time.time() - start:.0f} s on {platform.machine()}, {os.cpu_count()} cores.",
     ]
-    text = "\n".join(parts) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    write_page(args.out, parts, start)
+
+
+def write_page(out: Path, parts: list[str], start: float) -> None:
+    """The page, with the time it took and where, written to `out` and printed."""
+    text = "\n".join([*parts, f"Took {time.time() - start:.0f} s on {platform.machine()}, {os.cpu_count()} cores."])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
     print(text)
 
 

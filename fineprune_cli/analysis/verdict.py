@@ -232,7 +232,7 @@ def _advice_text(d: Decision, m: float) -> str:
         return ""
     nxt = (
         f"; averaged over what these seeds leave uncertain, the next look ({a.next_seeds} seeds) decides it "
-        f"with a chance of about {a.next_chance:.0%} (a guide that runs high with few seeds: docs, decisions)"
+        f"with a chance of about {a.next_chance:.0%} (with few seeds such chances run high: docs/decisions.md)"
         if a.next_seeds and a.next_chance is not None
         else ""
     )
