@@ -30,10 +30,16 @@ def test_the_arms_that_bracket_an_undecided_policys_budget():
     assert bracketing_shares(at, "ucb") == []
 
 
+def test_until_decided_without_looks_plans_the_default_looks():
+    """5, 8, 12: what the power table chose (docs/decisions.md). Catches: the old refusal, or a
+    default that reaches a plain compare."""
+    assert load_compare(None, {"compare.until_decided": True}).looks == [5, 8, 12]
+    assert load_compare(None, {}).looks == []
+
+
 def test_looks_go_with_until_decided_and_increase():
     for flags, words in (
-        ({"compare.looks": [3, 5]}, "--until-decided and --looks go together"),
-        ({"compare.until_decided": True}, "--until-decided and --looks go together"),
+        ({"compare.looks": [3, 5]}, "--looks plans the looks of --until-decided"),
         ({"compare.until_decided": True, "compare.looks": [5, 3]}, "increasing list"),
         (
             {
