@@ -20,12 +20,10 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import console
 from .engine.config import Config, validate
 from .engine.record import RunSummary, Status, read_summary
 from .engine.session import resumable, resume_sync, train_sync
 from .engine.world import World, from_env
-from .pruning.policy import random_equal_note
 
 # torchrun sets it in every process it starts, a lone one (--nproc-per-node 1) included
 RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
@@ -34,14 +32,9 @@ RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
 def train(cfg: Config, show_progress: bool = True, command: str | None = None, bar: Any = None) -> RunSummary | None:
     """Train a new run as `cfg` says. `command` (how it was launched) goes into the summary;
     `bar`: a caller's progress bar to advance per epoch. Returns the run's summary (None in a
-    parameter-server process other than the chief, which records the run). A run whose policy is
-    its random control in every pruning epoch is named first (`pruning.policy.random_equal_note`)."""
+    parameter-server process other than the chief, which records the run)."""
     world = from_env()
     validate(cfg)
-    if bar is None and world.main:  # a caller with its own bar (compare) names its arms itself
-        note = random_equal_note(cfg.policy, cfg.prune, cfg.train.epochs)
-        if note:
-            console.info(note)
     if not launched(world, os.environ):
         return train_sync(weak_scaling(cfg, 1), world, show_progress, command, bar)
     return _train_launched(cfg, world, show_progress, command, bar)

@@ -59,6 +59,10 @@ LOOKS_CASES = {
         sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.2, noisier=(2.0,) * 4),
         (3, 5, 8),
     ),
+    "policies three times as noisy, looks 3, 5, 8": (
+        sim.Design((sim.LEVEL_WITH_C,) * 4, sigma=0.1, noisier=(3.0,) * 4),
+        (3, 5, 8),
+    ),
     "one policy three times as noisy, looks 3, 5, 8": (
         sim.Design((sim.LEVEL_WITH_C,) * 4, sigma=0.1, noisier=(3.0, 1.0, 1.0, 1.0)),
         (3, 5, 8),

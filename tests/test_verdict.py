@@ -293,7 +293,7 @@ def test_rare_failures_count_runs_strictly_below_a_point_and_bound_the_rate():
     from fineprune_cli.analysis.verdict import rare
 
     none = rare(Paired("regular", {0: -1.0, 1: 0.2, 2: -0.3, 3: 0.0, 4: 0.1}))
-    assert "no run of 5 fell more than 1 pt below its regular pair: a failure in more than 45% of runs" in none
+    assert "no run of 5 fell more than 1 pt below regular in the same seed: a failure in more than 45% of runs" in none
     one = rare(Paired("regular", {0: -1.01, 1: 0.2, 2: -0.3, 3: 0.0, 4: 0.1}))
     assert "1 run of 5 fell" in one and "more than 66% of runs is excluded at 95%" in one
     assert "no rate is excluded" in rare(Paired("regular", {0: -2.0, 1: -3.0}))

@@ -192,12 +192,13 @@ def rare(p: paired.Paired) -> str:
     n = len(p.diffs)
     fell = sum(v < -FAILURE for v in p.diffs.values())
     runs = f"{'no run' if not fell else f'{fell} run' + 's' * (fell > 1)} of {n}"
+    fell_text = f"Rare failures: {runs} fell more than {FAILURE:g} pt below regular in the same seed"
     bound = stats.rate_excluded(fell, n, EXCLUDED)
     if bound >= 1.0:
-        return f"Rare failures: {runs} fell more than {FAILURE:g} pt below its regular pair; no rate is excluded"
+        return f"{fell_text}; no rate is excluded"
     return (
-        f"Rare failures: {runs} fell more than {FAILURE:g} pt below its regular pair: a failure in more than "
-        f"{bound:.0%} of runs is excluded at {EXCLUDED:.0%} (fewer are not: the seeds cannot show them)"
+        f"{fell_text}: a failure in more than {bound:.0%} of runs is excluded at {EXCLUDED:.0%} (fewer are "
+        "not: the seeds cannot show them)"
     )
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import console
 from ..errors import ConfigError
+from ..pruning.policy import random_equal_note
 from . import checkpoint
 from .build import trainer_and_policy
 from .config import Config, config_from_dict, validate
@@ -27,11 +29,16 @@ def train_sync(
     cfg: Config, world: World, show_progress: bool = True, command: str | None = None, bar: Any = None
 ) -> RunSummary:
     """Train a new run as `cfg` says. `command` (how it was launched) goes into the summary;
-    `bar`: a caller's progress bar to advance per epoch."""
+    `bar`: a caller's progress bar to advance per epoch. A run whose policy is its random control
+    in every pruning epoch is named once its data is loaded, so a refusal stays one line
+    (`pruning.policy.random_equal_note`; a caller with its own bar, compare, names its arms)."""
     path = Path(cfg.run.out) if cfg.run.out else default_run_dir(cfg.model.name, cfg.data.dataset)
     record = RunRecord(path, write=world.main, fresh=world.main, open_now=False)
     try:
         trainer, policy = trainer_and_policy(cfg, world)
+        note = random_equal_note(cfg.policy, cfg.prune, cfg.train.epochs) if bar is None and world.main else None
+        if note:
+            console.info(note)
         record.open()
         record.write_config(cfg.to_dict())
         summary = trainer_summary(cfg, trainer, record.path, world.size, command)
