@@ -138,8 +138,8 @@ def resolve(cfg: Config, drop_idle: bool = True) -> Config:
 
 def _drop_idle_settings(cfg: Config) -> None:
     """Settings that cannot act in this run back to their defaults: another policy's own
-    settings, and the pruned-epoch lr scaling of a run that prunes nothing. Recorded as given
-    they split report rows and blocked compare's reuse of runs they never changed."""
+    settings, and the pruned-epoch lr scaling and loss reweighting of a run that prunes nothing.
+    Recorded as given they split report rows and blocked compare's reuse of runs they never changed."""
     from ..pruning.registry import list_policies
 
     active, defaults = cfg.policy, PruneConfig()
@@ -154,6 +154,7 @@ def _drop_idle_settings(cfg: Config) -> None:
                 setattr(cfg.prune, key, getattr(defaults, key))
     if active == "regular":
         cfg.train.lr_scale_pruned = None
+        cfg.prune.reweight = defaults.reweight  # weights only what a pruning policy left out
 
 
 def nest(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:
