@@ -17,7 +17,7 @@ from fineprune_cli.pruning.policy import global_mean, random_equal_note
 from fineprune_cli.settings import check_section
 
 EVERY_EPOCH = dict(window=1, start=0, block=1, count=1, attenuation=1.0)  # fine/random prune always
-PRUNING = ["fine", "random", "infobatch", "ucb", "egreedy"]
+PRUNING = ["fine", "random", "infobatch", "ucb", "egreedy", "rs2", "orderdp"]
 
 
 def losses_of(epoch, n):
@@ -387,7 +387,7 @@ def test_pending_observations_sum_over_ranks_to_one_process(name):
 def test_registry_lists_every_policy_with_label_and_colour():
     # Catches: a module that does not register, a missing label, colours shared in plots.
     names = list_policies()
-    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo"]
+    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "rs2", "orderdp"]
     classes = [get(n) for n in names]
     assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
     assert len({c.color for c in classes}) == len(classes)
@@ -421,6 +421,9 @@ def test_policies_keep_their_state_in_setup_not_in_a_constructor_of_their_own():
         ("block", 0),  # at least 1 (the count check would name block too: the whole message below)
         ("anneal", 0.0),  # in (0, 1]
         ("ema_weight", 1.5),  # in (0, 1]
+        ("orderdp_subset", 0.0),  # in (0, 1]
+        ("orderdp_subset", 1.5),
+        ("reweight", "uniform"),  # none or cumulative
     ],
 )
 def test_new_settings_are_checked(field, bad):
@@ -521,6 +524,8 @@ def test_what_each_policy_declares_to_the_engine():
         "ucb": (True, False, False, False, None),
         "egreedy": (True, False, False, False, None),
         "kakurenbo": (True, True, False, True, None),
+        "rs2": (False, False, False, False, None),
+        "orderdp": (True, False, False, False, None),
     }
 
 

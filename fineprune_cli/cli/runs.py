@@ -155,7 +155,7 @@ def compare(
         from ..drivers.compare import plan
         from ..drivers.dryrun import dry_compare
 
-        cfg = build_config(config, rest)
+        cfg = build_config(config, rest, drop_idle=False)  # each arm keeps what acts in it
         if print_config:
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
             return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c), "judging": asdict(judging)}, as_json)
@@ -163,7 +163,9 @@ def compare(
     run = until_decided if c.until_decided else judged_matrix
     try:
         with term_as_interrupt():
-            found = run(build_config(config, rest), c, judging, show_progress=not as_json, command=invocation())
+            found = run(
+                build_config(config, rest, drop_idle=False), c, judging, show_progress=not as_json, command=invocation()
+            )
     except KeyboardInterrupt:  # between runs: the finished ones are kept, the next compare goes on
         raise Interrupted("interrupted; compare again to continue") from None
     looks = record(found.looks, found.replayed, found.decisions, judging) if found.looks else None

@@ -297,7 +297,9 @@ def _refuse_duplicates(jobs: list[Job], out: str) -> None:
 
 
 def job_config(cfg: Config, job: Job, out: str) -> Config:
-    job_cfg = resolve(copy.deepcopy(cfg))  # the full run's numbers, before a shorter arm scales them
+    # the full run's numbers, before a shorter arm scales them; every setting kept until the
+    # job's policy is known (the last line drops those that cannot act in it)
+    job_cfg = resolve(copy.deepcopy(cfg), drop_idle=False)
     job_cfg.model.name = job.model
     job_cfg.data.dataset = job.dataset
     job_cfg.run.seed = job.seed

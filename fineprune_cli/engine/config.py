@@ -88,9 +88,12 @@ def split_experiment(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return data, data.pop("compare", None) or {}
 
 
-def build_config(config_file: str | Path | None, overrides: dict[str, Any], base: Config | None = None) -> Config:
+def build_config(
+    config_file: str | Path | None, overrides: dict[str, Any], base: Config | None = None, drop_idle: bool = True
+) -> Config:
     """Defaults (or `base`), then the YAML file (its `compare` section ignored), then flags
-    ('section.key' -> value; None = not given)."""
+    ('section.key' -> value; None = not given). `drop_idle=False`: a comparison's settings, kept
+    whole for its arms (each job drops those that cannot act in it)."""
     cfg = base if base is not None else Config()
     origins = dict(getattr(cfg, "origins", {}))
     if config_file is not None:
@@ -109,7 +112,7 @@ def build_config(config_file: str | Path | None, overrides: dict[str, Any], base
     apply_mapping(cfg, flags, "command line")
     origins.update({f"{sec}.{key}": "command line" for sec, values in flags.items() for key in values})
     cfg.origins = origins  # not a setting: where each came from, for error lines (`given_as`)
-    return resolve(cfg)
+    return resolve(cfg, drop_idle)
 
 
 def given_as(cfg: Config, dotted: str, flag: str) -> str:
@@ -119,22 +122,24 @@ def given_as(cfg: Config, dotted: str, flag: str) -> str:
     return flag if origin == "command line" else f"{origin}: {dotted}"
 
 
-def resolve(cfg: Config) -> Config:
+def resolve(cfg: Config, drop_idle: bool = True) -> Config:
     """Fill the defaults that are shares of the run's length (and whether it prunes) into
-    `cfg`, in place; explicit values stay, so resolving twice changes nothing."""
+    `cfg`, in place; explicit values stay, so resolving twice changes nothing. `drop_idle`:
+    reset the settings that cannot act in this run (`_drop_idle_settings`)."""
     epochs = cfg.train.epochs
     length_known = isinstance(epochs, int) and 1 <= epochs <= MAX_EPOCHS
     if cfg.train.milestones is None and length_known:
         cfg.train.milestones = paper_milestones(epochs)
     cfg.prune.resolve(epochs if length_known else None)
-    _drop_idle_settings(cfg)
+    if drop_idle:
+        _drop_idle_settings(cfg)
     return cfg
 
 
 def _drop_idle_settings(cfg: Config) -> None:
     """Settings that cannot act in this run back to their defaults: another policy's own
-    settings, and the pruned-epoch lr scaling of a run that prunes nothing. Recorded as given
-    they split report rows and blocked compare's reuse of runs they never changed."""
+    settings, and the pruned-epoch lr scaling and loss reweighting of a run that prunes nothing.
+    Recorded as given they split report rows and blocked compare's reuse of runs they never changed."""
     from ..pruning.registry import list_policies
 
     active, defaults = cfg.policy, PruneConfig()
@@ -149,6 +154,7 @@ def _drop_idle_settings(cfg: Config) -> None:
                 setattr(cfg.prune, key, getattr(defaults, key))
     if active == "regular":
         cfg.train.lr_scale_pruned = None
+        cfg.prune.reweight = defaults.reweight  # weights only what a pruning policy left out
 
 
 def nest(overrides: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -62,7 +62,7 @@ class PruneConfig:
         check=in_range(0, 1),
         help="Share of samples left out of a pruning epoch (fine, random: the "
         "schedule's; ucb, egreedy: every epoch; kakurenbo: at most, every "
-        "epoch). (default 0.3)",
+        "epoch; rs2, orderdp: every epoch). (default 0.3)",
     )
     tolerance: float = option(
         0.0, check=at_least(0), help="Count a sample when loss > batch mean x (1 + tolerance). (default 0)"
@@ -107,6 +107,19 @@ class PruneConfig:
         check=_in_unit_interval,
         help="ucb, egreedy: weight of an epoch's loss in each sample's "
         "running mean and variance (1 = the latest only). (default 0.3)",
+    )
+    orderdp_subset: float = option(
+        0.8,
+        check=_in_unit_interval,
+        help="orderdp: share of the samples drawn at random each epoch, whose highest last-seen losses "
+        "fill the epoch (1 - --prune-fraction of all); at least that share. (default 0.8, the authors' "
+        "CIFAR command)",
+    )
+    reweight: str = option(
+        "none",
+        choices=("none", "cumulative"),
+        help="Loss weights of any pruning policy, times its own: none, or cumulative (RePB's temporal "
+        "rescaling: in epoch t a sample kept in c of epochs 1..t weighs t / c). (default none)",
     )
 
     def check(self) -> None:

@@ -30,6 +30,7 @@ from ..errors import ConfigError
 from ..settings import check_section
 from .config import PruneConfig
 from .registry import get
+from .reweight import reweighting
 from .schedule import PruneSchedule, annealed, last_pruning_epoch
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
@@ -66,7 +67,8 @@ class Policy:
 
     Subclasses set `name`, `label` (for tables and plots), `color` and `description`, and
     override what they need. `scores` is the per-sample vector a run snapshots at the end
-    of each window (DroppingCount for `fine`)."""
+    of each window (DroppingCount for `fine`). Under `--reweight` an instance's `plan` is
+    `reweighted_plan`, which weights the subclass's own plan (reweight.py)."""
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
@@ -119,6 +121,9 @@ class Policy:
         self.anneal = self.anneal_of(cfg)
         self.last_pruning_epoch = last_pruning_epoch(self.anneal, epochs)
         self.setup()
+        self.reweighting = reweighting(cfg.reweight, num_samples, self.device)
+        if self.reweighting is not None:  # every caller's plan(), whichever class's rule it is
+            self.plan = self.reweighted_plan  # type: ignore[method-assign]
 
     def setup(self) -> None:
         """A subclass's own state, made from the attributes above (`num_samples`, `cfg`,
@@ -172,10 +177,20 @@ class Policy:
         return None
 
     def state_dict(self) -> dict:
-        return {"generator": self.generator.get_state()}
+        state = {"generator": self.generator.get_state()}
+        return state if self.reweighting is None else {**state, "reweight": self.reweighting.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.generator.set_state(state["generator"])
+        if self.reweighting is not None:
+            self.reweighting.load_state_dict(state["reweight"])
+
+    def reweighted_plan(self, epoch: int) -> EpochPlan:
+        """`plan` under `--reweight`: the class's own plan, its weights times the reweighting's."""
+        assert self.reweighting is not None, "plan() is this method only under --reweight"
+        plan = type(self).plan(self, epoch)
+        weights = self.reweighting.weigh(plan.indices, plan.pruned, plan.weights)
+        return plan if weights is plan.weights else EpochPlan(plan.indices, weights, plan.pruned)
 
     # --- helpers for subclasses ---
     def annealed(self, epoch: int) -> bool:

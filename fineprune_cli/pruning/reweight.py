@@ -1,0 +1,48 @@
+"""`--reweight cumulative`: RePB's cumulative temporal rescaling (Zhou et al., ICLR 2026,
+"Inconsistency Biases in Dynamic Data Pruning"), a setting any policy carries.
+
+Each epoch t a sample's loss weight is t / c, c the epochs 1..t whose plan kept it: the inverse
+of its cumulative selection frequency c / t, times the policy's own weight. Our reading of the
+paper, and why: docs/choices.md ("Cumulative temporal reweighting").
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class CumulativeFrequency:
+    """Counts, plan by plan, the epochs that kept each sample, and weights each plan by them
+    (`Policy.reweighted_plan` asks it once per plan)."""
+
+    def __init__(self, num_samples: int, device: torch.device):
+        self.kept = torch.zeros(num_samples, dtype=torch.float32, device=device)  # c, per sample
+        self.epochs = 0  # t: the plans counted
+        self.pruned = False  # some plan so far left a sample out (else every c == t)
+
+    def weigh(self, indices: torch.Tensor, pruned: bool, own: torch.Tensor | None) -> torch.Tensor | None:
+        """Count an epoch that keeps `indices` (`pruned`: it leaves some sample out) and return
+        the loss weights of all N samples, t / c x the policy's `own`; `own` itself while every
+        sample has been kept in every epoch (all t / c = 1: the epoch trains as without it)."""
+        self.epochs += 1
+        now = torch.zeros_like(self.kept, dtype=torch.bool)
+        now[indices.to(now.device)] = True  # an epoch keeps a sample once, however often it trains
+        self.kept += now
+        self.pruned = self.pruned or pruned
+        if not self.pruned:
+            return own
+        # a sample no plan has kept yet (c = 0) trains in no epoch, so its weight is never read
+        weights = self.epochs / self.kept.clamp(min=1)
+        return weights if own is None else weights * own.to(weights.device, weights.dtype)
+
+    def state_dict(self) -> dict:
+        return {"kept": self.kept.clone(), "epochs": self.epochs, "pruned": self.pruned}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.kept.copy_(state["kept"])
+        self.epochs, self.pruned = int(state["epochs"]), bool(state["pruned"])
+
+
+def reweighting(kind: str, num_samples: int, device: torch.device) -> CumulativeFrequency | None:
+    """The reweighting `--reweight` names; None for none."""
+    return CumulativeFrequency(num_samples, device) if kind == "cumulative" else None
