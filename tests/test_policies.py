@@ -387,7 +387,7 @@ def test_pending_observations_sum_over_ranks_to_one_process(name):
 def test_registry_lists_every_policy_with_label_and_colour():
     # Catches: a module that does not register, a missing label, colours shared in plots.
     names = list_policies()
-    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo"]
+    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "seta", "ies"]
     classes = [get(n) for n in names]
     assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
     assert len({c.color for c in classes}) == len(classes)
@@ -521,6 +521,8 @@ def test_what_each_policy_declares_to_the_engine():
         "ucb": (True, False, False, False, None),
         "egreedy": (True, False, False, False, None),
         "kakurenbo": (True, True, False, True, None),
+        "seta": (True, False, False, False, 0.875),
+        "ies": (True, False, False, False, None),
     }
 
 
