@@ -1,4 +1,4 @@
-"""IES's selection, transcribed from the authors' code for tests/test_policies_seta_ies.py.
+"""IES's selection, transcribed from the authors' code for tests/test_ies.py.
 
 Source: github.com/tmllab/2025_ICLR_IES, cifar_main.py at commit
 fd51090ee430310afa0f87c9ddbe985839e8bd1b (functions correct_moving_average_new_new and

@@ -1,4 +1,4 @@
-"""SeTa's selection, transcribed from the authors' code for tests/test_policies_seta_ies.py.
+"""SeTa's selection, transcribed from the authors' code for tests/test_seta.py.
 
 Source: github.com/mrazhou/SeTa, seta.py at commit 341df62f1957420db7ebf53fce2c9c2689536c2a
 (functions random_select_with_ratio, kmeans_group, slide_easy2hard; the SeTa class's prune and

@@ -113,20 +113,19 @@ class SeTa(LossScored):
     @property
     def scores(self) -> torch.Tensor:
         """The latest training loss of every sample; 3 (the code's start) for one never trained."""
-        return self.loss
+        return self.loss.clone()
 
     # --- the protocol ---
     def plan(self, epoch: int) -> EpochPlan:
         seed = epoch_seed(self.seed, epoch)
-        kept = self.partial_anneal(seed) if self.annealed(epoch) else self.windowed(epoch)
+        kept = self.partial_anneal(seed) if self.annealed(epoch) else self.windowed(epoch, seed)
         keep = torch.zeros(self.num_samples, dtype=torch.bool, device=self.device)
         keep[kept.to(self.device)] = True
         return self.keep_mask_plan(keep)
 
-    def windowed(self, epoch: int) -> torch.Tensor:
+    def windowed(self, epoch: int, seed: int) -> torch.Tensor:
         """A pruning epoch's samples (CPU): the draw, its groups, the epoch's window of them.
         One copy of the scores to the host and a k-means per epoch, at the epoch's edge."""
-        seed = epoch_seed(self.seed, epoch)
         drawn = torch.randperm(self.num_samples, generator=torch.Generator().manual_seed(seed))[: self.drawn]
         grouped = loss_groups(self.loss.cpu()[drawn], drawn, self.cfg.seta_groups)
         window = slide(grouped, epoch - 1, self.cfg.seta_window)  # epochs 1..δ·n are the code's steps 0, 1, ...
