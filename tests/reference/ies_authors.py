@@ -10,8 +10,8 @@ with the package. Copyright (c) 2025 the authors (Suqin Yuan et al.).
 Only the selection logic is kept: the loss appends (training and the `remaining_loader` pass
 alike), the derivative history trimmed to moving_average_rate + k, the exclusion test, and the
 loaders' index sets (kept when nothing is excluded, as the code does). Left out: the model,
-data, loaders (their drop_last and size-1 batch skip decide which losses arrive, not how they
-are judged), timing and CSV output.
+the data, the loaders (drop_last and the training loop's skip of a one-sample batch decide which
+losses arrive, not how they are judged), timing and CSV output.
 """
 
 import numpy as np
