@@ -99,6 +99,22 @@ def test_seta_keeps_what_the_authors_code_keeps_epoch_by_epoch(case):
         assert sizes[0] == sizes[-1] == 270 and max(sizes[1:-1]) < 270  # the draw alone; the windows
 
 
+def test_seta_trains_one_sample_where_tied_chunks_leave_the_window_no_group():
+    # All losses tied: 21 samples in 11 chunks, a window of round(11 x 0.03) = 0 groups. The code
+    # fails its assertion (a named difference); we take its empty-window guard, one random sample.
+    settings = dict(seta_ratio=0.0, seta_groups=20, seta_window=0.03, anneal=1.0)
+    side_by_side = run_seta_side_by_side(21, settings, 3, constant)
+    _, theirs, plan = next(side_by_side)
+    assert plan.samples == theirs.numel() == 21
+    with pytest.raises(AssertionError):
+        next(side_by_side)
+    policy = create("seta", 21, PruneConfig(**settings), seed=4, epochs=3)
+    policy.plan(1)
+    policy.observe(torch.arange(21), torch.ones(21))
+    policy.sync()
+    assert policy.plan(2).samples == 1
+
+
 def test_seta_window_slides_one_group_per_epoch_and_wraps():
     # 10 groups, window 5: step 0 every group, then starts 1, 2, ..., 5, back to 0 at step 6.
     # Catches a modulus of the slide range (5) instead of its positions (6), or a step counted from 1.
