@@ -373,7 +373,7 @@ def test_a_config_files_device_is_named_as_the_files(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("epochs, named", [(2, True), (10, False)])
-def test_train_names_a_run_that_is_its_random_control_before_it_trains(monkeypatch, epochs, named):
+def test_train_names_a_run_that_is_its_random_control_before_it_trains(monkeypatch, tmp_path, epochs, named):
     # 2 epochs at the default schedule: window 1, its only pruning epoch 2 opens a window; 10
     # epochs prune 2, 4, 6, 8, 10, of which only 6 does. The session stops where its first epoch
     # would train, so the line must come before training and after the data loaded (a refusal of
@@ -385,6 +385,7 @@ def test_train_names_a_run_that_is_its_random_control_before_it_trains(monkeypat
         raise ConfigError("training would start here")
 
     monkeypatch.setattr(session, "run_session", stop)
+    monkeypatch.chdir(tmp_path)  # the run folder it opened lands here, not in the repository
     result = invoke(["train", *TINY, "--epochs", str(epochs), "--prune"])
     assert result.exit_code == 2 and "training would start here" in result.output
     note = "fine-pruning is its random control here: its only pruning epoch (2) selects from an empty DroppingCount"

@@ -387,7 +387,9 @@ def test_pending_observations_sum_over_ranks_to_one_process(name):
 def test_registry_lists_every_policy_with_label_and_colour():
     # Catches: a module that does not register, a missing label, colours shared in plots.
     names = list_policies()
-    assert names == ["regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "rs2", "orderdp"]
+    assert names == [
+        "regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "rs2", "seta", "orderdp", "ies"
+    ]  # fmt: skip
     classes = [get(n) for n in names]
     assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
     assert len({c.color for c in classes}) == len(classes)
@@ -526,6 +528,8 @@ def test_what_each_policy_declares_to_the_engine():
         "kakurenbo": (True, True, False, True, None),
         "rs2": (False, False, False, False, None),
         "orderdp": (True, False, False, False, None),
+        "seta": (True, False, False, False, 0.875),
+        "ies": (True, False, False, False, None),
     }
 
 

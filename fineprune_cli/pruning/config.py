@@ -75,8 +75,8 @@ class PruneConfig:
     anneal: float | None = option(
         None,
         check=optional(lambda v: None if 0 < v <= 1 else "must be in (0, 1]"),
-        help="No pruning in epochs after anneal x epochs (any policy). "
-        "(default: the policy's; infobatch 0.875, others none)",
+        help="No pruning in epochs after anneal x epochs (any policy; seta keeps its random draw). "
+        "(default: the policy's; infobatch and seta 0.875, others none)",
     )
     infobatch_ratio: float = option(
         0.5,
@@ -95,6 +95,27 @@ class PruneConfig:
         check=in_range(0, 1, closed_high=True),
         help="kakurenbo: a low-loss sample stays hidden only if predicted right with "
         "confidence (top softmax probability) >= tau. (default 0.7, the authors' code's)",
+    )
+    seta_ratio: float = option(
+        0.1,
+        check=in_range(0, 0.9, closed_high=True),
+        help="seta: share of the samples its random draw leaves out of every epoch, before the "
+        "loss groups; after --anneal the draw is all that prunes. (default 0.1, the authors' CIFAR command)",
+    )
+    seta_groups: int = option(
+        10, check=at_least(1), help="seta: k-means groups of the drawn samples by loss. (default 10, as in its code)"
+    )
+    seta_window: float = option(
+        0.5,
+        check=_in_unit_interval,
+        help="seta: share of the groups that train, a window sliding one group per epoch from "
+        "the easiest. (default 0.5, as in its code)",
+    )
+    ies_threshold: float = option(
+        1e-3,
+        check=at_least(0),
+        help="ies: a sample sits out while the moving average of the |second difference| of its "
+        "loss over epochs is below this. (default 0.001, the authors')",
     )
     ucb_c: float = option(1.0, check=at_least(0), help="ucb: keep the highest mean + c x std of the loss. (default 1)")
     epsilon: float = option(

@@ -194,7 +194,7 @@ class Policy:
 
     # --- helpers for subclasses ---
     def annealed(self, epoch: int) -> bool:
-        """Past δ·n (`--anneal`): the epoch trains every sample, whatever the policy."""
+        """Past δ·n (`--anneal`): the epoch trains every sample (seta: its random draw)."""
         return annealed(epoch, self.last_pruning_epoch)
 
     def keep_all_but(self, dropped: torch.Tensor) -> torch.Tensor:

@@ -151,5 +151,5 @@ def last_pruning_epoch(anneal: float | None, epochs: int | None) -> int | None:
 
 
 def annealed(epoch: int, last: int | None) -> bool:
-    """Past `last_pruning_epoch`: the epoch trains every sample, whatever the policy."""
+    """Past `last_pruning_epoch`: the epoch trains every sample (seta: its random draw)."""
     return last is not None and epoch > last
