@@ -99,16 +99,16 @@ def family_text(found: Study) -> str:
 
 
 CONDITIONS = (
-    "the seeds independent (each run its own random stream), each comparison's per-seed differences "
-    "roughly normal, and the plan kept"
+    "the seeds independent (each run its own random stream) and each comparison's per-seed differences "
+    "roughly normal"
 )
 
 
 def _held(found: Study) -> str:
     """The promise, with what it rests on: never a bare "at most 5%"."""
     if found.post_hoc:
-        return f"would be held, for a plan fixed before the data, to {found.judging.alpha:.0%}"
-    return f"is held to {found.judging.alpha:.0%}, given {CONDITIONS}"
+        return f"would be held to {found.judging.alpha:.0%} for a plan fixed before the data, given {CONDITIONS}"
+    return f"is held to {found.judging.alpha:.0%}, given {CONDITIONS}, and the plan kept"
 
 
 def _looks_text(found: Study) -> str:
