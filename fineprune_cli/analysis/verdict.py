@@ -99,8 +99,7 @@ def family_text(found: Study) -> str:
 
 
 CONDITIONS = (
-    "the seeds independent (each run its own random stream) and each comparison's per-seed differences "
-    "roughly normal"
+    "the seeds independent (each run its own random stream) and each comparison's per-seed differences roughly normal"
 )
 
 
