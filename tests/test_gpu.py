@@ -124,6 +124,48 @@ def test_compiled_training_does_not_recompile_after_a_full_and_a_pruned_epoch():
     assert graphs > 0 and counters["stats"]["unique_graphs"] == graphs
 
 
+def _selective(compile: bool):
+    """A compiled or eager ResNet-18 trainer and Selective-Backprop in every epoch, a full step every
+    third: of 1000 samples in batches of 128 steps 0, 1, 3, 4, 6 and the short last one (7, 104
+    rows, padded to 128) select, 64 rows of a full batch and 52 of the short one."""
+    data = DeviceData.build(make_synthetic(num_train=1000, num_test=500), CUDA, augment=True)
+    trainer = Trainer(models.create("resnet18"), data, TrainConfig(milestones=[]), CUDA, compile=compile)
+    cfg = PruneConfig(sb_start=0.0, sb_end=1.0, sb_interrupt=3)
+    return trainer, create("selective-backprop", 1000, cfg, device=CUDA, epochs=10)
+
+
+def _selective_epoch(trainer, policy, epoch, during=contextlib.nullcontext) -> int:
+    torch.cuda.synchronize()
+    with during():
+        trainer.train_epoch(epoch, policy.plan(epoch), select=policy)
+    torch.cuda.synchronize()
+    trainer.evaluate()
+    return trainer.skipped
+
+
+@pytest.mark.parametrize("compile", [False, True], ids=["eager", "compiled"])
+def test_no_host_sync_inside_a_selective_backprop_epoch(compile):
+    """The whole-batch forward without gradients, the draw on the device and the kept rows' step:
+    nothing waits for the host (a warm-up epoch first: compiling synchronises, once)."""
+    trainer, policy = _selective(compile)
+    _selective_epoch(trainer, policy, 1)
+    assert [_selective_epoch(trainer, policy, e, _host_syncs_fail) for e in (2, 3)] == [372, 372]
+
+
+def test_compiled_selective_backprop_does_not_recompile():
+    """Three shapes reach the compiled model, whatever the epoch: the batch without gradients, the
+    batch with them (the full steps), the kept rows (a short batch's padded to a full one's)."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    trainer, policy = _selective(compile=True)
+    _selective_epoch(trainer, policy, 1)
+    graphs = counters["stats"]["unique_graphs"]
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        skipped = [_selective_epoch(trainer, policy, e) for e in (2, 3, 4)]
+    assert skipped == [372] * 3 and graphs > 0 and counters["stats"]["unique_graphs"] == graphs
+
+
 def _fashion_mnist_dir() -> str:
     """Debian's copy, or the one `make gpu-data` puts in .gpu-data/ for the GPU machine."""
     for d in (

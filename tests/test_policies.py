@@ -388,7 +388,8 @@ def test_registry_lists_every_policy_with_label_and_colour():
     # Catches: a module that does not register, a missing label, colours shared in plots.
     names = list_policies()
     assert names == [
-        "regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "rs2", "seta", "orderdp", "ies"
+        "regular", "fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "rs2", "seta", "orderdp", "ies",
+        "selective-backprop",
     ]  # fmt: skip
     classes = [get(n) for n in names]
     assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
@@ -511,25 +512,34 @@ def test_what_each_policy_declares_to_the_engine():
     # By hand from each method: whether it observes losses (the trainer and the sampler skip
     # observe() otherwise), needs predictions too (KAKURENBO's correct/confidence), knows its
     # budget before the run (the dry run's estimate, the report's budget), scales a pruned
-    # epoch's lr by default (KAKURENBO), and its default --anneal (InfoBatch's 0.875). Catches a
-    # flag flipped in a base class (Policy, LossScored) or in one policy.
+    # epoch's lr by default (KAKURENBO), its default --anneal (InfoBatch's 0.875), and whether it
+    # chooses rows inside each step (Selective-Backprop). Catches a flag flipped in a base class
+    # (Policy, LossScored) or in one policy.
     flags = {
-        name: (kind.observes, kind.observes_predictions, kind.budget_before_run, kind.scales_lr, kind.default_anneal)
+        name: (
+            kind.observes,
+            kind.observes_predictions,
+            kind.budget_before_run,
+            kind.scales_lr,
+            kind.default_anneal,
+            kind.selects_batches,
+        )
         for name in list_policies()
         for kind in [get(name)]
     }
     assert flags == {
-        "regular": (False, False, True, False, None),
-        "fine": (True, False, True, False, None),
-        "random": (False, False, True, False, None),
-        "infobatch": (True, False, False, False, 0.875),
-        "ucb": (True, False, False, False, None),
-        "egreedy": (True, False, False, False, None),
-        "kakurenbo": (True, True, False, True, None),
-        "rs2": (False, False, False, False, None),
-        "orderdp": (True, False, False, False, None),
-        "seta": (True, False, False, False, 0.875),
-        "ies": (True, False, False, False, None),
+        "regular": (False, False, True, False, None, False),
+        "fine": (True, False, True, False, None, False),
+        "random": (False, False, True, False, None, False),
+        "infobatch": (True, False, False, False, 0.875, False),
+        "ucb": (True, False, False, False, None, False),
+        "egreedy": (True, False, False, False, None, False),
+        "kakurenbo": (True, True, False, True, None, False),
+        "rs2": (False, False, False, False, None, False),
+        "orderdp": (True, False, False, False, None, False),
+        "seta": (True, False, False, False, 0.875, False),
+        "ies": (True, False, False, False, None, False),
+        "selective-backprop": (False, False, False, False, None, True),
     }
 
 

@@ -36,7 +36,7 @@ def _fit_loss(scope):
     return torch.nn.functional.cross_entropy(scope["model"](scope["x"]), scope["y"]).item()
 
 
-@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("index", [0, 2])
 def test_own_loop_examples_train(index):
     block = _blocks("docs/howto/own-loop.md")[index]
     scope = _toy_scope()
@@ -51,6 +51,21 @@ def test_own_loop_examples_train(index):
         assert scope["keep"].numel() == 300 - 90
     else:  # infobatch prunes below-mean samples up to 0.875 x 8 = epoch 7
         assert scope["plan"].samples == 300 and scope["policy"].plan(5).samples < 300
+
+
+def test_own_loop_selective_backprop_example_selects_rows_and_trains():
+    """8 epochs, Composer's defaults: epochs 5 to 8 start at 0.5 to 0.875 of the run, and their
+    steps 0 and 2 (of 128, 128, 44 rows) forward the batch without gradients, then train 64 and 22."""
+    block = _blocks("docs/howto/own-loop.md")[1]
+    scope = _toy_scope()
+    scope["opt"] = torch.optim.SGD(scope["model"].parameters(), lr=0.1)
+    before, forwards = _fit_loss(scope), []
+    scope["model"].register_forward_pre_hook(lambda m, a: forwards.append((torch.is_grad_enabled(), len(a[0]))))
+    exec(block, scope)
+    assert scope["policy"].name == "selective-backprop"
+    selective = [(False, 128), (True, 64), (True, 128), (False, 44), (True, 22)]
+    assert forwards == [(True, 128), (True, 128), (True, 44)] * 4 + selective * 4
+    assert _fit_loss(scope) < before
 
 
 def test_readme_library_example_trains_and_prunes():
@@ -71,7 +86,7 @@ def test_every_python_block_of_the_pages_is_run_by_a_test_here():
     found = {str(p.relative_to(ROOT)): len(_blocks(str(p.relative_to(ROOT)))) for p in _pages()}
     assert {page: n for page, n in found.items() if n} == {
         "README.md": 1,
-        "docs/howto/own-loop.md": 2,
+        "docs/howto/own-loop.md": 3,
         "docs/howto/dataloader.md": 2,
         "docs/howto/lightning.md": 1,
         "docs/howto/own-script.md": 1,  # examples/own_script.py, run by tests/test_script.py

@@ -16,6 +16,7 @@ from ..engine.config import Config
 from ..engine.fingerprint import fingerprint
 from ..engine.record import CHECKPOINT, METRICS, SUMMARY, default_run_dir, load_run_config
 from ..errors import ConfigError
+from ..pruning.registry import get as get_policy
 
 LAUNCH_FLAGS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint", "--max-restarts")
 MAX_RESTARTS = 100
@@ -101,6 +102,11 @@ def check_parallel(cfg: Config, size: int, per_node: int | None = None) -> None:
     mode, batch = cfg.run.dist_mode, cfg.train.batch_size
     if size < 2:
         return
+    if mode != "sync" and get_policy(cfg.policy).selects_batches:  # workers train whole batches
+        raise ConfigError(
+            f"--policy {cfg.policy} chooses rows inside each step, which only the synchronous loop does: "
+            f"use --dist-mode sync, not {mode}"
+        )
     if mode == "sync":
         if batch % size and not cfg.train.batch_per_worker:
             raise ConfigError(f"--batch-size {batch} must divide evenly over {size} processes")

@@ -204,6 +204,11 @@ def validate(cfg: Config) -> Config:
         from ..pruning.policy import refuse_idle
 
         refuse_idle(get_policy(cfg.policy), cfg.prune, cfg.train.epochs)
+    if script and get_policy(cfg.policy).selects_batches:  # a script's loop would train whole batches
+        raise ConfigError(
+            f"--policy {cfg.policy} chooses rows inside each step of fineprune's trainer; a --script "
+            "run trains its own steps: compare it without --script"
+        )
     return cfg
 
 

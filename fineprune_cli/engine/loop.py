@@ -110,18 +110,17 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
         with console.step_view(
             bar, trainer.steps_in(plan.samples), lambda first=first: trainer.steps - first, f"epoch {epoch}"
         ):
-            loss_sum = trainer.train_epoch(epoch, plan, observe, lr, policy.observes_predictions)
+            select = policy if policy.selects_batches else None
+            loss_sum = trainer.train_epoch(epoch, plan, observe, lr, policy.observes_predictions, select)
         _refresh(trainer, policy, epoch, totals)
         with watch.section():
             policy.sync(reduce)
         synchronize(trainer.device)
         t1 = time.perf_counter()
         test_loss, test_acc = trainer.evaluate()
-        end.close(
-            Measured(
-                epoch, lr, plan.samples, loss_sum.item(), plan.pruned, t0, t1, test_loss, test_acc, watch.seconds()
-            )
-        )
+        # a selective step's left-out rows went forward but not backward: not trained, as pruned samples
+        samples, pruned = plan.samples - trainer.skipped, plan.pruned or trainer.skipped > 0
+        end.close(Measured(epoch, lr, samples, loss_sum.item(), pruned, t0, t1, test_loss, test_acc, watch.seconds()))
 
 
 def _refresh(trainer: Trainer, policy: Policy, epoch: int, totals: Totals) -> None:

@@ -20,6 +20,7 @@ from ..pruning.policy import EpochPlan, global_mean
 from .config import TrainConfig
 from .devicedata import DeviceData
 from .lrschedule import lr_at, warmup_length
+from .selective import Selecting, kept_rows, padded_shape
 from .world import SINGLE, World, all_sum, shard_range, step_slices
 
 Observe = Callable[..., None]  # (indices, losses[, global batch mean when data-parallel])
@@ -80,6 +81,7 @@ class Trainer:
         self.all = torch.arange(data.num_train, device=device)
         self.warmup_steps = warmup_length(cfg, data.num_train)
         self.steps = 0
+        self.skipped = 0  # samples the last epoch's selective steps forwarded without training
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.bf16:
@@ -97,11 +99,13 @@ class Trainer:
         observe: Observe | None = None,
         lr: float | None = None,
         predictions: bool = False,
+        select: Selecting | None = None,
     ) -> torch.Tensor:
         """One pass over the plan's samples (all if None) in shuffled batches; returns the
         summed (unweighted) training loss as a device tensor, read once after the epoch.
         `lr`: the epoch's lr before warm-up (default: the milestone schedule's); `predictions`:
-        observe each sample's correctness and confidence as well."""
+        observe each sample's correctness and confidence as well; `select`: a policy that chooses
+        each step's rows (selective.py), whose left-out rows `skipped` counts (all ranks')."""
         indices = self.all if plan is None else plan.indices
         weights = None if plan is None else plan.weights
         order = indices[torch.randperm(indices.numel(), generator=self.generator, device=self.device)]
@@ -109,9 +113,16 @@ class Trainer:
         loss_sum = torch.zeros((), device=self.device)
         batches = [(idx.numel(), self._pad(idx, order)) for idx in self._batches(order)]
         inputs = self.data.batches([idx for _, idx in batches], self.augment_generator(epoch))
-        for (real, idx), x in zip(batches, inputs):
+        self.skipped = 0
+        for step, ((real, idx), x) in enumerate(zip(batches, inputs)):
             self.set_lr(lr_at(self.cfg, epoch, self.steps, self.warmup_steps, lr))
             x = x.contiguous(memory_format=self.memory_format)
+            keep = None if select is None else select.batch_keep(epoch, step, real)
+            if select is not None and keep is not None:
+                shape = padded_shape(self, select, epoch, step, keep)
+                x, idx = kept_rows(self, select, x, idx, real, keep, shape)
+                self.skipped += (real - keep) * self.world.size
+                real = keep
             with self.autocast():
                 logits = self.forward(x)
                 losses = F.cross_entropy(logits, self.data.train_y[idx], reduction="none")

@@ -122,6 +122,8 @@ class ScriptRun:
         self.totals = Totals()
         self.summary = self._summary(data, model or cfg.model.name, dataset or cfg.data.dataset)
         self.policy: Policy = create(cfg.policy, num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
+        if self.policy.selects_batches:  # the script's steps, not a sampler's plan, would have to select
+            raise ScriptError(f"policy {cfg.policy} chooses rows inside each training step: a script run cannot use it")
         self._sampler: PruningSampler | None = None
         self._since = time.perf_counter()
 

@@ -52,6 +52,12 @@ class PruningCallback(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage != "fit":
             return
+        if self.sampler.policy.selects_batches:
+            raise ValueError(
+                f"{self.sampler.policy.name} chooses rows inside each training step (a forward without "
+                "gradients first), which this callback cannot do; use it in a loop of your own "
+                "(batch_keep, select_batch: docs/howto/own-loop.md)"
+            )
         if trainer.world_size > 1 and not isinstance(self.sampler, DistributedPruningSampler):
             raise ValueError(
                 f"{trainer.world_size} processes train: use DistributedPruningSampler, "

@@ -136,6 +136,28 @@ class PruneConfig:
         "fill the epoch (1 - --prune-fraction of all); at least that share. (default 0.8, the authors' "
         "CIFAR command)",
     )
+    sb_keep: float = option(
+        0.5,
+        check=_in_unit_interval,
+        help="selective-backprop: share of a batch's rows that go forward and backward in a selective step, "
+        "drawn by loss percentile. (default 0.5, Composer's)",
+    )
+    sb_start: float = option(
+        0.5,
+        check=in_range(0, 1, closed_high=True),
+        help="selective-backprop: share of the run before its first selective epoch (epoch e starts at "
+        "(e - 1) / epochs). (default 0.5, Composer's)",
+    )
+    sb_end: float = option(
+        0.9,
+        check=in_range(0, 1, closed_high=True),
+        help="selective-backprop: share of the run from which every step is full again. (default 0.9, Composer's)",
+    )
+    sb_interrupt: int = option(
+        2,
+        check=at_least(0),
+        help="selective-backprop: every this many batches one is a full step (0: none). (default 2, Composer's)",
+    )
     reweight: str = option(
         "none",
         choices=("none", "cumulative"),

@@ -5,7 +5,10 @@ A policy decides, epoch by epoch, which samples train and with what loss weight:
     policy = create("fine", num_samples, PruneConfig(...), seed=1, epochs=epochs)
     for epoch in range(1, epochs + 1):
         plan = policy.plan(epoch)                    # EpochPlan: indices (+ weights)
-        for idx in batches(plan.indices):
+        for step, idx in enumerate(batches(plan.indices)):
+            k = policy.batch_keep(epoch, step, len(idx))  # None but under selective-backprop
+            if k is not None:                        # its rows, from a forward without gradients
+                idx = idx[policy.select_batch(per_sample_loss(idx), k)]
             losses = per_sample_loss(idx)            # reduction="none"
             loss = plan.loss(idx, losses)            # weighted mean, or plain mean
             ...backward, step...
@@ -84,6 +87,7 @@ class Policy:
     default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
     observes_predictions: ClassVar[bool] = False  # True: observe() also gets correct and confidence
     scales_lr: ClassVar[bool] = False  # --lr-scale-pruned when the run does not say (kakurenbo: on)
+    selects_batches: ClassVar[bool] = False  # True: batch_keep / select_batch choose rows inside steps
 
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
@@ -156,6 +160,16 @@ class Policy:
         """How many samples `epoch` trains, when that is known before the run (no losses
         needed); None when it depends on what the run observes."""
         return self.num_samples
+
+    def batch_keep(self, epoch: int, batch: int, size: int) -> int | None:
+        """How many of the `size` rows of `epoch`'s step `batch` (0-based) train, chosen by
+        `select_batch` from a forward without gradients; None: the whole batch, no such forward.
+        Host arithmetic: a step never waits for the device to know its shape."""
+        return None
+
+    def select_batch(self, losses: torch.Tensor, keep: int) -> torch.Tensor:
+        """Positions in `losses` (one batch's per-sample losses) of the `keep` rows that train."""
+        raise NotImplementedError(f"{self.name} trains whole batches: its batch_keep is None")
 
     def take_pending(self) -> list[torch.Tensor]:
         """What this process observed since the last sync, and forget it."""
