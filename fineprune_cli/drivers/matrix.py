@@ -14,6 +14,7 @@ from ..analysis.paired import is_baseline
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
+from ..models import is_factory
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
@@ -100,7 +101,20 @@ def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     jobs = plan(cfg, c)
     if c.executor == "local":
         local_executor(cfg, c)
+    if not cfg.script.command:  # a script's --model only names its runs
+        check_factories(cfg, c, jobs)
     return jobs
+
+
+def check_factories(cfg: Config, c: CompareConfig, jobs: list[Job]) -> None:
+    """Each user's model (package.module:factory) called and given a tiny batch of its data's shape
+    (`engine.build.check_factory`) before the plan is written: not a failure at its first run."""
+    from ..engine.build import check_factory
+    from .dryrun import shape_of
+
+    for model, dataset in dict.fromkeys((j.model, j.dataset) for j in jobs if is_factory(j.model)):
+        job_cfg = job_config(cfg, next(j for j in jobs if (j.model, j.dataset) == (model, dataset)), c.out)
+        check_factory(job_cfg, *shape_of(job_cfg.data)[2:])
 
 
 def random_equal_lines(jobs: Iterable[tuple[Job, Config]]) -> list[str]:
