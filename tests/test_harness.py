@@ -107,6 +107,18 @@ def test_an_interrupted_script_resumes_from_what_it_saved(tmp_path):
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
 
 
+def test_a_script_run_records_the_plan_compare_made_it_under(tmp_path, monkeypatch):
+    """compare's job config carries the digest of its folder's plan (drivers.matrix.under_plan):
+    the script's run records it as compare's own runs do; run on its own, a script records none."""
+    job_cfg = _job(tmp_path, monkeypatch)
+    job_cfg.run.plan = "ab" * 32
+    (tmp_path / "job.yaml").write_text(yamlvalues.dump(job_cfg.to_dict()))
+    assert fineprune.start(num_train=10, seed=0, epochs=6).summary.plan == "ab" * 32
+    monkeypatch.delenv(JOB_ENV)
+    monkeypatch.delenv(RUN_DIR_ENV)
+    assert _own(tmp_path / "own").summary.plan == ""
+
+
 def test_a_models_and_optimizers_state_dicts_resume(tmp_path):
     """What run.save() may hold (docs/howto/own-script.md): state_dicts of a model, an optimizer with
     its momentum, an lr scheduler and the sampler, numbers, strings, lists, tuples and sets."""

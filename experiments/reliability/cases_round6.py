@@ -401,7 +401,7 @@ PLAN_CASES = [
     invalid("judging-unknown-key", _judging(power=0.8), "power"),
     invalid("judging-a-list", _top(judging=[0.3]), "judging"),
     invalid("unknown-key", _top(margin=0.3), "margin"),
-    invalid("family-no-policies", lambda p: p["family"].update(policies=[]), "family"),
+    invalid("family-no-models", lambda p: p["family"].update(models=[]), "family.models"),
     invalid("family-empty-name", lambda p: p["family"].update(models=[""]), "family"),
     invalid("family-number-name", lambda p: p["family"].update(datasets=[3]), "family"),
     invalid("family-missing-list", lambda p: p["family"].pop("models"), "family"),

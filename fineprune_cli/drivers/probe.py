@@ -143,7 +143,7 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     from ..engine.trainer import Trainer
 
     device = resolve_device(cfg.run.device)
-    check_factory(cfg, channels, size, classes)  # a user's model that cannot train: one line, not a traceback
+    check_factory(cfg, (channels, size, classes))  # a user's model that cannot train: one line, not a traceback
     batch, tests = min(cfg.train.batch_size, TIMED_BATCH), min(cfg.train.eval_batch_size, EVAL_IMAGES)
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)

@@ -23,10 +23,14 @@ def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
     return models.create(cfg.model.name, channels, classes, **kwargs)
 
 
-def check_factory(cfg: Config, channels: int, size: int, classes: int) -> None:
-    """A user's model (package.module:factory) built and given a tiny batch of the data's shape, as
-    a run's start does (`trainer_and_policy`), before anything is written: the global RNG as it was."""
+def check_factory(cfg: Config, shape: tuple[int, int, int] | None = None) -> None:
+    """A user's model (package.module:factory) built and given a tiny batch of the data's shape
+    ((channels, size, classes); default: `datashape.shape_of`, no pixels read), as a run's start
+    does (`trainer_and_policy`), before anything is written: the global RNG as it was."""
     if models.is_factory(cfg.model.name):
+        from .datashape import shape_of
+
+        channels, size, classes = shape or shape_of(cfg.data)[2:]
         with torch.random.fork_rng(devices=[]):
             model = build_model(cfg, channels, classes)
         models.check_outputs(model, cfg.model.name, torch.zeros(2, channels, size, size), classes)
