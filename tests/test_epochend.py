@@ -96,7 +96,7 @@ def test_a_checkpoint_when_due_and_on_the_last_epoch(tmp_path):
     for epoch in (1, 2, 3):
         end.close(_measured(epoch))
     assert saved == [2, 3]
-    state = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    state = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert state["own"] == 3 and len(state["totals"]["rows"]) == 3 and "fingerprint" in state
 
 

@@ -2,6 +2,7 @@
 refusals: a script that trains another run than it was told, records out of order, stops early,
 crashes, never starts its run or hangs is failed with one line, never averaged in."""
 
+import os
 import sys
 
 import pytest
@@ -104,6 +105,74 @@ def test_an_interrupted_script_resumes_from_what_it_saved(tmp_path):
     summary = again.finish()
     assert summary.resumed_after_epochs == [1] and summary.epochs_completed == 3
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_script_run_records_the_plan_compare_made_it_under(tmp_path, monkeypatch):
+    """compare's job config carries the digest of its folder's plan (drivers.matrix.under_plan):
+    the script's run records it as compare's own runs do; run on its own, a script records none."""
+    job_cfg = _job(tmp_path, monkeypatch)
+    job_cfg.run.plan = "ab" * 32
+    (tmp_path / "job.yaml").write_text(yamlvalues.dump(job_cfg.to_dict()))
+    assert fineprune.start(num_train=10, seed=0, epochs=6).summary.plan == "ab" * 32
+    monkeypatch.delenv(JOB_ENV)
+    monkeypatch.delenv(RUN_DIR_ENV)
+    assert _own(tmp_path / "own").summary.plan == ""
+
+
+def test_a_models_and_optimizers_state_dicts_resume(tmp_path):
+    """What run.save() may hold (docs/howto/own-script.md): state_dicts of a model, an optimizer with
+    its momentum, an lr scheduler and the sampler, numbers, strings, lists, tuples and sets."""
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(opt, [2, 3])
+    model(torch.ones(3, 4)).sum().backward()
+    opt.step()
+    run = _own(tmp_path, epochs=3)
+    sampler = run.sampler()
+    sampler.set_epoch(0)
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    state = {"model": model.state_dict(), "opt": opt.state_dict(), "lr": scheduler.state_dict(),
+             "sampler": sampler.state_dict(), "note": "x", "shape": (3, 4), "seen": {1, 2}, "none": None}  # fmt: skip
+    run.save(state)
+    run.close()
+    back = _own(tmp_path, epochs=3).resume()
+    again = torch.nn.Linear(4, 2)
+    again.load_state_dict(back["model"])
+    restored = torch.optim.SGD(again.parameters(), lr=0.1, momentum=0.9)
+    restored.load_state_dict(back["opt"])
+    assert torch.equal(again.weight, model.weight)
+    assert torch.equal(
+        restored.state_dict()["state"][0]["momentum_buffer"], opt.state_dict()["state"][0]["momentum_buffer"]
+    )
+    assert back["lr"]["milestones"] == {2: 1, 3: 1} and (back["note"], back["shape"], back["seen"]) == (
+        "x",
+        (3, 4),
+        {1, 2},
+    )
+
+
+def test_what_resume_could_not_load_is_refused_when_saved_and_a_planted_checkpoint_never_runs(tmp_path):
+    """A run folder is data: run.save() refuses a numpy array or a function at once, naming it, and
+    resume() refuses a checkpoint.pt that would build anything but data (a planted pickle's
+    os.system), naming the file and what it holds; the payload never runs."""
+    import numpy as np
+
+    run = _own(tmp_path)
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    for state, said in ((np.ones(2), "numpy"), ({"f": print}, "builtins.print")):
+        with pytest.raises(ScriptError, match=rf"run.save\(\) was given .*{said}"):
+            run.save(state)
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+    run.close()
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'PWNED'}",))
+
+    torch.save({"epoch": 1, "state": Payload(), "totals": {}}, tmp_path / "run" / "checkpoint.pt")
+    with pytest.raises(ScriptError, match=r"run.resume\(\): .*checkpoint.pt is refused: it holds posix.system"):
+        _own(tmp_path).resume()
+    assert not (tmp_path / "PWNED").exists()
 
 
 def test_a_folder_holding_a_run_is_not_overwritten(tmp_path):

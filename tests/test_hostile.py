@@ -61,6 +61,10 @@ class TestScript(_Group):
     group = "script"
 
 
+class TestRound6(_Group):
+    group = "round6"
+
+
 def test_the_groups_hold_every_case_once():
     """The groups the classes above run apart are the whole suite of 600-odd inputs."""
     hostile = _harness()[0]

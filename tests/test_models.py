@@ -170,3 +170,52 @@ def test_a_model_factory_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
     ]:
         done = invoke(["train", "--model", name, *common, "--out", "r"])
         assert done.exit_code == 2 and said in done.output and "Traceback" not in done.output, (name, done.output)
+
+
+def test_a_factory_is_called_with_what_it_names_and_nothing_else():
+    """factory(in_channels, num_classes) by keyword, by position where it takes them only so, or
+    with none; a factory needing anything more is refused before it is called."""
+    from fineprune_cli.errors import ConfigError
+    from fineprune_cli.models.registry import arguments
+
+    def by_position(in_channels, num_classes, /):
+        pass
+
+    def some(num_classes, width=8, **extra):
+        pass
+
+    def needs(in_channels, depth, *rest):
+        pass
+
+    assert arguments(by_position, 3, 10) == ([3, 10], {})
+    assert arguments(some, 3, 10) == ([], {"num_classes": 10})
+    assert arguments(lambda: None, 3, 10) == ([], {})
+    with pytest.raises(ConfigError, match=r"needs depth, which it cannot be given: it is called as factory\("):
+        arguments(needs, 3, 10)
+
+
+def test_the_check_of_a_factorys_outputs_leaves_the_model_and_the_rng_as_they_were():
+    """One forward before training: no running statistics moved, no random number drawn, the
+    model's mode kept; a wrong shape or a failing forward is one line."""
+    from fineprune_cli.errors import ConfigError
+    from fineprune_cli.models.registry import check_outputs
+
+    class Noisy(nn.Module):
+        def __init__(self, classes):
+            super().__init__()
+            self.bn, self.fc = nn.BatchNorm2d(3), nn.Linear(3, classes)
+
+        def forward(self, x):
+            return self.fc(self.bn(x + torch.rand_like(x)).mean(dim=(2, 3)))
+
+    model, images = Noisy(10), torch.randn(2, 3, 8, 8) * 5
+    torch.manual_seed(3)
+    expected = torch.rand(1)
+    torch.manual_seed(3)
+    check_outputs(model, "m:noisy", images, 10)
+    assert torch.equal(torch.rand(1), expected) and model.training
+    assert torch.equal(model.bn.running_mean, torch.zeros(3)) and int(model.bn.num_batches_tracked) == 0
+    with pytest.raises(ConfigError, match=r"gives \(2, 7\) for a batch of 2 images; the data has 10 classes"):
+        check_outputs(Noisy(7), "m:seven", images, 10)
+    with pytest.raises(ConfigError, match=r"raised RuntimeError on a batch of 2 images of 4 x 8 x 8"):
+        check_outputs(Noisy(10), "m:noisy", torch.zeros(2, 4, 8, 8), 10)

@@ -57,8 +57,8 @@ def rows(policy: str) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             run = Path(train(build_config(None, settings(policy, Path(tmp) / policy)), show_progress=False).run_dir)
             metrics = [[float(getattr(r, f)).hex() for f in FIELDS] for r in read_metrics(run)]
-            model = torch.load(run / "checkpoint.pt", weights_only=False)["trainer"]["model"]
-            snaps = [torch.load(p, weights_only=False) for p in sorted(run.glob("*_window*.pt"))]
+            model = torch.load(run / "checkpoint.pt", weights_only=True)["trainer"]["model"]
+            snaps = [torch.load(p, weights_only=True) for p in sorted(run.glob("*_window*.pt"))]
             return {"metrics": metrics, "weights": digest(list(model.values())), "scores": digest(snaps)}
     finally:
         torch.set_num_threads(threads)

@@ -62,6 +62,7 @@ def reproduce(ctx: Ctx) -> int:
     made = runs_made(ctx.experiment)
     first = jobs_of(cfg, replace(c, seeds=list(range(c.looks[0]))))
     plan = plans.record(ctx.experiment, judging, c.looks, len(made), family_of(first))
+    cfg.run.plan = plan.digest  # each run records the plan it is made under
     call = ctx.experiment / "calls" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{ctx.tag}"
     todo = next_runs(cfg, replace(c, out=str(call / "runs")), judging, made)
     if not todo:

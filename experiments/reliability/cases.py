@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 Setup = Callable[[Path, Path, dict], list]
-Train = Callable[[list[str], Path], None]  # `fineprune train ARGV` in a folder; raises if it fails
+Train = Callable[..., None]  # (ARGV, folder[, command]): `fineprune train ARGV` there; raises if it fails
 
 
 @dataclass

@@ -43,15 +43,18 @@ from cases_round4 import ROUND4_CASES  # noqa: E402
 from cases_round5_jobs import ROUND5_JOBS_CASES  # noqa: E402
 from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
 from cases_round5_script import SCRIPT_CASES  # noqa: E402
+from cases_round6 import ROUND6_CASES, make_compared  # noqa: E402
 
 # groups run apart (tests/test_hostile.py runs one per test, so they spread over pytest workers)
 GROUPS = {"flags": CASES, "files": FILE_CASES, "launch": LAUNCH_CASES, "round4": ROUND4_CASES}
 GROUPS["round5jobs"] = ROUND5_JOBS_CASES
 GROUPS["round5slurm"] = ROUND5_SLURM_CASES
 GROUPS["script"] = SCRIPT_CASES
+GROUPS["round6"] = ROUND6_CASES
 ALL_CASES = [c for cases in GROUPS.values() for c in cases]
 # what cases copy, each made the first time a case asks for it
 TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}
+TEMPLATES["compared"] = make_compared
 
 TIME_LIMIT_S = 30
 MEMORY_LIMIT_MB = 3000  # peak RSS of one case; a 921 GB allocation attempt must never start
@@ -288,16 +291,16 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
     )
 
 
-def train_in_fork(argv: list[str], cwd: Path) -> None:
-    """`fineprune train ARGV` in a forked child working in `cwd` (a template run: no new
-    interpreter, no second import of torch); raises with its last lines if it fails."""
+def train_in_fork(argv: list[str], cwd: Path, command: str = "train") -> None:
+    """`fineprune train ARGV` (or another command) in a forked child working in `cwd` (a
+    template: no new interpreter, no second import of torch); raises with its last lines if it fails."""
     log = cwd / "train.log"
     pid = os.fork()
     if pid == 0:
-        _in_child(Case("template", []), ["train", *argv], cwd, Path(os.devnull), log)
+        _in_child(Case("template", []), [command, *argv], cwd, Path(os.devnull), log)
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"template run failed: fineprune train {' '.join(argv)}\n{log.read_text()[-2000:]}")
+        raise RuntimeError(f"template failed: fineprune {command} {' '.join(argv)}\n{log.read_text()[-2000:]}")
     log.unlink()
 
 

@@ -41,6 +41,7 @@ NOT_SETTINGS = (
     "run.checkpoint_every",
     "run.dist_timeout",
     "run.arm",
+    "run.plan",
     "run.seed",
     "run.device",
     "data.label",

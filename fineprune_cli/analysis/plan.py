@@ -8,11 +8,13 @@ the plan when it starts a folder, and refuses to change its rules once runs exis
 by the recorded plan, at the level its family fixes, and says *post hoc* wherever that promise
 does not hold: no plan recorded, a plan recorded after runs existed or without its family, the
 report's own settings differ from it, or it judges policies, contexts or seeds the plan did not
-hold.
+hold. plan.json is read strictly (`planfile`); which plan applies to which run, and whether the
+runs were made under it (each records its plan's `digest`), is `planruns`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field, replace
@@ -21,7 +23,10 @@ from typing import Any
 
 from ..engine.files import atomic_write_text, read_regular_text
 from ..errors import ConfigError
+from ..engine.record import SUMMARY
 from .judging import EARLIER_ALLOCATION, Judging
+from .planfile import checked
+from .planruns import applying
 
 PLAN_FILE = "plan.json"
 LOOKS_FILE = "looks.json"  # what `compare --until-decided` wrote before plans were recorded
@@ -74,6 +79,13 @@ class Plan:
             "note": self.note,
         }
 
+    @property
+    def digest(self) -> str:
+        """sha256 of the plan's canonical JSON: what each run made under it records (its summary's
+        `plan`), so a report finds a plan.json changed after its runs or not theirs at all."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def plannedseeds_text(self) -> tuple[int, ...]:
         """Every seed the plan may judge: its single look's, or its last look's 0 .. n - 1."""
         return tuple(range(self.looks[-1])) if self.looks else self.seeds
@@ -93,29 +105,20 @@ def agreed(plans: list[Plan]) -> Plan | None:
 
 
 def from_dict(data: Any, where: str) -> Plan:
-    try:
-        j = data["judging"]
-        judging = Judging(margin=float(j["margin"]), min_gain=float(j["min_gain"]), alpha=float(j["alpha"]))
-        judging = replace(judging, family=str(j["family"]), allocation=str(j.get("allocation", EARLIER_ALLOCATION)))
-        looks = tuple(int(n) for n in data.get("looks", []))
-        return Plan(
-            judging,
-            looks,
-            str(data.get("variance", VARIANCE)),
-            str(data.get("recorded", "")),
-            int(data.get("runs_before", 0)),
-            str(data.get("note", "")),
-            family=_family(data.get("family")),
-            seeds=tuple(int(n) for n in data.get("seeds") or []),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"{where}: not a judging plan ({exc})") from None
-
-
-def _family(data: Any) -> Family | None:
-    if data is None:
-        return None
-    return Family(*(tuple(str(x) for x in data[key]) for key in ("policies", "models", "datasets")))
+    """The plan in plan.json's `data`, checked (`planfile.checked`): ConfigError naming `where`."""
+    fields = checked(data, where)
+    j, family = fields["judging"], fields["family"]
+    judging = Judging(margin=float(j["margin"]), min_gain=float(j["min_gain"]), alpha=float(j["alpha"]))
+    return Plan(
+        replace(judging, family=j["family"], allocation=j["allocation"]),
+        tuple(fields["looks"]),
+        fields["variance"] or VARIANCE,
+        fields["recorded"],
+        fields["runs_before"],
+        fields["note"],
+        family=Family(*(tuple(family[k]) for k in ("policies", "models", "datasets"))) if family else None,
+        seeds=tuple(fields["seeds"]),
+    )
 
 
 def read(path: Path) -> Plan:
@@ -206,8 +209,10 @@ def describe(plan: Plan) -> str:
 
 
 def find(paths: list[Path]) -> list[Plan]:
-    """The plans recorded in, below or just above the folders a report reads (each once); an
-    older `--until-decided` folder without one gives its looks.json's looks under the defaults."""
+    """The plans recorded in, below or just above the folders a report reads that apply to a run
+    there (`planruns.nearest`: a run keeps to the plan nearest above it), each once, in the order
+    of their paths; an older `--until-decided` folder without one gives its looks.json's looks
+    under the defaults."""
     found: dict[Path, Plan] = {}
     for root in paths:
         if not root.is_dir():
@@ -220,7 +225,8 @@ def find(paths: list[Path]) -> list[Plan]:
         if not candidates:
             for looks in sorted(root.rglob(LOOKS_FILE)):
                 found.setdefault(looks.resolve(), _from_looks(looks))
-    return list(found.values())
+    runs = [summary.parent for root in paths if root.is_dir() for summary in root.rglob(SUMMARY)]
+    return applying(sorted(found.values(), key=lambda p: str(p.path)), runs)
 
 
 def _from_looks(path: Path) -> Plan:
@@ -240,12 +246,15 @@ def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
     if agreed(plans) is None:
         return ["the folders read were planned differently: " + "; ".join(f"{p.path}: {describe(p)}" for p in plans)]
     plan, reasons = plans[0], []
-    if plan.runs_before < 0:
-        reasons.append(plan.note)
-    elif plan.runs_before:
-        reasons.append(
-            f"the plan was recorded after {plan.runs_before} runs existed" + (f": {plan.note}" if plan.note else "")
-        )
+    for each in plans:  # each plan's own record: which folder's name sorts first must not matter
+        if each.runs_before < 0:
+            reasons.append(each.note)
+        elif each.runs_before:
+            where = f" ({each.path})" if len(plans) > 1 else ""
+            reasons.append(
+                f"the plan{where} was recorded after {each.runs_before} runs existed"
+                + (f": {each.note}" if each.note else "")
+            )
     if plan.runs_before >= 0 and plan.family is None:
         reasons.append(
             "the plan does not record its family, the policies and contexts its alpha is shared over "
@@ -264,7 +273,7 @@ def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
     ]
     if changed:
         reasons.append("this report judges with " + ", ".join(changed))
-    return reasons
+    return list(dict.fromkeys(reasons))
 
 
 @dataclass(frozen=True)

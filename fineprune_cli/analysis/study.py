@@ -17,6 +17,7 @@ from .decision import Decision, scored
 from .groups import Context, Groups, group
 from .judging import Judging
 from .plan import Plan
+from .planruns import applying, made_under, nearest
 from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from .runs import Run
@@ -53,15 +54,22 @@ class Study:
         return {(d.context, d.policy): d for d in self.decisions}
 
 
-def study(runs: list[Run], judging: Judging | None = None, plans: list[Plan] | None = None) -> Study:
-    """Decide `runs` under `judging` (default: the one plan recorded, else the defaults)."""
-    plans = list(plans or [])
+def study(
+    runs: list[Run], judging: Judging | None = None, plans: list[Plan] | None = None, by_folder: bool = False
+) -> Study:
+    """Decide `runs` under `judging` (default: the one plan recorded, else the defaults). `plans`:
+    the plan compare recorded for these runs, or (`by_folder`) those found in the folders read,
+    each applying to the runs below it (`planruns.nearest`)."""
+    plans = applying(list(plans or []), [r.path for r in runs]) if by_folder else list(plans or [])
+    owners = [nearest(plans, r.path) if by_folder else (plans[0] if plans else None) for r in runs]
     agreed = plans_.agreed(plans)
     judging = judging or (agreed.judging if agreed else Judging())
     looks = agreed.looks if agreed else ()
     groups = group(runs)
     off = plans_.off_plan(agreed, judged(groups)) if agreed else []
-    reasons = plans_.post_hoc(plans, judging) + off
+    reasons = (
+        plans_.post_hoc(plans, judging) + made_under(plans, [(r.summary.plan, o) for r, o in zip(runs, owners)]) + off
+    )
     # the plan's k where the report stays inside its family: a part of it is judged at the planned level
     k = agreed.family.size if agreed and agreed.family and not off else None
     numbers, vs = rows_of(groups)
@@ -107,5 +115,5 @@ def rows_of(groups: Groups) -> tuple[Rows, Comparisons]:
 def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = None) -> Study:
     """The study of the runs read from `paths`, with the plans recorded there and what their
     looks.json files say otherwise."""
-    found = study(runs, judging, plans_.find(paths))
+    found = study(runs, judging, plans_.find(paths), by_folder=True)
     return replace(found, recorded=disagreements(paths, found.decisions))

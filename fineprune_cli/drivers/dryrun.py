@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
-from ..engine.config import Config, DataConfig, validate
+from ..engine.config import Config, validate
+from ..engine.datashape import shape_of
 from ..pruning.estimate import estimate
 from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
@@ -27,14 +28,6 @@ from .matrix import random_equal_lines
 from .reuse import existing_state
 from .drytime import Pace, PlannedRun, contended, ranges, time_runs
 from .probe import Probe, busy, probe, step_text
-
-# (training images, test images, channels, image size, classes) of the built-in datasets
-KNOWN = {
-    "fashion-mnist": (60000, 10000, 1, 28, 10),
-    "cifar10": (50000, 10000, 3, 32, 10),
-    "cifar100": (50000, 10000, 3, 32, 100),
-    "synthetic": (50000, 10000, 3, 32, 10),
-}
 
 Timer = Callable[[Config, int, int, int, "int | None"], Probe]  # probe's signature: tests pass their own
 
@@ -61,22 +54,6 @@ class DryRun:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def shape_of(d: DataConfig) -> tuple[int, int, int, int, int]:
-    """(training images, test images, channels, size, classes), without loading the data."""
-    if d.dataset == "folder":  # as the loader sees it: the file list and the headers, no pixels
-        from ..engine.imagefolder import folder_mode
-        from ..engine.stream import folder_listing
-
-        listing = folder_listing(d)
-        mode, shape = folder_mode(listing, d.image_size)
-        n, tests = len(listing["train"]), len(listing["test"])
-        channels, classes = 3 if mode == "RGB" else 1, len(listing["train_classes"])
-        size = d.image_size or max(shape)
-    else:
-        n, tests, channels, size, classes = KNOWN[d.dataset]
-    return (min(n, d.subset) if d.subset else n), min(tests, d.test_subset or tests), channels, size, classes
 
 
 def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:

@@ -4,6 +4,7 @@ other, or as tasks of an executor (`--jobs`, `--threads`, `--executor slurm`). K
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Iterable
 
@@ -14,6 +15,7 @@ from ..analysis.paired import is_baseline
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
+from ..models import is_factory
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
@@ -27,6 +29,7 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     """Train every job not yet finished; returns the run folders in plan order."""
     from ..engine.stream import data_identity
 
+    cfg = under_plan(cfg, Path(c.out))
     jobs = plan(cfg, c)
     identities: dict[str, dict[str, str]] = {}  # listing a large folder once, not once a job
     states = {}
@@ -75,6 +78,15 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
     return [job.run_dir(c.out) for job in jobs]
 
 
+def under_plan(cfg: Config, out: Path) -> Config:
+    """`cfg` with the digest of the judging plan recorded in `out` ('' where none is), which each
+    run made in it records: a report tells a plan.json changed after its runs by it."""
+    path = out / plans.PLAN_FILE
+    stamped = copy.deepcopy(cfg)
+    stamped.run.plan = plans.read(path).digest if path.is_file() else ""
+    return stamped
+
+
 def _left_out(finished: list[Path]) -> set[Path]:
     """The finished runs whose records a report would leave out (a figure outside its meaning,
     a copy of another seed's run), each said with its reason: reused, they would vanish from the
@@ -100,7 +112,19 @@ def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     jobs = plan(cfg, c)
     if c.executor == "local":
         local_executor(cfg, c)
+    if not cfg.script.command:  # a script's --model only names its runs
+        check_factories(cfg, c, jobs)
     return jobs
+
+
+def check_factories(cfg: Config, c: CompareConfig, jobs: list[Job]) -> None:
+    """Each user's model (package.module:factory) called and given a tiny batch of its data's shape
+    (`engine.build.check_factory`) before the plan is written: not a failure at its first run."""
+    from ..engine.build import check_factory
+
+    for model, dataset in dict.fromkeys((j.model, j.dataset) for j in jobs if is_factory(j.model)):
+        job_cfg = job_config(cfg, next(j for j in jobs if (j.model, j.dataset) == (model, dataset)), c.out)
+        check_factory(job_cfg)
 
 
 def random_equal_lines(jobs: Iterable[tuple[Job, Config]]) -> list[str]:

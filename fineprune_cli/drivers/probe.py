@@ -138,11 +138,12 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     import torch
 
     from ..engine.device import resolve_device, synchronize
-    from ..engine.build import build_model
+    from ..engine.build import build_model, check_factory
     from ..engine.devicedata import wants_augment
     from ..engine.trainer import Trainer
 
     device = resolve_device(cfg.run.device)
+    check_factory(cfg, (channels, size, classes))  # a user's model that cannot train: one line, not a traceback
     batch, tests = min(cfg.train.batch_size, TIMED_BATCH), min(cfg.train.eval_batch_size, EVAL_IMAGES)
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
@@ -201,9 +202,13 @@ def _read_data(d: Any, cache_path: Callable[..., Any]) -> str:
     from pathlib import Path
 
     cache = cache_path(Path(d.data_dir), d.image_size)
+    first = "decoding the image folder the first time (later runs read it from the cache)"
     if not cache.is_file():
-        return "decoding the image folder the first time (later runs read it from the cache)"
-    torch.load(cache, weights_only=True)
+        return first
+    try:  # weights-only: a planted cache runs nothing; a broken one the run decodes again
+        torch.load(cache, weights_only=True)
+    except Exception:
+        return first
     return ""
 
 

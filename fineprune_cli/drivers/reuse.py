@@ -26,6 +26,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     config.get("run", {}).pop("checkpoint_every", None)
     config.get("run", {}).pop("dist_timeout", None)
     config.get("run", {}).pop("arm", None)
+    config.get("run", {}).pop("plan", None)  # the plan judges the run; compare keeps it with the runs
     config.get("data", {}).pop("label", None)
     config.get("data", {}).pop("workers", None)  # decoding processes: same images, same run
     config.get("script", {}).pop("recipe", None)  # declared by the script as it runs: compare cannot know it

@@ -23,6 +23,19 @@ def build_model(cfg: Config, channels: int, classes: int) -> torch.nn.Module:
     return models.create(cfg.model.name, channels, classes, **kwargs)
 
 
+def check_factory(cfg: Config, shape: tuple[int, int, int] | None = None) -> None:
+    """A user's model (package.module:factory) built and given a tiny batch of the data's shape
+    ((channels, size, classes); default: `datashape.shape_of`, no pixels read), as a run's start
+    does (`trainer_and_policy`), before anything is written: the global RNG as it was."""
+    if models.is_factory(cfg.model.name):
+        from .datashape import shape_of
+
+        channels, size, classes = shape or shape_of(cfg.data)[2:]
+        with torch.random.fork_rng(devices=[]):
+            model = build_model(cfg, channels, classes)
+        models.check_outputs(model, cfg.model.name, torch.zeros(2, channels, size, size), classes)
+
+
 def trainer_and_policy(cfg: Config, world: World = worlds.SINGLE) -> tuple[Trainer, Policy]:
     """This process's device (and its place in the process group), the data loaded onto it,
     the trainer and the policy."""
@@ -33,7 +46,10 @@ def trainer_and_policy(cfg: Config, world: World = worlds.SINGLE) -> tuple[Train
         cfg.data, cfg.run.seed, device, max(cfg.train.batch_size, cfg.train.eval_batch_size)
     )
     model = build_model(cfg, channels, classes)
-    shapes = models.shapes_hash(model) if models.is_factory(cfg.model.name) else None
+    shapes = None
+    if models.is_factory(cfg.model.name):  # a user's model: one forward of two test images first
+        models.check_outputs(model, cfg.model.name, next(iter(data.test_batches(0, 2, 2))).float().cpu(), classes)
+        shapes = models.shapes_hash(model)
     trainer = Trainer(model, data, cfg.train, device, cfg.run.seed, cfg.run.compile, cfg.run.compile_mode, world=world)
     trainer.channels, trainer.classes = channels, classes
     trainer.model_shapes = shapes  # a user's model: its factory's name says less than its shapes

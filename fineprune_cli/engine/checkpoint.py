@@ -7,6 +7,8 @@ metrics so far and the time totals. Resuming from it reproduces the uninterrupte
 
 from __future__ import annotations
 
+import io
+import re
 import signal
 import warnings
 import threading
@@ -18,6 +20,10 @@ import torch
 from ..errors import ConfigError, FinepruneError
 from .files import atomic_torch_save
 from .record import CHECKPOINT
+
+# what every .pt file of a run folder may hold: a run folder is data, and nothing read from it
+# may run code, so only what torch's weights-only loader builds (no class or function of its own)
+DATA_ONLY = "tensors, numbers, strings, None, and lists, tuples, dicts and sets of them (state_dicts are)"
 
 FORMAT = 2  # 1: before the policy protocol (a "pruner" entry and an lr scheduler)
 # Generator.set_state takes a CPU ByteTensor only, for a CUDA generator too: these stay on the CPU
@@ -73,14 +79,7 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
     file = Path(path) / CHECKPOINT
     if not file.exists():
         raise ConfigError(f"{path} has no {CHECKPOINT}: no epoch was checkpointed; start the run again")
-    if not file.is_file():  # a FIFO would block torch.load
-        raise ConfigError(f"{file} is unreadable: not a regular file")
-    try:
-        with warnings.catch_warnings():  # torch warns before refusing foreign pickles: one line only
-            warnings.simplefilter("ignore")
-            state = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as exc:  # any failure here means a damaged file, not a bug to trace
-        raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
+    state = load_data(file)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise StaleCheckpoint(
             f"{file} was written by an older fineprune (checkpoint format "
@@ -88,6 +87,38 @@ def load(path: Path, device: torch.device) -> dict[str, Any]:
             "train the run again"
         )
     return to_device(state, device)
+
+
+def load_data(file: Path) -> Any:
+    """What a .pt file of a run folder holds, loaded weights-only (DATA_ONLY): a file that would
+    build anything else (a planted pickle's os.system, a numpy array) is refused, naming it."""
+    if not file.is_file():  # a FIFO would block torch.load
+        raise ConfigError(f"{file} is unreadable: not a regular file")
+    try:
+        with warnings.catch_warnings():  # torch warns before refusing foreign pickles: one line only
+            warnings.simplefilter("ignore")
+            return torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # any failure here means a damaged or foreign file, not a bug to trace
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if found:
+            raise ConfigError(
+                f"{file} is refused: it holds {found.group(1)}, and a run folder's files may hold only {DATA_ONLY}"
+            ) from None
+        raise ConfigError(f"{file} is unreadable or corrupt ({type(exc).__name__})") from None
+
+
+def data_bytes(obj: Any, what: str) -> bytes:
+    """torch.save's bytes of `obj`, refused (ConfigError naming `what`) when `load_data` could not
+    load them back: a save that no resume can read fails when it is made, not when resumed."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    beyond = torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(buf.getvalue()))
+    if beyond:
+        raise ConfigError(
+            f"{what} was given {', '.join(sorted(beyond))}, which no resume could load: a run folder keeps only "
+            f"{DATA_ONLY}; convert the rest (a numpy array: torch.from_numpy)"
+        )
+    return buf.getvalue()
 
 
 def to_device(tree: Any, device: torch.device | str) -> Any:

@@ -46,7 +46,7 @@ def fingerprint(config: dict[str, Any], data: dict[str, str] | None = None) -> s
     settings = copy.deepcopy(config)
     if data:
         settings["data_identity"] = data
-    for key in ("out", "checkpoint_every", "dist_timeout"):
+    for key in ("out", "checkpoint_every", "dist_timeout", "plan"):  # the plan decides, not trains
         settings.get("run", {}).pop(key, None)
     data = settings.get("data", {})
     data.pop("workers", None)  # how many processes decode does not change what they decode

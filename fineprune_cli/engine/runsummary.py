@@ -103,6 +103,9 @@ class RunSummary:
     data: dict[str, Any] = field(default_factory=dict)  # an image folder's listings (data_identity)
     resumed_after_epochs: list[int] = field(default_factory=list)
     diverged_epoch: int | None = None
+    # the digest of the judging plan in force when the run was made (analysis.planruns): '' none,
+    # None a run recorded before runs recorded it
+    plan: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # mode-specific (staleness...), kept as is
     schema: int = SCHEMA
 

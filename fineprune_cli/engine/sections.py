@@ -212,6 +212,9 @@ class RunConfig:
         help="With several processes: seconds a process waits for the others (a collective, an RPC, an epoch's end) before the run fails. (default 1800)",
     )
     arm: str = option("", flag="", help="This run's name in a comparison (compare sets it; default: its policy).")
+    plan: str = option(
+        "", flag="", help="The digest of the judging plan in force when the run was made (compare sets it; '': none)."
+    )
 
     def check(self) -> None:
         if self.tensorboard:  # before any data is loaded, not after the first epoch

@@ -95,6 +95,7 @@ def new_summary(
         seed=cfg.run.seed,
         policy=cfg.policy,
         arm=cfg.run.arm,
+        plan=cfg.run.plan,
         dataset_label=cfg.data.label or cfg.data.dataset,
         num_train=num_train,
         classes=classes or 0,

@@ -21,8 +21,9 @@ from typing import Any
 
 import torch
 
+from ..engine.checkpoint import data_bytes, load_data
 from ..engine.config import Config, config_from_dict, load_yaml, validate
-from ..engine.files import atomic_torch_save
+from ..engine.files import atomic_write_bytes
 from ..engine.scriptconfig import PLACEHOLDERS
 from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
 from ..engine.totals import Totals, new_summary, summarize
@@ -174,9 +175,14 @@ class ScriptRun:
 
     def save(self, state: Any) -> None:
         """Keep `state` (model, optimizer, sampler.state_dict(), ...) for `resume()` after the
-        epoch just logged."""
-        atomic_torch_save({"epoch": self.first_epoch, "state": state, "totals": self.totals.state_dict()},
-                          self.path / CHECKPOINT)  # fmt: skip
+        epoch just logged: tensors, numbers, strings, and lists, tuples, dicts and sets of them
+        (what `resume()` loads back without running code); anything else is refused here."""
+        saved = {"epoch": self.first_epoch, "state": state, "totals": self.totals.state_dict()}
+        try:
+            data = data_bytes(saved, "run.save()")
+        except ConfigError as exc:
+            raise ScriptError(str(exc)) from None
+        atomic_write_bytes(self.path / CHECKPOINT, data)
 
     def resume(self) -> Any:
         """The state saved by `save()` in an interrupted attempt of this run (its epochs kept),
@@ -184,9 +190,16 @@ class ScriptRun:
         file = self.path / CHECKPOINT
         if not file.exists():
             return None
-        saved = torch.load(file, map_location="cpu", weights_only=False)
-        self.totals = Totals.from_state(saved["totals"])
-        self.summary.resumed_after_epochs.append(saved["epoch"])
+        try:  # a run folder is data: a planted pickle here must not run (engine.checkpoint.load_data)
+            saved = load_data(file)
+            self.totals = Totals.from_state(saved["totals"])
+            self.summary.resumed_after_epochs.append(int(saved["epoch"]))
+        except ConfigError as exc:
+            raise ScriptError(f"run.resume(): {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScriptError(
+                f"run.resume(): {file} is not a checkpoint run.save() wrote ({type(exc).__name__})"
+            ) from None
         self._write()
         return saved["state"]
 
