@@ -3,7 +3,7 @@
 import copy
 
 from fineprune_cli.engine.config import Config
-from fineprune_cli.engine.fingerprint import drop_unused, fingerprint
+from fineprune_cli.engine.fingerprint import LATER, drop_unused, fingerprint, matches
 
 
 def _config(**run):
@@ -43,3 +43,36 @@ def test_drop_unused_leaves_what_a_comparison_needs():
     assert "batch_per_worker" not in config["train"] and config["run"]["dist_mode"] == "sync"
     kept = drop_unused(_config(dist_mode="async", num_ps=2))
     assert kept["run"]["num_ps"] == 2 and kept["run"]["group_size"] == 0
+
+
+def _without(config, *groups):
+    old = copy.deepcopy(config)
+    for group in groups:
+        for section, added in group.items():
+            for key in added:
+                del old[section][key]
+    return old
+
+
+def test_a_checkpoint_made_before_later_settings_existed_still_resumes():
+    """A run interrupted before the 2024-26 policies or Selective-Backprop's settings existed:
+    its checkpoint's fingerprint was taken without them, and its config.yaml read now gets them at
+    their defaults. Each such group's defaults are the declared ones."""
+    now = _config()
+    for section, added in (pair for group in LATER for pair in group.items()):
+        assert {key: now[section][key] for key in added} == added  # the declared defaults
+    assert matches(fingerprint(now), now)
+    assert matches(fingerprint(_without(now, LATER[1])), now)  # before Selective-Backprop
+    assert matches(fingerprint(_without(now, *LATER)), now)  # before the 2024-26 policies
+    assert fingerprint(_without(now, LATER[1])) != fingerprint(now)  # so the old check refused it
+
+
+def test_a_later_setting_away_from_its_default_is_still_a_change():
+    now = _config()
+    moved = copy.deepcopy(now)
+    moved["prune"]["sb_keep"] = 0.25
+    assert not matches(fingerprint(_without(now, LATER[1])), moved)
+    assert not matches(fingerprint(now), moved)
+    # a checkpoint made with the group present is not matched by leaving out only part of it
+    part = _without(now, {"prune": {"sb_keep": 0.5}})
+    assert not matches(fingerprint(part), now)

@@ -17,7 +17,7 @@ from ..engine import checkpoint
 from ..engine.config import Config
 from ..engine.device import synchronize
 from ..engine.epochend import EpochEnd, Measured
-from ..engine.fingerprint import fingerprint
+from ..engine.fingerprint import matches
 from ..engine.record import RunRecord, RunSummary, Status, default_run_dir, read_summary
 from ..engine.lrschedule import lr_schedule
 from ..engine.scalars import ScalarLog
@@ -59,7 +59,7 @@ def open_record(
     summary = read_summary(resume_dir)  # the front door's `resumable` checked it can go on
     record = RunRecord(Path(resume_dir))
     state = checkpoint.load(record.path, trainer.device)
-    if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):
+    if not matches(state.get("fingerprint"), cfg.to_dict(), summary.data):
         raise checkpoint.StaleCheckpoint(
             f"{record.path}: the checkpoint was made with other settings than its config.yaml; resume refused"
         )

@@ -16,6 +16,23 @@ SECTION_ADDED_LATER = {
     "train": {"lr_schedule": "epochs", "lr_scale_pruned": None},
     "prune": {"kakurenbo_tau": 0.7, "infobatch_rescale": True},
 }
+# settings added since, one group per change that added them, oldest first (issue 50: the 2024-26
+# policies, then Selective-Backprop). A checkpoint made before a group holds none of its fields nor
+# any later group's, so it is matched with those left out where they are at their defaults;
+# checkpoints written since keep them in (`fingerprint` is unchanged for them).
+LATER = (
+    {
+        "prune": {
+            "seta_ratio": 0.1,
+            "seta_groups": 10,
+            "seta_window": 0.5,
+            "ies_threshold": 0.001,
+            "orderdp_subset": 0.8,
+            "reweight": "none",
+        }
+    },
+    {"prune": {"sb_keep": 0.5, "sb_start": 0.5, "sb_end": 0.9, "sb_interrupt": 2}},
+)
 
 
 def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict[str, Any]:
@@ -39,10 +56,26 @@ def drop_unused(settings: dict[str, Any], group_size: int | None = None) -> dict
     return settings
 
 
-def fingerprint(config: dict[str, Any], data: dict[str, str] | None = None) -> str:
+def matches(stored: Any, config: dict[str, Any], data: dict[str, str] | None = None) -> bool:
+    """Whether a checkpoint's `stored` fingerprint is this config's, as written now or as written
+    before a group of settings in LATER existed."""
+    return stored in {fingerprint(config, data, before=era) for era in range(len(LATER) + 1)}
+
+
+def _without_later(settings: dict[str, Any], before: int) -> None:
+    for group in LATER[before:]:
+        for section, added in group.items():
+            values = settings.get(section, {})
+            for key, default in added.items():
+                if key in values and values[key] == default:
+                    del values[key]
+
+
+def fingerprint(config: dict[str, Any], data: dict[str, str] | None = None, before: int | None = None) -> str:
     """What a checkpoint must match to be continued: the resolved settings, less where the run
     is written, how often it checkpoints and how long ranks wait for each other, and the data's
-    identity (an image folder's listings, `data_changes`) where the run recorded one."""
+    identity (an image folder's listings, `data_changes`) where the run recorded one. `before`:
+    as a checkpoint made before LATER[before] existed recorded it."""
     settings = copy.deepcopy(config)
     if data:
         settings["data_identity"] = data
@@ -58,6 +91,8 @@ def fingerprint(config: dict[str, Any], data: dict[str, str] | None = None) -> s
         for key, default in added.items():
             if key in values and values[key] == default:
                 del values[key]
+    if before is not None:
+        _without_later(settings, before)
     drop_unused(settings, group_size=2)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -17,7 +17,7 @@ from . import checkpoint
 from .build import trainer_and_policy
 from .config import Config, config_from_dict, validate
 from .device import machine_signature
-from .fingerprint import data_changes, fingerprint
+from .fingerprint import data_changes, matches
 from .loop import Session, run_session
 from .record import CHECKPOINT, RunRecord, RunSummary, Status, default_run_dir, load_run_config, read_summary
 from .stream import data_identity
@@ -76,7 +76,7 @@ def resume_sync(
     try:
         trainer, policy = trainer_and_policy(cfg, world)
         state = checkpoint.load(record.path, trainer.device)
-        if state.get("fingerprint") != fingerprint(cfg.to_dict(), summary.data):
+        if not matches(state.get("fingerprint"), cfg.to_dict(), summary.data):
             raise checkpoint.StaleCheckpoint(
                 f"{record.path}: the checkpoint was made with other settings than its "
                 "config.yaml (a run started over it, or the file was edited); "
