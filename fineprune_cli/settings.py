@@ -13,7 +13,7 @@ import functools
 import math
 import reprlib
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from .errors import ConfigError
 
@@ -26,7 +26,7 @@ def option(
     help: str,
     check: Check | None = None,
     flag: str | None = None,
-    choices: tuple[str, ...] | None = None,
+    choices: Collection[str] | None = None,
     factory: Callable[[], Any] | None = None,
 ) -> Any:
     """A settings field. `flag`: the CLI flag ('' = none; default --key-with-dashes);

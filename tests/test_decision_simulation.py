@@ -103,7 +103,7 @@ def test_looking_again_at_the_full_level_at_every_look_breaks_it():
 @pytest.mark.slow  # 1,000 simulated reports
 def test_the_harness_fails_a_procedure_without_the_family_correction(monkeypatch):
     """Each policy judged at the full 5% on its own: about 1 - 0.95^4 on the first case."""
-    free = judging.Correction("none", "", "", lambda p, k, looks: p, lambda alpha, k, looks: alpha)
+    free = judging.Correction("none", "", "", lambda claims, k: [c.p for c in claims], lambda alpha, k, looks: alpha)
     monkeypatch.setitem(judging.FAMILIES, "bonferroni", free)
     assert sim.error_rate(sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.15), 1000) > sim.bound(1000, ses=3)
 

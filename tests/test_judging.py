@@ -7,7 +7,7 @@ import pytest
 
 from conftest import invoke
 from fineprune_cli.analysis import judging
-from fineprune_cli.analysis.judging import Correction, Judging, load_judging
+from fineprune_cli.analysis.judging import Correction, Judging, load_judging, register_family
 from fineprune_cli.analysis.numbers import summary_rows
 from fineprune_cli.analysis.sequence import record
 from fineprune_cli.analysis.study import study
@@ -51,7 +51,7 @@ def test_switching_the_correction_renames_it_in_every_sentence(monkeypatch):
         "Šidák",
         "Šidák over {policies}{looks_text}: each policy's claims are tested at {level}",
         "each policy's claims at 1 - (1 - alpha)^(1 / (policies x looks))",
-        lambda p, k, looks: 1 - (1 - p) ** (k * looks),
+        lambda claims, k: [1 - (1 - c.p) ** (k / c.share) for c in claims],
         lambda alpha, k, looks: 1 - (1 - alpha) ** (1 / (k * looks)),
     )
     monkeypatch.setitem(judging.FAMILIES, "sidak", sidak)
@@ -75,3 +75,47 @@ def test_the_family_help_lists_each_correction_by_its_entry():
     for key, correction in judging.FAMILIES.items():
         assert f"{key} ({correction.description})" in text
     assert text.endswith(f"(default {Judging().family})")
+
+
+def _holm(calls):
+    """Holm's step-down over the policies, worth-it and not-worth-it claims apart (the test's
+    own procedure: it needs every claim of a look at once, which a one-p-value rule never had)."""
+
+    def adjust(claims, k):
+        calls.append(list(claims))
+        out = [1.0] * len(claims)
+        for start in (0, 1):  # the worth claims, then the not-worth ones
+            ranked = sorted(range(start, len(claims), 2), key=lambda i: claims[i].p)
+            running = 0.0
+            for j, i in enumerate(ranked):
+                running = max(running, min(1.0, (k - j) * claims[i].p / claims[i].share))
+                out[i] = running
+        return out
+
+    return Correction(
+        "Holm (test)",
+        "Holm over {policies}{looks_text}: at most {level}",
+        "step-down",
+        adjust,
+        lambda alpha, k, share: alpha * share / k,
+    )
+
+
+def test_a_family_procedure_added_from_a_test_gets_every_claim_of_a_look_at_once(monkeypatch, tmp_path):
+    """A step-down registered by a test alone (no source file edited) is a valid --family, is
+    handed all of a report's claims together, and its adjusted p-values decide."""
+    calls = []
+    monkeypatch.setitem(judging.FAMILIES, "holm-test", None)  # taken out again after the test
+    register_family("holm-test", _holm(calls))
+    found = study(_runs(), Judging(family="holm-test"))
+    assert len(calls[0]) == 2 * len(found.decisions)  # the decisions: two claims per policy, one call
+    assert all(len(c) == 2 for c in calls[1:])  # the what-ifs (another δ, pooled sd): one policy's own
+    by_p = sorted(found.decisions, key=lambda d: d.p_claim)
+    k = len(by_p)
+    assert by_p[0].p_adjusted == pytest.approx(min(1.0, k * by_p[0].p_claim))
+    if by_p[1].route == by_p[0].route:  # the second smallest of the same kind gets k - 1
+        assert by_p[1].p_adjusted == pytest.approx(max(by_p[0].p_adjusted, min(1.0, (k - 1) * by_p[1].p_claim)))
+    assert "Holm (test)-adjusted in brackets" in "\n".join(build(found).markdown())
+    out = invoke(["report", "results/demo/runs", "--family", "holm-test", "--no-plots", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    assert "Holm (test)" in (tmp_path / "index.md").read_text()

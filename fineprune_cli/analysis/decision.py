@@ -10,8 +10,9 @@ The rules are fixed before any run is read (docs: the decision page):
 - *Not worth it*: worse than regular by m or more (Δ_reg ≤ −m), or not better than C(p) by more
   than the minimum gain δ (Δ_C ≤ δ). Either route suffices, so each runs at a / 2. The two claims
   cover every truth, so at most one of a policy's two claims is false.
-- The family: k policies share the report's alpha by its correction (`Judging.correction`, an
-  entry of `judging.FAMILIES`, which gives the level a of each claim), and over L planned looks
+- The family: k policies share the report's alpha by its procedure (`Judging.correction`, an
+  entry of `judging.FAMILIES`, which adjusts a look's claims together and gives the level a of
+  each claim), and over L planned looks
   each policy's alpha / k is split into parts fixed by the plan (`Judging.allocation`), so look
   j tests at a_j = alpha · w_j / k with the w_j summing to 1. Since at most one claim per policy
   can be false, at most one false claim per policy and look is ever tested, each at its look's
@@ -30,7 +31,7 @@ from functools import lru_cache, reduce
 
 from . import paired, stats
 from .groups import Context, is_frontier, is_shorter
-from .judging import Judging
+from .judging import Claim, Judging
 from .runs import Run
 
 WORTH, NOT_WORTH, CANT_TELL = "worth it", "not worth it", "can't tell yet"
@@ -123,13 +124,23 @@ def decide(
     share: float = 1.0,
     family: int | None = None,
     looks: int = 1,
+    look: int = 0,
 ) -> list[Decision]:
     """Every scored policy of every context, as one family of `family` policies (default: those
-    found), at a look that spends `share` of each policy's alpha / k (one of `looks` planned)."""
+    found), at look `look` (one of `looks` planned) that spends `share` of each policy's alpha / k;
+    the family procedure adjusts all their claims together."""
     quanta = {c: quantum_of(by) for c, by in groups.items()}
     chains = [_chain(c, by, p, judging, quanta[c]) for c, by in groups.items() for p in scored(by)]
     k = family or max(len(chains), 1)
-    return [settle(replace(d, looks=looks), judging, k, share) for d in chains]
+    chains = [replace(d, looks=looks, look=look) for d in chains]
+    adjusted = judging.correction.adjust([c for d in chains for c in _claims(d, share)], k)
+    pairs = [(adjusted[2 * i], adjusted[2 * i + 1]) for i in range(len(chains))]
+    return [settle(d, judging, k, share, pair) for d, pair in zip(chains, pairs)]
+
+
+def _claims(d: Decision, share: float) -> tuple[Claim, Claim]:
+    """A decision's two claims, worth it then not worth it."""
+    return Claim(d.p_worth, share, d.look), Claim(d.p_not, share, d.look)
 
 
 def claims(
@@ -148,13 +159,16 @@ def claims(
     return p, worth, min(1.0, 2 * min(routes)) if routes else 1.0
 
 
-def settle(d: Decision, judging: Judging, k: int, share: float) -> Decision:
-    """The decision's word under the family's correction: a claim stands when its adjusted
-    p-value is at most alpha; where both stand (better than C(p), by no more than δ) the smaller
-    p-value is stated, and where neither, the nearer claim is named. A look without all the
-    seeds the plan fixed for it (`d.incomplete`) decides nothing."""
-    adjust = judging.correction.adjust
-    worth, not_worth = adjust(d.p_worth, k, share), adjust(d.p_not, k, share)
+def settle(
+    d: Decision, judging: Judging, k: int, share: float, adjusted: tuple[float, float] | None = None
+) -> Decision:
+    """The decision's word under the family procedure (`adjusted`: its two claims' adjusted
+    p-values, worth it then not worth it, as the procedure gave them among the whole family; by
+    default the procedure is handed these two alone): a claim stands when its adjusted p-value is
+    at most alpha; where both stand (better than C(p), by no more than δ) the smaller p-value is
+    stated, and where neither, the nearer claim is named. A look without all the seeds the plan
+    fixed for it (`d.incomplete`) decides nothing."""
+    worth, not_worth = adjusted or tuple(judging.correction.adjust(_claims(d, share), k))
     route = _route(d.p, d.p_worth, d.p_not)
     word = CANT_TELL
     if min(worth, not_worth) <= judging.alpha and not d.incomplete:
@@ -164,7 +178,7 @@ def settle(d: Decision, judging: Judging, k: int, share: float) -> Decision:
         d,
         route=route,
         p_claim=p_claim,
-        p_adjusted=adjust(p_claim, k, share) if route else 1.0,
+        p_adjusted=(worth if route == "worth" else not_worth) if route else 1.0,
         word=word,
         level=judging.correction.level(judging.alpha, k, share),
         family=k,

@@ -3,7 +3,8 @@
 `Judging` is an experiment file's `judging:` section and the judging flags of `compare` and
 `report` (`--margin`, `--min-gain`, `--alpha`, `--family`, `--target`). The correction that
 holds the report's family-wise error is one entry of `FAMILIES`: its arithmetic and the words a
-report and `--family`'s help print for it, so no sentence names it on its own.
+report and `--family`'s help print for it, so no sentence names it on its own; `register_family`
+adds one (a module of its own, or a test's).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 from ..engine.config import load_yaml
 from ..errors import ConfigError
@@ -22,30 +23,73 @@ POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole sc
 
 
 @dataclass(frozen=True)
+class Claim:
+    """One claim a report tests (a policy's *worth it* or *not worth it*): its raw p-value, the
+    part of its policy's alpha / k that its look spends (1 at a single look) and its look (1-based;
+    0 outside planned looks)."""
+
+    p: float
+    share: float = 1.0
+    look: int = 0
+
+
+@dataclass(frozen=True)
 class Correction:
-    """A family-wise correction: its name as reports print it, the sentence a report says it in,
-    what `--family`'s help says of it, a claim's adjusted p-value from its raw one (`k` policies
-    in the family, `share` the part of each policy's alpha / k its look spends: 1 at a single
-    look), compared with alpha, and the level each policy's claims are tested at there (the
-    bounds a decision prints)."""
+    """A family procedure: its name as reports print it, the sentence a report says it in, what
+    `--family`'s help says of it, the adjusted p-values of a look's claims given all of them at
+    once (two per policy, k policies in the family: so a step-down or a spending rule fits), each
+    compared with alpha, and the level each policy's claims are tested at (the bounds a decision
+    prints). A single policy's what-if (its word at another minimum gain) hands it its own two
+    claims."""
 
     name: str
     rule: str  # the sentence that says how, with {policies}, {looks_text} and {level} filled in
     description: str  # a few words for the help: how each policy's share of alpha is found
-    adjust: Callable[[float, int, float], float]
+    adjust: Callable[[Sequence[Claim], int], list[float]]
     level: Callable[[float, int, float], float]  # (alpha, k, share) -> a
 
 
+class _Names:
+    """The keys of a registry as a setting's choices, read when checked: an entry registered
+    later (a test's, a plug-in's) is a valid value."""
+
+    def __init__(self, registry: dict[str, Any]):
+        self._registry = registry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._registry))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._registry
+
+    def __len__(self) -> int:
+        return len(self._registry)
+
+
+def _bonferroni(claims: Sequence[Claim], k: int) -> list[float]:
+    return [min(1.0, c.p * k / c.share) for c in claims]
+
+
 DEFAULT_FAMILY = "bonferroni"  # the correction a plan uses unless --family names another
-FAMILIES = {
-    DEFAULT_FAMILY: Correction(
+FAMILIES: dict[str, Correction] = {}
+
+
+def register_family(key: str, correction: Correction) -> Correction:
+    """Make `correction` a value of `--family` (and of a plan's `judging.family`)."""
+    FAMILIES[key] = correction
+    return correction
+
+
+register_family(
+    DEFAULT_FAMILY,
+    Correction(
         "Bonferroni",
         "Bonferroni over {policies}{looks_text}: each policy's claims are tested at {level}",
         "each policy's claims at alpha / policies, split over the planned looks by --allocation",
-        lambda p, k, share: min(1.0, p * k / share),
+        _bonferroni,
         lambda alpha, k, share: alpha * share / k,
     ),
-}
+)
 
 
 @dataclass(frozen=True)
@@ -123,7 +167,7 @@ class Judging:
         check=in_range(0.0001, 0.5, closed_high=True),
         help="The chance of any wrong 'worth it' or 'not worth it' in the report (over all planned looks). (default 0.05)",
     )
-    family: str = option(DEFAULT_FAMILY, choices=tuple(FAMILIES), help=_families_help())
+    family: str = option(DEFAULT_FAMILY, choices=_Names(FAMILIES), help=_families_help())
     allocation: str = option(DEFAULT_ALLOCATION, choices=tuple(ALLOCATIONS), help=_allocations_help())
     target: float | None = option(
         None,

@@ -18,7 +18,7 @@ from typing import Any
 from ..arms import REGULAR
 from ..engine.files import read_regular_text
 from .advice import enrich
-from .decision import CANT_TELL, Decision, decide, settle
+from .decision import CANT_TELL, Decision, decide
 from .groups import Groups, subset
 from .judging import Judging, shares
 from .plan import seeds_text
@@ -67,7 +67,7 @@ def replay(
         if number > 1 and not any(before <= s < seeds for s in seeds_present):
             break
         at = decidable(subset(groups, seeds))
-        found = decide(at, judging, parts[number - 1], family=k, looks=len(looks))
+        found = decide(at, judging, parts[number - 1], family=k, looks=len(looks), look=number)
         found = [complete(d, at, set(range(seeds)), judging) for d in found if key(d) not in reached]
         found = enrich(found, at, judging, looks) if described else found
         k = k or (found[0].family if found else None)
@@ -106,7 +106,7 @@ def complete(d: Decision, groups: Groups, wanted: set[int], judging: Judging) ->
     if not gaps:
         return d
     why = f"its look (seeds {seeds_text(sorted(wanted))}) is incomplete: " + "; ".join(gaps)
-    return settle(replace(d, incomplete=why), judging, d.family, d.share)
+    return replace(d, incomplete=why, word=CANT_TELL)  # its p-values stand; its look decides nothing
 
 
 def _lacks(by: dict, arm: str, wanted: set[int]) -> list[int]:
