@@ -14,7 +14,7 @@ from functools import partial
 import pytest
 
 import simulation as sim
-from fineprune_cli.analysis import decision, judging, stats
+from fineprune_cli.analysis import judging, stats
 from fineprune_cli.analysis.paired import Paired
 
 REPS = 2000
@@ -116,7 +116,7 @@ def test_the_harness_fails_a_variance_that_assumes_equal_noise(monkeypatch):
     def pooled(p: Paired, q: float = stats.DEFAULT_QUANTUM):
         return stats.pooled_estimate(p.values(), p.norm_values(), sigma=0.1, df=40)
 
-    monkeypatch.setattr(decision, "estimate", pooled)
+    monkeypatch.setitem(judging.VARIANCES, "paired", judging.VarianceModel("pooled", "", pooled))
     design = sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.1, noisier=(3.0,) * 4)
     assert sim.error_rate(design, 1000) > sim.bound(1000, ses=3)
 

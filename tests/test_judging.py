@@ -119,3 +119,35 @@ def test_a_family_procedure_added_from_a_test_gets_every_claim_of_a_look_at_once
     out = invoke(["report", "results/demo/runs", "--family", "holm-test", "--no-plots", "--out", str(tmp_path)])
     assert out.exit_code == 0, out.output
     assert "Holm (test)" in (tmp_path / "index.md").read_text()
+
+
+def test_a_variance_model_added_from_a_test_decides_and_is_named_in_plans_and_reports(monkeypatch):
+    """A variance model registered by a test alone is a valid --variance, gives every comparison
+    its estimate, is named in each decision's line and in the plan, and a plan that names a model
+    this version lacks makes the report post hoc."""
+    from fineprune_cli.analysis import plan as plans
+    from fineprune_cli.analysis import stats
+    from fineprune_cli.analysis.judging import VarianceModel, register_variance
+
+    seen = []
+
+    def wide(p, q):  # the own paired t, twice as wide: fewer decisions, never more
+        seen.append(p)
+        e = stats.paired_estimate(p.values(), q)
+        return None if e is None else stats.Estimate(e.mean, 2 * e.se, e.df, e.n, e.sd, False)
+
+    monkeypatch.setitem(judging.VARIANCES, "wide-test", None)
+    register_variance("wide-test", VarianceModel("twice the paired se (test)", "test", wide))
+    j = load_judging(None, {"judging.variance": "wide-test"})
+    found = study(_runs(), j)
+    assert seen and all(d.variance == "twice the paired se (test)" for d in found.decisions)
+    assert "twice the paired se (test), " in "\n".join(build(found).markdown())
+    own = {(d.policy, d.p_claim) for d in study(_runs(), Judging()).decisions}
+    assert {(d.policy, d.p_claim) for d in found.decisions} != own  # the model decided, not the default
+    recorded = plans.Plan(j, (), j.variance_model.name)
+    read_back = plans.from_dict(recorded.to_dict(), "plan.json")
+    assert read_back.judging.variance == "wide-test" and read_back.variance == "twice the paired se (test)"
+    assert not any("variance" in r for r in plans.post_hoc([read_back], j))
+    del judging.VARIANCES["wide-test"]
+    gone = plans.from_dict(recorded.to_dict(), "plan.json")
+    assert any("which this version does not have" in r for r in plans.post_hoc([gone], Judging()))

@@ -18,7 +18,8 @@ The rules are fixed before any run is read (docs: the decision page):
   can be false, at most one false claim per policy and look is ever tested, each at its look's
   level: under Bonferroni (the default) the chance of any wrong *worth it* or *not worth it* is
   at most the sum of those levels, alpha, whatever the dependence between them.
-- Every comparison's standard error is its own paired spread over the seeds it pairs (a
+- Every comparison's standard error comes from the judging's variance model (an entry of
+  `judging.VARIANCES`); the default is its own paired spread over the seeds it pairs (a
   one-sample t on the per-seed differences, n − 1 df): no assumption that arms are equally noisy.
 """
 
@@ -58,10 +59,10 @@ def quantum_of(by_policy: dict[str, dict[int, Run]]) -> float:
     return quantum([run for seeds in by_policy.values() for run in seeds.values()])
 
 
-def estimate(p: paired.Paired, q: float = stats.DEFAULT_QUANTUM) -> stats.Estimate | None:
-    """The comparison's own paired t over the seeds it pairs (None below two seeds or one image
-    of spread)."""
-    return stats.paired_estimate(p.values(), q) if p.diffs else None
+def estimate(p: paired.Paired, q: float = stats.DEFAULT_QUANTUM, judging: Judging = Judging()) -> stats.Estimate | None:
+    """The comparison's estimate by the judging's variance model (by default its own paired t
+    over the seeds it pairs: None below two seeds or one image of spread)."""
+    return judging.variance_model.estimate(p, q) if p.diffs else None
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class Decision:
     advice: Advice | None = None  # an undecided policy's seeds (analysis.advice)
     sensitivity: tuple[tuple[float, str], ...] = ()  # (δ, the word at that minimum gain)
     pooled_word: str = ""  # the word if every arm were equally noisy (the block model's pooled sd)
+    variance: str = ""  # the variance model of its estimates, as reports name it
 
     def bounds(self, e: stats.Estimate) -> tuple[float, float]:
         """The bounds a claim of this decision reads off: the lower at a, the upper at a / 2."""
@@ -241,9 +243,9 @@ def _suggest(by: dict[str, dict[int, Run]], policy: str, kind: str) -> str:
 
 def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, judging: Judging, q: float) -> Decision:
     regular = paired.vs_regular(by, policy)
-    reg = estimate(regular, q)
+    reg = estimate(regular, q, judging)
     cheap, why = cheap_alternative(by, policy)
-    alt = estimate(cheap, q) if cheap else None
+    alt = estimate(cheap, q, judging) if cheap else None
     p, p_worth, p_not = claims(reg, alt, judging)
     return Decision(
         context,
@@ -263,4 +265,5 @@ def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, judging
         word=CANT_TELL,
         level=judging.alpha,
         family=1,
+        variance=judging.variance_model.name,
     )

@@ -93,6 +93,49 @@ register_family(
 
 
 @dataclass(frozen=True)
+class VarianceModel:
+    """How a comparison's standard error is found from its per-seed paired differences: the name
+    plans and reports print, a few words for `--variance`'s help, and the estimate (a
+    paired.Paired, points per test image) -> stats.Estimate, or None where there is too little
+    spread to judge by."""
+
+    name: str
+    description: str
+    estimate: Callable[[Any, float], Any]
+
+
+def _own_paired_t(comparison: Any, quantum: float) -> Any:
+    from .stats import paired_estimate  # scipy loads when a report decides, not for --help
+
+    return paired_estimate(comparison.values(), quantum)
+
+
+DEFAULT_VARIANCE = "paired"
+VARIANCES: dict[str, VarianceModel] = {}
+
+
+def register_variance(key: str, model: VarianceModel) -> VarianceModel:
+    """Make `model` a value of `--variance`; a plan records its `name`."""
+    VARIANCES[key] = model
+    return model
+
+
+register_variance(
+    DEFAULT_VARIANCE,
+    VarianceModel(
+        "own paired t",
+        "each comparison's own spread over the seeds it pairs, n - 1 df: no arm assumed as noisy as another",
+        _own_paired_t,
+    ),
+)
+
+
+def variance_key(name: str) -> str | None:
+    """The `--variance` value of the model a plan names (None: no such model in this version)."""
+    return next((key for key, model in VARIANCES.items() if model.name == name), None)
+
+
+@dataclass(frozen=True)
 class Allocation:
     """How a policy's alpha / k is split over the planned looks: `shares` maps the looks' seed
     counts to each look's part (positive, summing to 1, fixed by the plan before any run), so
@@ -132,6 +175,11 @@ def _families_help() -> str:
     return f"How the family of policies shares alpha: {listed}. (default {DEFAULT_FAMILY})"
 
 
+def _variances_help() -> str:
+    listed = "; ".join(f"{key} ({m.description})" for key, m in VARIANCES.items())
+    return f"How each comparison's standard error is found: {listed}. (default {DEFAULT_VARIANCE})"
+
+
 def _allocations_help() -> str:
     listed = "; ".join(f"{key} ({a.description})" for key, a in ALLOCATIONS.items())
     return f"How each policy's alpha / policies is split over planned --looks: {listed}. (default {DEFAULT_ALLOCATION})"
@@ -169,6 +217,7 @@ class Judging:
     )
     family: str = option(DEFAULT_FAMILY, choices=_Names(FAMILIES), help=_families_help())
     allocation: str = option(DEFAULT_ALLOCATION, choices=tuple(ALLOCATIONS), help=_allocations_help())
+    variance: str = option(DEFAULT_VARIANCE, choices=_Names(VARIANCES), help=_variances_help())
     target: float | None = option(
         None,
         check=optional(_points(0.0, closed_low=False)),
@@ -183,6 +232,10 @@ class Judging:
     @property
     def correction(self) -> Correction:
         return FAMILIES[self.family]
+
+    @property
+    def variance_model(self) -> VarianceModel:
+        return VARIANCES[self.variance]
 
     def decisive(self) -> dict[str, Any]:
         """The settings that change a decision (the target does not), as a plan records them."""

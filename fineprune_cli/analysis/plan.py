@@ -24,13 +24,13 @@ from typing import Any
 from ..engine.files import atomic_write_text, read_regular_text
 from ..errors import ConfigError
 from ..engine.record import SUMMARY
-from .judging import EARLIER_ALLOCATION, Judging
+from .judging import DEFAULT_VARIANCE, EARLIER_ALLOCATION, VARIANCES, Judging, variance_key
 from .planfile import checked
 from .planruns import applying
 
 PLAN_FILE = "plan.json"
 LOOKS_FILE = "looks.json"  # what `compare --until-decided` wrote before plans were recorded
-VARIANCE = "own paired t"  # the variance model of every decision (analysis.decision.estimate)
+VARIANCE = VARIANCES[DEFAULT_VARIANCE].name  # what a plan recorded before it named its model was judged by
 SEARCH_UP = 2  # parent folders searched for a plan above each folder a report reads
 
 
@@ -109,10 +109,13 @@ def from_dict(data: Any, where: str) -> Plan:
     fields = checked(data, where)
     j, family = fields["judging"], fields["family"]
     judging = Judging(margin=float(j["margin"]), min_gain=float(j["min_gain"]), alpha=float(j["alpha"]))
+    variance = fields["variance"] or VARIANCE
     return Plan(
-        replace(judging, family=j["family"], allocation=j["allocation"]),
+        replace(
+            judging, family=j["family"], allocation=j["allocation"], variance=variance_key(variance) or DEFAULT_VARIANCE
+        ),
         tuple(fields["looks"]),
-        fields["variance"] or VARIANCE,
+        variance,
         fields["recorded"],
         fields["runs_before"],
         fields["note"],
@@ -143,7 +146,7 @@ def record(
     is post hoc. A compare over other policies or seeds than a kept plan's trains them, and the
     report says where its decisions go beyond the plan (`beyond`)."""
     path = out / PLAN_FILE
-    mine = Plan(judging, tuple(looks or ()), family=family, seeds=tuple(seeds))
+    mine = Plan(judging, tuple(looks or ()), judging.variance_model.name, family=family, seeds=tuple(seeds))
     if path.is_file():
         found = read(path)
         if looks is None:
@@ -260,8 +263,11 @@ def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
             "the plan does not record its family, the policies and contexts its alpha is shared over "
             "(recorded by an earlier version)"
         )
-    if plan.variance != VARIANCE:
-        reasons.append(f"the plan named the variance model '{plan.variance}'; this version uses '{VARIANCE}'")
+    if plan.variance != judging.variance_model.name:
+        have = "" if variance_key(plan.variance) else ", which this version does not have"
+        reasons.append(
+            f"the plan named the variance model '{plan.variance}'{have}; this report uses '{judging.variance_model.name}'"
+        )
     mine, theirs = judging.decisive(), plan.judging.decisive()
     changed = [
         f"{k} {mine[k]:g} (planned {theirs[k]:g})" for k in ("margin", "min_gain", "alpha") if mine[k] != theirs[k]

@@ -259,7 +259,7 @@ def _comparison(d: Decision, p: paired.Paired, e: stats.Estimate | None) -> str:
         )
     text = (
         f"{e.fmt(bounds=d.bounds(e))} pt over {e.n} seed{'s' if e.n != 1 else ''} "
-        f"({seeds_text(p.seeds)}; own paired t, {e.df:g} df)"
+        f"({seeds_text(p.seeds)}; {d.variance or 'own paired t'}, {e.df:g} df)"
     )
     if p.left_out:
         text += "; left out: " + "; ".join(f"seed {s} ({why})" for s, why in sorted(p.left_out.items()))
