@@ -3,7 +3,9 @@ refusals: a script that trains another run than it was told, records out of orde
 crashes, never starts its run or hangs is failed with one line, never averaged in."""
 
 import os
+import shlex
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,7 +13,7 @@ import torch
 import fineprune
 from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name
+from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.drivers.task import Label
 from fineprune_cli.engine import yamlvalues
 from fineprune_cli.engine.config import Config
@@ -207,6 +209,40 @@ def test_placeholders_are_filled_and_quoted(tmp_path):
     cfg.run.out, cfg.train.milestones = str(tmp_path / "a b"), []
     assert fill(cfg) == ["python", "my train.py", "--out", str(tmp_path / "a b"), "--seed", "0", "--milestones", ""]
     assert script_name(cfg.script.command) == "my train"
+
+
+def test_relative_paths_of_the_command_are_made_absolute_and_placeholders_are_not(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "mytrain").mkdir()
+    (tmp_path / "0").write_text("")  # a seed of 0 is not this file
+    cfg = Config()
+    cfg.script.command = "python train.py --data=data --seed {seed} -m mytrain --out {out} nothing/here"
+    cfg.run.out = "cmp/s-data/regular-seed0"
+    assert fill(cfg, tmp_path) == [
+        "python", str(tmp_path / "train.py"), f"--data={tmp_path / 'data'}", "--seed", "0", "-m", "mytrain",
+        "--out", str(Path("cmp/s-data/regular-seed0").absolute()), "nothing/here",
+    ]  # fmt: skip
+
+
+@pytest.mark.slow  # two script runs, each importing torch
+def test_each_script_run_works_in_a_directory_of_its_own(tmp_path, monkeypatch):
+    """Two runs of kuangliu's main.py under --jobs 2 wrote ./checkpoint/ckpt.pth at once."""
+    monkeypatch.chdir(tmp_path)
+    Path("s.py").write_text(
+        "import os, sys\nimport fineprune\nseed = int(sys.argv[1])\n"
+        "run = fineprune.start(num_train=4, seed=seed, epochs=1)\nos.makedirs('checkpoint', exist_ok=True)\n"
+        "with open('checkpoint/x', 'x') as f:\n    f.write(str(seed))\n"  # 'x': another run's file fails it
+        "run.log(train_loss=1.0, test_accuracy=50.0)\nrun.finish()\n"
+    )
+    for seed in (0, 1):
+        cfg = Config()
+        cfg.script.command = f"{shlex.quote(sys.executable)} s.py {{seed}}"
+        cfg.run.seed, cfg.train.epochs, cfg.train.milestones = seed, 1, []
+        cfg.run.out = f"cmp/s-data/regular-seed{seed}"
+        run_script(cfg, Label(f"seed {seed}"))
+        assert (workdir(Path(cfg.run.out)) / "checkpoint" / "x").read_text() == str(seed)
+    assert not Path("checkpoint").exists()
 
 
 def _script_cfg(tmp_path, body, timeout=0):
