@@ -392,3 +392,29 @@ def test_the_library_under_its_own_name_loads_torch_only_when_asked_and_has_its_
     from fineprune_cli.integrations.lightning import PruningCallback as same
 
     assert PruningCallback is same
+
+
+def test_an_ies_script_run_gets_its_forward_only_pass_through_the_sampler(tmp_path):
+    """compare --script ran IES with no forward-only pass: its left-out samples stayed out for good."""
+    x = torch.arange(40)
+
+    def loss_of(idx, epoch):  # 0-19 flat (out from epoch 7), 20-39 swinging
+        return torch.where(idx < 20, 1.0, 0.1 * idx + epoch % 2).float()
+
+    for refresh in (True, False):
+        run = fineprune.start(num_train=40, seed=0, epochs=9, policy="ies", out=tmp_path / f"ies-{refresh}")
+        sampler = run.sampler()
+        loader = torch.utils.data.DataLoader(fineprune.IndexedDataset(x), batch_size=8, sampler=sampler)
+        try:
+            for epoch in range(run.epochs):
+                sampler.set_epoch(epoch)
+                for idx, _ in loader:
+                    sampler.loss(idx, loss_of(idx, epoch))
+                if refresh:
+                    sampler.refresh(lambda idx, epoch=epoch: loss_of(idx, epoch))
+                run.log(train_loss=1.0, test_accuracy=50.0)
+        except RuntimeError as exc:
+            assert not refresh and "call sampler.refresh(losses)" in str(exc)
+            run.close()
+            continue
+        assert refresh and run.finish().samples_skipped > 0
