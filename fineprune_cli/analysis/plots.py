@@ -269,8 +269,8 @@ def tradeoff_figure(found: Study):
                 continue
             shown += [policy] if policy not in shown else []
             marks.append((context, policy, *pt))
-    xs = [m[2] for m in marks]
-    for (context, policy, _, y, bar), x in zip(marks, dodged(xs, budgets + xs)):
+    at = [m[2] for m in marks]
+    for (context, policy, _, y, bar), x in zip(marks, dodged(at, budgets + at)):
         ax.errorbar(
             x,
             y,

@@ -180,7 +180,7 @@ class PruningSampler(Sampler[int]):
     def to_refresh(self) -> torch.Tensor | None:
         """The samples (this rank's share) the policy asks a forward-only pass over after the
         current epoch's training; None: none."""
-        wanted = None if self.plan is None else self.policy.refresh(self.epoch + 1)
+        wanted = None if self.plan is None or self.epoch is None else self.policy.refresh(self.epoch + 1)
         return None if wanted is None else self._share(wanted.cpu())
 
     def refresh(self, losses: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 256) -> int:
