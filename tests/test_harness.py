@@ -217,11 +217,11 @@ def test_relative_paths_of_the_command_are_made_absolute_and_placeholders_are_no
     (tmp_path / "mytrain").mkdir()
     (tmp_path / "0").write_text("")  # a seed of 0 is not this file
     cfg = Config()
-    cfg.script.command = "python train.py --data=data --seed {seed} -m mytrain --out {out} nothing/here"
+    cfg.script.command = "python train.py --data=data --seed {seed} -m mytrain --out {out} nothing/here data.root=data"
     cfg.run.out = "cmp/s-data/regular-seed0"
     assert fill(cfg, tmp_path) == [
         "python", str(tmp_path / "train.py"), f"--data={tmp_path / 'data'}", "--seed", "0", "-m", "mytrain",
-        "--out", str(Path("cmp/s-data/regular-seed0").absolute()), "nothing/here",
+        "--out", str(Path("cmp/s-data/regular-seed0").absolute()), "nothing/here", f"data.root={tmp_path / 'data'}",
     ]  # fmt: skip
 
 

@@ -73,9 +73,10 @@ def fill(cfg: Config, here: Path | None = None) -> list[str]:
 
 
 def _absolute(word: str, here: Path, first: bool) -> str:
-    """`word` (or the value of a --flag=value) as an absolute path when it names one in `here`.
-    A first word without a slash is a program found on PATH (python), never a file here."""
-    flag, eq, value = word.partition("=") if word.startswith("-") else ("", "", word)
+    """`word` (or the value of a --flag=value or key=value) as an absolute path when it names one
+    in `here`. A first word without a slash is a program found on PATH (python), never a file here."""
+    key = word.split("=", 1)[0]
+    flag, eq, value = word.partition("=") if "=" in word and "/" not in key else ("", "", word)
     if not value or value.startswith("-") or Path(value).is_absolute() or (first and "/" not in value):
         return word
     return f"{flag}{eq}{here / value}" if (here / value).exists() else word
