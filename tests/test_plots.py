@@ -81,3 +81,16 @@ def test_the_cost_axis_starts_where_the_lines_enter_the_view_not_at_zero(tmp_pat
     (by,) = group(load_runs([tmp_path])[0]).values()
     plots.accuracy_by_cost(by, "LeNet", None, tmp_path / "a.png")
     assert limits[0][0] == 9.0 and limits[0][1] > 10.0
+
+
+def test_the_tradeoff_plot_sets_the_random_control_beside_its_policy_at_one_budget(tmp_path):
+    """fine and its random control skip the same samples: their intervals were drawn on one x."""
+    from fineprune_cli.analysis.study import study
+
+    for seed, (fine, random) in enumerate([(79.0, 78.0), (80.0, 79.5), (78.5, 77.0)]):
+        make_run(tmp_path, "lenet", "regular", seed, 100.0, [60.0, 80.0 + seed / 10])
+        for policy, final in (("fine", fine), ("random", random)):
+            make_run(tmp_path, "lenet", policy, seed, 90.0, [60.0, final], skipped_epochs=(1, 2), kept=85)
+    fig = plots.tradeoff_figure(study(load_runs([tmp_path])[0]))
+    xs = sorted(float(c.lines[0].get_xdata()[0]) for c in fig.axes[0].containers)
+    assert len(xs) == 2 and xs[1] - xs[0] >= 0.15 and abs((xs[0] + xs[1]) / 2 - 15.0) < 1e-9, xs
