@@ -86,10 +86,15 @@ reproduce: setup
 	$(FP) report results/paper/runs --out results/paper
 	@echo "tables and plots: results/paper/index.md"
 
-# The JPEG re-encoding of CIFAR-10 from ../shared/data, unpacked outside git (.data is ignored).
-cifar10-jpeg: .data/cifar10-jpeg/test
-.data/cifar10-jpeg/test:
-	$(PY) ../shared/data/unpack_cifar10_jpeg.py .data/cifar10-jpeg
+# The JPEG re-encoding of CIFAR-10 from ../shared/data (CIFAR10_SHARED=... elsewhere), unpacked
+# outside git (.data is ignored); without it, one line saying where it must be (exit 2).
+CIFAR10_SHARED ?= ../shared/data
+CIFAR10_JPEG ?= .data/cifar10-jpeg
+cifar10-jpeg: $(CIFAR10_JPEG)/test
+$(CIFAR10_JPEG)/test:
+	@test -f $(CIFAR10_SHARED)/unpack_cifar10_jpeg.py -a -f $(CIFAR10_SHARED)/cifar10-jpeg.npz || { echo \
+	    "make cifar10-jpeg: no cifar10-jpeg.npz and unpack_cifar10_jpeg.py in $(CIFAR10_SHARED) (beside this clone): put them there or pass CIFAR10_SHARED=<their folder>; with internet, train on torchvision's CIFAR-10 instead: --dataset cifar10 --download" >&2; exit 2; }
+	$(PY) $(CIFAR10_SHARED)/unpack_cifar10_jpeg.py $(CIFAR10_JPEG)
 
 cifar10-lenet-cpu: setup cifar10-jpeg
 	$(FP) compare --config experiments/cifar10-lenet-cpu.yaml $(DEVICE_FLAG) $(ARGS)

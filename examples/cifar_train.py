@@ -54,13 +54,15 @@ def train(epoch):
 
 def test(epoch):
     net.eval()
-    correct, total = 0, 0
+    test_loss, correct, total = 0.0, 0, 0
     with torch.no_grad():
         for inputs, targets in testloader:
-            correct += net(inputs).argmax(1).eq(targets).sum().item()
+            outputs = net(inputs)
+            test_loss += criterion(outputs, targets).item() * targets.size(0)
+            correct += outputs.argmax(1).eq(targets).sum().item()
             total += targets.size(0)
     acc = 100.0 * correct / total
-    print(f"epoch {epoch}: test accuracy {acc:.2f}%")
+    print(f"epoch {epoch}: test loss {test_loss / total:.3f}, accuracy {acc:.2f}%")
     return acc
 
 

@@ -3,6 +3,7 @@
         --epochs {epochs} --milestones {milestones}' --epochs 30 --milestones 15,25"""
 
 import argparse
+import time
 
 import fineprune
 import torch
@@ -36,7 +37,8 @@ net = nn.Sequential(
     nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
     nn.Linear(32, len(trainset.classes)),
 )  # fmt: skip
-criterion = nn.CrossEntropyLoss(reduction="none")
+criterion = nn.CrossEntropyLoss()
+per_sample = nn.CrossEntropyLoss(reduction="none")  # the sampler's: test() keeps criterion
 optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
 scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
 
@@ -48,7 +50,7 @@ def train(epoch):
     for idx, inputs, targets in trainloader:
         optimizer.zero_grad()
         outputs = net(inputs)
-        loss = trainloader.sampler.loss(idx, criterion(outputs, targets))
+        loss = trainloader.sampler.loss(idx, per_sample(outputs, targets))
         loss.backward()
         optimizer.step()
         train_loss += loss.item() * targets.size(0)
@@ -58,19 +60,23 @@ def train(epoch):
 
 def test(epoch):
     net.eval()
-    correct, total = 0, 0
+    test_loss, correct, total = 0.0, 0, 0
     with torch.no_grad():
         for inputs, targets in testloader:
-            correct += net(inputs).argmax(1).eq(targets).sum().item()
+            outputs = net(inputs)
+            test_loss += criterion(outputs, targets).item() * targets.size(0)
+            correct += outputs.argmax(1).eq(targets).sum().item()
             total += targets.size(0)
     acc = 100.0 * correct / total
-    print(f"epoch {epoch}: test accuracy {acc:.2f}%")
+    print(f"epoch {epoch}: test loss {test_loss / total:.3f}, accuracy {acc:.2f}%")
     return acc
 
 
 for epoch in range(args.epochs):
+    started = time.perf_counter()
     loss = train(epoch)
+    seconds = time.perf_counter() - started  # the test pass is not training time
     acc = test(epoch)
-    run.log(train_loss=loss, test_accuracy=acc, lr=scheduler.get_last_lr()[0])
+    run.log(train_loss=loss, test_accuracy=acc, lr=scheduler.get_last_lr()[0], train_seconds=seconds)
     scheduler.step()
 run.finish()

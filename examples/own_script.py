@@ -47,6 +47,7 @@ for epoch in range(run.epochs):
         sampler.loss(idx, losses).backward()
         opt.step()
         total += losses.sum().item()
+    sampler.refresh(lambda idx: F.cross_entropy(model(x[idx]), y[idx], reduction="none"))  # ies re-scores its left-out
     lr = sched.get_last_lr()[0]
     sched.step()
     with torch.no_grad():

@@ -236,7 +236,7 @@ def test_an_empty_out_is_refused_not_read_as_the_default(tmp_path):
 @pytest.mark.slow
 def test_estimate_of_a_dynamic_policy_reads_its_budget_from_a_run(tmp_path):
     result = invoke(["estimate", "--policy", "infobatch", "--epochs", "10"])
-    assert result.exit_code == 2 and "infobatch chooses its samples from the losses" in result.output
+    assert result.exit_code == 2 and "infobatch's pruning is chosen from the losses during the run" in result.output
     out = tmp_path / "ib"
     assert invoke(["train", *TINY, "--epochs", "4", "--prune", "--policy", "infobatch", "--out", out]).exit_code == 0
     est = json.loads(invoke(["estimate", "--run", out, "--json"]).output)

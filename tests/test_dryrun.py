@@ -3,6 +3,7 @@ with a fake probe (known costs per image give an exact figure) and the probe's t
 a fake clock; nothing here depends on how fast this machine is."""
 
 import json
+import re
 import sys
 from types import SimpleNamespace
 
@@ -282,3 +283,20 @@ def test_a_run_with_some_random_equal_epochs_lists_them_and_is_not_named(capsys)
     dryrun_view.show_dry_run(dry, False)
     out = capsys.readouterr().out
     assert "random-equal: 12, 18 (2 of them)" in out and out.count(dryrun_view.RANDOM_EQUAL) == 1
+
+
+def test_rs2s_dry_run_and_estimate_never_say_it_chooses_from_losses(capsys):
+    """RS2 uses no scores, yet the dry run said its pruning was "chosen from the losses"."""
+    from fineprune_cli.drivers.estimate import estimate_for
+    from fineprune_cli.errors import ConfigError
+
+    for policy, said in (("rs2", "every epoch, a slice of a random permutation (no losses)"),
+                         ("infobatch", "chosen from the losses during the run")):  # fmt: skip
+        cfg = _cfg(epochs=6)
+        cfg.prune.policy = policy
+        dry = dryrun.dry_train(cfg, _timer([]))
+        dryrun_view.show_dry_run(dry, False)
+        out = capsys.readouterr().out
+        assert said in out and (policy != "rs2" or "losses during" not in out)
+        with pytest.raises(ConfigError, match=f"{policy}'s pruning is {re.escape(said)}, not a schedule"):
+            estimate_for({"prune.policy": policy, "train.epochs": 10}, None, None, None)

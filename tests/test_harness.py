@@ -3,7 +3,9 @@ refusals: a script that trains another run than it was told, records out of orde
 crashes, never starts its run or hangs is failed with one line, never averaged in."""
 
 import os
+import shlex
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,7 +13,7 @@ import torch
 import fineprune
 from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name
+from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.drivers.task import Label
 from fineprune_cli.engine import yamlvalues
 from fineprune_cli.engine.config import Config
@@ -209,6 +211,40 @@ def test_placeholders_are_filled_and_quoted(tmp_path):
     assert script_name(cfg.script.command) == "my train"
 
 
+def test_relative_paths_of_the_command_are_made_absolute_and_placeholders_are_not(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "mytrain").mkdir()
+    (tmp_path / "0").write_text("")  # a seed of 0 is not this file
+    cfg = Config()
+    cfg.script.command = "python train.py --data=data --seed {seed} -m mytrain --out {out} nothing/here data.root=data"
+    cfg.run.out = "cmp/s-data/regular-seed0"
+    assert fill(cfg, tmp_path) == [
+        "python", str(tmp_path / "train.py"), f"--data={tmp_path / 'data'}", "--seed", "0", "-m", "mytrain",
+        "--out", str(Path("cmp/s-data/regular-seed0").absolute()), "nothing/here", f"data.root={tmp_path / 'data'}",
+    ]  # fmt: skip
+
+
+@pytest.mark.slow  # two script runs, each importing torch
+def test_each_script_run_works_in_a_directory_of_its_own(tmp_path, monkeypatch):
+    """Two runs of kuangliu's main.py under --jobs 2 wrote ./checkpoint/ckpt.pth at once."""
+    monkeypatch.chdir(tmp_path)
+    Path("s.py").write_text(
+        "import os, sys\nimport fineprune\nseed = int(sys.argv[1])\n"
+        "run = fineprune.start(num_train=4, seed=seed, epochs=1)\nos.makedirs('checkpoint', exist_ok=True)\n"
+        "with open('checkpoint/x', 'x') as f:\n    f.write(str(seed))\n"  # 'x': another run's file fails it
+        "run.log(train_loss=1.0, test_accuracy=50.0)\nrun.finish()\n"
+    )
+    for seed in (0, 1):
+        cfg = Config()
+        cfg.script.command = f"{shlex.quote(sys.executable)} s.py {{seed}}"
+        cfg.run.seed, cfg.train.epochs, cfg.train.milestones = seed, 1, []
+        cfg.run.out = f"cmp/s-data/regular-seed{seed}"
+        run_script(cfg, Label(f"seed {seed}"))
+        assert (workdir(Path(cfg.run.out)) / "checkpoint" / "x").read_text() == str(seed)
+    assert not Path("checkpoint").exists()
+
+
 def _script_cfg(tmp_path, body, timeout=0):
     script = tmp_path / "s.py"
     script.write_text(body)
@@ -356,3 +392,29 @@ def test_the_library_under_its_own_name_loads_torch_only_when_asked_and_has_its_
     from fineprune_cli.integrations.lightning import PruningCallback as same
 
     assert PruningCallback is same
+
+
+def test_an_ies_script_run_gets_its_forward_only_pass_through_the_sampler(tmp_path):
+    """compare --script ran IES with no forward-only pass: its left-out samples stayed out for good."""
+    x = torch.arange(40)
+
+    def loss_of(idx, epoch):  # 0-19 flat (out from epoch 7), 20-39 swinging
+        return torch.where(idx < 20, 1.0, 0.1 * idx + epoch % 2).float()
+
+    for refresh in (True, False):
+        run = fineprune.start(num_train=40, seed=0, epochs=9, policy="ies", out=tmp_path / f"ies-{refresh}")
+        sampler = run.sampler()
+        loader = torch.utils.data.DataLoader(fineprune.IndexedDataset(x), batch_size=8, sampler=sampler)
+        try:
+            for epoch in range(run.epochs):
+                sampler.set_epoch(epoch)
+                for idx, _ in loader:
+                    sampler.loss(idx, loss_of(idx, epoch))
+                if refresh:
+                    sampler.refresh(lambda idx, epoch=epoch: loss_of(idx, epoch))
+                run.log(train_loss=1.0, test_accuracy=50.0)
+        except RuntimeError as exc:
+            assert not refresh and "call sampler.refresh(losses)" in str(exc)
+            run.close()
+            continue
+        assert refresh and run.finish().samples_skipped > 0

@@ -255,22 +255,53 @@ def test_ies_pending_observations_sum_over_ranks_to_one_process():
     assert plans[0].samples < 40
 
 
-def test_ies_in_a_dataloader_loop_trains_each_plan():
-    # The library's PruningSampler: each epoch's batches are the plan, and the policy prunes.
-    # It makes no forward-only pass: a sample out keeps its last losses, as documented.
+def _loop_loss(idx: torch.Tensor, epoch: int) -> torch.Tensor:
+    """Samples 0-14 flat (they sit out from epoch 7), the rest swinging; sample 0 steps up in
+    epoch 9 (0-based 8), which only a forward-only pass can see while it sits out."""
+    flat = torch.where(idx < 15, 1.0, 0.1 * idx + epoch % 2).float()
+    return flat + ((idx == 0) & (epoch >= 8)).float() * 5.0
+
+
+def test_ies_in_a_dataloader_loop_refreshes_the_samples_sitting_out_as_the_engine_does():
+    # The library's PruningSampler with sampler.refresh(): the same plans, epoch by epoch, as the
+    # protocol driven as the engine drives it (train, forward-only pass, sync). Catches a sampler
+    # that skips the pass (sample 0 would never come back) or folds it a second time.
+    policy, direct = (create("ies", 30, PruneConfig(anneal=1.0), seed=0, epochs=14) for _ in range(2))
+    sampler = PruningSampler(policy)
+    loader = DataLoader(IndexedDataset(TensorDataset(torch.arange(30))), batch_size=8, sampler=sampler)
+    zero_out = []
+    for epoch in range(14):
+        sampler.set_epoch(epoch)
+        plan = direct.plan(epoch + 1)
+        seen = [idx for idx, _ in loader if sampler.loss(idx, _loop_loss(idx, epoch)) is not None]
+        assert sorted(torch.cat(seen).tolist()) == kept(plan), f"epoch {epoch + 1}"
+        direct.observe(plan.indices, _loop_loss(plan.indices, epoch))
+        out = direct.refresh(epoch + 1)
+        if out is not None:
+            direct.observe(out, _loop_loss(out, epoch))
+        direct.sync()
+        done = sampler.refresh(lambda idx, epoch=epoch: _loop_loss(idx, epoch), batch_size=4)
+        assert done == (0 if out is None else out.numel())
+        zero_out.append(0 not in kept(plan))
+    assert zero_out[6] and not all(zero_out[7:])  # out from epoch 7, back once its loss moved
+
+
+def test_ies_in_a_dataloader_loop_without_the_pass_is_refused_at_the_next_epoch():
     policy = create("ies", 30, PruneConfig(anneal=1.0), seed=0, epochs=9)
     sampler = PruningSampler(policy)
     loader = DataLoader(IndexedDataset(TensorDataset(torch.arange(30))), batch_size=8, sampler=sampler)
-    sizes = []
-    for epoch in range(9):
-        sampler.set_epoch(epoch)
-        seen = []
-        for idx, _ in loader:
-            sampler.loss(idx, torch.where(idx < 15, 1.0, 0.1 * idx + epoch % 2).float())
-            seen.append(idx)
-        assert sorted(torch.cat(seen).tolist()) == kept(sampler.plan)
-        sizes.append(len(torch.cat(seen)))
-    assert min(sizes) < 30
+    with pytest.raises(
+        RuntimeError, match=r"ies re-scores the samples it left out of epoch 6 .*sampler\.refresh\(losses\)"
+    ):
+        for epoch in range(9):
+            sampler.set_epoch(epoch)
+            for idx, _ in loader:
+                sampler.loss(idx, _loop_loss(idx, epoch))
+    assert sampler.epoch == 6  # 0-based: the policy's epoch 7, the first with samples out
+    with pytest.raises(RuntimeError, match="before them"):  # after a sync it would fold twice
+        sampler.sync()
+        sampler.policy.sitting_out = torch.tensor([0])
+        sampler.refresh(lambda idx: _loop_loss(idx, 0))
 
 
 @pytest.mark.slow

@@ -68,7 +68,7 @@ def _trainer(**kwargs):
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     warnings.filterwarnings("ignore", ".*log_every_n_steps.*")
     return L.Trainer(
-        max_epochs=EPOCHS,
+        max_epochs=kwargs.pop("max_epochs", EPOCHS),
         accelerator="cpu",
         logger=False,
         enable_checkpointing=False,
@@ -208,3 +208,36 @@ def test_importing_the_package_does_not_import_lightning():
     code = "import sys, fineprune_cli, fineprune_cli.cli; print('lightning' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class Scripted(Tiny):
+    """Per-sample losses fixed by index and epoch (a zero-weighted model term keeps a gradient):
+    samples 0-14 flat, so IES leaves them out from epoch 7; sample 0 steps up in epoch 9."""
+
+    def training_step(self, batch, batch_idx):
+        idx, x, y = batch
+        flat = torch.where(idx < 15, 1.0, 0.1 * idx.float() + self.current_epoch % 2)
+        fixed = flat + ((idx == 0) & (self.current_epoch >= 8)).float() * 5.0
+        self.log("seen", float(idx.numel()))  # skipped in the forward-only pass
+        return fixed + 0.0 * F.cross_entropy(self.net(x), y, reduction="none")
+
+
+@pytest.mark.slow  # 12 Lightning epochs
+def test_ies_gets_its_forward_only_pass_at_each_epochs_end():
+    """The callback ran no forward-only pass: IES's left-out samples kept their last losses and
+    never came back. Sample 0 sits out from epoch 7 and returns once its loss moves."""
+    x, y = _data()
+    policy = create_policy("ies", N, PruneConfig(anneal=1.0), seed=0, epochs=12)
+    sampler = PruningSampler(policy)
+    loader = DataLoader(IndexedDataset(TensorDataset(x, y)), batch_size=BATCH, sampler=sampler)
+    module, plans = Scripted(), []
+
+    class Watch(L.Callback):
+        def on_train_epoch_end(self, trainer, pl_module):
+            plans.append(set(sampler.plan.indices.tolist()))
+
+    trainer = _trainer(max_epochs=12, callbacks=[PruningCallback(sampler), Watch()])
+    trainer.fit(module, loader)
+    zero_out = [0 not in p for p in plans]
+    assert len(plans) == 12 and not any(zero_out[:6]) and zero_out[6] and not all(zero_out[7:]), zero_out
+    assert "log" not in vars(module)  # the module's own log again

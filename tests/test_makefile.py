@@ -96,3 +96,20 @@ def test_setup_waits_for_another_apt_get():
     text = (ROOT / "Makefile").read_text()
     calls = [line for line in text.splitlines() if "apt-get" in line and not line.lstrip().startswith("#")]
     assert calls and all("DPkg::Lock::Timeout=" in line for line in calls)
+
+
+def test_cifar10_jpeg_without_the_shared_copy_says_where_it_must_be(tmp_path):
+    """It ended in Python's "can't open file '../shared/data/unpack_cifar10_jpeg.py'"."""
+    done = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "cifar10-jpeg", f"CIFAR10_SHARED={tmp_path}", f"CIFAR10_JPEG={tmp_path}/out"],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+    )
+    assert done.returncode == 2
+    said = done.stderr.splitlines()[0]
+    assert (
+        f"no cifar10-jpeg.npz and unpack_cifar10_jpeg.py in {tmp_path}" in said
+        and "--dataset cifar10 --download" in said
+    )
+    assert not (tmp_path / "out").exists()

@@ -12,43 +12,12 @@ import torch
 from ..errors import ConfigError
 from . import decision, timing
 from .groups import Context, is_frontier, is_shorter, pruned_policies
+from .colors import row_colors
 from .runs import Run, arm_of, policy_color, policy_label
 from .study import Study
 from .tables import context_title, display_name
 
 MARKERS = "os^vD<>p*h"
-SPARE_COLORS = (
-    "#17becf",
-    "#bcbd22",
-    "#e377c2",
-    "#ff7f0e",
-    "#aec7e8",
-    "#98df8a",
-    "#ff9896",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#dbdb8d",
-    "#9edae5",
-    "#393b79",
-    "#637939",
-    "#8c6d31",
-    "#843c39",
-)
-
-
-def row_colors(rows: list[str]) -> dict[str, str]:
-    """Each row its policy's colour, unless an earlier row took it (a variant, a second frontier
-    arm): then a spare one, so no two lines of one plot share a colour."""
-    used: set[str] = set()
-    out = {}
-    for row in rows:
-        color = policy_color(row)
-        if color in used:
-            color = next((c for c in SPARE_COLORS if c not in used), color)
-        used.add(color)
-        out[row] = color
-    return out
 
 
 def _seeds_text(n: int) -> str:
@@ -126,7 +95,7 @@ def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: f
     line per policy (mean over seeds), its seeds' range shaded; the random frontier left out."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5))
-    low, high = [], []
+    low, high, entries = [], [], []
     shown = [p for p in by_policy if not is_frontier(p)]
     colors = row_colors(shown)
     for policy in shown:
@@ -145,10 +114,14 @@ def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: f
             ax.fill_between(x, [min(a) for a in accs], [max(a) for a in accs], color=colors[policy], alpha=0.15, lw=0)
         low.append(accs[-1][0])
         high.append(max(max(a) for a in accs))
+        entries.append((x, [max(a) for a in accs]))
     if target is not None:
         ax.axhline(target, color="black", lw=0.8, ls="--", label=f"target {target:.2f}%")
     if low:  # the early epochs would squeeze the part where policies differ into a few pixels
-        ax.set_ylim(min(min(low), target if target is not None else min(low)) - 3, max(high) + 0.5)
+        bottom = min(min(low), target if target is not None else min(low)) - 3
+        ax.set_ylim(bottom, max(high) + 0.5)
+        # and the x axis starts where the first line enters the view, not at the cost hidden below it
+        ax.set_xlim(left=min(_entry(x, lo, bottom) for x, lo in entries))
     ax.set_xlabel("sample-epochs trained (1 = one full pass over the training set)")
     ax.set_ylabel("test accuracy (%)")
     many = any(len(by_policy[p]) > 1 for p in shown)
@@ -156,6 +129,13 @@ def accuracy_by_cost(by_policy: dict[str, dict[int, Run]], title: str, target: f
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+def _entry(x: list[float], top: list[float], bottom: float) -> float:
+    """The cost at the point before a line (its seeds' highest) first reaches `bottom`: the line
+    enters the view from the left edge."""
+    first = next((i for i, v in enumerate(top) if v >= bottom), len(top) - 1)
+    return x[max(first - 1, 0)]
 
 
 def timeline(run: Run, title: str, path: Path) -> Path:
@@ -220,6 +200,29 @@ def _frontier_points(found: Study, context: Context, on_line) -> list[tuple[floa
     return sorted(pt for p in found.groups[context] if on_line(p) and (pt := _point(found, context, p, q)) is not None)
 
 
+DODGE = 0.012  # of the budgets' span: points at one budget set apart by about a marker's width
+
+
+def dodged(xs: list[float], axis: list[float]) -> list[float]:
+    """`xs` with points that would sit on one another (the random control at its policy's very
+    budget) spread side by side around where they were, so that no interval hides another;
+    `axis`: every budget the plot shows, whose span sets the step."""
+    if not xs:
+        return []
+    step = max(DODGE * (max(axis) - min(0.0, *axis)), 0.15)
+    out = list(xs)
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and xs[order[end]] - xs[order[start]] < step:
+            end += 1
+        for j, i in enumerate(order[start:end]):
+            out[i] = xs[i] + (j - (end - start - 1) / 2) * step
+        start = end
+    return out
+
+
 def tradeoff(found: Study, path: Path) -> Path:
     return _save(tradeoff_figure(found), path)
 
@@ -235,26 +238,9 @@ def tradeoff_figure(found: Study):
     colors = row_colors(
         [p for by in groups.values() for p in pruned_policies(by) if not (is_frontier(p) or is_shorter(p))]
     )
-    shown: list[str] = []
-    for i, (context, by_policy) in enumerate(groups.items()):
+    budgets: list[float] = []
+    for i, context in enumerate(groups):
         name = context_title(context) if len(groups) > 1 else ""
-        q = found.quanta[context]
-        for policy in pruned_policies(by_policy):
-            pt = _point(found, context, policy, q)
-            if is_frontier(policy) or is_shorter(policy) or pt is None:
-                continue
-            shown += [policy] if policy not in shown else []
-            x, y, bar = pt
-            ax.errorbar(
-                x,
-                y,
-                yerr=[[bar[0]], [bar[1]]],
-                capsize=3,
-                color=colors[policy],
-                fmt=MARKERS[shown.index(policy) % len(MARKERS)],
-            )
-            if name:
-                ax.annotate(display_name(context.model), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
         for on_line, style, palette, what in (
             (is_frontier, "-.", RANDOM_LINES, "random pruning every epoch"),
             (is_shorter, "--", SHORTER_LINES, "fewer epochs (shorter schedule)"),
@@ -262,6 +248,7 @@ def tradeoff_figure(found: Study):
             points = _frontier_points(found, context, on_line)
             if points:
                 xs, ys, bars = zip(*points)
+                budgets += xs
                 ax.errorbar(
                     xs,
                     ys,
@@ -272,6 +259,28 @@ def tradeoff_figure(found: Study):
                     capsize=2,
                     label=what + (f" ({name})" if name else ""),
                 )
+    shown: list[str] = []
+    marks = []
+    for context, by_policy in groups.items():
+        q = found.quanta[context]
+        for policy in pruned_policies(by_policy):
+            pt = _point(found, context, policy, q)
+            if is_frontier(policy) or is_shorter(policy) or pt is None:
+                continue
+            shown += [policy] if policy not in shown else []
+            marks.append((context, policy, *pt))
+    at = [m[2] for m in marks]
+    for (context, policy, _, y, bar), x in zip(marks, dodged(at, budgets + at)):
+        ax.errorbar(
+            x,
+            y,
+            yerr=[[bar[0]], [bar[1]]],
+            capsize=3,
+            color=colors[policy],
+            fmt=MARKERS[shown.index(policy) % len(MARKERS)],
+        )
+        if len(groups) > 1:
+            ax.annotate(display_name(context.model), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     for i, policy in enumerate(shown):
         ax.plot([], [], MARKERS[i % len(MARKERS)], color=colors[policy], label=policy_label(policy))
     ax.axhline(0, color="black", lw=0.6)

@@ -35,10 +35,10 @@ def show_config(config: dict[str, Any], as_json: bool) -> None:
     console.result(Text("\n".join([dump(config).rstrip(), *notes])))
 
 
-def epochs_text(epochs: list[int] | None) -> str:
-    """[1, 2, 3, 7] -> '1-3, 7' (4 epochs); None: chosen from the losses during the run."""
+def epochs_text(epochs: list[int] | None, unplanned: str = "chosen during the run") -> str:
+    """[1, 2, 3, 7] -> '1-3, 7' (4 epochs); None: `unplanned`, how the policy chooses them."""
     if epochs is None:
-        return "chosen from the losses during the run"
+        return unplanned
     if not epochs:
         return "none"
     spans, first = [], epochs[0]
@@ -79,7 +79,7 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
     for runs in _arms(dry.runs).values():
         first = runs[0]
         each = "?" if first.seconds is None else "~" + duration(first.seconds)
-        pruning = epochs_text(first.pruning_epochs)
+        pruning = epochs_text(first.pruning_epochs, first.unplanned or "chosen during the run")
         if first.pruning_epochs:
             pruning += f", {100 * first.prune_fraction:g}% left out"
         if first.random_equal_epochs:

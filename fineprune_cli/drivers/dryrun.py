@@ -57,15 +57,15 @@ class DryRun:
 
 
 def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
-    """One run: its pruning epochs (None for a policy that picks them from the losses) and which of
+    """One run: its pruning epochs (None for a policy that picks them during the run) and which of
     them are random-equal (`Policy.random_equal_epochs`)."""
     p, epochs = cfg.prune, cfg.train.epochs
     pruning: list[int] | None = []
-    images, equal = epochs * n, []
+    images, equal, unplanned = epochs * n, [], ""
     if p.enabled:
         kind = get(p.policy)
         if not kind.budget_before_run:
-            pruning = None
+            pruning, unplanned = None, kind.unplanned
         else:
             schedule = PruneSchedule.from_config(p)
             est = estimate(schedule, epochs, p.prune_fraction, anneal=kind.anneal_of(p))
@@ -85,6 +85,7 @@ def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
         where,
         tests,
         random_equal_epochs=equal,
+        unplanned=unplanned,
     )
 
 
@@ -235,7 +236,7 @@ def _note(runs: list[PlannedRun], probes: dict[str, Probe], pace: Pace, looks: l
     if pace.at_once == 0:
         parts.append("timed on this machine, not the cluster's nodes; how many run at once is the queue's")
     if any(r.pruning_epochs is None for r in runs):
-        parts.append("loss-driven policies counted as training every sample")
+        parts.append("policies that choose their pruning during the run counted as training every sample")
     if looks:
         parts.append(
             "later looks train only regular, the undecided policies and their alternatives, "

@@ -18,7 +18,7 @@ class PlannedRun:
     arm: str
     seed: int
     epochs: int
-    pruning_epochs: list[int] | None  # None: chosen from the losses during the run
+    pruning_epochs: list[int] | None  # None: chosen during the run (`unplanned` says how)
     prune_fraction: float
     images: int | None  # training images over the run (None: dataset size unknown)
     run_dir: str
@@ -27,6 +27,7 @@ class PlannedRun:
     look: int = 1  # --until-decided: the first look that trains it
     seconds: float | None = None  # its estimated time (None: no estimate)
     random_equal_epochs: list[int] = field(default_factory=list)  # pruning epochs that select as the random control
+    unplanned: str = ""  # where pruning_epochs is None: how the policy chooses them (Policy.unplanned)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """`fineprune estimate`: the saving a pruning schedule predicts (the paper's Section 4.4), from
 the settings and flags, an epoch time given or measured in a run folder, or, for a policy that
-chooses its samples from the losses it sees, from what a run of it did."""
+chooses its samples during the run, from what a run of it did."""
 
 from __future__ import annotations
 
@@ -70,11 +70,12 @@ def estimate_for(
     check_section(cfg.prune, "prune.")
     policy = cfg.prune.policy
     assert policy is not None, "build_config resolves prune.policy"
-    if not policies.get(policy).budget_before_run:
+    kind = policies.get(policy)
+    if not kind.budget_before_run:
         if run is None:
             raise ConfigError(
-                f"{policy} chooses its samples from the losses it sees: its budget "
-                "is only known after a run; pass --run RUN_DIR of one"
+                f"{policy}'s pruning is {kind.unplanned}, not a schedule: its budget is read "
+                "from a run of it; pass --run RUN_DIR of one"
             )
         return _measured(run), None
     overhead = 0.0

@@ -1,7 +1,9 @@
 """One job of `compare --script`: the user's command, run for this arm and seed, in place of
 fineprune's trainer. The command's {placeholders} are filled from the job's config, which the
 script also finds through FINEPRUNE_JOB (`fineprune.start()` reads it); its output goes to a log
-beside the job's config. The run is failed, with one line naming that log, when the script exits
+beside the job's config. Each run works in a directory of its own beside that log, since scripts
+write to fixed relative paths (./checkpoint/ckpt.pth) and two runs at once would overwrite each
+other's; the command's relative paths are made absolute so that it still finds the script. The run is failed, with one line naming that log, when the script exits
 non-zero, never starts its run, never records its end, or outlasts --script-timeout."""
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..harness import JOB_ENV, RUN_DIR_ENV
 from .executor import job_file, last_error
 
 POLL_S = 0.5
+LAUNCH_DIR_ENV = "FINEPRUNE_LAUNCH_DIR"  # where compare runs: for a script's own relative paths (./data)
 
 
 class ScriptFailed(FinepruneError):
@@ -42,8 +45,10 @@ def script_name(command: str) -> str:
     return Path(named[0]).stem or "script"
 
 
-def fill(cfg: Config) -> list[str]:
-    """The command's words with the job's values in place of its placeholders."""
+def fill(cfg: Config, here: Path | None = None) -> list[str]:
+    """The command's words with the job's values in place of its placeholders; with `here`, the
+    directory compare runs in, each word naming a path there made absolute (the script runs in a
+    directory of its own)."""
     values = {
         "seed": cfg.run.seed,
         "epochs": cfg.train.epochs,
@@ -52,11 +57,34 @@ def fill(cfg: Config) -> list[str]:
         "arm": cfg.run.arm or cfg.policy,
         "out": cfg.run.out,
     }
+    if here is not None:
+        values["out"] = Path(cfg.run.out).absolute()
     quoted = {k: shlex.quote(str(v)) for k, v in values.items()}
     try:
-        return shlex.split(cfg.script.command.format(**quoted))
+        words = shlex.split(cfg.script.command.format(**quoted))
     except ValueError as exc:
         raise ConfigError(f"--script '{cfg.script.command}' is not a command line: {exc}") from None
+    if here is None:
+        return words
+    told = {str(v) for k, v in values.items() if k != "out"}  # a seed of 3 is not a file named 3
+    # the word after -m names a module (found through PYTHONPATH), even where a folder has its name
+    kept = [w in told or (i and words[i - 1] == "-m") for i, w in enumerate(words)]
+    return [w if keep else _absolute(w, here, first=i == 0) for i, (w, keep) in enumerate(zip(words, kept))]
+
+
+def _absolute(word: str, here: Path, first: bool) -> str:
+    """`word` (or the value of a --flag=value or key=value) as an absolute path when it names one
+    in `here`. A first word without a slash is a program found on PATH (python), never a file here."""
+    key = word.split("=", 1)[0]
+    flag, eq, value = word.partition("=") if "=" in word and "/" not in key else ("", "", word)
+    if not value or value.startswith("-") or Path(value).is_absolute() or (first and "/" not in value):
+        return word
+    return f"{flag}{eq}{here / value}" if (here / value).exists() else word
+
+
+def workdir(run_dir: Path) -> Path:
+    """The run's own working directory, beside its log: <out>/.jobs/<model>-<dataset>/<arm>-seed<seed>.work."""
+    return job_file(run_dir).with_suffix(".work")
 
 
 def run_script(cfg: Config, bar: Any) -> None:
@@ -66,10 +94,16 @@ def run_script(cfg: Config, bar: Any) -> None:
     config.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(config, yamlvalues.dump(cfg.to_dict()))
     log = config.with_suffix(".script.log")
-    env = {**os.environ, JOB_ENV: str(config.resolve()), RUN_DIR_ENV: str(run_dir.resolve())}
+    here, cwd = Path.cwd(), workdir(run_dir)
+    cwd.mkdir(exist_ok=True)
+    env = {**os.environ, JOB_ENV: str(config.resolve()), RUN_DIR_ENV: str(run_dir.resolve()), LAUNCH_DIR_ENV: str(here)}
+    # `python -m module` looked for the module where compare runs; it still does
+    env["PYTHONPATH"] = os.pathsep.join([str(here), *filter(None, [os.environ.get("PYTHONPATH")])])
     with open(log, "ab") as out:
         try:
-            proc = subprocess.Popen(fill(cfg), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                fill(cfg, here), cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
         except OSError as exc:
             raise ScriptFailed(
                 f"{bar.label}: the script could not start: {exc.strerror or exc}; its log: {log}"

@@ -23,18 +23,26 @@ What else it does, and why:
   is refused: Lightning would wrap it in a sampler of its own, and with no all-reduce of the
   observations the ranks' scores, and so their plans, would drift apart.
 - Its checkpoint state is the sampler's (policy, epoch, plan): `ckpt_path=` resumes the plans.
+- A policy that re-scores the samples it left out (IES) gets its forward-only pass at each
+  epoch's end, before the sync: the left-out samples of the train loader's dataset, collated by
+  its collate_fn, in evaluation mode without gradients, each batch's per-sample losses from
+  `losses(module, batch)` (default: the module's own training_step, its `self.log` calls
+  skipped there so that the pass logs nothing). Under DDP each rank takes its share and calls
+  the module itself, not the DDP wrapper, so shares of unequal length wait for no collective.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Mapping
 from typing import Any, Callable
 
 import lightning.pytorch as pl
 import torch
 
-from ..pruning.sampler import DistributedPruningSampler, PruningSampler
+from ..pruning.distsampler import DistributedPruningSampler
+from ..pruning.sampler import PruningSampler
 
 
 def first_field(batch: Any) -> torch.Tensor:
@@ -46,8 +54,14 @@ class PruningCallback(pl.Callback):
     """Plugs `sampler`'s policy into a LightningModule; `indices(batch)` finds the batch's sample
     indices (the first field, as IndexedDataset puts them, by default)."""
 
-    def __init__(self, sampler: PruningSampler, indices: Callable[[Any], torch.Tensor] = first_field):
-        self.sampler, self.indices = sampler, indices
+    def __init__(
+        self,
+        sampler: PruningSampler,
+        indices: Callable[[Any], torch.Tensor] = first_field,
+        losses: Callable[[pl.LightningModule, Any], Any] | None = None,
+    ):
+        self.sampler, self.indices, self.losses = sampler, indices, losses
+        self.step: Callable[..., Any] | None = None  # the module's own training_step, unwrapped
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage != "fit":
@@ -63,7 +77,7 @@ class PruningCallback(pl.Callback):
                 f"{trainer.world_size} processes train: use DistributedPruningSampler, "
                 "so that the ranks share one plan and each takes its own shard"
             )
-        step = pl_module.training_step
+        step = self.step = pl_module.training_step
 
         @functools.wraps(step)  # keeps the signature Lightning inspects (batch_idx or not)
         def training_step(batch: Any, *args: Any, **kwargs: Any) -> Any:
@@ -108,13 +122,67 @@ class PruningCallback(pl.Callback):
             trainer.val_check_batch = max(1, int(batches * trainer.val_check_interval))
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.refresh(trainer, pl_module)
         self.sampler.sync()
+
+    def refresh(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """The forward-only pass the policy asks for after the epoch (none for most policies)."""
+        if self.sampler.to_refresh() is None:
+            return
+        loader = next((dl for dl in _train_loaders(trainer) if _holds(dl, self.sampler)), None)
+        if loader is None:
+            raise ValueError(
+                f"{self.sampler.policy.name} re-scores left-out samples: no train loader holds the sampler"
+            )
+
+        def losses(indices: torch.Tensor) -> torch.Tensor:
+            batch = loader.collate_fn([loader.dataset[i] for i in indices.tolist()])
+            batch = pl_module.transfer_batch_to_device(batch, pl_module.device, 0)
+            out = self.losses(pl_module, batch) if self.losses else _call_step(self.step, batch)
+            return out["loss"] if isinstance(out, Mapping) else out
+
+        was = pl_module.training
+        pl_module.eval()
+        quiet = {name: vars(pl_module).pop(name, None) for name in ("log", "log_dict")}
+        pl_module.log = pl_module.log_dict = _nothing  # type: ignore[method-assign]
+        try:
+            self.sampler.refresh(losses, loader.batch_size or 256)
+        finally:
+            for name, own in quiet.items():
+                vars(pl_module).pop(name, None)
+                if own is not None:
+                    setattr(pl_module, name, own)
+            pl_module.train(was)
 
     def state_dict(self) -> dict[str, Any]:
         return self.sampler.state_dict()
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.sampler.load_state_dict(state_dict)
+
+
+def _call_step(step: Any, batch: Any) -> Any:
+    """training_step(batch[, batch_idx]), as Lightning calls it by its signature."""
+    takes_index = len(inspect.signature(step).parameters) > 1
+    return step(batch, 0) if takes_index else step(batch)
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _train_loaders(trainer: pl.Trainer) -> list[Any]:
+    combined = getattr(trainer.fit_loop, "_combined_loader", None)
+    if combined is not None:
+        return list(combined.flattened)
+    loaders = trainer.train_dataloader
+    return list(
+        loaders.values()
+        if isinstance(loaders, Mapping)
+        else loaders
+        if isinstance(loaders, (list, tuple))
+        else [loaders]
+    )
 
 
 def _holds(loader: Any, sampler: PruningSampler) -> bool:

@@ -18,7 +18,7 @@ _WHERE = {
     "get": "registry",
     "list_policies": "registry",
     "register": "registry",
-    "DistributedPruningSampler": "sampler",
+    "DistributedPruningSampler": "distsampler",
     "IndexedDataset": "sampler",
     "PruningSampler": "sampler",
     "PruneSchedule": "schedule",

@@ -84,6 +84,8 @@ class Policy:
     order: ClassVar[int] = 100  # position in tables, plots and `fineprune policies`
     score_name: ClassVar[str] = "scores"  # snapshot files: <score_name>_window<k>.pt
     budget_before_run: ClassVar[bool] = True  # False: which epochs prune, and how much, depend on losses
+    # where budget_before_run is False, how its pruning is chosen: the dry run's and estimate's words
+    unplanned: ClassVar[str] = "chosen from the losses during the run"
     default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
     observes_predictions: ClassVar[bool] = False  # True: observe() also gets correct and confidence
     scales_lr: ClassVar[bool] = False  # --lr-scale-pruned when the run does not say (kakurenbo: on)

@@ -1,5 +1,5 @@
 """Fine-pruning in a DataLoader pipeline: a dataset wrapper that hands out each item's index,
-a sampler that yields a policy's plan epoch by epoch, and its data-parallel variant.
+and a sampler that yields a policy's plan epoch by epoch (its data-parallel variant: distsampler).
 
     loader = DataLoader(IndexedDataset(data), batch_size=128, sampler=(s := PruningSampler(policy)))
     for epoch in range(epochs):
@@ -17,17 +17,22 @@ indices ahead of training and cannot tell the sampler when the last batch has tr
 `sync()` may be called at the epoch's end as well (the Lightning callback does); `state_dict()`
 syncs first. A sync with nothing new to fold is skipped.
 
+A policy that re-scores samples it left out (IES) asks for a forward-only pass over them after
+each epoch's training: `refresh(losses)` runs it through the loop's own loss function, and an
+epoch entered without it is refused, since those samples would keep their last losses for good.
+
 The sampler runs in the DataLoader's main process (workers receive indices, never the
 sampler), so `num_workers > 0` and persistent workers change nothing.
 """
 
 from __future__ import annotations
 
-import torch
-import torch.distributed as dist
-from torch.utils.data import Dataset, DistributedSampler, Sampler
+from typing import Callable
 
-from .policy import EpochPlan, Policy, global_mean, require_int
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from .policy import EpochPlan, Policy, require_int
 
 
 class IndexedDataset(Dataset):
@@ -64,6 +69,8 @@ class PruningSampler(Sampler[int]):
         self.synced = True  # nothing observed since the last sync
         self.seen = 0  # samples passed to loss() in this epoch
         self.pad_last = False  # this rank's last index is padding (distributed)
+        self.refreshed = False  # the epoch's forward-only pass ran (or none was asked for)
+        self.folded = False  # the epoch's observations were folded in: too late for its pass
 
     # --- epochs ---
     def set_epoch(self, epoch: int) -> None:
@@ -101,9 +108,11 @@ class PruningSampler(Sampler[int]):
 
     def _enter(self, epoch: int) -> None:
         self._require_losses()
+        self._require_refresh()
         self.sync()
         self.plan = self.policy.plan(epoch + 1)
         self.epoch, self.consumed, self.iterated, self.seen = epoch, False, False, 0
+        self.refreshed = self.folded = False
         self.order = self._shard(self._shuffled(self.plan.indices, epoch))
 
     def _require_losses(self) -> None:
@@ -114,6 +123,14 @@ class PruningSampler(Sampler[int]):
             raise RuntimeError(
                 f"epoch {self.epoch} was iterated but loss() never received its samples: wrap "
                 "the dataset in IndexedDataset and call sampler.loss(idx, losses) for each batch"
+            )
+
+    def _require_refresh(self) -> None:
+        if self.iterated and self.seen and not self.refreshed and self.to_refresh() is not None:
+            raise RuntimeError(
+                f"{self.policy.name} re-scores the samples it left out of epoch {self.epoch} with a "
+                "forward-only pass: call sampler.refresh(losses) after the epoch's last batch "
+                "(docs/howto/dataloader.md)"
             )
 
     def _shuffled(self, indices: torch.Tensor, epoch: int) -> torch.Tensor:
@@ -159,6 +176,38 @@ class PruningSampler(Sampler[int]):
         self.seen += indices.numel()
         return self.plan.loss(indices, losses)
 
+    # --- the forward-only pass ---
+    def to_refresh(self) -> torch.Tensor | None:
+        """The samples (this rank's share) the policy asks a forward-only pass over after the
+        current epoch's training; None: none."""
+        wanted = None if self.plan is None or self.epoch is None else self.policy.refresh(self.epoch + 1)
+        return None if wanted is None else self._share(wanted.cpu())
+
+    def refresh(self, losses: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 256) -> int:
+        """The forward-only pass the policy asks for after the epoch's training (IES: the samples
+        sitting out, whose losses must go on moving for them to come back): `losses(indices)`
+        returns those training samples' per-sample losses (evaluation mode; the engine's pass
+        uses no augmentation), called without gradients in batches of `batch_size`. Call it after
+        the epoch's last batch and before `sync()` or `state_dict()`; the samples observed here."""
+        if self.plan is None:
+            raise RuntimeError("no epoch planned yet: refresh() follows an epoch's training")
+        if self.folded:
+            raise RuntimeError("refresh() after sync() or state_dict(): run the forward-only pass before them")
+        indices, self.refreshed = self.to_refresh(), True
+        if indices is None:
+            return 0
+        with torch.no_grad():
+            for idx in indices.split(batch_size):
+                out = losses(idx)
+                if out.dim() != 1 or out.numel() != idx.numel():
+                    raise ValueError(f"refresh: losses() must give one loss per sample, got shape {tuple(out.shape)}")
+                self.policy.observe(idx, out.detach())
+        self.synced = False
+        return indices.numel()
+
+    def _share(self, indices: torch.Tensor) -> torch.Tensor:
+        return indices
+
     def _real(self, indices: torch.Tensor, losses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The batch without the padding index, which trains but is not observed twice."""
         last = self.order.numel() - 1 - self.seen  # the padding's position in this batch
@@ -179,7 +228,7 @@ class PruningSampler(Sampler[int]):
         data parallelism a collective, so every rank calls it at the same point)."""
         if not self.synced:
             self.policy.sync(self._reduce)
-            self.synced = True
+            self.synced = self.folded = True
 
     # --- resume ---
     def state_dict(self) -> dict:
@@ -213,83 +262,3 @@ class PruningSampler(Sampler[int]):
         weights = None if plan["weights"] is None else plan["weights"].to(dev)
         self.plan = EpochPlan(plan["indices"].to(dev), weights, plan["pruned"])
         self.order = self._shard(self._shuffled(self.plan.indices, self.epoch))
-
-
-# DistributedSampler declares epoch, num_replicas and rank as plain ints and requires a dataset; this
-# sampler has no epoch before the first plan, reads the world when an epoch is entered and has no dataset
-class DistributedPruningSampler(PruningSampler, DistributedSampler):  # type: ignore[misc]
-    """Every rank computes the same plan and order and takes `order[rank::num_replicas]`, as
-    DistributedSampler does for the whole set: the order is padded with its own first indices
-    to a multiple of the world size, so shards are equal and disjoint as positions of the
-    padded order; at most one padded index per rank, its last, which trains (so every rank
-    takes the same number of steps) but is not observed.
-
-    `num_replicas` and `rank` default to torch.distributed's, read when an epoch is entered
-    (so the sampler may be built before the process group). Scores stay equal on every rank:
-    `sync` sums the ranks' observations with an all-reduce, and with `global_mean` each
-    step compares this rank's losses with the mean over all ranks' parts of the batch (one
-    small all-reduce per step), as one process training the whole batch would.
-
-    A DistributedSampler subclass, so Lightning's DDP strategy keeps it rather than
-    wrapping it in one of its own."""
-
-    def __init__(
-        self,
-        policy: Policy,
-        num_replicas: int | None = None,
-        rank: int | None = None,
-        seed: int = 0,
-        global_mean: bool = True,
-    ):
-        PruningSampler.__init__(self, policy, seed)
-        require_int(num_replicas, "num_replicas", 1, optional=True)
-        require_int(rank, "rank", 0, None if num_replicas is None else num_replicas - 1, optional=True)
-        if not isinstance(global_mean, bool):
-            raise TypeError(f"global_mean must be True or False, got {type(global_mean).__name__}")
-        self.replicas, self.rank_given, self.global_mean = num_replicas, rank, global_mean
-        self.shuffle, self.drop_last, self.dataset = True, False, None  # type: ignore[assignment]
-
-    @property
-    def num_replicas(self) -> int:  # type: ignore[override]
-        if self.replicas is not None:
-            return self.replicas
-        return dist.get_world_size() if _initialized() else 1
-
-    @property
-    def rank(self) -> int:  # type: ignore[override]
-        if self.rank_given is not None:
-            return self.rank_given
-        return dist.get_rank() if _initialized() else 0
-
-    def _shard(self, order: torch.Tensor) -> torch.Tensor:
-        world, rank = self.num_replicas, self.rank
-        if not 0 <= rank < world:
-            raise ValueError(f"rank {rank} is not in [0, {world})")
-        pad = -order.numel() % world
-        if pad and order.numel():
-            order = torch.cat([order, order.repeat(-(-pad // order.numel()))[:pad]])
-        self.pad_last = pad > 0 and rank >= world - pad
-        return order[rank::world]
-
-    def _collective(self) -> bool:
-        return _initialized() and self.num_replicas > 1
-
-    def _reduce(self, tensor: torch.Tensor) -> torch.Tensor:
-        return _all_sum(tensor) if self._collective() else tensor
-
-    def _batch_mean(self, losses: torch.Tensor) -> torch.Tensor | None:
-        if not (self.global_mean and self._collective()):
-            return None
-        return global_mean(losses.float().sum(), losses.numel(), _all_sum)
-
-
-def _initialized() -> bool:
-    return dist.is_available() and dist.is_initialized()
-
-
-def _all_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """A new tensor: `tensor` summed over the ranks (NCCL reduces on the GPU only)."""
-    on = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else tensor.device
-    out = tensor.to(on, copy=True)
-    dist.all_reduce(out)
-    return out.to(tensor.device)

@@ -24,6 +24,7 @@ class RS2(WholeRunState):
     # False although its counts are known before the run: the dry run and `estimate` would read
     # True as fine's schedule, and rs2 prunes every epoch (its budget is read from the run, as ucb's)
     budget_before_run = False
+    unplanned = "every epoch, a slice of a random permutation (no losses)"
     state_keys = ("permutation",)
 
     @classmethod
