@@ -113,8 +113,8 @@ SCRIPT_CASES = [
     failed("script-killed-by-sigkill", "os.kill(os.getpid(), signal.SIGKILL)", ("SIGKILL",), kept=()),
     failed("script-floods-its-log", "sys.stdout.write('x' * 2_000_000 + '\\n'); raise SystemExit('flooded')",
            ("flooded",), kept=()),  # fmt: skip
-    failed("script-hangs-under-jobs", "if seed: time.sleep(600)\n" + FULL, ("ran past --script-timeout 8 s",),
-           "--jobs", "2", "--script-timeout", "8"),  # fmt: skip
+    failed("script-hangs-under-jobs", "if seed: time.sleep(600)\n" + FULL, ("ran past --script-timeout 20 s",),
+           "--jobs", "2", "--script-timeout", "20"),  # fmt: skip
     failed("script-not-found", "", ("could not start",), "--script", "no-such-program {seed}", kept=()),
     Case("script-dry-run", setup=scripted(FULL, "--dry-run"), expect="done",
          check=lambda w: "the dry run wrote its runs" if (w / "cmp").exists() else None),
