@@ -13,12 +13,13 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..engine.config import load_yaml
 from ..errors import ConfigError
 from ..settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
 
+T = TypeVar("T")
 POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole scale
 
 
@@ -49,21 +50,13 @@ class Correction:
     level: Callable[[float, int, float], float]  # (alpha, k, share) -> a
 
 
-class _Names:
-    """The keys of a registry as a setting's choices, read when checked: an entry registered
-    later (a test's, a plug-in's) is a valid value."""
+class Registry(dict[str, T]):
+    """Entries by the value a setting takes. As a setting's choices it is read when checked, so an
+    entry registered later (a test's, a plug-in's) is a valid value."""
 
-    def __init__(self, registry: dict[str, Any]):
-        self._registry = registry
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._registry))
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._registry
-
-    def __len__(self) -> int:
-        return len(self._registry)
+    def register(self, key: str, entry: T) -> T:
+        self[key] = entry
+        return entry
 
 
 def _bonferroni(claims: Sequence[Claim], k: int) -> list[float]:
@@ -71,13 +64,8 @@ def _bonferroni(claims: Sequence[Claim], k: int) -> list[float]:
 
 
 DEFAULT_FAMILY = "bonferroni"  # the correction a plan uses unless --family names another
-FAMILIES: dict[str, Correction] = {}
-
-
-def register_family(key: str, correction: Correction) -> Correction:
-    """Make `correction` a value of `--family` (and of a plan's `judging.family`)."""
-    FAMILIES[key] = correction
-    return correction
+FAMILIES: Registry[Correction] = Registry()
+register_family = FAMILIES.register  # a value of --family (and of a plan's judging.family)
 
 
 register_family(
@@ -111,13 +99,8 @@ def _own_paired_t(comparison: Any, quantum: float) -> Any:
 
 
 DEFAULT_VARIANCE = "paired"
-VARIANCES: dict[str, VarianceModel] = {}
-
-
-def register_variance(key: str, model: VarianceModel) -> VarianceModel:
-    """Make `model` a value of `--variance`; a plan records its `name`."""
-    VARIANCES[key] = model
-    return model
+VARIANCES: Registry[VarianceModel] = Registry()
+register_variance = VARIANCES.register  # a value of --variance; a plan records the model's name
 
 
 register_variance(
@@ -215,9 +198,9 @@ class Judging:
         check=in_range(0.0001, 0.5, closed_high=True),
         help="The chance of any wrong 'worth it' or 'not worth it' in the report (over all planned looks). (default 0.05)",
     )
-    family: str = option(DEFAULT_FAMILY, choices=_Names(FAMILIES), help=_families_help())
+    family: str = option(DEFAULT_FAMILY, choices=FAMILIES, help=_families_help())
     allocation: str = option(DEFAULT_ALLOCATION, choices=tuple(ALLOCATIONS), help=_allocations_help())
-    variance: str = option(DEFAULT_VARIANCE, choices=_Names(VARIANCES), help=_variances_help())
+    variance: str = option(DEFAULT_VARIANCE, choices=VARIANCES, help=_variances_help())
     target: float | None = option(
         None,
         check=optional(_points(0.0, closed_low=False)),
