@@ -108,7 +108,7 @@ def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> Non
 
         if state == "incomplete":
             clear_attempt(path)
-        return run_script(job_cfg, bar)
+        return run_script(job_cfg, bar, command)
     if state == "incomplete":
         if not (path / CHECKPOINT).exists():
             console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")

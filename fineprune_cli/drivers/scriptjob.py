@@ -20,7 +20,7 @@ from ..engine.config import Config
 from ..engine.files import atomic_write_text
 from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
 from ..errors import ConfigError, FinepruneError
-from ..harness import JOB_ENV, RUN_DIR_ENV
+from ..harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
 from .executor import job_file, last_error
 
 POLL_S = 0.5
@@ -59,14 +59,17 @@ def fill(cfg: Config) -> list[str]:
         raise ConfigError(f"--script '{cfg.script.command}' is not a command line: {exc}") from None
 
 
-def run_script(cfg: Config, bar: Any) -> None:
-    """Run the script for this job and wait for it; ScriptFailed says why it failed."""
+def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
+    """Run the script for this job and wait for it; ScriptFailed says why it failed. `command`:
+    compare's own, which the run records as what makes it again (the script's line lacks the arm)."""
     run_dir = Path(cfg.run.out)
     config = job_file(run_dir)
     config.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(config, yamlvalues.dump(cfg.to_dict()))
     log = config.with_suffix(".script.log")
     env = {**os.environ, JOB_ENV: str(config.resolve()), RUN_DIR_ENV: str(run_dir.resolve())}
+    env.pop(COMMAND_ENV, None)
+    env.update({COMMAND_ENV: command} if command else {})
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(fill(cfg), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)

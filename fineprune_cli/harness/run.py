@@ -31,8 +31,10 @@ from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
 from ..pruning.sampler import PruningSampler
+from .version import script_version
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
+COMMAND_ENV = "FINEPRUNE_COMMAND"  # the compare command that runs the script: it makes each run again
 
 
 class ScriptError(ConfigError):
@@ -166,10 +168,13 @@ class ScriptRun:
         plan = self._sampler.plan if self._sampler is not None else None
         count = samples if samples is not None else plan.samples if plan is not None else self.num_train
         seconds = train_seconds if train_seconds is not None else now - self._since
+        # the rest of the epoch (its test pass, its records) is the user's clock time too
+        rest = max(0.0, now - self._since - seconds)
         row = EpochRow(number, float(lr), int(count), round(seconds, 4), float(train_loss), float(test_loss),
                        float(test_accuracy), int(count < self.num_train), 0.0)  # fmt: skip
         self.totals.rows.append(row)
         self.totals.train_s += seconds
+        self.totals.eval_s += rest
         self._since = now
         self._write()
 
@@ -230,6 +235,9 @@ class ScriptRun:
         command = shlex.join([sys.executable, *sys.argv])
         summary = new_summary(self.cfg, self.device, self.path, self.num_train, command=command, data=data)
         summary.model, summary.dataset, summary.dataset_label = model, dataset, dataset
+        summary.extra["script_version"] = script_version(sys.argv[0])
+        if os.environ.get(COMMAND_ENV):
+            summary.extra["compare_command"] = os.environ[COMMAND_ENV]
         return summary
 
     def _write(self) -> None:
