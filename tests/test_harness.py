@@ -2,6 +2,7 @@
 refusals: a script that trains another run than it was told, records out of order, stops early,
 crashes, never starts its run or hangs is failed with one line, never averaged in."""
 
+import json
 import os
 import sys
 
@@ -256,15 +257,18 @@ def test_a_hanging_script_under_jobs_is_stopped_and_the_others_go_on(tmp_path, m
     assert summary_of(tmp_path / "cmp" / "hang-data" / "regular-seed0")["status"] == "complete"
 
 
-def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_path, monkeypatch):
-    """It tracebacked: the dry run probed fineprune's trainer on the script's dataset name."""
+def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_says_why_it_has_no_time(tmp_path, monkeypatch):
+    """It tracebacked: the dry run probed fineprune's trainer on the script's dataset name. A
+    script that cannot run has no epoch to time: the plan is listed, with the script's words."""
     monkeypatch.chdir(tmp_path)
     argv = ["compare", "--script", "python train.py --seed {seed}", "--epochs", "12", "--milestones", "6,9",
             "--policies", "regular,fine,random", "--shorter", "0.1", "--seeds", "0,1", "--out", "cmp", "--dry-run"]  # fmt: skip
     done = invoke(argv)
     assert done.exit_code == 0, done.output
     assert "8 runs planned" in done.output and "shorter-10" in done.output
-    assert "no time estimate: a --script run is your own command" in done.output
+    said = " ".join(done.output.split())
+    assert "no time estimate: one epoch of the script could not be timed: " in said
+    assert "train.py" in said.split("could not be timed: ", 1)[1]  # python's own words name the file
     said = " ".join(done.output.split())  # the shorter arms' schedule, checked from the lr the script logs
     assert (
         "regular's learning-rate schedule compressed to its epochs (T_max, milestones and warm-up from {epochs})"
@@ -273,6 +277,34 @@ def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_p
     assert list(tmp_path.iterdir()) == []  # nothing written
     without = invoke([a for a in argv if a not in ("--shorter", "0.1")])
     assert without.exit_code == 0 and "compressed to its epochs" not in " ".join(without.output.split())
+
+
+@pytest.mark.slow  # one script process importing torch
+def test_a_dry_run_of_a_script_comparison_times_one_epoch_of_it_for_the_whole_plan(tmp_path, monkeypatch):
+    """Its time range comes from one epoch of the script, run in a folder of its own and stopped:
+    every look's runs, from pruning saving its share of the training to saving none."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "timed.py"
+    script.write_text(
+        "import sys, time\nimport fineprune\n"
+        "run = fineprune.start(num_train=100, seed=int(sys.argv[1]), epochs=int(sys.argv[2]))\n"
+        "for e in range(run.epochs):\n"
+        "    time.sleep(0.5)\n    run.log(train_loss=1.0, test_accuracy=50.0, train_seconds=0.3)\n"
+        "run.finish()\n"
+    )
+    argv = ["compare", "--script", f"{sys.executable} {script} {{seed}} {{epochs}}", "--epochs", "40",
+            "--policies", "regular,fine", "--until-decided", "--looks", "2,4", "--out", "cmp", "--dry-run", "--json"]  # fmt: skip
+    done = invoke(argv)
+    assert done.exit_code == 0, done.output
+    dry = json.loads(done.output)
+    assert dry["cannot_estimate"] == "" and "one epoch of your script timed" in dry["note"]
+    fewest, most = dry["fewest_seconds"], dry["estimated_seconds"]
+    # each run: its start-up and 40 epochs of about 0.3 s training, 0.2 s the rest (a pruned one less)
+    assert 2 * 40 * 0.4 < fewest < most and 8 * 40 * 0.5 <= dry["estimated_range"][1] < 8 * (40 * 0.5 + 30)
+    assert dry["estimated_range"][0] == most < dry["estimated_range"][1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["timed.py"]  # the timed epoch's folder is gone
+    text = invoke(argv[:-1]).output
+    assert "if the first look (2 seeds) decides every policy, up to" in " ".join(text.split())
 
 
 def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):
