@@ -48,11 +48,24 @@ def test_a_script_ignoring_a_shorter_arms_schedule_is_refused(tmp_path, monkeypa
     assert (told.train.epochs, told.train.milestones) == (5, [3, 4])
     with pytest.raises(ScriptError, match=r"as epochs 5, but it trains epochs 6"):
         fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
-    with pytest.raises(ScriptError, match=r"as milestones 3,4, but it trains milestones 3,5"):
+    with pytest.raises(ScriptError, match=r"as milestones 3,4, but it trains milestones 3,5: .* use that value$"):
         fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 5])
     run = fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 4])
     assert (run.epochs, run.milestones, run.policy.name) == (5, [3, 4], "regular")
     run.close()
+
+
+def test_a_cosine_script_under_compares_default_milestones_is_told_to_give_none(tmp_path, monkeypatch):
+    """compare's default milestones refused every run of a cosine script, advising {milestones}."""
+    told = _job(tmp_path, monkeypatch)  # milestones 3,5
+    with pytest.raises(
+        ScriptError, match=r"as milestones 3,5, but it trains none .*: run compare with --milestones ''"
+    ):
+        fineprune.start(num_train=10, seed=0, epochs=told.train.epochs, milestones=[])
+    with pytest.raises(
+        ScriptError, match=r"pass \{milestones\} to it .* or run compare with its own: --milestones 2,4$"
+    ):
+        fineprune.start(num_train=10, seed=0, epochs=told.train.epochs, milestones=[2, 4])
 
 
 def test_compare_hands_the_random_control_the_policys_schedule(tmp_path, monkeypatch):
@@ -305,6 +318,28 @@ def test_a_dry_run_of_a_script_comparison_times_one_epoch_of_it_for_the_whole_pl
     assert sorted(p.name for p in tmp_path.iterdir()) == ["timed.py"]  # the timed epoch's folder is gone
     text = invoke(argv[:-1]).output
     assert "if the first look (2 seeds) decides every policy, up to" in " ".join(text.split())
+
+
+def test_a_script_runs_config_holds_what_a_script_uses_and_older_full_ones_still_match(tmp_path, monkeypatch):
+    """config.yaml and --print-config listed ~100 lines of fineprune's trainer defaults (batch
+    size, lr, workers, devices...) that never reach a script."""
+    from fineprune_cli.drivers.reuse import existing_state
+    from fineprune_cli.engine.record import CONFIG
+
+    job = _job(tmp_path, monkeypatch)
+    run = fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    run.close()
+    text = (run.out / CONFIG).read_text()
+    assert "batch_size" not in text and "workers" not in text and "dist_mode" not in text
+    assert "epochs: 6" in text and "command: python train.py" in text
+    assert yamlvalues.load(text)["train"] == {"epochs": 6, "milestones": [3, 5]}
+    assert existing_state(job) == "incomplete"  # the trimmed record is this job's
+    (run.out / CONFIG).write_text(yamlvalues.dump(job.to_dict()))  # as runs recorded it before
+    assert existing_state(job) == "incomplete"
+    monkeypatch.chdir(tmp_path)
+    shown = invoke(["compare", "--script", "python train.py --seed {seed}", "--epochs", "6", "--print-config"])
+    assert shown.exit_code == 0 and "batch_size" not in shown.output and "epochs: 6" in shown.output
 
 
 def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..engine.config import Config, validate
 from ..engine.datashape import shape_of
+from ..engine.scriptconfig import used_by_script
 from ..pruning.estimate import estimate
 from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
@@ -144,7 +145,7 @@ def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun
         runs.append(planned(job_cfg, job.arm, epoch.num_train if epoch else 1))
         runs[-1].look = next((k for k, seeds in enumerate(c.looks, 1) if job.seed < seeds), 1)
         runs[-1].state = existing_state(job_cfg, {})
-    experiment = {**cfg.to_dict(), "compare": asdict(c)}
+    experiment = {**used_by_script(cfg.to_dict()), "compare": asdict(c)}
     check = SCHEDULE_CHECK if c.shorter or c.until_decided else ""  # later looks may add shorter arms
     pace = pace_of(cfg, c)
     why = f"one epoch of the script could not be timed: {timed}" if epoch is None else ""

@@ -21,10 +21,11 @@ from typing import Any
 
 import torch
 
+from ..arms import shorter_budget
 from ..engine.checkpoint import data_bytes, load_data
 from ..engine.config import Config, config_from_dict, load_yaml, validate
 from ..engine.files import atomic_write_bytes
-from ..engine.scriptconfig import PLACEHOLDERS
+from ..engine.scriptconfig import PLACEHOLDERS, used_by_script
 from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
 from ..engine.totals import Totals, new_summary, summarize
 from ..errors import ConfigError
@@ -103,11 +104,30 @@ def _refuse_other_run(cfg: Config, seed: int, epochs: int, milestones: list[int]
         told["milestones"] = ",".join(map(str, cfg.train.milestones or []))
         given["milestones"] = ",".join(map(str, milestones))
     for name, value in given.items():
+        if name == "milestones" and value is not None and value != told[name]:
+            raise ScriptError(_milestones_advice(told[name], value, shorter_budget(cfg.run.arm) is not None))
         if value is not None and value != told[name]:
             raise ScriptError(
                 f"compare runs this script as {name} {told[name]}, but it trains {name} {value}: pass "
                 f"{{{name}}} to it in --script (e.g. --{name} {{{name}}}) and use that value"
             )
+
+
+def _milestones_advice(told: str, trains: str, shorter: bool) -> str:
+    """A script that steps its lr elsewhere, or not at all, is told what compare must be given:
+    passing {milestones} to a cosine script (the advice once given) changes nothing it trains. A
+    shorter arm's milestones are regular's compressed: only {milestones} brings them."""
+    if not trains and not shorter:
+        return (
+            f"compare runs this script as milestones {told}, but it trains none (a schedule without "
+            "steps, such as cosine): run compare with --milestones '' (and derive the schedule's length "
+            "from {epochs})"
+        )
+    own = "" if shorter or not trains else f", or run compare with its own: --milestones {trains}"
+    return (
+        f"compare runs this script as milestones {told}, but it trains milestones {trains or 'none'}: pass "
+        f"{{milestones}} to it in --script (e.g. --milestones {{milestones}}) and use that value{own}"
+    )
 
 
 class ScriptRun:
@@ -121,7 +141,7 @@ class ScriptRun:
         self.path = Path(cfg.run.out or default_run_dir(cfg.model.name, cfg.data.dataset))
         # a folder holding a run is refused, unless that run left a checkpoint this one may resume
         self.record = RunRecord(self.path, fresh=not (self.path / CHECKPOINT).exists())
-        self.record.write_config(cfg.to_dict())
+        self.record.write_config(used_by_script(cfg.to_dict()))
         self.totals = Totals()
         self.summary = self._summary(data, model or cfg.model.name, dataset or cfg.data.dataset)
         self.policy: Policy = create(cfg.policy, num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
