@@ -86,6 +86,14 @@ def test_a_script_in_a_git_work_tree_is_named_by_its_commit(tmp_path):
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     commit = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert script_version(tmp_path / "main.py") == f"main.py at git commit {commit}"
+    (tmp_path / "models.py").write_text("x = 1\n")  # untracked beside it: not the script's code
+    assert script_version(tmp_path / "main.py") == f"main.py at git commit {commit}"
+    subprocess.run([*git, "add", "models.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "y"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "models.py").write_text("x = 2\n")  # a module it may import changed
+    assert script_version(tmp_path / "main.py").startswith(f"main.py at git commit {commit}, changed since")
+    subprocess.run([*git, "checkout", "-q", "models.py"], check=True)
     (tmp_path / "main.py").write_text("print(2)\n")  # the commit alone would name another script
     assert script_version(tmp_path / "main.py").startswith(f"main.py at git commit {commit}, changed since (sha256 ")
     assert script_version("-c") == ""

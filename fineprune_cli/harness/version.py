@@ -9,9 +9,10 @@ from pathlib import Path
 
 
 def script_version(path: str | Path) -> str:
-    """'main.py at git commit 1a2b3c4d5e6f' for a file committed unchanged; with its content's
-    sha256 beside the commit where the file differs from it (the commit alone would name another
-    script); 'main.py, sha256 …' outside a git work tree; '' when `path` is no file (python -c)."""
+    """'main.py at git commit 1a2b3c4d5e6f' for a file committed unchanged in a clean work tree;
+    with its content's sha256 beside the commit where it or a tracked file of its tree changed
+    since (the commit alone would name other code); 'main.py, sha256 …' outside a git work tree;
+    '' when `path` is no file (python -c)."""
     file = Path(path)
     if not file.is_file():
         return ""
@@ -19,8 +20,11 @@ def script_version(path: str | Path) -> str:
     commit = _git(file.parent, "rev-parse", "--short=12", "HEAD")
     if commit is None:
         return f"{file.name}, {digest}"
+    # the script's own file, untracked or not, and the tracked files beside it (its models, its utils)
     changed = _git(file.parent, "status", "--porcelain", "--", file.name)
-    return f"{file.name} at git commit {commit}" + (f", changed since ({digest})" if changed or changed is None else "")
+    tree = _git(file.parent, "status", "--porcelain", "--untracked-files=no", "--", ":/")
+    dirty = changed is None or tree is None or changed or tree
+    return f"{file.name} at git commit {commit}" + (f", changed since ({digest})" if dirty else "")
 
 
 def _git(where: Path, *args: str) -> str | None:
