@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import console
 from ..arms import REGULAR
 from ..engine import yamlvalues
 from ..engine.config import Config
@@ -67,8 +68,11 @@ def time_one_epoch(cfg: Config, c: CompareConfig) -> ScriptEpoch | str:
                 )
             except OSError as exc:
                 return f"the script could not start: {exc.strerror or exc}"
+            console.info("timing one epoch of the script (regular, seed 0; Ctrl-C: the plan without a time)")
             try:
                 seen = _first_epoch(proc, run_dir, cfg.script.timeout, started)
+            except KeyboardInterrupt:  # an epoch may take hours: the plan is still worth seeing
+                seen = "interrupted before its first epoch ended"
             finally:
                 _stop(proc)
         if seen is None:
