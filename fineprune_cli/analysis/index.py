@@ -88,7 +88,7 @@ def code(runs: list[Run]) -> str:
     """fineprune's commit for its trainer's runs; for a script's, the script's own version (its
     git commit, or its content's hash), fineprune's commit beside it."""
     ours = {r.summary.git_commit or "unknown" for r in runs if not r.is_script}
-    scripts = {r.summary.extra.get("script_version") or "its version not recorded" for r in runs if r.is_script}
+    scripts = {_said(r, "script_version") or "its version not recorded" for r in runs if r.is_script}
     by_script = {r.summary.git_commit or "unknown" for r in runs if r.is_script}
     parts = [", ".join(sorted(ours))] if ours else []
     if scripts:
@@ -96,12 +96,18 @@ def code(runs: list[Run]) -> str:
     return "; ".join(parts)
 
 
+def _said(run: Run, key: str) -> str:
+    """A text a script run recorded beside its summary's fields ('' where none, or not a text)."""
+    value = run.summary.extra.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def made_with(runs: list[Run]) -> list[str]:
     """The commands that make the runs again. A script run's own command line does not name its
     arm (compare hands that over in its job's config.yaml), so the compare command comes first,
     then how one run is made again alone."""
     made = {r.summary.command for r in runs if r.summary.command and not r.is_script}
-    made |= {r.summary.extra["compare_command"] for r in runs if r.is_script and r.summary.extra.get("compare_command")}
+    made |= {_said(r, "compare_command") for r in runs if r.is_script} - {""}
     alone = sorted({r.summary.command for r in runs if r.is_script and r.summary.command})
     parts = ["Made with:\n\n" + "".join(f"    {c}\n" for c in sorted(made))] if made else []
     if alone:

@@ -60,7 +60,7 @@ def clock_seconds(run: Run) -> float | None:
     fineprune's trainer always timed both parts; a script run from before its records kept the
     rest of each epoch apart has no such figure (None)."""
     s = run.summary
-    if s.wall_seconds > 0:
+    if s.wall_seconds > 0 and math.isfinite(s.wall_seconds):  # an edited record's inf compares with nothing
         return s.wall_seconds
     return None if run.is_script else s.train_seconds + s.eval_seconds
 
