@@ -109,3 +109,17 @@ def test_the_report_gives_the_saving_on_the_users_clock_beside_the_training_savi
     }
     assert rows["fine-pruning: saved (same machine)"] == "50.00 ± 0.00%"
     assert rows["fine-pruning: whole run saved (same machine, test passes included)"] == "30.00 ± 0.00%"
+
+
+def test_edited_script_records_read_as_not_recorded_not_a_traceback(tmp_path, monkeypatch):
+    import json
+
+    _report(tmp_path, monkeypatch)
+    for run in (tmp_path / "cmp").glob("*/fine-seed*"):
+        data = json.loads((run / "summary.json").read_text())
+        data.update(script_version={"a": 1}, compare_command=5, wall_seconds=float("inf"))
+        (run / "summary.json").write_text(json.dumps(data))
+    write_report([tmp_path / "cmp"], tmp_path / "again", with_plots=False)
+    index = (tmp_path / "again" / "index.md").read_text()
+    assert "its version not recorded" in index and f"    {COMPARE}\n" in index
+    assert "| fine-pruning: whole run saved (same machine, test passes included) | not recorded |" in index
