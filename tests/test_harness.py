@@ -309,7 +309,7 @@ def test_a_dry_run_of_a_script_comparison_times_one_epoch_of_it_for_the_whole_pl
             "--policies", "regular,fine", "--until-decided", "--looks", "2,4", "--out", "cmp", "--dry-run", "--json"]  # fmt: skip
     done = invoke(argv)
     assert done.exit_code == 0, done.output
-    dry = json.loads(done.output)
+    dry = json.loads(done.stdout)  # the timing line goes to stderr
     assert dry["cannot_estimate"] == "" and "one epoch of your script timed" in dry["note"]
     fewest, most = dry["fewest_seconds"], dry["estimated_seconds"]
     # each run: its start-up and 40 epochs of about 0.3 s training, 0.2 s the rest (a pruned one less)
