@@ -113,15 +113,18 @@ class Bar:
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
 
-    def advance(self, status: str = "", seconds_left: float | None = None, untimed: int = 0, label: str = "") -> None:
+    def advance(
+        self, status: str = "", seconds_left: float | None = None, untimed: int = 0, label: str = "", plan: str = ""
+    ) -> None:
         """One epoch done. A caller may give its own ETA (compare sums each model's cost):
         `seconds_left`, plus `untimed` runs whose cost is not known yet; `label`: what is
-        training, for the status column and the plain line."""
+        training, for the status column and the plain line; `plan`: what follows the ETA (the
+        whole plan's, for planned looks)."""
         self.done += 1
         self._fresh += 1
         left = self.eta() if seconds_left is None else seconds_left
         more = f" + {untimed} run{'s' * (untimed != 1)} not timed yet" if untimed else ""
-        eta = f"eta {clock(left)}{more}"
+        eta = f"eta {clock(left)}{more}{plan}"
         if self._progress is not None:
             shown = f"{label}: {status}" if label else status
             self._progress.update(self._task, completed=self.done, status=shown, eta=eta)

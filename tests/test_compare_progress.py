@@ -14,8 +14,9 @@ class FakeBar:
     def __init__(self):
         self.advances, self.notes, self.resumes = [], [], []
 
-    def advance(self, status="", seconds_left=None, untimed=0, label=""):
+    def advance(self, status="", seconds_left=None, untimed=0, label="", plan=""):
         self.advances.append((label, status, seconds_left, untimed))
+        self.plan = plan
 
     def resumed(self, units):
         self.resumes.append(units)
@@ -42,6 +43,35 @@ def _epoch(run_bar, clock, seconds, status="acc 1.00%"):
     with run_bar.steps(10, lambda: 0, "epoch"):
         clock.t += seconds
     run_bar.advance(status)
+
+
+def test_planned_looks_give_the_whole_plans_eta_beside_this_looks():
+    """Look 1 of 3: its own runs, then the later looks' runs at the pace measured so far."""
+    clock, bar = Clock(), FakeBar()
+    later = [Planned("lenet", f"lenet, regular, seed {s}", 2) for s in (2, 3, 4)]
+    matrix = MatrixProgress(bar, [Planned("lenet", "lenet, regular", 2)], clock=clock, later=later, looks="looks 2–3")
+    with matrix.run(0) as run:
+        clock.t += 1.0  # start-up
+        _epoch(run, clock, 2.0)
+        assert bar.advances[-1][2:] == (2.0, 0)  # this look: its last epoch
+        assert bar.plan == " (this look); up to 0:00:17 with looks 2–3"  # 2 s + 3 runs x (1 s + 2 x 2 s)
+        _epoch(run, clock, 2.0)
+    alone = MatrixProgress(FakeBar(), [Planned("lenet", "lenet, regular", 1)], clock=clock)
+    with alone.run(0) as run:
+        _epoch(run, clock, 2.0)
+    assert alone.bar.plan == ""  # no looks after it: the one ETA is the plan's
+
+
+def test_a_script_runs_start_up_is_its_first_epoch_less_its_second():
+    """A script's run shows no steps: its records alone advance the bar. Its start-up (torch's
+    import, its data) took 20 s a run on a loaded CPU, and the ETA had left it out."""
+    clock, bar = Clock(), FakeBar()
+    matrix = MatrixProgress(bar, [Planned("s", "s, regular", 3), Planned("s", "s, fine", 3)], clock=clock)
+    with matrix.run(0) as run:
+        for seconds in (21.0, 1.0, 1.0):
+            clock.t += seconds
+            run.advance()
+    assert matrix.costs.per_start("s") == 20.0 and bar.advances[-1][2] == 20.0 + 3 * 1.0
 
 
 def test_eta_sums_each_models_own_epochs_not_one_pace_for_all():

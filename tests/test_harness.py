@@ -2,6 +2,7 @@
 refusals: a script that trains another run than it was told, records out of order, stops early,
 crashes, never starts its run or hangs is failed with one line, never averaged in."""
 
+import json
 import os
 import shlex
 import sys
@@ -49,11 +50,24 @@ def test_a_script_ignoring_a_shorter_arms_schedule_is_refused(tmp_path, monkeypa
     assert (told.train.epochs, told.train.milestones) == (5, [3, 4])
     with pytest.raises(ScriptError, match=r"as epochs 5, but it trains epochs 6"):
         fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
-    with pytest.raises(ScriptError, match=r"as milestones 3,4, but it trains milestones 3,5"):
+    with pytest.raises(ScriptError, match=r"as milestones 3,4, but it trains milestones 3,5: .* use that value$"):
         fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 5])
     run = fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 4])
     assert (run.epochs, run.milestones, run.policy.name) == (5, [3, 4], "regular")
     run.close()
+
+
+def test_a_cosine_script_under_compares_default_milestones_is_told_to_give_none(tmp_path, monkeypatch):
+    """compare's default milestones refused every run of a cosine script, advising {milestones}."""
+    told = _job(tmp_path, monkeypatch)  # milestones 3,5
+    with pytest.raises(
+        ScriptError, match=r"as milestones 3,5, but it trains none .*: run compare with --milestones ''"
+    ):
+        fineprune.start(num_train=10, seed=0, epochs=told.train.epochs, milestones=[])
+    with pytest.raises(
+        ScriptError, match=r"pass \{milestones\} to it .* or run compare with its own: --milestones 2,4$"
+    ):
+        fineprune.start(num_train=10, seed=0, epochs=told.train.epochs, milestones=[2, 4])
 
 
 def test_compare_hands_the_random_control_the_policys_schedule(tmp_path, monkeypatch):
@@ -292,15 +306,18 @@ def test_a_hanging_script_under_jobs_is_stopped_and_the_others_go_on(tmp_path, m
     assert summary_of(tmp_path / "cmp" / "hang-data" / "regular-seed0")["status"] == "complete"
 
 
-def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_path, monkeypatch):
-    """It tracebacked: the dry run probed fineprune's trainer on the script's dataset name."""
+def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_says_why_it_has_no_time(tmp_path, monkeypatch):
+    """It tracebacked: the dry run probed fineprune's trainer on the script's dataset name. A
+    script that cannot run has no epoch to time: the plan is listed, with the script's words."""
     monkeypatch.chdir(tmp_path)
     argv = ["compare", "--script", "python train.py --seed {seed}", "--epochs", "12", "--milestones", "6,9",
             "--policies", "regular,fine,random", "--shorter", "0.1", "--seeds", "0,1", "--out", "cmp", "--dry-run"]  # fmt: skip
     done = invoke(argv)
     assert done.exit_code == 0, done.output
     assert "8 runs planned" in done.output and "shorter-10" in done.output
-    assert "no time estimate: a --script run is your own command" in done.output
+    said = " ".join(done.output.split())
+    assert "no time estimate: one epoch of the script could not be timed: " in said
+    assert "train.py" in said.split("could not be timed: ", 1)[1]  # python's own words name the file
     said = " ".join(done.output.split())  # the shorter arms' schedule, checked from the lr the script logs
     assert (
         "regular's learning-rate schedule compressed to its epochs (T_max, milestones and warm-up from {epochs})"
@@ -309,6 +326,56 @@ def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_times_nothing(tmp_p
     assert list(tmp_path.iterdir()) == []  # nothing written
     without = invoke([a for a in argv if a not in ("--shorter", "0.1")])
     assert without.exit_code == 0 and "compressed to its epochs" not in " ".join(without.output.split())
+
+
+@pytest.mark.slow  # one script process importing torch
+def test_a_dry_run_of_a_script_comparison_times_one_epoch_of_it_for_the_whole_plan(tmp_path, monkeypatch):
+    """Its time range comes from one epoch of the script, run in a folder of its own and stopped:
+    every look's runs, from pruning saving its share of the training to saving none."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "timed.py"
+    script.write_text(
+        "import sys, time\nimport fineprune\n"
+        "run = fineprune.start(num_train=100, seed=int(sys.argv[1]), epochs=int(sys.argv[2]))\n"
+        "for e in range(run.epochs):\n"
+        "    time.sleep(0.5)\n    run.log(train_loss=1.0, test_accuracy=50.0, train_seconds=0.3)\n"
+        "run.finish()\n"
+    )
+    argv = ["compare", "--script", f"{sys.executable} {script} {{seed}} {{epochs}}", "--epochs", "40",
+            "--policies", "regular,fine", "--until-decided", "--looks", "2,4", "--out", "cmp", "--dry-run", "--json"]  # fmt: skip
+    done = invoke(argv)
+    assert done.exit_code == 0, done.output
+    dry = json.loads(done.stdout)  # the timing line goes to stderr
+    assert dry["cannot_estimate"] == "" and "one epoch of your script timed" in dry["note"]
+    fewest, most = dry["fewest_seconds"], dry["estimated_seconds"]
+    # each run: its start-up and 40 epochs of about 0.3 s training, 0.2 s the rest (a pruned one less)
+    assert 2 * 40 * 0.4 < fewest < most and 8 * 40 * 0.5 <= dry["estimated_range"][1] < 8 * (40 * 0.5 + 30)
+    assert dry["estimated_range"][0] == most < dry["estimated_range"][1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["timed.py"]  # the timed epoch's folder is gone
+    text = invoke(argv[:-1]).output
+    assert "if the first look (2 seeds) decides every policy, up to" in " ".join(text.split())
+
+
+def test_a_script_runs_config_holds_what_a_script_uses_and_older_full_ones_still_match(tmp_path, monkeypatch):
+    """config.yaml and --print-config listed ~100 lines of fineprune's trainer defaults (batch
+    size, lr, workers, devices...) that never reach a script."""
+    from fineprune_cli.drivers.reuse import existing_state
+    from fineprune_cli.engine.record import CONFIG
+
+    job = _job(tmp_path, monkeypatch)
+    run = fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
+    run.log(train_loss=1.0, test_accuracy=50.0)
+    run.close()
+    text = (run.out / CONFIG).read_text()
+    assert "batch_size" not in text and "workers" not in text and "dist_mode" not in text
+    assert "epochs: 6" in text and "command: python train.py" in text
+    assert yamlvalues.load(text)["train"] == {"epochs": 6, "milestones": [3, 5]}
+    assert existing_state(job) == "incomplete"  # the trimmed record is this job's
+    (run.out / CONFIG).write_text(yamlvalues.dump(job.to_dict()))  # as runs recorded it before
+    assert existing_state(job) == "incomplete"
+    monkeypatch.chdir(tmp_path)
+    shown = invoke(["compare", "--script", "python train.py --seed {seed}", "--epochs", "6", "--print-config"])
+    assert shown.exit_code == 0 and "batch_size" not in shown.output and "epochs: 6" in shown.output
 
 
 def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):

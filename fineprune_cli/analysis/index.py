@@ -40,22 +40,19 @@ def index_markdown(
     parts += [report.notes.strip() + "\n"] if report.notes else []
     runs = report.runs
     if runs:
-        commits = sorted({r.summary.git_commit or "unknown" for r in runs})
-        commands = sorted({r.summary.command for r in runs if r.summary.command})
         n_rows = sum(len(by) for by in report.study.groups.values())
         parts.append(
             f"{len(runs)} complete run{'s' if len(runs) != 1 else ''} in {n_rows} row{'s' if n_rows != 1 else ''} "
-            f"(runs of one row share every setting but the seed). Code: {', '.join(commits)}.\n"
+            f"(runs of one row share every setting but the seed). Code: {code(runs)}.\n"
         )
-        if commands:
-            parts.append("Made with:\n\n" + "".join(f"    {c}\n" for c in commands))
+        parts += made_with(runs)
     titles = {
         "table1_time": "Table 1: training time (seconds of training, evaluation excluded)",
         "table2_accuracy": "Table 2: test accuracy",
         "table3_time_to_accuracy": "Table 3: time to accuracy",
     }
     notes = {
-        "table1_time": TIME_NOTE.format(paper=paper_results()["source"]) + machines(runs, report.study),
+        "table1_time": TIME_NOTE.format(paper=paper_note(tables)) + machines(runs, report.study),
         "table2_accuracy": ACCURACY_NOTE,
         "table3_time_to_accuracy": REACH_NOTE.format(
             target=f"{report.study.judging.target:g}%"
@@ -79,6 +76,51 @@ def index_markdown(
     return "\n".join(parts)
 
 
+def paper_note(tables: dict[str, tuple[list[str], list[list[str]]]]) -> str:
+    rows = tables.get("table1_time", ([], []))[1]
+    if not any(row[0].startswith("Paper ") for row in rows):
+        return ""
+    source = paper_results()["source"]
+    return f"Paper rows: {source}, shown only for the paper's models on CIFAR-10 trained by fineprune's trainer. "
+
+
+def code(runs: list[Run]) -> str:
+    """fineprune's commit for its trainer's runs; for a script's, the script's own version (its
+    git commit, or its content's hash), fineprune's commit beside it."""
+    ours = {r.summary.git_commit or "unknown" for r in runs if not r.is_script}
+    scripts = {_said(r, "script_version") or "its version not recorded" for r in runs if r.is_script}
+    by_script = {r.summary.git_commit or "unknown" for r in runs if r.is_script}
+    parts = [", ".join(sorted(ours))] if ours else []
+    if scripts:
+        parts.append(f"the script {', '.join(sorted(scripts))} (run by fineprune {', '.join(sorted(by_script))})")
+    return "; ".join(parts)
+
+
+def _said(run: Run, key: str) -> str:
+    """A text a script run recorded beside its summary's fields ('' where none, or not a text)."""
+    value = run.summary.extra.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def made_with(runs: list[Run]) -> list[str]:
+    """The commands that make the runs again. A script run's own command line does not name its
+    arm (compare hands that over in its job's config.yaml), so the compare command comes first,
+    then how one run is made again alone."""
+    made = {r.summary.command for r in runs if r.summary.command and not r.is_script}
+    made |= {_said(r, "compare_command") for r in runs if r.is_script} - {""}
+    alone = sorted({r.summary.command for r in runs if r.is_script and r.summary.command})
+    parts = ["Made with:\n\n" + "".join(f"    {c}\n" for c in sorted(made))] if made else []
+    if alone:
+        parts.append(
+            "One script run alone, its arm and settings read from its folder's config.yaml (a new folder: "
+            "a folder holding a run is not written over):\n\n"
+            + "".join(
+                f"    FINEPRUNE_JOB=<its folder>/config.yaml FINEPRUNE_RUN_DIR=<a new folder> {c}\n" for c in alone
+            )
+        )
+    return parts
+
+
 VERDICT_NOTE = (
     "How to read it: a difference is final test accuracy minus the baseline's in the same seed, as mean "
     "[bounds] over the seeds both have (n, and which, beside it); the bounds are the one-sided bounds its "
@@ -90,10 +132,11 @@ VERDICT_NOTE = (
     "and descriptive (the rules and their measured error rates: docs/decisions.md).\n"
 )
 TIME_NOTE = (
-    "Paper rows: {paper}, shown only for the paper's models on CIFAR-10. *Saved (same machine)* is the "
+    "{paper}*Saved (same machine)* is the "
     "training time saved against the regular run of the same seed, only where both ran on one machine "
     "signature (processor, torch threads, torch version, device); the other pairs are counted and left "
-    "out. The random control leaves out as many samples, chosen at random, in the same epochs as "
+    "out; *whole run saved* is the same on the user's clock: training, each epoch's test pass and its "
+    "records. The random control leaves out as many samples, chosen at random, in the same epochs as "
     "fine-pruning. *Saved at own pace* compares a run with itself: 1 − its training time / (epochs × "
     "the median of its unpruned epochs, epoch 1 excluded). Sample-epochs trained (1.0 = one full pass) "
     "and optimizer steps do not depend on the machine and compare across all runs.\n"

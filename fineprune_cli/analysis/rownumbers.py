@@ -86,6 +86,7 @@ class RowNumbers:
     steps: Stat
     d_final: Stat  # final accuracy minus regular's, per seed
     d_best3: Stat
+    clock_saved_pct: Stat  # saved_pct of the whole run as its user's clock saw it, test passes included
     not_timed: tuple[timing.LeftOut, ...] = ()
 
     def columns(self) -> dict[str, Stat]:
@@ -129,6 +130,7 @@ def row_numbers(by_policy: dict[str, dict[int, Run]], policy: str, vs: Compared)
     runs = [by_policy[policy][s] for s in sorted(by_policy.get(policy, {}))]
     s = [r.summary for r in runs]
     saved, not_timed = timing.savings(by_policy, policy)
+    clock, _ = timing.savings(by_policy, policy, timing.clock_seconds)
     return RowNumbers(
         train_s=Stat([x.train_seconds for x in s]),
         pruned_s=Stat([x.train_seconds - x.overhead_seconds for x in s]),
@@ -143,5 +145,6 @@ def row_numbers(by_policy: dict[str, dict[int, Run]], policy: str, vs: Compared)
         steps=Stat([float(timing.optimizer_steps(r)) for r in runs]),
         d_final=Stat(list(vs.regular.diffs.values())),
         d_best3=Stat(list(vs.regular_best3.diffs.values())),
+        clock_saved_pct=Stat(list(clock.values())),
         not_timed=tuple(not_timed),
     )

@@ -54,6 +54,12 @@ class Run:
     def seed(self) -> int:
         return self.summary.seed
 
+    @property
+    def is_script(self) -> bool:
+        """Made by the user's own script (`compare --script`), not fineprune's trainer."""
+        script = self.config.get("script")
+        return bool(isinstance(script, dict) and script.get("command")) or "script_version" in self.summary.extra
+
 
 @dataclass
 class Problem:

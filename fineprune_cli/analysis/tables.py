@@ -65,10 +65,13 @@ def _columns(groups) -> list[tuple[Context, str]]:
 PAPER_DATASET = re.compile(r"cifar-?10(?!\d)", re.IGNORECASE)  # CIFAR-10, not CIFAR-100
 
 
-def paper_entry(model: str, label: str) -> dict[str, Any] | None:
+def paper_entry(model: str, label: str, by: dict[str, dict[int, Run]] | None = None) -> dict[str, Any] | None:
     """The paper's row for this model, where the runs' dataset is the paper's: CIFAR-10 (the
-    built-in one or an image folder labelled so, as the JPEG copy is). On another dataset its
-    CIFAR-10 figures compare with nothing, so the tables leave them out."""
+    built-in one or an image folder labelled so, as the JPEG copy is) and fineprune's trainer
+    made them. On another dataset its CIFAR-10 figures compare with nothing, and a user's script
+    named 'lenet' is another recipe than the paper's LeNet: the tables leave them out."""
+    if by and any(r.is_script for seeds in by.values() for r in seeds.values()):
+        return None
     entry = paper_results()["models"].get(model)
     return entry if entry and PAPER_DATASET.search(label) else None
 
@@ -109,13 +112,14 @@ def _time_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -
             (f"{name}: seeds", _seeds(by[p])),
             (f"{name}: overhead", st.overhead_s.fmt(2, " s")),
             (f"{name}: saved (same machine)", _saved_text(st)),
+            (f"{name}: whole run saved (same machine, test passes included)", _clock_text(st)),
             (f"{name}: saved at own pace", st.pace_saved_pct.fmt(2, "%")),
             (f"{name}: sample-epochs skipped", st.budget_pct.fmt(2, "%")),
             (f"{name}: sample-epochs trained", st.sample_epochs.fmt(2)),
             (f"{name}: optimizer steps", st.steps.fmt(0)),
             (f"{name}: pruned epoch / full epoch", st.epoch_ratio.fmt(3, "×")),
         ]
-    entry = paper_entry(context.model, context.label)
+    entry = paper_entry(context.model, context.label, by)
     if entry is None:
         return cells
     return cells + [
@@ -133,6 +137,14 @@ def _saved_text(st: RowNumbers) -> str:
         return f"not compared ({', '.join(sorted({x.reason for x in left}))})" if left else NA
     pairs = len(saved.values)
     return saved.fmt(2, "%") + (f" ({pairs} of {pairs + len(left)} pairs)" if left else "")
+
+
+def _clock_text(st: RowNumbers) -> str:
+    """The saving on the user's clock, over the pairs *saved* compares that recorded it."""
+    clock, pairs = st.clock_saved_pct, len(st.saved_pct.values)
+    if not clock.values:
+        return "not recorded" if pairs else NA
+    return clock.fmt(2, "%") + (f" ({len(clock.values)} of {pairs} pairs)" if len(clock.values) < pairs else "")
 
 
 def _accuracy_cells(found: Study, context: Context, by: dict[str, dict[int, Run]]) -> list[tuple[str, str]]:
@@ -153,7 +165,7 @@ def _accuracy_cells(found: Study, context: Context, by: dict[str, dict[int, Run]
             (f"{name} − regular (final)", interval_text(vs.regular, q)),
         ]
         cells += [(f"{name} − {_short(c.against)} (final)", interval_text(c, q)) for c in vs.controls()]
-    entry = paper_entry(context.model, context.label)
+    entry = paper_entry(context.model, context.label, by)
     if entry is None:
         return cells
     return cells + [

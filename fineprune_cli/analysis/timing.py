@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 from ..arms import REGULAR
 from ..engine.config import TrainConfig
@@ -50,16 +51,36 @@ class LeftOut:
     reason: str
 
 
-def savings(by_policy: dict[str, dict[int, Run]], policy: str) -> tuple[dict[int, float], list[LeftOut]]:
-    """Time saved (%) against regular of the same seed, for the pairs whose times compare."""
+def training_seconds(run: Run) -> float | None:
+    return run.summary.train_seconds
+
+
+def clock_seconds(run: Run) -> float | None:
+    """The run as its user's clock saw it: training, the test pass of every epoch, the records.
+    fineprune's trainer always timed both parts; a script run from before its records kept the
+    rest of each epoch apart has no such figure (None)."""
+    s = run.summary
+    if s.wall_seconds > 0 and math.isfinite(s.wall_seconds):  # an edited record's inf compares with nothing
+        return s.wall_seconds
+    return None if run.is_script else s.train_seconds + s.eval_seconds
+
+
+def savings(
+    by_policy: dict[str, dict[int, Run]], policy: str, seconds: Callable[[Run], float | None] = training_seconds
+) -> tuple[dict[int, float], list[LeftOut]]:
+    """Time saved (%) against regular of the same seed, for the pairs whose times compare;
+    `seconds`: which time of a run (a pair missing one is left out, as not recorded)."""
     regular, mine = by_policy.get(REGULAR, {}), by_policy.get(policy, {})
     saved, left = {}, []
     for seed in sorted(s for s in mine if s in regular):
         why = comparable(mine[seed], regular[seed])
+        ours, theirs = seconds(mine[seed]), seconds(regular[seed])
+        if not why and not (ours is not None and theirs):
+            why = "not recorded"
         if why:
             left.append(LeftOut(policy, seed, why))
         else:
-            saved[seed] = 100.0 * (1.0 - mine[seed].summary.train_seconds / regular[seed].summary.train_seconds)
+            saved[seed] = 100.0 * (1.0 - ours / theirs)
     return saved, left
 
 

@@ -145,7 +145,9 @@ def estimate_text(dry: Any) -> str:
     noisy = (
         f"\n(in brackets: at the pace of the probe's fastest and slowest timed repeat, {spread:.2g}x apart; "
         "the machine's pace is not steady, so the runs may go at either)"
-        if dry.estimated_range
+        if dry.estimated_range and not dry.range_note
+        else f"\n({dry.range_note})"
+        if dry.range_note and (dry.estimated_range or dry.fewest_range)
         else ""
     )
     return f"estimated time on {dry.device}: {span} ({what})\n({dry.note}){noisy}{faster}"

@@ -154,11 +154,13 @@ def compare(
 
         from ..drivers.compare import plan
         from ..drivers.dryrun import dry_compare
+        from ..engine.scriptconfig import used_by_script
 
         cfg = build_config(config, rest, drop_idle=False)  # each arm keeps what acts in it
         if print_config:
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
-            return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c), "judging": asdict(judging)}, as_json)
+            tree = used_by_script(cfg.to_dict())
+            return dryrun_view.show_config({**tree, "compare": asdict(c), "judging": asdict(judging)}, as_json)
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     run = until_decided if c.until_decided else judged_matrix
     try:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..engine.config import Config, validate
 from ..engine.datashape import shape_of
+from ..engine.scriptconfig import used_by_script
 from ..pruning.estimate import estimate
 from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
@@ -26,7 +27,7 @@ from ..pruning.schedule import PruneSchedule
 from .compare import CompareConfig, job_config, plan
 from .matrix import random_equal_lines
 from .reuse import existing_state
-from .drytime import Pace, PlannedRun, contended, ranges, time_runs
+from .drytime import Pace, PlannedRun, contended, ranges, time_runs, wall
 from .probe import Probe, busy, probe, step_text
 
 Timer = Callable[[Config, int, int, int, "int | None"], Probe]  # probe's signature: tests pass their own
@@ -51,6 +52,7 @@ class DryRun:
     estimated_range: tuple[float, float] | None = None  # the same for estimated_seconds
     schedule_check: str = ""  # --script with shorter arms: what compare checks of the script's schedule
     random_equal: list[str] = field(default_factory=list)  # arms whose policy is its random control
+    range_note: str = ""  # what the bracketed ranges span, where not the probe's repeats
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,23 +132,53 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
 
 
 def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun:
-    """`compare --script --dry-run`: the runs and their schedules; no time, since only running the
-    script could tell it (its data's size is the script's too: the pruned share stands for it)."""
+    """`compare --script --dry-run`: the runs and their schedules, timed from one epoch of the
+    script (scriptprobe.py): from pruning saving its skipped share of each epoch's training to it
+    saving none, since only the script knows what a pruned epoch costs it."""
+    from .scriptprobe import ScriptEpoch, time_one_epoch
+
+    timed = time_one_epoch(cfg, matrix)
+    epoch = timed if isinstance(timed, ScriptEpoch) else None
     runs, configs = [], []
     for job in plan(cfg, matrix):
         job_cfg = job_config(cfg, job, c.out)
         configs.append((job, job_cfg))
-        runs.append(planned(job_cfg, job.arm, 1))
+        runs.append(planned(job_cfg, job.arm, epoch.num_train if epoch else 1))
         runs[-1].look = next((k for k, seeds in enumerate(c.looks, 1) if job.seed < seeds), 1)
         runs[-1].state = existing_state(job_cfg, {})
-    why = "a --script run is your own command: only running it tells its time (each run's log says it)"
-    experiment = {**cfg.to_dict(), "compare": asdict(c)}
+    experiment = {**used_by_script(cfg.to_dict()), "compare": asdict(c)}
     check = SCHEDULE_CHECK if c.shorter or c.until_decided else ""  # later looks may add shorter arms
     pace = pace_of(cfg, c)
+    why = f"one epoch of the script could not be timed: {timed}" if epoch is None else ""
     dry = DryRun(
         experiment, runs, {}, {}, None, None, why, cfg.run.device, pace, list(c.looks), "", schedule_check=check
     )
+    if epoch is not None:
+        dry = _script_times(dry, epoch)
     return replace(dry, random_equal=random_equal_lines(configs))
+
+
+def _script_times(dry: DryRun, epoch: Any) -> DryRun:
+    """The plan's fewest and most seconds, each from pruning saving its share to saving none."""
+    last = max((r.look for r in dry.runs), default=1)
+    spans = []
+    for saves in (True, False):
+        for r in dry.runs:
+            r.seconds = epoch.run_seconds(r, saves)
+        spans.append((wall(dry.runs, dry.pace.at_once, 1), wall(dry.runs, dry.pace.at_once or 1, last)))
+    for r in dry.runs:
+        r.seconds = epoch.run_seconds(r)
+    (fewest, most), (fewest_high, most_high) = spans
+    note = epoch.text() + "; a pruned epoch counted as saving its skipped share of the training"
+    return replace(
+        dry,
+        estimated_seconds=most,
+        fewest_seconds=fewest,
+        fewest_range=(fewest, fewest_high) if fewest_high > fewest else None,
+        estimated_range=(most, most_high) if most_high > most else None,
+        range_note="in brackets: from pruning saving its whole skipped share of the training to saving none of it",
+        note=note,
+    )
 
 
 SCHEDULE_CHECK = (

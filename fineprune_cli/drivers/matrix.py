@@ -25,8 +25,15 @@ from .compressioncheck import CompressionCheck
 from .scriptjob import ScriptFailed
 
 
-def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, command: str | None = None) -> list[Path]:
-    """Train every job not yet finished; returns the run folders in plan order."""
+def run_matrix(
+    cfg: Config,
+    c: CompareConfig,
+    show_progress: bool = True,
+    command: str | None = None,
+    later: tuple[list[Job], str] = ([], ""),
+) -> list[Path]:
+    """Train every job not yet finished; returns the run folders in plan order. `later`: the
+    jobs the looks after this one may train, and their name, for the whole plan's ETA."""
     from ..engine.stream import data_identity
 
     cfg = under_plan(cfg, Path(c.out))
@@ -62,7 +69,8 @@ def run_matrix(cfg: Config, c: CompareConfig, show_progress: bool = True, comman
         console.info(line)
     failed = []
     with console.progress(sum(p.epochs for p in planned), f"compare ({len(todo)} runs)", show_progress) as bar:
-        matrix = MatrixProgress(bar, planned)
+        more = [Planned((j.model, j.dataset), str(j), job_config(cfg, j, c.out).train.epochs) for j in later[0]]
+        matrix = MatrixProgress(bar, planned, later=more, looks=later[1])
         for i, job in enumerate(todo):
             try:
                 with matrix.run(i) as labelled:

@@ -60,8 +60,19 @@ class Costs:
 class MatrixProgress:
     """Hands `compare`'s bar to each run in turn (`run(i)`), with an ETA from `Costs`."""
 
-    def __init__(self, bar: Any, planned: list[Planned], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        bar: Any,
+        planned: list[Planned],
+        clock: Callable[[], float] = time.monotonic,
+        later: list[Planned] | None = None,
+        looks: str = "",
+    ):
+        """`later`: the runs the planned looks after this one may train (`looks` names them, e.g.
+        'looks 2-3'), counted into a second ETA: the whole plan's, should no policy be decided
+        before the last look."""
         self.bar, self.planned, self.clock = bar, planned, clock
+        self.later, self.looks = later or [], looks
         self.costs = Costs()
         self.done = [0] * len(planned)  # epochs done per run
         self.current = -1
@@ -71,6 +82,16 @@ class MatrixProgress:
             (p.key, p.epochs - self.done[i], i <= self.current) for i, p in enumerate(self.planned) if i >= self.current
         ]
         return self.costs.seconds_left(runs)
+
+    def plan_left(self) -> str:
+        """' (this look); up to 20 min for looks 2-3 too': the later looks at the pace measured
+        so far ('' without later looks); a model not timed yet is counted as such."""
+        if not self.later:
+            return ""
+        seconds, untimed = self.costs.seconds_left([(p.key, p.epochs, False) for p in self.later])
+        now, untimed_now = self.seconds_left()
+        more = f" + {untimed + untimed_now} runs not timed yet" if untimed + untimed_now else ""
+        return f" (this look); up to {console.clock(now + seconds)}{more} with {self.looks}"
 
     @contextmanager
     def run(self, i: int) -> Iterator["RunBar"]:
@@ -95,6 +116,7 @@ class RunBar:
         self.label = f"{self.planned.label} (run {i + 1}/{len(matrix.planned)})"
         self.started = matrix.clock()
         self.epoch_started: float | None = None
+        self.first_done: float | None = None  # a script's first epoch: its start-up is in it
 
     def resumed(self, epochs: int) -> None:
         self.matrix.done[self.i] += epochs
@@ -113,8 +135,13 @@ class RunBar:
         now = m.clock()
         if self.epoch_started is not None:  # advance to advance: checkpoints and planning included
             m.costs.epoch_s[key].append(now - self.epoch_started)
+            if self.first_done == self.epoch_started:  # a script's, whose steps no view shows:
+                # its start-up is its first epoch's time less its second's
+                m.costs.start_s[key].append(max(0.0, 2 * self.first_done - self.started - now))
+        elif m.done[self.i] == 0:
+            self.first_done = now
         self.epoch_started = now
         m.done[self.i] += 1
         seconds, untimed = m.seconds_left()
         status = f"epoch {m.done[self.i]}/{self.planned.epochs}" + (f", {status}" if status else "")
-        m.bar.advance(status, seconds_left=seconds, untimed=untimed, label=self.label)
+        m.bar.advance(status, seconds_left=seconds, untimed=untimed, label=self.label, plan=m.plan_left())

@@ -13,6 +13,7 @@ from .. import console
 from ..engine.config import Config, config_from_dict
 from ..engine.files import read_regular_text
 from ..engine.fingerprint import data_changes, drop_unused
+from ..engine.scriptconfig import used_by_script
 from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, held, load_run_config, read_summary
 from ..errors import ConfigError
 
@@ -21,7 +22,7 @@ HELD = "its folder is being written by another fineprune process: left to it (co
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     """The settings that decide a run's result; where it is written and the matrix do not."""
-    config = copy.deepcopy(config)
+    config = copy.deepcopy(used_by_script(config))  # a script's config.yaml holds only what it uses
     config.get("run", {}).pop("out", None)
     config.get("run", {}).pop("checkpoint_every", None)
     config.get("run", {}).pop("dist_timeout", None)
@@ -108,7 +109,7 @@ def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> Non
 
         if state == "incomplete":
             clear_attempt(path)
-        return run_script(job_cfg, bar)
+        return run_script(job_cfg, bar, command)
     if state == "incomplete":
         if not (path / CHECKPOINT).exists():
             console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")

@@ -22,7 +22,7 @@ from ..engine.config import Config
 from ..engine.files import atomic_write_text
 from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
 from ..errors import ConfigError, FinepruneError
-from ..harness import JOB_ENV, RUN_DIR_ENV
+from ..harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
 from .executor import job_file, last_error
 
 POLL_S = 0.5
@@ -87,8 +87,9 @@ def workdir(run_dir: Path) -> Path:
     return job_file(run_dir).with_suffix(".work")
 
 
-def run_script(cfg: Config, bar: Any) -> None:
-    """Run the script for this job and wait for it; ScriptFailed says why it failed."""
+def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
+    """Run the script for this job and wait for it; ScriptFailed says why it failed. `command`:
+    compare's own, which the run records as what makes it again (the script's line lacks the arm)."""
     run_dir = Path(cfg.run.out)
     config = job_file(run_dir)
     config.parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +100,8 @@ def run_script(cfg: Config, bar: Any) -> None:
     env = {**os.environ, JOB_ENV: str(config.resolve()), RUN_DIR_ENV: str(run_dir.resolve()), LAUNCH_DIR_ENV: str(here)}
     # `python -m module` looked for the module where compare runs; it still does
     env["PYTHONPATH"] = os.pathsep.join([str(here), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env.pop(COMMAND_ENV, None)
+    env.update({COMMAND_ENV: command} if command else {})
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(

@@ -93,6 +93,8 @@ class RunSummary:
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
     overhead_seconds: float = 0.0
+    # the user's clock from the first epoch's start to the last's end, test passes included; 0: not recorded
+    wall_seconds: float = 0.0
     final_accuracy: float = float("nan")
     best3_accuracy: float = float("nan")
     final_test_loss: float | None = None

@@ -52,3 +52,27 @@ class ScriptConfig:
         help="What the script declared it trains with (fineprune.start(recipe=...)), recorded by the run: "
         "runs whose recipes differ are never paired.",
     )
+
+
+# what a --script run reads of its config: the names it is filed under, its schedule, its seed
+# and folder, its policy, the script itself; the rest (fineprune's trainer, its data loading,
+# its devices) never reaches the script, and listing it read as if it did (issue 49)
+SCRIPT_USES = {
+    "model": ("name",),
+    "data": ("dataset", "label"),
+    "train": ("epochs", "milestones"),
+    "run": ("seed", "out", "arm", "plan"),
+}
+
+
+def used_by_script(tree: dict[str, Any]) -> dict[str, Any]:
+    """A config tree as a `--script` run uses it (the tree itself for fineprune's trainer);
+    what it leaves out reads back as its default, which nothing of a script's run reads."""
+    if not (tree.get("script") or {}).get("command"):
+        return tree
+    return {
+        section: {k: v for k, v in values.items() if k in SCRIPT_USES[section]}
+        if section in SCRIPT_USES and isinstance(values, dict)
+        else values
+        for section, values in tree.items()
+    }

@@ -62,6 +62,7 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
     summary.train_seconds = round(totals.train_s, 3)
     summary.eval_seconds = round(totals.eval_s, 3)
     summary.overhead_seconds = round(totals.overhead_s, 4)
+    summary.wall_seconds = round(totals.train_s + totals.eval_s, 3)  # each epoch's loop times all of it
     summary.final_accuracy = rows[-1].test_accuracy if rows else float("nan")
     summary.final_test_loss = rows[-1].test_loss if rows else None
     summary.best3_accuracy = best3([r.test_accuracy for r in rows])

@@ -21,18 +21,21 @@ from typing import Any
 
 import torch
 
+from ..arms import shorter_budget
 from ..engine.checkpoint import data_bytes, load_data
 from ..engine.config import Config, config_from_dict, load_yaml, validate
 from ..engine.files import atomic_write_bytes
-from ..engine.scriptconfig import PLACEHOLDERS
+from ..engine.scriptconfig import PLACEHOLDERS, used_by_script
 from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
 from ..engine.totals import Totals, new_summary, summarize
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
 from ..pruning.sampler import PruningSampler
+from .version import script_version
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
+COMMAND_ENV = "FINEPRUNE_COMMAND"  # the compare command that runs the script: it makes each run again
 
 
 class ScriptError(ConfigError):
@@ -101,11 +104,30 @@ def _refuse_other_run(cfg: Config, seed: int, epochs: int, milestones: list[int]
         told["milestones"] = ",".join(map(str, cfg.train.milestones or []))
         given["milestones"] = ",".join(map(str, milestones))
     for name, value in given.items():
+        if name == "milestones" and value is not None and value != told[name]:
+            raise ScriptError(_milestones_advice(told[name], value, shorter_budget(cfg.run.arm) is not None))
         if value is not None and value != told[name]:
             raise ScriptError(
                 f"compare runs this script as {name} {told[name]}, but it trains {name} {value}: pass "
                 f"{{{name}}} to it in --script (e.g. --{name} {{{name}}}) and use that value"
             )
+
+
+def _milestones_advice(told: str, trains: str, shorter: bool) -> str:
+    """A script that steps its lr elsewhere, or not at all, is told what compare must be given:
+    passing {milestones} to a cosine script (the advice once given) changes nothing it trains. A
+    shorter arm's milestones are regular's compressed: only {milestones} brings them."""
+    if not trains and not shorter:
+        return (
+            f"compare runs this script as milestones {told}, but it trains none (a schedule without "
+            "steps, such as cosine): run compare with --milestones '' (and derive the schedule's length "
+            "from {epochs})"
+        )
+    own = "" if shorter or not trains else f", or run compare with its own: --milestones {trains}"
+    return (
+        f"compare runs this script as milestones {told}, but it trains milestones {trains or 'none'}: pass "
+        f"{{milestones}} to it in --script (e.g. --milestones {{milestones}}) and use that value{own}"
+    )
 
 
 class ScriptRun:
@@ -119,7 +141,7 @@ class ScriptRun:
         self.path = Path(cfg.run.out or default_run_dir(cfg.model.name, cfg.data.dataset))
         # a folder holding a run is refused, unless that run left a checkpoint this one may resume
         self.record = RunRecord(self.path, fresh=not (self.path / CHECKPOINT).exists())
-        self.record.write_config(cfg.to_dict())
+        self.record.write_config(used_by_script(cfg.to_dict()))
         self.totals = Totals()
         self.summary = self._summary(data, model or cfg.model.name, dataset or cfg.data.dataset)
         self.policy: Policy = create(cfg.policy, num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
@@ -166,10 +188,13 @@ class ScriptRun:
         plan = self._sampler.plan if self._sampler is not None else None
         count = samples if samples is not None else plan.samples if plan is not None else self.num_train
         seconds = train_seconds if train_seconds is not None else now - self._since
+        # the rest of the epoch (its test pass, its records) is the user's clock time too
+        rest = max(0.0, now - self._since - seconds)
         row = EpochRow(number, float(lr), int(count), round(seconds, 4), float(train_loss), float(test_loss),
                        float(test_accuracy), int(count < self.num_train), 0.0)  # fmt: skip
         self.totals.rows.append(row)
         self.totals.train_s += seconds
+        self.totals.eval_s += rest
         self._since = now
         self._write()
 
@@ -230,6 +255,9 @@ class ScriptRun:
         command = shlex.join([sys.executable, *sys.argv])
         summary = new_summary(self.cfg, self.device, self.path, self.num_train, command=command, data=data)
         summary.model, summary.dataset, summary.dataset_label = model, dataset, dataset
+        summary.extra["script_version"] = script_version(sys.argv[0])
+        if os.environ.get(COMMAND_ENV):
+            summary.extra["compare_command"] = os.environ[COMMAND_ENV]
         return summary
 
     def _write(self) -> None:

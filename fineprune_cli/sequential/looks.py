@@ -47,7 +47,8 @@ def until_decided(
     for number, seeds in enumerate(c.looks, start=1):
         sub = replace(arms, seeds=list(range(seeds)))
         console.info(f"look {number} of {len(c.looks)}: seeds 0–{seeds - 1}")
-        matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command)
+        later = _later(cfg, c, sub, number)
+        matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command, later=later)
         runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < seeds] if Path(c.out).is_dir() else []
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
@@ -58,6 +59,18 @@ def until_decided(
             break
         arms = _next_arms(cfg, c, decidable(grouped), still)  # says here which arms it leaves out
     return study(runs, judging, [plan])
+
+
+def _later(cfg: Config, c: CompareConfig, now: CompareConfig, number: int) -> tuple[list[Job], str]:
+    """The runs the looks after `number` would train should they decide nothing: every arm of
+    this look, on the seeds they add (a look that adds shorter arms adds more; one that decides a
+    policy, fewer)."""
+    if number == len(c.looks):
+        return [], ""
+    have = set(jobs_of(cfg, now))
+    jobs = [j for j in jobs_of(cfg, replace(now, seeds=list(range(c.looks[-1])))) if j not in have]
+    names = f"look {number + 1}" if number + 1 == len(c.looks) else f"looks {number + 1}–{len(c.looks)}"
+    return jobs, names
 
 
 def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) -> list[Job]:
