@@ -26,17 +26,15 @@ from ..engine.config import Config, config_from_dict, load_yaml, validate
 from ..engine.files import atomic_write_bytes
 from ..engine.scriptconfig import PLACEHOLDERS
 from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
-from ..engine.totals import Totals, new_summary, summarize
+from ..engine.totals import Totals, mark_diverged, new_summary, summarize
 from ..errors import ConfigError
+from . import logged
+from .logged import ScriptError
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
 from ..pruning.sampler import PruningSampler
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
-
-
-class ScriptError(ConfigError):
-    """The script and its run disagree (a seed, the epochs, the order of its records)."""
 
 
 def start(
@@ -155,23 +153,37 @@ class ScriptRun:
         train_seconds: float | None = None,
         epoch: int | None = None,
     ) -> None:
-        """Record the epoch just trained (test_accuracy in percent); written at once, atomically."""
+        """Record the epoch just trained (test_accuracy in percent); written at once, atomically.
+        A figure outside its meaning is refused (`harness.logged`); a loss no longer finite
+        records the run as diverged, after which `diverged` is True and later epochs are not
+        recorded (stop training: it would stay diverged)."""
         now, number = time.perf_counter(), len(self.totals.rows) + 1
+        if self.diverged:
+            return
         if epoch is not None and epoch != number:
             raise ScriptError(f"epoch {epoch} recorded where epoch {number} comes next: record epochs in order")
         if number > self.epochs:
             raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs")
-        if not 0 <= test_accuracy <= 100:
-            raise ScriptError(f"test_accuracy {test_accuracy} is not a percentage (0 to 100)")
         plan = self._sampler.plan if self._sampler is not None else None
         count = samples if samples is not None else plan.samples if plan is not None else self.num_train
         seconds = train_seconds if train_seconds is not None else now - self._since
-        row = EpochRow(number, float(lr), int(count), round(seconds, 4), float(train_loss), float(test_loss),
-                       float(test_accuracy), int(count < self.num_train), 0.0)  # fmt: skip
+        train, lost = logged.loss("train_loss", train_loss)
+        test, lost_test = logged.loss("test_loss", test_loss, measured=False)
+        row = EpochRow(number, logged.lr(lr), logged.samples(count, self.num_train), round(logged.seconds(seconds), 4),
+                       train, test, logged.accuracy(test_accuracy, self.summary.num_test), int(count < self.num_train),
+                       0.0)  # fmt: skip
         self.totals.rows.append(row)
-        self.totals.train_s += seconds
+        self.totals.train_s += row.train_seconds
         self._since = now
+        if lost or lost_test:  # as the built-in trainer records a run whose loss is no longer finite
+            mark_diverged(self.record, self.summary, self.totals, row)
+            return
         self._write()
+
+    @property
+    def diverged(self) -> bool:
+        """The run's loss stopped being finite: it is recorded as diverged and logs no more epochs."""
+        return self.summary.status == Status.DIVERGED
 
     def save(self, state: Any) -> None:
         """Keep `state` (model, optimizer, sampler.state_dict(), ...) for `resume()` after the
@@ -204,7 +216,10 @@ class ScriptRun:
         return saved["state"]
 
     def finish(self) -> RunSummary:
-        """The run is complete: every epoch it was told recorded."""
+        """The run is complete: every epoch it was told recorded (or it diverged: kept so)."""
+        if self.diverged:
+            self.close()
+            return self.summary
         done = len(self.totals.rows)
         if done != self.epochs:
             self.close()
@@ -222,7 +237,7 @@ class ScriptRun:
         return self
 
     def __exit__(self, kind, *_: Any) -> None:
-        if kind is None and self.summary.status != Status.COMPLETE:
+        if kind is None and self.summary.status not in (Status.COMPLETE, Status.DIVERGED):
             self.finish()
         self.close()
 
