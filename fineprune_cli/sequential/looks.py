@@ -25,6 +25,7 @@ from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.judging import Judging
 from ..analysis.groups import group
+from ..analysis import leftout
 from ..analysis.runs import Run, load_runs
 from ..analysis.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study
@@ -44,11 +45,14 @@ def until_decided(
     plan = matrix.record_plan(c, judging, first, c.looks)
     arms = replace(c)
     runs: list = []
+    problems: list = []  # the runs read but left out, named in the decisions (analysis.leftout)
     for number, seeds in enumerate(c.looks, start=1):
         sub = replace(arms, seeds=list(range(seeds)))
         console.info(f"look {number} of {len(c.looks)}: seeds 0–{seeds - 1}")
         matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command)
-        runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < seeds] if Path(c.out).is_dir() else []
+        runs, problems = load_runs([Path(c.out)]) if Path(c.out).is_dir() else ([], [])
+        runs = [r for r in runs if r.seed < seeds]
+        problems = [p for p in problems if p.seed is None or p.seed < seeds]
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
         decisions, looks, still, grouped = _at_look(c, judging, runs, number)
@@ -57,7 +61,7 @@ def until_decided(
         if not still or len(looks) < number or number == len(c.looks):
             break
         arms = _next_arms(cfg, c, decidable(grouped), still)  # says here which arms it leaves out
-    return study(runs, judging, [plan])
+    return leftout.apply(study(runs, judging, [plan]), problems)
 
 
 def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) -> list[Job]:
