@@ -76,3 +76,32 @@ def test_identical_records_of_one_seed_are_kept_once_saying_so(tmp_path):
     report = write_report([tmp_path / "m1", tmp_path / "m2", tmp_path / "m3"], tmp_path / "rep", with_plots=False)
     assert len(report.runs) == 1 and [p.status for p in report.problems] == ["duplicate", "duplicate"]
     assert "an identical record of the run in" in (tmp_path / "rep" / "index.md").read_text()
+
+
+DIVERGING = """import os, sys
+import fineprune
+seed, epochs = int(sys.argv[1]), int(sys.argv[2])
+run = fineprune.start(num_train=8, seed=seed, epochs=epochs)
+for e in range(run.epochs):
+    lost = os.environ['P'] != 'regular' and seed == 0
+    run.log(train_loss=float('nan') if lost else 1.0 / (e + 1 + seed), test_accuracy=50.0 + e + seed)
+run.finish()
+"""
+
+
+@pytest.mark.slow  # four runs of a script, each a process importing torch
+def test_planned_looks_train_no_more_seeds_of_a_policy_whose_runs_diverged(tmp_path, monkeypatch):
+    import sys
+
+    from conftest import invoke
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.py").write_text(DIVERGING)
+    command = f"env P={{policy}} {sys.executable} s.py {{seed}} {{epochs}}"
+    done = invoke(["compare", "--script", command, "--epochs", "2", "--milestones", "", "--policies", "regular,fine",
+                   "--window", "2", "--start", "1", "--until-decided", "--looks", "2,3", "--out", "cmp"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "seeds 0 diverged; more seeds cannot decide it" in done.output
+    runs = sorted(p.name for p in (tmp_path / "cmp" / "s-data").iterdir())
+    assert runs == ["fine-seed0", "fine-seed1", "regular-seed0", "regular-seed1"]  # no look 2
+    assert "runs left out: seed 0 diverged" in done.output

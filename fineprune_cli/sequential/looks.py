@@ -26,7 +26,7 @@ from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.judging import Judging
 from ..analysis.groups import group
 from ..analysis import leftout
-from ..analysis.runs import Run, load_runs
+from ..analysis.runs import Run, arm_of, load_runs
 from ..analysis.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study
 from ..engine.config import Config
@@ -56,6 +56,7 @@ def until_decided(
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
         decisions, looks, still, grouped = _at_look(c, judging, runs, number)
+        still = _not_diverged(still, problems)
         _write(Path(c.out), c.looks, looks, decisions, judging)
         _say(looks[-1], decisions, still, number < len(c.looks))
         if not still or len(looks) < number or number == len(c.looks):
@@ -90,6 +91,23 @@ def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
     grouped = group(runs)
     decisions, looks = replay(grouped, judging, tuple(c.looks), upto=number)
     return decisions, looks, [d for d in decisions if d.word == CANT_TELL], grouped
+
+
+def _not_diverged(still: list[Decision], problems: list) -> list[Decision]:
+    """The undecided policies more seeds could decide: one with a diverged run never will
+    (`analysis.leftout`), so the next look trains no more of it, saying so."""
+    rows, keep = leftout.by_row(problems), []
+    for d in still:
+        arm = arm_of(d.policy)
+        lost = leftout.diverged(rows.get((d.context.model, d.context.label, arm), []), arm)
+        if lost:
+            seeds = ", ".join(str(p.seed) for p in lost)
+            console.info(
+                f"{d.policy}: its runs of seeds {seeds} diverged; more seeds cannot decide it, so no more train"
+            )
+        else:
+            keep.append(d)
+    return keep
 
 
 def _say(look: Look, decisions: list[Decision], still: list[Decision], more: bool) -> None:
