@@ -245,7 +245,8 @@ def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_pa
     assert len(report.runs) == 4 and len(report.problems) == 4
     assert {p.status for p in report.problems} == {"duplicate"}
     assert all(
-        str(p.path).startswith(str(tmp_path / "b")) and "same settings and seed as" in p.reason for p in report.problems
+        str(p.path).startswith(str(tmp_path / "b")) and "an identical record of the run in" in p.reason
+        for p in report.problems
     )
     assert len((tmp_path / "o" / "runs.csv").read_text().splitlines()) == 1 + 4
 

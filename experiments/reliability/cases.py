@@ -29,6 +29,7 @@ class Case:
     expect: str = "refused"
     check: Callable[[Path], str | None] | None = None  # given the case's work folder: what is wrong
     memory_mb: int | None = None  # RLIMIT_AS headroom over what the process maps (a smaller machine)
+    said: Callable[[str], str | None] | None = None  # given its stderr: what is wrong with what it said
 
 
 TINY = [

@@ -115,7 +115,7 @@ SCRIPT_CASES = [
            ("flooded",), kept=()),  # fmt: skip
     failed("script-hangs-under-jobs", "if seed: time.sleep(600)\n" + FULL, ("ran past --script-timeout 20 s",),
            "--jobs", "2", "--script-timeout", "20"),  # fmt: skip
-    failed("script-not-found", "", ("could not start",), "--script", "no-such-program {seed}", kept=()),
+    refused("script-not-found", "--script", "no-such-program {seed}", words=("no-such-program",)),
     Case("script-dry-run", setup=scripted(FULL, "--dry-run"), expect="done",
          check=lambda w: "the dry run wrote its runs" if (w / "cmp").exists() else None),
     Case("script-print-config", setup=scripted(FULL, "--print-config"), expect="done",

@@ -44,13 +44,14 @@ from cases_round5_jobs import ROUND5_JOBS_CASES  # noqa: E402
 from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
 from cases_round5_script import SCRIPT_CASES  # noqa: E402
 from cases_round6 import ROUND6_CASES, make_compared  # noqa: E402
+from cases_round6_script import ROUND6_SCRIPT_CASES  # noqa: E402
 
 # groups run apart (tests/test_hostile.py runs one per test, so they spread over pytest workers)
 GROUPS = {"flags": CASES, "files": FILE_CASES, "launch": LAUNCH_CASES, "round4": ROUND4_CASES}
 GROUPS["round5jobs"] = ROUND5_JOBS_CASES
 GROUPS["round5slurm"] = ROUND5_SLURM_CASES
 GROUPS["script"] = SCRIPT_CASES
-GROUPS["round6"] = ROUND6_CASES
+GROUPS["round6"] = ROUND6_CASES + ROUND6_SCRIPT_CASES
 ALL_CASES = [c for cases in GROUPS.values() for c in cases]
 # what cases copy, each made the first time a case asks for it
 TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}
@@ -276,6 +277,8 @@ def run_case(case: Case, base: Path, templates: dict[str, Path], use_exec: bool 
             wrong = case.check(work)
         except Exception as exc:  # noqa: BLE001 - a check that cannot read the result: wrong
             wrong = f"check failed: {type(exc).__name__}: {exc}"[:300]
+    if case.said is not None:  # what it printed, whatever its exit: bounded, its own attempt's...
+        wrong = wrong or case.said(err_file.read_text(errors="replace"))
     return Outcome(
         case,
         code,

@@ -16,17 +16,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..engine.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
 from ..engine.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
 from ..errors import ConfigError
 
-MAX_SECONDS = 10**9  # ~32 years of training: beyond it a record is damaged, not slow
-MAX_LOSS = 1e12  # a loss past this has diverged, and its square overflows no statistic
-MAX_LR = 1e6
 MAX_SEED = 2**63 - 1  # run.seed's own bound
 MAX_WORLD = 2**20  # processes of one run
 MAX_LOAD = 1e6
 MAX_TEST = 2**40  # test images
-GRID = 1e-6  # images: how far 100 x hits / n, written as a float, may be from whole hits
 TOLERANCE = 0.01  # points or seconds: what rounding in the two files can explain
 
 
@@ -73,7 +70,7 @@ def _row_problem(row: EpochRow, number: int, num_train: int, num_test: int) -> s
         return f"row {number} is epoch {row.epoch}"
     if not _within(row.test_accuracy, 0, 100):
         return f"epoch {number}'s test_accuracy {row.test_accuracy} is not a test accuracy"
-    if 0 < num_test <= MAX_TEST and not _on_grid(row.test_accuracy, num_test):  # out of bounds: the summary's check
+    if 0 < num_test <= MAX_TEST and not on_grid(row.test_accuracy, num_test):  # out of bounds: the summary's check
         return (
             f"epoch {number}'s test_accuracy {row.test_accuracy} is no whole number of the run's "
             f"{num_test} test images (each image is {100 / num_test:.4g} pt)"
@@ -89,11 +86,6 @@ def _row_problem(row: EpochRow, number: int, num_train: int, num_test: int) -> s
     ):
         return f"epoch {number}'s lr or losses are out of range"
     return None
-
-
-def _on_grid(accuracy: float, num_test: int) -> bool:
-    hits = accuracy * num_test / 100
-    return abs(hits - round(hits)) <= GRID
 
 
 def _disagreement(s: RunSummary, rows: list[EpochRow]) -> str | None:

@@ -109,6 +109,7 @@ class Decision:
     sensitivity: tuple[tuple[float, str], ...] = ()  # (δ, the word at that minimum gain)
     pooled_word: str = ""  # the word if every arm were equally noisy (the block model's pooled sd)
     variance: str = ""  # the variance model of its estimates, as reports name it
+    left_out: str = ""  # its row's runs a report left out, and why (analysis.leftout)
 
     def bounds(self, e: stats.Estimate) -> tuple[float, float]:
         """The bounds a claim of this decision reads off: the lower at a, the upper at a / 2."""

@@ -15,6 +15,7 @@ from typing import Any
 from ..engine.files import atomic_write_text, to_csv, to_markdown
 from ..errors import ConfigError
 from . import plots, timing
+from . import leftout
 from .groups import duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
 from .judging import Judging
@@ -60,8 +61,8 @@ def write_report(
     runs, problems = load_runs(paths)
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
-    problems += [Problem(dup.path, "duplicate", f"the same settings and seed as {kept.path}") for dup, kept in repeated]
-    found = for_folders(runs, paths, judging)
+    problems += [repeats(dup, kept) for dup, kept in repeated]
+    found = leftout.apply(for_folders(runs, paths, judging), problems)
     report = Report(out, runs, problems, found, notes=notes, verdict=build(found))
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -80,6 +81,27 @@ def write_report(
         report.out = out
         shutil.rmtree(stage, ignore_errors=True)
     return report
+
+
+def repeats(dup: Run, kept: Run) -> Problem:
+    """A second record of a run (its settings and seed), e.g. from another machine: one whose
+    results are the same is left out, saying so; one whose results differ leaves no way to tell
+    which to judge (keeping the one whose path sorts first would decide by a folder's name)."""
+    if _results(dup) != _results(kept):
+        raise ConfigError(
+            f"{kept.policy} seed {kept.seed} is recorded twice with different results, in {kept.path} and "
+            f"{dup.path} (runs of one seed from two machines?): report the folders of one of them"
+        )
+    return Problem(dup.path, "duplicate", f"an identical record of the run in {kept.path}: kept once",
+                   (dup.summary.model, dup.label, dup.policy), dup.seed)  # fmt: skip
+
+
+def _results(run: Run) -> list[tuple]:
+    """Each epoch's figures but its times (which differ between two machines making the same run)."""
+    nan = lambda v: None if v != v else v  # noqa: E731 - NaN (a test loss not measured) equals itself here
+    return [
+        (r.epoch, r.lr, r.samples, nan(r.train_loss), nan(r.test_loss), r.test_accuracy, r.pruned) for r in run.metrics
+    ]
 
 
 def _publish(path: Path, stage: Path, out: Path) -> Path:

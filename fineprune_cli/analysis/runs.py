@@ -66,6 +66,13 @@ class Problem:
     path: Path
     status: str  # incomplete | interrupted | diverged | unreadable | implausible | copy | duplicate
     reason: str
+    # the row and seed it would have been, where its summary says (a report names it in that row)
+    row: tuple[str, str, str] | None = None  # (model, dataset label, arm)
+    seed: int | None = None
+
+
+def _row_of(summary: RunSummary) -> tuple[tuple[str, str, str], int]:
+    return (summary.model, summary.label, summary.arm or summary.policy), summary.seed
 
 
 def arm_of(row: str) -> str:
@@ -131,18 +138,17 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
     runs: list[Run] = []
     problems: list[Problem] = []
     for path in find_run_dirs(paths):
+        summary = None
         try:
             summary = read_summary(path)
             if summary.status != Status.COMPLETE:
-                problems.append(
-                    Problem(path, summary.status.value, f"{summary.epochs_completed} of {summary.epochs} epochs done")
-                )
+                problems.append(Problem(path, summary.status.value, _unfinished(summary), *_row_of(summary)))
                 continue
             runs.append(load_run(path, summary))
         except Implausible as exc:
-            problems.append(Problem(path, "implausible", str(exc)))
+            problems.append(Problem(path, "implausible", str(exc), *(_row_of(summary) if summary else ())))
         except ConfigError as exc:
-            problems.append(Problem(path, "unreadable", str(exc)))
+            problems.append(Problem(path, "unreadable", str(exc), *(_row_of(summary) if summary else ())))
     copied = copies(runs)
     problems += [
         Problem(
@@ -150,10 +156,17 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
             "copy",
             f"every epoch's losses are those of seed {kept.seed} in {kept.path}: a run "
             f"folder copied under another seed's name, not a run of seed {run.seed}",
+            *_row_of(run.summary),
         )
         for run, kept in copied
     ]
     return [r for r in runs if all(r is not run for run, _ in copied)], problems
+
+
+def _unfinished(summary: RunSummary) -> str:
+    if summary.status == Status.DIVERGED and summary.diverged_epoch:
+        return f"its loss stopped being finite at epoch {summary.diverged_epoch} of {summary.epochs}"
+    return f"{summary.epochs_completed} of {summary.epochs} epochs done"
 
 
 def copies(runs: list[Run]) -> list[tuple[Run, Run]]:

@@ -20,7 +20,7 @@ from .plan import Plan
 from .planruns import applying, made_under, nearest
 from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
-from .runs import Run
+from .runs import Problem, Run
 from .compression import Compression, compression
 from .sequence import Look, decidable, disagreements, replay, single
 
@@ -48,6 +48,7 @@ class Study:
     quanta: Quanta = field(default_factory=dict)  # each context's test-set quantum (pt per image)
     targets: Targets = field(default_factory=dict)  # each context's time-to-accuracy target
     reach: Reaches = field(default_factory=dict)  # every row of `groups` at its context's target
+    left_out: list[Problem] = field(default_factory=list)  # the runs read but not judged (analysis.leftout)
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:

@@ -75,10 +75,8 @@ def savings(
     for seed in sorted(s for s in mine if s in regular):
         why = comparable(mine[seed], regular[seed])
         ours, theirs = seconds(mine[seed]), seconds(regular[seed])
-        if not why and not (ours is not None and theirs):
-            why = "not recorded"
-        if why:
-            left.append(LeftOut(policy, seed, why))
+        if why or ours is None or not theirs:
+            left.append(LeftOut(policy, seed, why or "not recorded"))
         else:
             saved[seed] = 100.0 * (1.0 - ours / theirs)
     return saved, left

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..arms import REGULAR
 from ..engine.files import to_markdown
-from . import paired, randomequal, stats
+from . import leftout, paired, randomequal, stats
 from .advice import advised, pooled_fit
 from .decision import CANT_TELL, Decision
 from .groups import is_frontier, is_shorter, pruned_policies
@@ -51,6 +51,8 @@ def _est(d: Decision, e: stats.Estimate | None) -> str:
 
 
 def _word(d: Decision) -> str:
+    if d.left_out:  # which runs of its row were not judged, and why: never a seed missing without a word
+        return f"{d.word} ({d.left_out})"
     if d.word != CANT_TELL:
         return d.word + (f" (look {d.look})" if d.look else "")
     if d.incomplete:
@@ -205,6 +207,8 @@ def _because(d: Decision, found: Study) -> str:
     m, gain = found.judging.margin, found.judging.gain
     name = found.judging.correction.name
     at = f" at look {d.look}" if d.look else ""
+    if d.left_out and d.word == CANT_TELL and "diverge" in d.left_out:
+        return f": {d.left_out}"
     if d.word != CANT_TELL:
         against = short_against(d.cheap.against) if d.cheap else "C(p)"
         what = {
@@ -340,7 +344,8 @@ class Verdict:
 
 def build(found: Study) -> Verdict | None:
     groups = decidable(found.groups)
-    if not groups:
+    lost = leftout.orphan_rows(found)
+    if not groups and not lost:
         return None
     details: list[str] = []
     for d in found.decisions:
@@ -352,6 +357,8 @@ def build(found: Study) -> Verdict | None:
             by, context_title(context), found.numbers[context, REGULAR].final_acc, found.quanta[context]
         )
     if not found.decisions:
+        if lost:
+            return Verdict("No policy could be judged: every run of these was left out.", HEADER, lost, details)
         return Verdict("No policy to decide: these runs hold regular and its baselines only.", HEADER, [], details)
     header, rows = table(found.decisions)
-    return Verdict(family_text(found) + "\n\n" + plan_text(found), header, rows, details)
+    return Verdict(family_text(found) + "\n\n" + plan_text(found), header, rows + lost, details)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import console
+from ..analysis import leftout
 from ..analysis import plan as plans
 from ..analysis.judging import Judging
 from ..analysis.paired import is_baseline
@@ -22,7 +23,7 @@ from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 from .parallel import RunsFailed
 from .compressioncheck import CompressionCheck
-from .scriptjob import ScriptFailed
+from .scriptjob import ScriptFailed, probe
 
 
 def run_matrix(
@@ -122,6 +123,8 @@ def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
         local_executor(cfg, c)
     if not cfg.script.command:  # a script's --model only names its runs
         check_factories(cfg, c, jobs)
+    elif jobs:  # a command that cannot run would fail every run alike
+        probe(job_config(cfg, jobs[0], c.out))
     return jobs
 
 
@@ -173,4 +176,5 @@ def judged_matrix(
     """`compare` without looks: the plan recorded, every job trained, one study of its runs."""
     recorded = record_plan(c, judging, refusals(cfg, c))
     dirs = run_matrix(cfg, c, show_progress=show_progress, command=command)
-    return study(load_runs(dirs)[0], judging, [recorded])
+    runs, problems = load_runs(dirs)
+    return leftout.apply(study(runs, judging, [recorded]), problems)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -23,7 +24,7 @@ from ..engine.files import atomic_write_text
 from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
 from ..errors import ConfigError, FinepruneError
 from ..harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
-from .executor import job_file, last_error
+from .executor import ended, job_file
 
 POLL_S = 0.5
 LAUNCH_DIR_ENV = "FINEPRUNE_LAUNCH_DIR"  # where compare runs: for a script's own relative paths (./data)
@@ -36,13 +37,39 @@ class ScriptFailed(FinepruneError):
 
 
 def script_name(command: str) -> str:
-    """The name a script's runs are filed under when --model gives none: its file's stem."""
+    """The name a script's runs are filed under when --model gives none: its file's stem, the
+    module of `python -m module`, else the program's; never a word holding a placeholder."""
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    named = [w for w in words if w.endswith(".py")] or words[-1:] or ["script"]
+    words = [w for w in words if "{" not in w and "}" not in w]
+    module = [b for a, b in zip(words, words[1:]) if a == "-m"]
+    if module and not any(w.endswith(".py") for w in words):
+        return module[0]
+    named = [w for w in words if w.endswith(".py")] or words[:1] or ["script"]
     return Path(named[0]).stem or "script"
+
+
+def probe(cfg: Config) -> None:
+    """A command that cannot run at all (no such program, a folder, a file without the execute
+    bit, `python` given no such file) is refused once here, before the plan or any run folder is
+    written: not failed again for every run of the matrix."""
+    words = fill(cfg)
+    program = words[0] if words else ""
+    if "/" in program:
+        path = Path(program)
+        problem = (
+            None if path.is_file() and os.access(path, os.X_OK)
+            else "is not an executable file" if path.exists() else "does not exist"
+        )  # fmt: skip
+    else:
+        problem = None if shutil.which(program) else "is no program on PATH"
+    if problem:
+        raise ConfigError(f"--script '{cfg.script.command}': {program or '(nothing)'} {problem}")
+    script = next((w for w in words[1:] if not w.startswith("-")), "")
+    if Path(program).name.startswith("python") and script.endswith(".py") and not Path(script).is_file():
+        raise ConfigError(f"--script '{cfg.script.command}': {script} does not exist (in {Path.cwd()})")
 
 
 def fill(cfg: Config, here: Path | None = None) -> list[str]:
@@ -102,6 +129,7 @@ def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(here), *filter(None, [os.environ.get("PYTHONPATH")])])
     env.pop(COMMAND_ENV, None)
     env.update({COMMAND_ENV: command} if command else {})
+    before = log.stat().st_size if log.exists() else 0  # an earlier attempt's words are not this one's
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(
@@ -113,10 +141,30 @@ def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
             ) from None
         code = _wait(proc, run_dir, cfg.script.timeout, bar)
     if code:  # its own last words say more than the code
-        raise ScriptFailed(f"{bar.label}: the script failed: {last_error(log, code)}")
+        raise ScriptFailed(f"{bar.label}: the script failed: {last_words(log, before)} ({ended(code)}; log: {log})")
     reason = _failure(code, run_dir, cfg.script.timeout)
     if reason:
         raise ScriptFailed(f"{bar.label}: the script {reason}; its log: {log}")
+
+
+TAIL = 64 * 1024  # of a log read for its last words: a script's 5-MB line is not read whole
+WORDS = 2000  # of that line printed
+
+
+def last_words(log: Path, start: int = 0) -> str:
+    """Why the attempt that wrote `log` from byte `start` on failed: its last `error:` line, else
+    its last line; read from at most its last TAIL bytes, at most WORDS characters of the line."""
+    try:
+        with open(log, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(start, size - TAIL))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        text = ""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("error:")]
+    line = errors[-1][len("error:") :].strip() if errors else (lines[-1] if lines else "no output")
+    return line if len(line) <= WORDS else "…" + line[-WORDS:]
 
 
 def _wait(proc: subprocess.Popen, run_dir: Path, timeout: int, bar: Any) -> int | None:
@@ -182,6 +230,10 @@ def _failure(code: int | None, run_dir: Path, timeout: int) -> str | None:
         summary = read_summary(run_dir)
     except ConfigError as exc:
         return f"left an unreadable record ({exc})"
+    if summary.status == Status.DIVERGED:  # a legitimate record, as the built-in trainer's own
+        console.info(f"{run_dir}: the script's loss stopped being finite at epoch {summary.diverged_epoch}: "
+                     "recorded as diverged")  # fmt: skip
+        return None
     if summary.status != Status.COMPLETE:
         return (
             f"exited after recording {summary.epochs_completed} of {summary.epochs} epochs without "

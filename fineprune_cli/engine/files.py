@@ -46,9 +46,18 @@ def read_regular(path: Path, limit: int = READ_LIMIT) -> bytes:
             if not chunk:
                 return data
             data += chunk
-        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MB", str(path))
+        raise OSError(errno.EFBIG, f"larger than {size_text(limit)}", str(path))
     finally:
         os.close(fd)
+
+
+def size_text(size: int) -> str:
+    """A size in the largest binary unit it fills (64 KiB, 64 MiB, 1.5 GiB): a 64 KiB limit
+    written in whole MB read "0 MB"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size} bytes"
 
 
 def read_regular_text(path: Path, limit: int = READ_LIMIT) -> str:

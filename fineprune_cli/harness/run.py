@@ -27,8 +27,10 @@ from ..engine.config import Config, config_from_dict, load_yaml, validate
 from ..engine.files import atomic_write_bytes
 from ..engine.scriptconfig import PLACEHOLDERS, used_by_script
 from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
-from ..engine.totals import Totals, new_summary, summarize
+from ..engine.totals import Totals, mark_diverged, new_summary, summarize
 from ..errors import ConfigError
+from . import logged
+from .logged import ScriptError
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
 from ..pruning.sampler import PruningSampler
@@ -36,10 +38,6 @@ from .version import script_version
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
 COMMAND_ENV = "FINEPRUNE_COMMAND"  # the compare command that runs the script: it makes each run again
-
-
-class ScriptError(ConfigError):
-    """The script and its run disagree (a seed, the epochs, the order of its records)."""
 
 
 def start(
@@ -105,7 +103,7 @@ def _refuse_other_run(cfg: Config, seed: int, epochs: int, milestones: list[int]
         given["milestones"] = ",".join(map(str, milestones))
     for name, value in given.items():
         if name == "milestones" and value is not None and value != told[name]:
-            raise ScriptError(_milestones_advice(told[name], value, shorter_budget(cfg.run.arm) is not None))
+            raise ScriptError(_milestones_advice(str(told[name]), str(value), shorter_budget(cfg.run.arm) is not None))
         if value is not None and value != told[name]:
             raise ScriptError(
                 f"compare runs this script as {name} {told[name]}, but it trains {name} {value}: pass "
@@ -177,26 +175,40 @@ class ScriptRun:
         train_seconds: float | None = None,
         epoch: int | None = None,
     ) -> None:
-        """Record the epoch just trained (test_accuracy in percent); written at once, atomically."""
+        """Record the epoch just trained (test_accuracy in percent); written at once, atomically.
+        A figure outside its meaning is refused (`harness.logged`); a loss no longer finite
+        records the run as diverged, after which `diverged` is True and later epochs are not
+        recorded (stop training: it would stay diverged)."""
         now, number = time.perf_counter(), len(self.totals.rows) + 1
+        if self.diverged:
+            return
         if epoch is not None and epoch != number:
             raise ScriptError(f"epoch {epoch} recorded where epoch {number} comes next: record epochs in order")
         if number > self.epochs:
             raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs")
-        if not 0 <= test_accuracy <= 100:
-            raise ScriptError(f"test_accuracy {test_accuracy} is not a percentage (0 to 100)")
         plan = self._sampler.plan if self._sampler is not None else None
         count = samples if samples is not None else plan.samples if plan is not None else self.num_train
         seconds = train_seconds if train_seconds is not None else now - self._since
+        train, lost = logged.loss("train_loss", train_loss)
+        test, lost_test = logged.loss("test_loss", test_loss, measured=False)
+        row = EpochRow(number, logged.lr(lr), logged.samples(count, self.num_train), round(logged.seconds(seconds), 4),
+                       train, test, logged.accuracy(test_accuracy, self.summary.num_test), int(count < self.num_train),
+                       0.0)  # fmt: skip
         # the rest of the epoch (its test pass, its records) is the user's clock time too
-        rest = max(0.0, now - self._since - seconds)
-        row = EpochRow(number, float(lr), int(count), round(seconds, 4), float(train_loss), float(test_loss),
-                       float(test_accuracy), int(count < self.num_train), 0.0)  # fmt: skip
+        rest = max(0.0, now - self._since - row.train_seconds)
         self.totals.rows.append(row)
-        self.totals.train_s += seconds
+        self.totals.train_s += row.train_seconds
         self.totals.eval_s += rest
         self._since = now
+        if lost or lost_test:  # as the built-in trainer records a run whose loss is no longer finite
+            mark_diverged(self.record, self.summary, self.totals, row)
+            return
         self._write()
+
+    @property
+    def diverged(self) -> bool:
+        """The run's loss stopped being finite: it is recorded as diverged and logs no more epochs."""
+        return self.summary.status == Status.DIVERGED
 
     def save(self, state: Any) -> None:
         """Keep `state` (model, optimizer, sampler.state_dict(), ...) for `resume()` after the
@@ -229,7 +241,10 @@ class ScriptRun:
         return saved["state"]
 
     def finish(self) -> RunSummary:
-        """The run is complete: every epoch it was told recorded."""
+        """The run is complete: every epoch it was told recorded (or it diverged: kept so)."""
+        if self.diverged:
+            self.close()
+            return self.summary
         done = len(self.totals.rows)
         if done != self.epochs:
             self.close()
@@ -247,7 +262,7 @@ class ScriptRun:
         return self
 
     def __exit__(self, kind, *_: Any) -> None:
-        if kind is None and self.summary.status != Status.COMPLETE:
+        if kind is None and self.summary.status not in (Status.COMPLETE, Status.DIVERGED):
             self.finish()
         self.close()
 

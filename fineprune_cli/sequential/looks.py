@@ -25,7 +25,8 @@ from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.judging import Judging
 from ..analysis.groups import group
-from ..analysis.runs import Run, load_runs
+from ..analysis import leftout
+from ..analysis.runs import Run, arm_of, load_runs
 from ..analysis.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study
 from ..engine.config import Config
@@ -44,21 +45,25 @@ def until_decided(
     plan = matrix.record_plan(c, judging, first, c.looks)
     arms = replace(c)
     runs: list = []
+    problems: list = []  # the runs read but left out, named in the decisions (analysis.leftout)
     for number, seeds in enumerate(c.looks, start=1):
         sub = replace(arms, seeds=list(range(seeds)))
         console.info(f"look {number} of {len(c.looks)}: seeds 0–{seeds - 1}")
         later = _later(cfg, c, sub, number)
         matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command, later=later)
-        runs = [r for r in load_runs([Path(c.out)])[0] if r.seed < seeds] if Path(c.out).is_dir() else []
+        runs, problems = load_runs([Path(c.out)]) if Path(c.out).is_dir() else ([], [])
+        runs = [r for r in runs if r.seed < seeds]
+        problems = [p for p in problems if p.seed is None or p.seed < seeds]
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
         decisions, looks, still, grouped = _at_look(c, judging, runs, number)
+        still = _not_diverged(still, problems)
         _write(Path(c.out), c.looks, looks, decisions, judging)
         _say(looks[-1], decisions, still, number < len(c.looks))
         if not still or len(looks) < number or number == len(c.looks):
             break
         arms = _next_arms(cfg, c, decidable(grouped), still)  # says here which arms it leaves out
-    return study(runs, judging, [plan])
+    return leftout.apply(study(runs, judging, [plan]), problems)
 
 
 def _later(cfg: Config, c: CompareConfig, now: CompareConfig, number: int) -> tuple[list[Job], str]:
@@ -99,6 +104,23 @@ def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
     grouped = group(runs)
     decisions, looks = replay(grouped, judging, tuple(c.looks), upto=number)
     return decisions, looks, [d for d in decisions if d.word == CANT_TELL], grouped
+
+
+def _not_diverged(still: list[Decision], problems: list) -> list[Decision]:
+    """The undecided policies more seeds could decide: one with a diverged run never will
+    (`analysis.leftout`), so the next look trains no more of it, saying so."""
+    rows, keep = leftout.by_row(problems), []
+    for d in still:
+        arm = arm_of(d.policy)
+        lost = leftout.diverged(rows.get((d.context.model, d.context.label, arm), []), arm)
+        if lost:
+            seeds = ", ".join(str(p.seed) for p in lost)
+            console.info(
+                f"{d.policy}: its runs of seeds {seeds} diverged; more seeds cannot decide it, so no more train"
+            )
+        else:
+            keep.append(d)
+    return keep
 
 
 def _say(look: Look, decisions: list[Decision], still: list[Decision], more: bool) -> None:
