@@ -10,6 +10,7 @@ import typer
 
 from ..analysis.judging import Judging
 from ..drivers.compare import CompareConfig
+from ..drivers.executors import registry
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..engine.scriptconfig import ScriptConfig
 from ..errors import ConfigError
@@ -39,6 +40,7 @@ TRAIN = (
 )
 COMPARE = (
     ("compare", CompareConfig, ()),
+    *((f"compare.{kind.name}", kind.settings, ()) for kind in registry.with_settings()),
     ("judging", Judging, ()),
     ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")),
     ("train", TrainConfig, ()),
@@ -158,7 +160,9 @@ def compare(
         cfg = build_config(config, rest, drop_idle=False)  # each arm keeps what acts in it
         if print_config:
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
-            return dryrun_view.show_config({**cfg.to_dict(), "compare": asdict(c), "judging": asdict(judging)}, as_json)
+            return dryrun_view.show_config(
+                {**cfg.to_dict(), "compare": c.to_dict(), "judging": asdict(judging)}, as_json
+            )
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     run = until_decided if c.until_decided else judged_matrix
     try:

@@ -9,7 +9,7 @@ it stopped; an incomplete one is trained again from epoch 1.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,8 @@ from ..arms import frontier_arm, shorter_arm, shorter_schedule
 from ..engine.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
-from ..settings import apply_values, between, check_section, option
-from . import slurmsettings
+from ..settings import apply_values, between, check_section, fields, flag_of, option, short_repr
+from .executors import registry
 
 
 # the looks --until-decided plans unless told: in the simulated power table (docs/decisions.md)
@@ -107,57 +107,19 @@ class CompareConfig:
     )
     executor: str = option(
         "local",
-        choices=("local", "slurm"),
+        check=registry.problem,
         help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
-        "a task of a job array, through submitit). (default local)",
+        "a task of a job array, through submitit; its settings in compare.slurm). (default local)",
     )
-    detach: bool = option(
-        False,
-        flag="--detach",
-        help="With --executor slurm: submit and return at once; `compare` again with the same "
-        "arguments collects what finished and submits what is missing.",
-    )
-    slurm_partition: str = option("", help="With --executor slurm: the partition. (default: the cluster's)")
-    slurm_time: int = option(
-        60,
-        check=between(1, 525600),
-        help="With --executor slurm: minutes per task; a task that runs out is requeued and "
-        "resumes from its checkpoint. (default 60)",
-    )
-    slurm_gpus_per_task: int = option(0, check=between(0, 64), help="With --executor slurm: GPUs per run. (default 0)")
-    slurm_cpus_per_task: int = option(
-        0, check=between(0, 1024), flag="", help="With --executor slurm: CPUs per run. (default: the cluster's)"
-    )
-    slurm_account: str = option("", help="With --executor slurm: the account charged. (default: yours)")
-    slurm: dict[str, Any] = option(
-        factory=dict,
-        flag="",
-        help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
-        "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
-        "or a compare.slurm mapping in --config; each checked for its type.",
-    )
-    slurm_submit_timeout: int = option(
-        120,
-        check=between(1, 3600),
-        flag="",
-        help="With --executor slurm: seconds sbatch may take to answer before compare gives up "
-        "on it (a controller that never answers must not hang compare). (default 120)",
-    )
+    # the chosen executor's own section (compare.<executor>), which load_compare reads; not a setting
+    executor_settings: Any = field(default=None, metadata={"section": True})
 
-    def check(self) -> None:
-        """Slurm settings mean nothing to the local executor: given without it, they are a mistake."""
-        if self.executor != "slurm":
-            default = CompareConfig()
-            given = [
-                f.name
-                for f in fields(self)
-                if f.name.startswith("slurm") or f.name == "detach"
-                if getattr(self, f.name) != getattr(default, f.name)
-            ]
-            if given:
-                name = "compare.slurm" if given[0] == "slurm" else f"--{given[0].replace('_', '-')}"
-                raise ConfigError(f"{name} needs --executor slurm")
-        self.slurm = slurmsettings.checked(self.slurm)
+    def to_dict(self) -> dict[str, Any]:
+        """As a --config file's compare section writes it, the executor's own section under its name."""
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        if self.executor_settings is not None:
+            out[self.executor] = asdict(self.executor_settings)
+        return out
 
 
 MAX_SEEDS = 1000  # more seeds than any comparison plans: a typo must not plan 10^8 runs
@@ -173,26 +135,86 @@ def _increasing(looks: list[int]) -> bool:
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
-    """The experiment file's `compare` section, then the flags ('compare.key' -> value)."""
+    """The experiment file's `compare` section, then the flags ('compare.key' -> value); each
+    executor's own section (compare.<executor>) from both, kept for the executor chosen."""
     c = CompareConfig()
+    sections: dict[str, tuple[dict[str, Any], str]] = {}  # executor -> (its values, where the last came from)
     if config_file is not None:
         _, section = split_experiment(load_yaml(config_file))
-        apply_values(c, section, str(config_file), "compare")
+        apply_values(c, _take_sections(section, sections, str(config_file)), str(config_file), "compare")
         out = Path(str(section.get("out", ""))) if isinstance(section, dict) else Path()
         if out.is_absolute() or ".." in out.parts:
             raise ConfigError(
                 f"{config_file}: compare.out must be a relative path without '..' "
                 f"(got '{out}'); pass --out on the command line to write elsewhere"
             )
-    apply_values(c, {k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None}, "command line", "compare")
+    given = _nest({k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None})
+    apply_values(c, _take_sections(given, sections, "command line"), "command line", "compare")
     check_section(c, "compare.")
+    c.executor_settings = _executor_settings(c.executor, sections)
     if c.looks and not c.until_decided:
         raise ConfigError("--looks plans the looks of --until-decided: e.g. --until-decided --looks 5,8,12")
     if c.until_decided and not c.looks:
         c.looks = list(DEFAULT_LOOKS)
-    if c.until_decided and c.detach:  # a look decides on finished runs: it must wait for them
+    if c.until_decided and registry.kind(c.executor).detached(c):  # a look decides on finished runs
         raise ConfigError("--until-decided waits for each look's runs; it cannot --detach")
     return c
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """'slurm.partition' (an executor's flag) -> {'slurm': {'partition': ...}}."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        head, dot, rest = key.partition(".")
+        if dot:
+            out.setdefault(head, {})[rest] = value
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _take_sections(values: Any, sections: dict[str, tuple[dict[str, Any], str]], source: str) -> Any:
+    """`values` less the executors' sections, which go to `sections`; a key that moved into one
+    (compare.slurm_partition, compare.detach) is named where it went."""
+    if not isinstance(values, dict):
+        return values
+    rest = {}
+    for key, value in values.items():
+        kind = registry.KINDS.get(str(key))
+        if kind is not None and kind.settings is not None:
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"{source}: compare.{key}: expected a mapping of --executor {key}'s settings, got {short_repr(value)}"
+                )
+            sections[key] = ({**sections.get(key, ({}, ""))[0], **value}, source)
+            continue
+        for k in registry.with_settings():
+            names = [f.name for f in fields(k.settings)]
+            moved = str(key)[len(k.name) + 1 :] if str(key).startswith(k.name + "_") else str(key)
+            if moved in names and str(key) not in [f.name for f in fields(CompareConfig)]:
+                raise ConfigError(f"{source}: compare.{key} is compare.{k.name}.{moved} now")
+        rest[key] = value
+    return rest
+
+
+def _executor_settings(chosen: str, sections: dict[str, tuple[dict[str, Any], str]]) -> Any:
+    """The chosen executor's section, read; another's, given, is a mistake."""
+    for name, (values, source) in sections.items():
+        if name != chosen and values:
+            declared = {f.name: f for f in fields(registry.kind(name).settings)}
+            first = next(iter(values))
+            flag = flag_of(declared[first]) if first in declared else ""
+            what = flag.split()[0] if flag and source == "command line" else f"compare.{name}"
+            raise ConfigError(f"{what} needs --executor {name}")
+    kind = registry.kind(chosen)
+    if kind.settings is None:
+        return None
+    values, source = sections.get(chosen, ({}, "defaults"))
+    section = kind.read(values, source)
+    check_section(section, f"compare.{chosen}.")
+    return section
 
 
 @dataclass(frozen=True)

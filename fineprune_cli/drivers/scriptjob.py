@@ -21,7 +21,8 @@ from ..engine.files import atomic_write_text
 from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
 from ..errors import ConfigError, FinepruneError
 from ..harness import JOB_ENV, RUN_DIR_ENV
-from .executor import job_file, last_error
+from .executors.contract import job_file
+from .executors.local import last_error
 
 POLL_S = 0.5
 
