@@ -106,7 +106,7 @@ class CompareConfig:
         "with --jobs 1, torch's own count in this process)",
     )
     executor: str = option(
-        "local",
+        registry.DEFAULT,
         check=registry.problem,
         help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
         "a task of a job array, through submitit; its settings in compare.slurm). (default local)",
