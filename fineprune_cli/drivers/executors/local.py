@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...engine.holders import die_with_parent, end_group
 from ...engine.jobenv import CONCURRENCY, THREADS
 from ...errors import ConfigError
 from .contract import POLL_S, Kind, Matrix, Outcome, RunsStopped, Task, Watch, state
@@ -98,7 +99,7 @@ class LocalExecutor:
         return len(self.slots[0].cores)
 
     def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
-        """Run every task, telling `watch` as each starts and ends. A SIGINT or SIGTERM to this
+        """Run every task, telling `watch` as each starts and ends. A SIGINT, SIGTERM or SIGHUP to this
         process goes on to the runs in flight (each in a process group of its own, so a Ctrl-C
         reaches them once, through here): they stop after their epoch, no other starts, and
         RunsStopped says so once they have."""
@@ -117,6 +118,7 @@ class LocalExecutor:
                     for slot, (task, proc) in list(self.running.items()):
                         if proc.poll() is not None:
                             del self.running[slot]
+                            end_group(proc.pid)  # what it forked (a script's children) ends with it
                             outcomes.append(self._outcome(task, proc.returncode, stop.requested))
                             watch.changed(task, state(outcomes[-1]))
                     watch.tick()
@@ -134,12 +136,13 @@ class LocalExecutor:
             return Outcome(task, True)
         # asked to stop: 130 is a run stopped after its epoch; killed by the signal, one that
         # had not started its loop yet (its folder then holds no epoch, and is trained again)
-        stopped = bool(stopping) and code in (130, -signal.SIGINT, -signal.SIGTERM)
+        stopped = bool(stopping) and code in (130, *(-s for s in Forwarding.SIGNALS))
         return Outcome(task, False, "" if stopped else last_error(task.log, code), stopped)
 
     def _start(self, task: Task, slot: Slot) -> subprocess.Popen:
         task.log.parent.mkdir(parents=True, exist_ok=True)
         with open(task.log, "ab") as log:
+            orphan_guard = die_with_parent()  # compare killed (SIGKILL, a lost terminal): its runs stop too
             return subprocess.Popen(
                 task_command(task),
                 process_group=0,  # a Ctrl-C reaches the run once, forwarded (Forwarding): never twice
@@ -147,16 +150,17 @@ class LocalExecutor:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=slot.env(self.threads, len(self.slots)),
-                preexec_fn=lambda: os.sched_setaffinity(0, slot.cores),
+                preexec_fn=lambda: (orphan_guard(), os.sched_setaffinity(0, slot.cores)),
             )
 
 
 class Forwarding:
-    """While active (in the main thread), SIGINT and SIGTERM to this process are noted instead of
-    acted on, and `forward` passes each on to every run in flight, once: the first asks a run to
-    stop after its epoch, a second (an impatient Ctrl-C) to stop at once."""
+    """While active (in the main thread), SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped
+    ssh) to this process are noted instead of acted on, and `forward` passes each on to every run in
+    flight, once: the first asks a run to stop after its epoch, a second (an impatient Ctrl-C) to
+    stop at once."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.received: list[int] = []
