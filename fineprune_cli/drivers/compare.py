@@ -17,8 +17,8 @@ from ..arms import frontier_arm, shorter_arm, shorter_schedule
 from ..engine.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
-from ..settings import apply_values, between, check_section, fields, flag_of, option, short_repr
-from .executors import registry
+from ..settings import apply_values, between, check_section, fields, option
+from .executors import registry, sections
 
 
 # the looks --until-decided plans unless told: in the simulated power table (docs/decisions.md)
@@ -122,6 +122,7 @@ class CompareConfig:
         return out
 
 
+_OWN = [f.name for f in fields(CompareConfig)]
 MAX_SEEDS = 1000  # more seeds than any comparison plans: a typo must not plan 10^8 runs
 MAX_LOOKS = 20
 
@@ -138,20 +139,20 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
     """The experiment file's `compare` section, then the flags ('compare.key' -> value); each
     executor's own section (compare.<executor>) from both, kept for the executor chosen."""
     c = CompareConfig()
-    sections: dict[str, tuple[dict[str, Any], str]] = {}  # executor -> (its values, where the last came from)
+    found: sections.Found = {}
     if config_file is not None:
         _, section = split_experiment(load_yaml(config_file))
-        apply_values(c, _take_sections(section, sections, str(config_file)), str(config_file), "compare")
+        apply_values(c, sections.take(section, found, str(config_file), _OWN), str(config_file), "compare")
         out = Path(str(section.get("out", ""))) if isinstance(section, dict) else Path()
         if out.is_absolute() or ".." in out.parts:
             raise ConfigError(
                 f"{config_file}: compare.out must be a relative path without '..' "
                 f"(got '{out}'); pass --out on the command line to write elsewhere"
             )
-    given = _nest({k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None})
-    apply_values(c, _take_sections(given, sections, "command line"), "command line", "compare")
+    given = sections.nest({k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None})
+    apply_values(c, sections.take(given, found, "command line", _OWN), "command line", "compare")
     check_section(c, "compare.")
-    c.executor_settings = _executor_settings(c.executor, sections)
+    c.executor_settings = sections.chosen(c.executor, found)
     if c.looks and not c.until_decided:
         raise ConfigError("--looks plans the looks of --until-decided: e.g. --until-decided --looks 5,8,12")
     if c.until_decided and not c.looks:
@@ -159,62 +160,6 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
     if c.until_decided and registry.kind(c.executor).detached(c):  # a look decides on finished runs
         raise ConfigError("--until-decided waits for each look's runs; it cannot --detach")
     return c
-
-
-def _nest(flat: dict[str, Any]) -> dict[str, Any]:
-    """'slurm.partition' (an executor's flag) -> {'slurm': {'partition': ...}}."""
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        head, dot, rest = key.partition(".")
-        if dot:
-            out.setdefault(head, {})[rest] = value
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
-        else:
-            out[key] = value
-    return out
-
-
-def _take_sections(values: Any, sections: dict[str, tuple[dict[str, Any], str]], source: str) -> Any:
-    """`values` less the executors' sections, which go to `sections`; a key that moved into one
-    (compare.slurm_partition, compare.detach) is named where it went."""
-    if not isinstance(values, dict):
-        return values
-    rest = {}
-    for key, value in values.items():
-        kind = registry.KINDS.get(str(key))
-        if kind is not None and kind.settings is not None:
-            if not isinstance(value, dict):
-                raise ConfigError(
-                    f"{source}: compare.{key}: expected a mapping of --executor {key}'s settings, got {short_repr(value)}"
-                )
-            sections[key] = ({**sections.get(key, ({}, ""))[0], **value}, source)
-            continue
-        for k in registry.with_settings():
-            names = [f.name for f in fields(k.settings)]
-            moved = str(key)[len(k.name) + 1 :] if str(key).startswith(k.name + "_") else str(key)
-            if moved in names and str(key) not in [f.name for f in fields(CompareConfig)]:
-                raise ConfigError(f"{source}: compare.{key} is compare.{k.name}.{moved} now")
-        rest[key] = value
-    return rest
-
-
-def _executor_settings(chosen: str, sections: dict[str, tuple[dict[str, Any], str]]) -> Any:
-    """The chosen executor's section, read; another's, given, is a mistake."""
-    for name, (values, source) in sections.items():
-        if name != chosen and values:
-            declared = {f.name: f for f in fields(registry.kind(name).settings)}
-            first = next(iter(values))
-            flag = flag_of(declared[first]) if first in declared else ""
-            what = flag.split()[0] if flag and source == "command line" else f"compare.{name}"
-            raise ConfigError(f"{what} needs --executor {name}")
-    kind = registry.kind(chosen)
-    if kind.settings is None:
-        return None
-    values, source = sections.get(chosen, ({}, "defaults"))
-    section = kind.read(values, source)
-    check_section(section, f"compare.{chosen}.")
-    return section
 
 
 @dataclass(frozen=True)
