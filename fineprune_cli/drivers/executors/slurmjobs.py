@@ -7,7 +7,7 @@ run's own checkpoint (written every epoch). The job ids are kept in <out>/.jobs/
 so `--detach` can return at once and a later `compare` with the same arguments collects
 what finished, waits for what is still queued or running, and submits only what is missing.
 The calls to sbatch, squeue and sacct, each bounded in time, are in slurmcalls.py; the
-settings in slurm.py.
+settings in slurmsettings.py.
 """
 
 from __future__ import annotations
