@@ -38,7 +38,8 @@ def option(
 
 
 def fields(section: Any) -> list[dataclasses.Field]:
-    return list(dataclasses.fields(section))
+    """The settings of a section (a field marked `section`, another section held inside it, is none)."""
+    return [f for f in dataclasses.fields(section) if not f.metadata.get("section")]
 
 
 def flag_of(f: dataclasses.Field) -> str:

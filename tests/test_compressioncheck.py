@@ -14,7 +14,7 @@ from conftest import invoke, summary_of
 from factories import make_run
 from fineprune_cli.drivers.compare import Job
 from fineprune_cli.drivers.compressioncheck import CompressionCheck
-from fineprune_cli.drivers.executor import Task
+from fineprune_cli.drivers.executors.contract import Task
 from fineprune_cli.errors import ConfigError
 
 JOBS = [

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from fineprune_cli.cli import dryrun_view
-from fineprune_cli.drivers import dryrun, drytime, parallel, probe
+from fineprune_cli.drivers import dryrun, drytime, probe
+from fineprune_cli.drivers.executors import local
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.probe import Probe
 from fineprune_cli.engine.config import Config
@@ -68,7 +69,7 @@ def _compare(tmp_path, **matrix):
 def test_jobs_place_the_runs_on_their_slots_at_the_per_job_thread_count(
     tmp_path, monkeypatch, jobs, threads, at_once_seconds, probe_threads
 ):
-    monkeypatch.setattr(parallel, "available_cores", lambda: [0, 1, 2, 3])
+    monkeypatch.setattr(local, "available_cores", lambda: [0, 1, 2, 3])
     seen: list = []
     c = _compare(tmp_path, seeds=[0, 1, 2], jobs=jobs, threads=threads)
     dry = dryrun.dry_compare(_cfg(), c, _timer(seen))

@@ -15,7 +15,7 @@ import fineprune
 from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
-from fineprune_cli.drivers.task import Label
+from fineprune_cli.drivers.executors.child import Label
 from fineprune_cli.engine import yamlvalues
 from fineprune_cli.engine.config import Config
 from fineprune_cli.errors import ConfigError
@@ -422,7 +422,7 @@ def test_sigterm_to_the_process_running_a_script_stops_the_script_too(tmp_path):
     )
     driver = (
         "import sys\nfrom fineprune_cli.drivers.scriptjob import run_script\n"
-        "from fineprune_cli.drivers.task import Label\nfrom fineprune_cli.engine.config import Config\n"
+        "from fineprune_cli.drivers.executors.child import Label\nfrom fineprune_cli.engine.config import Config\n"
         f"cfg = Config()\ncfg.script.command = {f'{sys.executable} {script}'!r}\n"
         f"cfg.run.out = {str(tmp_path / 'cmp' / 's-data' / 'regular-seed0')!r}\n"
         "try:\n    run_script(cfg, Label('s'))\nexcept KeyboardInterrupt:\n    sys.exit(130)\n"

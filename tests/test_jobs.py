@@ -11,7 +11,7 @@ import pytest
 from conftest import invoke, metrics_rows, summary_of, tiny
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.matrix import run_matrix
-from fineprune_cli.drivers.executor import slots
+from fineprune_cli.drivers.executors.local import slots
 from fineprune_cli.drivers.parallel import RunsFailed
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.record import held
@@ -101,7 +101,7 @@ def test_jobs_beyond_the_machine_are_refused_in_one_line(tmp_path):
 def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
     from rich.console import Console
 
-    from fineprune_cli.drivers.executor import Task
+    from fineprune_cli.drivers.executors.contract import Task
     from fineprune_cli.drivers.grid import Grid
 
     def task(arm, seed):
@@ -200,7 +200,7 @@ def test_a_ctrl_c_outside_a_training_loop_is_one_line_and_exit_130(monkeypatch):
 
 def test_a_run_killed_by_a_signal_says_which_and_why_it_may_have_come(tmp_path):
     """'exit code -9' dropped the cause: the kernel's OOM killer sends SIGKILL."""
-    from fineprune_cli.drivers.executor import last_error
+    from fineprune_cli.drivers.executors.local import last_error
 
     log = tmp_path / "run.log"
     log.write_text("lenet on synthetic: epoch 3/40\n")
@@ -217,7 +217,7 @@ def test_a_preempted_slurm_task_says_preempted_not_failed_during_processing():
     that as 'failed during processing', which the line repeated."""
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
-    from fineprune_cli.drivers.slurm import failure_line
+    from fineprune_cli.drivers.executors.slurmjobs import failure_line
 
     trace = (
         "Job (task=1) failed during processing with trace:\n----------------------\n"
@@ -269,17 +269,18 @@ def test_an_executors_notes_come_after_its_refusal_and_before_its_tasks(monkeypa
     # run_matrix hands run_tasks the arms it names (fine as its random control); they are said once
     # the executor is found. Catches: a note printed above a refusal's one line, or not at all.
     from fineprune_cli.drivers import parallel
+    from fineprune_cli.drivers.executors import local
 
     c = load_compare(None, {"compare.jobs": 2})
     monkeypatch.setattr(parallel, "write_tasks", lambda *args: [])
-    monkeypatch.setattr(parallel, "local_executor", lambda cfg, c: object())
+    monkeypatch.setattr(local, "local_executor", lambda cfg, c: object())
     parallel.run_tasks(build_config(None, {}), c, [], None, False, notes=["lenet on synthetic, fine: named"])
     assert capsys.readouterr().err == "lenet on synthetic, fine: named\n"
 
     def refuse(cfg, c):
         raise ConfigError("--jobs 2 is more than this machine has")
 
-    monkeypatch.setattr(parallel, "local_executor", refuse)
+    monkeypatch.setattr(local, "local_executor", refuse)
     with pytest.raises(ConfigError):
         parallel.run_tasks(build_config(None, {}), c, [], None, False, notes=["lenet on synthetic, fine: named"])
     assert capsys.readouterr().err == ""

@@ -46,7 +46,7 @@ def test_looks_go_with_until_decided_and_increase():
                 "compare.until_decided": True,
                 "compare.looks": [3, 5],
                 "compare.executor": "slurm",
-                "compare.detach": True,
+                "compare.slurm.detach": True,
             },
             "cannot --detach",
         ),

@@ -1,6 +1,7 @@
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,17 @@ def test_cli_report(runs_root, tmp_path):
     assert "Launched by hand." in (tmp_path / "o" / "index.md").read_text()
     result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])
     assert result.exit_code == 0 and "left out" in result.output
+
+
+def test_report_without_plots_imports_no_plotting_library(runs_root, tmp_path, monkeypatch):
+    """matplotlib took about 3.7 s of a 10 s report: --no-plots must not load it. A None in
+    sys.modules makes any import of it fail, so a stray import ends this report in an error."""
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = runner.invoke(app, ["report", str(runs_root), "--out", str(tmp_path / "o"), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert sys.modules["matplotlib"] is None
 
 
 def test_cli_report_bad_input(tmp_path):

@@ -251,12 +251,12 @@ def _calls(state, name="sbatch"):
     [
         ("reject", "sbatch refused the job array: invalid partition specified: nosuch; Batch job submission failed"),
         ("noid", "sbatch printed no job id (it said: 'Submitted.')"),
-        ("hang", "sbatch did not answer within 2 s (compare.slurm_submit_timeout)"),
+        ("hang", "sbatch did not answer within 2 s (compare.slurm.submit_timeout)"),
     ],
 )
 def test_sbatch_refusing_printing_no_id_or_hanging_is_one_line(tmp_path, slurm_here, monkeypatch, behaviour, words):
     monkeypatch.setenv("STANDIN_SBATCH", behaviour)
-    result = _slurm(tmp_path, "--set", "compare.slurm_submit_timeout=2")
+    result = _slurm(tmp_path, "--set", "compare.slurm.submit_timeout=2")
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: {words}") and result.output.count("\n") == 1, result.output
     assert _calls(slurm_here) == 1 and not (tmp_path / "out" / ".jobs" / "slurm.json").exists()
@@ -277,7 +277,7 @@ def test_no_srun_is_one_line(tmp_path, slurm_here):
         ("setup=5", "compare.slurm.setup: expected a list of strings, got 5"),
         ("nodes=abc", "compare.slurm.nodes: expected int, got 'abc'"),
         ("srun_args=[[1]]", "compare.slurm.srun_args[0]: expected a string, got [1]"),
-        ("time=-1", "compare.slurm.time: set it with --slurm-time"),
+        ("time=-1", "--slurm-time must be between 1 and 525,600, got -1"),
         ("additional_parameters={time: -1}", "compare.slurm.additional_parameters.time: already set"),
         ("nodes=0", "compare.slurm.nodes must be 1 (each run of compare is one Slurm task on one node), got 0"),
         ("nodes=2", "compare.slurm.nodes must be 1 (each run of compare is one Slurm task on one node), got 2"),
@@ -334,7 +334,7 @@ def test_a_job_slurm_no_longer_holds_is_submitted_again(tmp_path, slurm_here, mo
 def test_a_task_killed_before_its_result_fails_instead_of_being_waited_for(tmp_path, slurm_here, monkeypatch):
     """With no sacct, submitit never learnt that a job had ended: a task killed before it wrote
     its result (its node lost) kept compare waiting for ever."""
-    from fineprune_cli.drivers import slurmcalls
+    from fineprune_cli.drivers.executors import slurmcalls
 
     monkeypatch.setattr(slurmcalls, "ASK_EVERY_S", 0.2)
     monkeypatch.setenv("STANDIN_SBATCH", "queue")
@@ -350,14 +350,14 @@ def test_a_stop_while_waiting_on_slurm_leaves_the_jobs_there_and_says_how_to_go_
     """Ctrl-C (or SIGTERM, which compare takes as one) while compare waited on Slurm ended in a
     bare 'interrupted': the queued runs went on unnamed. Now one line names the job, how a
     later compare collects it and how to cancel it; the ledger keeps it, so nothing resubmits."""
-    from fineprune_cli.drivers import slurm
+    from fineprune_cli.drivers.executors import slurmjobs
 
     monkeypatch.setenv("STANDIN_SBATCH", "queue")
 
     def pressed(seconds):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(slurm.time, "sleep", pressed)
+    monkeypatch.setattr(slurmjobs.time, "sleep", pressed)
     result = _slurm(tmp_path)
     assert result.exit_code == 130, result.output
     assert result.output.strip().splitlines()[-1] == (
@@ -372,7 +372,7 @@ def test_a_submission_from_another_thread_than_the_main_one_goes_through(tmp_pat
     called from a library's worker thread ended in ValueError ('signal only works in main thread')."""
     import threading
 
-    from fineprune_cli.drivers.slurmcalls import submitting
+    from fineprune_cli.drivers.executors.slurmcalls import submitting
 
     got = []
     worker = threading.Thread(target=lambda: got.append(submitting(tmp_path, 5, lambda: "submitted")))

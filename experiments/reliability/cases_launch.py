@@ -176,6 +176,8 @@ def _held(argv: list[str], run_files: bool):
         (work / "run").mkdir(exist_ok=True)
         fd = os.open(work / "run" / ".lock", os.O_CREAT | os.O_RDWR)
         fcntl.flock(fd, fcntl.LOCK_EX)  # the forked case opens its own: the lock conflicts
+        os.ftruncate(fd, 0)  # and names its holder, as a writer does: a live one, not a stray process
+        os.write(fd, f"{os.getpid()}\n".encode())
         HELD.append(fd)
         return argv
 

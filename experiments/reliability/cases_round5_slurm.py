@@ -72,11 +72,15 @@ SET_VALUES = {
     "constraint-mapping": ("compare.slurm.constraint={a: b}", "compare.slurm.constraint: expected a string"),
     "exclusive-list": ("compare.slurm.exclusive=[user]", "compare.slurm.exclusive: expected a string"),
     "job-name-tab": ('compare.slurm.job_name="a\\tb"', "compare.slurm.job_name: 'a\\tb' holds"),
-    "time-past-its-flag": ("compare.slurm.time=-1", "compare.slurm.time: set it with --slurm-time"),
-    "partition-past-its-flag": ("compare.slurm.partition=gpu", "set it with --slurm-partition"),
-    "account-past-its-flag": ("compare.slurm.account=x", "set it with --slurm-account"),
-    "gpus-per-task-past-its-flag": ("compare.slurm.gpus_per_task=999", "set it with --slurm-gpus-per-task"),
-    "cpus-per-task-past-its-setting": ("compare.slurm.cpus_per_task=-4", "set it with compare.slurm_cpus_per_task"),
+    "time-past-its-flag": ("compare.slurm.time=-1", "--slurm-time must be between 1"),
+    "partition-by-its-old-name": (
+        "compare.slurm_partition=gpu",
+        "compare.slurm_partition is compare.slurm.partition now",
+    ),
+    "account-by-its-old-name": ("compare.slurm_account=x", "compare.slurm_account is compare.slurm.account now"),
+    "gpus-per-task-past-its-flag": ("compare.slurm.gpus_per_task=999", "--slurm-gpus-per-task must be between 0"),
+    "cpus-per-task-past-its-setting": ("compare.slurm.cpus_per_task=-4", "compare.slurm.cpus_per_task must be between"),
+    "time-in-options": ("compare.slurm.options={time: 5}", "compare.slurm.time: set it with --slurm-time"),
     "extra-not-mapping": ("compare.slurm.additional_parameters=[a]", "additional_parameters: expected a mapping"),
     "extra-time": ("compare.slurm.additional_parameters={time: -1}", "additional_parameters.time: already set"),
     "extra-time-min": ("compare.slurm.additional_parameters={time-min: 1, time: 5}", "additional_parameters.time:"),
@@ -98,9 +102,9 @@ SET_VALUES = {
     "deprecated-num-gpus": ("compare.slurm.num_gpus=1", "compare.slurm: unknown setting 'num_gpus'"),
     "internal-map-count": ("compare.slurm.map_count=5", "compare.slurm: unknown setting 'map_count'"),
     "slurm-not-mapping": ("compare.slurm=5", "expected a mapping"),
-    "submit-timeout-zero": ("compare.slurm_submit_timeout=0", "compare.slurm_submit_timeout must be between 1"),
-    "submit-timeout-huge": (f"compare.slurm_submit_timeout={10**12}", "slurm_submit_timeout must be between 1"),
-    "submit-timeout-text": ("compare.slurm_submit_timeout=soon", "expected int"),
+    "submit-timeout-zero": ("compare.slurm.submit_timeout=0", "compare.slurm.submit_timeout must be between 1"),
+    "submit-timeout-huge": (f"compare.slurm.submit_timeout={10**12}", "slurm.submit_timeout must be between 1"),
+    "submit-timeout-text": ("compare.slurm.submit_timeout=soon", "expected int"),
 }
 
 
@@ -137,7 +141,9 @@ YAML_CASES = [
     _compare_file("self-alias", "compare:\n  slurm: &s {setup: [*s]}\n", "--print-config", "holds it"),
     _compare_file("setup-int-in-file", "compare:\n  executor: slurm\n  slurm: {setup: 5}\n", "", "expected a list"),
     _compare_file("time-in-file", "compare:\n  executor: slurm\n  slurm: {time: -1}\n", "--dry-run", "--slurm-time"),
-    _compare_file("slurm-time-in-file", "compare:\n  executor: slurm\n  slurm_time: -1\n", "", "--slurm-time"),
+    _compare_file(
+        "slurm-time-in-file", "compare:\n  executor: slurm\n  slurm_time: -1\n", "", "compare.slurm.time now"
+    ),
     config("slurm-yaml-bomb-in-train", f"train: {{milestones: {_bomb()}}}\n", "--print-config", words=["aliases"]),
     Case("slurm-set-bomb", [*SLURM, "--set", f"compare.slurm.setup={_bomb()}", "--dry-run"], ["aliases repeat"]),
     Case("slurm-set-self-alias", [*SLURM, "--set", "compare.slurm.setup=&a [*a]", "--print-config"], ["holds it"]),
@@ -216,13 +222,13 @@ STAND_IN_CASES = [
         "sbatch-never-answers",
         {"sbatch": f"exec {PY} -c 'import time; time.sleep(60)'\n"},
         ["sbatch did not answer within 2 s"],
-        ["--set", "compare.slurm_submit_timeout=2"],
+        ["--set", "compare.slurm.submit_timeout=2"],
     ),
     _stand_in(
         "sbatch-hangs-after-its-id",
         {"sbatch": f"echo 'Submitted batch job 7'\nexec {PY} -c 'import time; time.sleep(60)'\n"},
         ["sbatch did not answer within 2 s", "squeue"],
-        ["--set", "compare.slurm_submit_timeout=2"],
+        ["--set", "compare.slurm.submit_timeout=2"],
     ),
     _stand_in("sbatch-killed", {"sbatch": "kill -9 $$\n"}, ["sbatch refused the job array", "exit code -9"]),
     _stand_in(
@@ -247,7 +253,7 @@ STAND_IN_CASES = [
         "squeue-hangs-sacct-missing",
         {"sbatch": SBATCH_OK, "squeue": f"exec {PY} -c 'import time; time.sleep(60)'\n"},
         ["cannot tell whether 1 run(s)"],
-        ["--set", "compare.slurm_submit_timeout=2"],
+        ["--set", "compare.slurm.submit_timeout=2"],
         ledger=True,
     ),
     _stand_in(

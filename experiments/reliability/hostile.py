@@ -127,15 +127,16 @@ class Outcome:
 
 def snapshot(*roots: Path) -> dict[str, tuple]:
     """Every path under the roots with its type, size and modification time (links not followed).
-    A folder counts by its existence only, and so does the empty `.lock` a writer takes (held
-    with flock and harmless when left): a failed start must leave every file as it found it."""
+    A folder counts by its existence only, and the `.lock` a writer takes (held with flock, naming
+    its last holder's pid, harmless when left) not at all: a failed start must leave every other
+    file as it found it."""
     seen = {}
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root):
             for name in dirnames + filenames:
                 p = Path(dirpath, name)
                 st = p.lstat()
-                if name == ".lock" and st.st_size == 0:
+                if name == ".lock" and stat.S_ISREG(st.st_mode):
                     continue
                 seen[str(p)] = (st.st_mode,) if stat.S_ISDIR(st.st_mode) else (st.st_mode, st.st_size, st.st_mtime_ns)
     return seen

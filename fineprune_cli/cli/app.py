@@ -73,7 +73,7 @@ class Interrupted(FinepruneError):
 
 @contextlib.contextmanager
 def term_as_interrupt() -> Any:
-    """SIGTERM ends a command as Ctrl-C does: by an exception that says one line (killed
+    """SIGTERM (and SIGHUP) ends a command as Ctrl-C does: by an exception that says one line (killed
     outright, a report left its hidden staging folder in --out, and a compare between runs
     ended with nothing said). A training loop's own stop replaces it while it trains."""
     if threading.current_thread() is not threading.main_thread():
@@ -83,11 +83,13 @@ def term_as_interrupt() -> Any:
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    # SIGHUP (a closed terminal, a dropped ssh) as SIGTERM: killed outright, compare left its runs
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 OWN_PROCESS = {"main": False}  # set by main(): the process ends with this command

@@ -7,7 +7,6 @@ section.key=value` reaches every field, flagged or not.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import typing
@@ -15,8 +14,9 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 from ..engine.yamlvalues import setting_value
+from ..drivers.executors import registry
 from ..errors import ConfigError
-from ..settings import flag_of, type_of
+from ..settings import fields, flag_of, type_of
 
 Spec = tuple[str, type, tuple[str, ...]]  # (section name, settings class, field names; () = all flagged)
 
@@ -55,12 +55,12 @@ def with_settings(*specs: Spec, required: tuple[str, ...] = ()) -> Callable[[Cal
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         extra, parsers = [], {}
         for section, cls, names in specs:
-            for f in dataclasses.fields(cls):
+            for f in fields(cls):
                 flag = flag_of(f)
                 if not flag or (names and f.name not in names):
                     continue
                 cli_type, parse = _parser(type_of(cls, f.name), flag.split()[0])
-                name = f"{section}__{f.name}"
+                name = f"{section}__{f.name}".replace(".", "__")  # compare.slurm: a Python name
                 dotted = f"{section}.{f.name}"
                 mark = REQUIRED.format(key=dotted) if dotted in required else ""
                 # \[: a bracket is rich markup in help ('fineprune[tensorboard]' printed as 'fineprune')
@@ -107,7 +107,7 @@ def parse_set(items: list[str] | None) -> dict[str, Any]:
     for item in items or []:
         key, sep, text = item.partition("=")
         key = key.strip()
-        if sep and key.startswith(MAPPINGS) and key.count(".") == 2:  # compare.slurm.mem_gb=32
+        if sep and key.startswith(mappings()) and key.count(".") == 2:  # compare.slurm.mem_gb=32
             mapping, _, name = key.rpartition(".")
             out.setdefault(mapping, {})[name] = setting_value(key, text)
             continue
@@ -117,4 +117,6 @@ def parse_set(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-MAPPINGS = ("compare.slurm.",)  # settings that are mappings: --set section.key.name=value fills one name
+def mappings() -> tuple[str, ...]:
+    """The sections inside a section, an executor's own (compare.slurm): --set section.key.name=value fills one name."""
+    return tuple(f"compare.{kind.name}." for kind in registry.with_settings())

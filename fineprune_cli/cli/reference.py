@@ -10,6 +10,7 @@ writes docs/reference/settings.md; tests/test_docs.py fails while the committed 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import sys
 import typing
@@ -22,6 +23,7 @@ import yaml
 from .. import console
 from ..analysis.judging import Judging
 from ..drivers.compare import CompareConfig
+from ..drivers.executors import registry
 from ..engine.config import Config
 from ..settings import fields, flag_of, type_of
 
@@ -29,6 +31,7 @@ PAGE = Path("docs/reference/settings.md")
 SECTIONS: tuple[tuple[str, type], ...] = (
     *((f.name, f.default_factory) for f in dataclasses.fields(Config)),  # type: ignore[misc]
     ("compare", CompareConfig),
+    *((f"compare.{kind.name}", kind.settings) for kind in registry.with_settings() if kind.settings),
     ("judging", Judging),
 )
 # "(default ...)" at the end of a help text: the default as the help states it, with one
@@ -69,7 +72,7 @@ def settings_page() -> str:
 
 
 def _section(name: str, section: type, takes: dict[str, list[str]]) -> list[str]:
-    doc = (section.__doc__ or "").strip()
+    doc = inspect.cleandoc(section.__doc__ or "")
     intro = doc if doc and not doc.startswith(section.__name__ + "(") else ""
     out = [f"## `{name}`", ""] + ([intro, ""] if intro else [])
     out += ["| YAML key | flag | default | check | commands | help |", "|---|---|---|---|---|---|"]
@@ -144,7 +147,7 @@ def _commands_by_setting() -> dict[str, list[str]]:
     for command, cmd in _click_commands().items():
         for param in cmd.params:
             if "__" in (param.name or ""):
-                takes.setdefault(param.name.replace("__", ".", 1), []).append(command)
+                takes.setdefault(param.name.replace("__", "."), []).append(command)
     return takes
 
 

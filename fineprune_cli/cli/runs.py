@@ -10,6 +10,7 @@ import typer
 
 from ..analysis.judging import Judging
 from ..drivers.compare import CompareConfig
+from ..drivers.executors import registry
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..engine.scriptconfig import ScriptConfig
 from ..errors import ConfigError
@@ -39,6 +40,7 @@ TRAIN = (
 )
 COMPARE = (
     ("compare", CompareConfig, ()),
+    *((f"compare.{kind.name}", kind.settings, ()) for kind in registry.with_settings()),
     ("judging", Judging, ()),
     ("data", DataConfig, ("data_dir", "subset", "test_subset", "image_size")),
     ("train", TrainConfig, ()),
@@ -160,7 +162,7 @@ def compare(
         if print_config:
             plan(cfg, c)  # the same refusals as a real compare: every job's config is valid
             tree = used_by_script(cfg.to_dict())
-            return dryrun_view.show_config({**tree, "compare": asdict(c), "judging": asdict(judging)}, as_json)
+            return dryrun_view.show_config({**tree, "compare": c.to_dict(), "judging": asdict(judging)}, as_json)
         return dryrun_view.show_dry_run(dry_compare(cfg, c), as_json)
     run = until_decided if c.until_decided else judged_matrix
     try:

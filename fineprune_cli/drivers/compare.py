@@ -9,7 +9,7 @@ it stopped; an incomplete one is trained again from epoch 1.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,8 @@ from ..arms import frontier_arm, shorter_arm, shorter_schedule
 from ..engine.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
-from ..settings import apply_values, between, check_section, option
-from . import slurmsettings
+from ..settings import apply_values, between, check_section, fields, option
+from .executors import registry, sections
 
 
 # the looks --until-decided plans unless told: in the simulated power table (docs/decisions.md)
@@ -106,60 +106,23 @@ class CompareConfig:
         "with --jobs 1, torch's own count in this process)",
     )
     executor: str = option(
-        "local",
-        choices=("local", "slurm"),
+        registry.DEFAULT,
+        check=registry.problem,
         help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
-        "a task of a job array, through submitit). (default local)",
+        "a task of a job array, through submitit; its settings in compare.slurm). (default local)",
     )
-    detach: bool = option(
-        False,
-        flag="--detach",
-        help="With --executor slurm: submit and return at once; `compare` again with the same "
-        "arguments collects what finished and submits what is missing.",
-    )
-    slurm_partition: str = option("", help="With --executor slurm: the partition. (default: the cluster's)")
-    slurm_time: int = option(
-        60,
-        check=between(1, 525600),
-        help="With --executor slurm: minutes per task; a task that runs out is requeued and "
-        "resumes from its checkpoint. (default 60)",
-    )
-    slurm_gpus_per_task: int = option(0, check=between(0, 64), help="With --executor slurm: GPUs per run. (default 0)")
-    slurm_cpus_per_task: int = option(
-        0, check=between(0, 1024), flag="", help="With --executor slurm: CPUs per run. (default: the cluster's)"
-    )
-    slurm_account: str = option("", help="With --executor slurm: the account charged. (default: yours)")
-    slurm: dict[str, Any] = option(
-        factory=dict,
-        flag="",
-        help="With --executor slurm: any other setting submitit's SlurmExecutor takes "
-        "(mem, qos, constraint, setup, ...), as --set compare.slurm.NAME=VALUE "
-        "or a compare.slurm mapping in --config; each checked for its type.",
-    )
-    slurm_submit_timeout: int = option(
-        120,
-        check=between(1, 3600),
-        flag="",
-        help="With --executor slurm: seconds sbatch may take to answer before compare gives up "
-        "on it (a controller that never answers must not hang compare). (default 120)",
-    )
+    # the chosen executor's own section (compare.<executor>), which load_compare reads; not a setting
+    executor_settings: Any = field(default=None, metadata={"section": True})
 
-    def check(self) -> None:
-        """Slurm settings mean nothing to the local executor: given without it, they are a mistake."""
-        if self.executor != "slurm":
-            default = CompareConfig()
-            given = [
-                f.name
-                for f in fields(self)
-                if f.name.startswith("slurm") or f.name == "detach"
-                if getattr(self, f.name) != getattr(default, f.name)
-            ]
-            if given:
-                name = "compare.slurm" if given[0] == "slurm" else f"--{given[0].replace('_', '-')}"
-                raise ConfigError(f"{name} needs --executor slurm")
-        self.slurm = slurmsettings.checked(self.slurm)
+    def to_dict(self) -> dict[str, Any]:
+        """As a --config file's compare section writes it, the executor's own section under its name."""
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        if self.executor_settings is not None:
+            out[self.executor] = asdict(self.executor_settings)
+        return out
 
 
+_OWN = [f.name for f in fields(CompareConfig)]
 MAX_SEEDS = 1000  # more seeds than any comparison plans: a typo must not plan 10^8 runs
 MAX_LOOKS = 20
 
@@ -173,24 +136,28 @@ def _increasing(looks: list[int]) -> bool:
 
 
 def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> CompareConfig:
-    """The experiment file's `compare` section, then the flags ('compare.key' -> value)."""
+    """The experiment file's `compare` section, then the flags ('compare.key' -> value); each
+    executor's own section (compare.<executor>) from both, kept for the executor chosen."""
     c = CompareConfig()
+    found: sections.Found = {}
     if config_file is not None:
         _, section = split_experiment(load_yaml(config_file))
-        apply_values(c, section, str(config_file), "compare")
+        apply_values(c, sections.take(section, found, str(config_file), _OWN), str(config_file), "compare")
         out = Path(str(section.get("out", ""))) if isinstance(section, dict) else Path()
         if out.is_absolute() or ".." in out.parts:
             raise ConfigError(
                 f"{config_file}: compare.out must be a relative path without '..' "
                 f"(got '{out}'); pass --out on the command line to write elsewhere"
             )
-    apply_values(c, {k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None}, "command line", "compare")
+    given = sections.nest({k.split(".", 1)[1]: v for k, v in overrides.items() if v is not None})
+    apply_values(c, sections.take(given, found, "command line", _OWN), "command line", "compare")
     check_section(c, "compare.")
+    c.executor_settings = sections.chosen(c.executor, found)
     if c.looks and not c.until_decided:
         raise ConfigError("--looks plans the looks of --until-decided: e.g. --until-decided --looks 5,8,12")
     if c.until_decided and not c.looks:
         c.looks = list(DEFAULT_LOOKS)
-    if c.until_decided and c.detach:  # a look decides on finished runs: it must wait for them
+    if c.until_decided and registry.kind(c.executor).detached(c):  # a look decides on finished runs
         raise ConfigError("--until-decided waits for each look's runs; it cannot --detach")
     return c
 

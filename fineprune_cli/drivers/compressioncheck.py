@@ -19,7 +19,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .compare import Job
-    from .executor import Task
+    from .executors.contract import Task
 
 
 class CompressionCheck:

@@ -126,7 +126,7 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
         # read only: a folder of other settings is refused here as the real compare would
         runs[-1].state = existing_state(job_cfg, identities[job.dataset])
         costs.setdefault(f"{job.model}-{job.dataset}", (job_cfg, channels, size, classes))
-    experiment = {**cfg.to_dict(), "compare": asdict(c)}
+    experiment = {**cfg.to_dict(), "compare": c.to_dict()}
     dry = _timed(experiment, runs, costs, cfg, pace_of(cfg, c), c.looks, timer)
     return replace(dry, random_equal=random_equal_lines(configs))
 
@@ -146,7 +146,7 @@ def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun
         runs.append(planned(job_cfg, job.arm, epoch.num_train if epoch else 1))
         runs[-1].look = next((k for k, seeds in enumerate(c.looks, 1) if job.seed < seeds), 1)
         runs[-1].state = existing_state(job_cfg, {})
-    experiment = {**used_by_script(cfg.to_dict()), "compare": asdict(c)}
+    experiment = {**used_by_script(cfg.to_dict()), "compare": c.to_dict()}
     check = SCHEDULE_CHECK if c.shorter or c.until_decided else ""  # later looks may add shorter arms
     pace = pace_of(cfg, c)
     why = f"one epoch of the script could not be timed: {timed}" if epoch is None else ""
@@ -191,15 +191,9 @@ SCHEDULE_CHECK = (
 def pace_of(cfg: Config, c: CompareConfig) -> Pace:
     """The slots a real compare would use; --jobs or --threads beyond the machine is refused
     here as it would be there."""
-    from .matrix import in_process
-    from .parallel import local_executor
+    from .executors import registry
 
-    if c.executor == "slurm":
-        return Pace(0, c.slurm_cpus_per_task or None)
-    if in_process(c):
-        return Pace()
-    executor = local_executor(cfg, c)
-    return Pace(len(executor.slots), executor.threads)
+    return Pace(*registry.kind(c.executor).pace(cfg, c))
 
 
 def _timed(

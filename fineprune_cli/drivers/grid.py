@@ -18,7 +18,7 @@ from rich.table import Table
 
 from .. import console
 from ..engine.record import SUMMARY
-from .executor import Task
+from .executors.contract import Task
 
 
 def progress_of(task: Task) -> tuple[int, float | None]:

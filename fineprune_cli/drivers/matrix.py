@@ -1,5 +1,5 @@
 """The matrix run: every job of a `compare` not yet finished, in this process one after the
-other, or as tasks of an executor (`--jobs`, `--threads`, `--executor slurm`). Kept apart from
+other, or as tasks of an executor (`--jobs`, `--threads`, `--executor`). Kept apart from
 `compare` so the executors, which need `compare`'s job configs, sit between the two."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 from .parallel import RunsFailed
 from .compressioncheck import CompressionCheck
+from .executors import registry
 from .scriptjob import ScriptFailed, probe
 
 
@@ -59,11 +60,11 @@ def run_matrix(
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
     # named after every refusal (an executor's too), just before the first run trains
     named = random_equal_lines((job, job_config(cfg, job, c.out)) for job in todo)
-    if not in_process(c):  # --jobs, --threads, --executor slurm: each run a task of an executor
+    if not in_process(c):  # --jobs, --threads, --executor: each run a task of an executor
         from .parallel import run_tasks
 
         run_tasks(cfg, c, todo, command, show_progress, guard.task_done if guard else None, named)
-        if guard:  # Slurm's runs, which it checks only once they all ended
+        if guard:  # the runs of an executor it could not check as each ended (Slurm's)
             guard.after(todo)
         return [job.run_dir(c.out) for job in jobs]
     for line in named:
@@ -109,18 +110,15 @@ def _left_out(finished: list[Path]) -> set[Path]:
 
 
 def in_process(c: CompareConfig) -> bool:
-    """Today's path: one run after the other in this process, with torch's own thread count."""
-    return c.executor == "local" and c.jobs == 1 and c.threads == 0
+    """One run after the other in this process, with torch's own thread count, where the executor says so."""
+    return registry.kind(c.executor).in_process(c)
 
 
 def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     """The matrix's refusals, before anything is written (its plan included): every job's
     config, and --jobs or --threads beyond this machine."""
-    from .parallel import local_executor
-
     jobs = plan(cfg, c)
-    if c.executor == "local":
-        local_executor(cfg, c)
+    registry.kind(c.executor).refuse(cfg, c)
     if not cfg.script.command:  # a script's --model only names its runs
         check_factories(cfg, c, jobs)
     elif jobs:  # a command that cannot run would fail every run alike

@@ -1,4 +1,5 @@
-"""`compare --jobs N` and `compare --executor slurm`: the matrix's runs as tasks of an executor.
+"""`compare --jobs N` and `compare --executor NAME`: the matrix's runs as tasks of an executor
+(executors/: the contract, the registry, one module each).
 
 Each job's config is written to <out>/.jobs/<model>-<dataset>/<arm>-seed<seed>.yaml (with the
 task's log beside it), so a task, here or on a cluster node, needs nothing but that file.
@@ -14,7 +15,8 @@ from ..engine import yamlvalues
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
 from ..errors import FinepruneError
-from .executor import JOBS, LocalExecutor, Task, available_cores, job_file, slots, visible_gpus
+from .executors import registry
+from .executors.contract import JOBS, Task, job_file
 from .grid import Grid
 
 if TYPE_CHECKING:
@@ -31,23 +33,6 @@ class RunsFailed(FinepruneError):
             f"{failed} of {total} runs failed (each said why above{f'; {logs}' if logs else ''}); the "
             "others are kept, and `compare` again trains only what is missing"
         )
-
-
-def on_cuda(device: str) -> bool:
-    if device.startswith("cuda"):
-        return True
-    if device != "auto":
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def local_executor(cfg: Config, c: "CompareConfig") -> LocalExecutor:
-    """The slots of this machine; --jobs or --threads beyond it is refused before anything trains."""
-    return LocalExecutor(
-        slots(c.jobs, c.threads, available_cores(), visible_gpus() if on_cuda(cfg.run.device) else None)
-    )
 
 
 def write_tasks(cfg: Config, c: "CompareConfig", todo: list["Job"], command: str | None) -> list[Task]:
@@ -85,14 +70,10 @@ def run_tasks(
 ) -> None:
     """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
     end when some failed. `on_done`, called as each run here finishes, may refuse the matrix:
-    the runs in flight then stop after their epoch (a Slurm job's would go on: it is not called).
-    `notes` are said once the executor is found, before any task starts."""
-    if c.executor == "slurm":
-        from .slurm import slurm_executor
-
-        executor = slurm_executor(c)
-    else:
-        executor = local_executor(cfg, c)
+    the runs in flight then stop after their epoch (where runs live elsewhere and would go on,
+    it is not called). `notes` are said once the executor is found, before any task starts."""
+    kind = registry.kind(c.executor)
+    executor = kind.make(cfg, c)
     for line in notes:
         console.info(line)
     tasks = write_tasks(cfg, c, todo, command)
@@ -100,7 +81,7 @@ def run_tasks(
         return
     mode = "off" if not show_progress else ("live" if console.err.is_terminal else "lines")
     with Grid(tasks, mode) as grid:
-        outcomes = executor.run(tasks, grid if on_done is None or c.executor == "slurm" else Checked(grid, on_done))
+        outcomes = executor.run(tasks, grid if on_done is None or not kind.stops_on_refusal else Checked(grid, on_done))
     failed = [o for o in outcomes if not o.ok]
     if failed:
         raise RunsFailed(len(failed), len(tasks), f"logs beside their configs in {Path(c.out) / JOBS}")

@@ -36,8 +36,10 @@ EVAL_IMAGES = 128  # the evaluation batch up to this (a ResNet forward on a CPU 
 PROBE_LR = 1e-4  # random labels at the run's lr may diverge; the step costs the same
 NOISY = 1.25  # repeats further apart than this: the estimate is given as a range, fastest to slowest
 IMPORT_TIMEOUT_S = 120  # a fresh interpreter importing what a run's process imports
-# what `python -m fineprune_cli.drivers.task` imports before its run starts
-RUN_IMPORTS = "import torch, fineprune_cli.drivers.task, fineprune_cli.engine.session, fineprune_cli.engine.build"
+# what `python -m fineprune_cli.drivers.executors.child` imports before its run starts
+RUN_IMPORTS = (
+    "import torch, fineprune_cli.drivers.executors.child, fineprune_cli.engine.session, fineprune_cli.engine.build"
+)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from ..engine.config import Config, config_from_dict
 from ..engine.files import read_regular_text
 from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.scriptconfig import used_by_script
+from ..engine.holders import lock_problem
 from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, held, load_run_config, read_summary
 from ..errors import ConfigError
 
@@ -56,6 +57,9 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
 
     path = Path(job_cfg.run.out)
     if held(path):  # a run in progress, perhaps in its first epoch: never trained twice nor deleted
+        problem = lock_problem(path)  # or a process left behind by one that ended: not a run to wait for
+        if problem:
+            raise ConfigError(problem)
         return "held"
     if not (path / SUMMARY).exists():
         return "new"

@@ -21,10 +21,12 @@ from .. import console
 from ..engine import yamlvalues
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
+from ..engine.holders import die_with_parent, end_group
 from ..engine.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
 from ..errors import ConfigError, FinepruneError
 from ..harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
-from .executor import ended, job_file
+from .executors.contract import job_file
+from .executors.local import ended
 
 POLL_S = 0.5
 LAUNCH_DIR_ENV = "FINEPRUNE_LAUNCH_DIR"  # where compare runs: for a script's own relative paths (./data)
@@ -133,13 +135,22 @@ def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(
-                fill(cfg, here), cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                fill(cfg, here),
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=die_with_parent(),  # compare (or its task) killed: the script is told to stop
             )
         except OSError as exc:
             raise ScriptFailed(
                 f"{bar.label}: the script could not start: {exc.strerror or exc}; its log: {log}"
             ) from None
-        code = _wait(proc, run_dir, cfg.script.timeout, bar)
+        try:
+            code = _wait(proc, run_dir, cfg.script.timeout, bar)
+        finally:
+            end_group(proc.pid)  # a child it forked and left (holding the run's lock, perhaps) ends too
     if code:  # its own last words say more than the code
         raise ScriptFailed(f"{bar.label}: the script failed: {last_words(log, before)} ({ended(code)}; log: {log})")
     reason = _failure(code, run_dir, cfg.script.timeout)
@@ -174,7 +185,8 @@ def _wait(proc: subprocess.Popen, run_dir: Path, timeout: int, bar: Any) -> int 
     # Python's default would end this process at once and leave the script, a session of its
     # own, running with nobody to wait for it
     restore = _main_thread()
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if restore else None
+    stops = (signal.SIGTERM, signal.SIGHUP)  # SIGHUP: a closed terminal
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in stops} if restore else {}
     try:
         while proc.poll() is None:
             if timeout and time.monotonic() - started > timeout:
@@ -186,8 +198,8 @@ def _wait(proc: subprocess.Popen, run_dir: Path, timeout: int, bar: Any) -> int 
         _stop(proc)
         raise
     finally:
-        if restore:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     _advance(run_dir, seen, bar)
     return proc.returncode
 

@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from ..harness import JOB_ENV, RUN_DIR_ENV
 from .compare import CompareConfig, job_config, plan
 from .drytime import PlannedRun
-from .executor import last_error
+from .executors.local import last_error
 from .scriptjob import fill
 
 POLL_S = 0.1

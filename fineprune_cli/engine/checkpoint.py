@@ -140,10 +140,10 @@ def restore_rng(state: dict[str, Any]) -> None:
 
 
 class StopRequest:
-    """While active, the first SIGINT/SIGTERM only asks the loop to stop after this epoch;
-    a second one acts as usual (KeyboardInterrupt / termination)."""
+    """While active, the first SIGINT/SIGTERM/SIGHUP (a closed terminal) only asks the loop to stop
+    after this epoch; a second one acts as usual (KeyboardInterrupt / termination)."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.requested: str | None = None

@@ -25,6 +25,7 @@ import yaml
 
 from ..errors import ConfigError
 from . import yamlvalues
+from .holders import lock_problem, stamp
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
 
 if TYPE_CHECKING:  # reading records (compare's planning, report) needs no torch
@@ -107,8 +108,10 @@ class RunRecord:
         except OSError:
             os.close(fd)
             raise ConfigError(
-                f"{self.path} is being written by another fineprune process; wait for it or choose another --out"
+                lock_problem(self.path)
+                or f"{self.path} is being written by another fineprune process; wait for it or choose another --out"
             ) from None
+        stamp(fd)
         self._lock = fd
 
     def close(self) -> None:

@@ -1,35 +1,32 @@
-"""`compare --executor slurm`: each run one task of a Slurm job array, submitted through submitit.
+"""`compare --executor slurm`'s runner: each run one task of a Slurm job array, through submitit.
 
-The task is the local executor's (`drivers/task.py` on the job's config), wrapped as a
+The task is the child entry point's (child.py on the job's config), wrapped as a
 submitit Checkpointable: on preemption or time-out Slurm signals it, submitit requeues it
 with the same arguments, and the requeued task finds its run incomplete and resumes from the
 run's own checkpoint (written every epoch). The job ids are kept in <out>/.jobs/slurm.json,
 so `--detach` can return at once and a later `compare` with the same arguments collects
 what finished, waits for what is still queued or running, and submits only what is missing.
 The calls to sbatch, squeue and sacct, each bounded in time, are in slurmcalls.py; the
-compare.slurm settings' types in slurmsettings.py.
+settings in slurmsettings.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import submitit
 
-from .. import console
-from ..engine.files import atomic_write_text
-from ..errors import ConfigError, FinepruneError
-from .executor import POLL_S, Outcome, Task, Watch
+from ... import console
+from ...engine.files import atomic_write_text
+from ...errors import ConfigError, FinepruneError
+from .contract import JOBS, POLL_S, Outcome, Task, Watch
+from .slurmsettings import SlurmConfig
 from .slurmcalls import Lost, held, submitting
-
-if TYPE_CHECKING:
-    from .compare import CompareConfig
 
 LEDGER = "slurm.json"
 
@@ -60,29 +57,22 @@ class FinepruneTask(submitit.helpers.Checkpointable):
     arguments, which is all a requeue needs: the run's folder holds its state."""
 
     def __call__(self, config: str, command: str | None) -> None:
-        from .task import run
+        from .child import run
 
         run(config, command)
 
 
-def slurm_executor(c: "CompareConfig") -> "SlurmRunner":
-    for command in ("sbatch", "srun"):  # submitit's job script runs each task through srun
-        if shutil.which(command) is None:
-            raise ConfigError(f"--executor slurm needs Slurm's {command} on the PATH, and there is none here")
-    return SlurmRunner(c)
-
-
-def parameters(c: "CompareConfig") -> dict[str, Any]:
-    """sbatch settings from the compare section (None: Slurm's own default)."""
+def parameters(s: SlurmConfig) -> dict[str, Any]:
+    """sbatch settings from the compare.slurm section (None: Slurm's own default)."""
     given = {
-        "partition": c.slurm_partition or None,
-        "time": c.slurm_time,
-        "gpus_per_task": c.slurm_gpus_per_task or None,
-        "account": c.slurm_account or None,
-        "cpus_per_task": c.slurm_cpus_per_task or None,
+        "partition": s.partition or None,
+        "time": s.time,
+        "gpus_per_task": s.gpus_per_task or None,
+        "account": s.account or None,
+        "cpus_per_task": s.cpus_per_task or None,
         "job_name": "fineprune",
     }
-    return {**{k: v for k, v in given.items() if v is not None}, **c.slurm}
+    return {**{k: v for k, v in given.items() if v is not None}, **s.options}
 
 
 # a run stopped by SIGTERM after its epoch (engine.checkpoint.Stopped), in submitit's trace
@@ -104,11 +94,12 @@ def failure_line(error: BaseException | None) -> str:
 
 @dataclass
 class SlurmRunner:
-    c: "CompareConfig"
+    s: SlurmConfig
+    out: str
 
     @property
     def folder(self) -> Path:
-        return Path(self.c.out).resolve() / ".jobs" / "slurm"
+        return Path(self.out).resolve() / JOBS / "slurm"
 
     def _ledger(self) -> dict[str, str]:
         try:
@@ -126,7 +117,7 @@ class SlurmRunner:
         earlier = {t: ledger[str(t.config)] for t in tasks if ledger.get(str(t.config))}
         earlier = {t: j for t, j in earlier.items() if not self._job(j).paths.result_pickle.exists()}
         if earlier:
-            queued = held(set(earlier.values()), self.c.slurm_submit_timeout)
+            queued = held(set(earlier.values()), self.s.submit_timeout)
             if queued is None:  # submitting again could train a run twice at once
                 raise FinepruneError(
                     f"cannot tell whether {len(earlier)} run(s) submitted earlier (Slurm job "
@@ -138,12 +129,12 @@ class SlurmRunner:
         if missing:
             executor = submitit.SlurmExecutor(folder=self.folder)
             try:
-                executor.update_parameters(**parameters(self.c))
+                executor.update_parameters(**parameters(self.s))
             except ValueError as exc:  # a compare.slurm name submitit does not know: its list follows
                 raise ConfigError(f"compare.slurm: {' '.join(str(exc).split())}") from None
             new = submitting(
                 self.folder,
-                self.c.slurm_submit_timeout,
+                self.s.submit_timeout,
                 lambda: executor.map_array(
                     FinepruneTask(), [str(t.config) for t in missing], [t.command for t in missing]
                 ),
@@ -159,7 +150,7 @@ class SlurmRunner:
 
     def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
         jobs = self.submit(tasks)
-        if self.c.detach:
+        if self.s.detach:
             raise Detached(
                 f"{len(jobs)} run(s) queued or running on Slurm; `compare` again with the same "
                 "arguments collects what finished and submits what is missing"
@@ -171,7 +162,7 @@ class SlurmRunner:
 
     def _wait(self, jobs: dict[Task, submitit.SlurmJob], watch: Watch) -> list[Outcome]:
         """Until every job has a result or is lost; `jobs` loses each as it ends."""
-        outcomes, running, lost = [], set(), Lost(self.c.slurm_submit_timeout)
+        outcomes, running, lost = [], set(), Lost(self.s.submit_timeout)
         while jobs:
             ended = lost.check({j.job_id for j in jobs.values()})
             for task, job in list(jobs.items()):

@@ -1,5 +1,5 @@
-"""`compare.slurm`: the sbatch settings of submitit's SlurmExecutor beyond the --slurm-* flags,
-each with its type and bounds, checked when the compare section is read.
+"""`compare.slurm`: `--executor slurm`'s settings (SlurmConfig), and submitit's other sbatch
+settings given in that mapping, each with its type and bounds, checked when the section is read.
 
 submitit checks none of them: `setup: 5` or `nodes: abc` reached its script writer and ended in
 its traceback, and `time: -1` went to sbatch past --slurm-time's own check. So a setting that
@@ -11,17 +11,18 @@ break or a control character in one would write a different script than the one 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import ConfigError
-from ..settings import between, short_repr
+from ...errors import ConfigError
+from ...settings import apply_values, between, option, short_repr
 
 # set by compare's own checked flags, or by the script submitit writes around the run
 FLAGGED = {
     "time": "--slurm-time",
     "partition": "--slurm-partition",
     "gpus_per_task": "--slurm-gpus-per-task",
-    "cpus_per_task": "compare.slurm_cpus_per_task",
+    "cpus_per_task": "compare.slurm.cpus_per_task",
     "account": "--slurm-account",
 }
 WRITTEN = ("array", "output", "error", "signal", "open-mode")
@@ -107,3 +108,53 @@ def _extra(where: str, value: Any) -> dict[str, Any]:
             raise ConfigError(f"{where}.{name}: already set by submitit or a setting of compare; set it there")
         extra[name] = True if item is True else _text(f"{where}.{name}", item)
     return extra
+
+
+@dataclass
+class SlurmConfig:
+    """`--executor slurm`'s settings: `compare: {slurm: {partition: gpu, mem: 32G}}` in a --config
+    file; a name that is no field here (mem, qos, constraint, setup, ...) goes to submitit's
+    SlurmExecutor, checked for its type."""
+
+    partition: str = option("", flag="--slurm-partition", help="The partition. (default: the cluster's)")
+    time: int = option(
+        60,
+        check=between(1, 525600),
+        flag="--slurm-time",
+        help="Minutes per task; a task that runs out is requeued and resumes from its checkpoint. (default 60)",
+    )
+    gpus_per_task: int = option(0, check=between(0, 64), flag="--slurm-gpus-per-task", help="GPUs per run. (default 0)")
+    cpus_per_task: int = option(0, check=between(0, 1024), flag="", help="CPUs per run. (default: the cluster's)")
+    account: str = option("", flag="--slurm-account", help="The account charged. (default: yours)")
+    detach: bool = option(
+        False,
+        flag="--detach",
+        help="Submit and return at once; `compare` again with the same arguments collects what "
+        "finished and submits what is missing.",
+    )
+    submit_timeout: int = option(
+        120,
+        check=between(1, 3600),
+        flag="",
+        help="Seconds sbatch may take to answer before compare gives up on it (a controller that "
+        "never answers must not hang compare). (default 120)",
+    )
+    options: dict[str, Any] = option(
+        factory=dict,
+        flag="",
+        help="Submitit's other sbatch settings, each given as compare.slurm.NAME (--set "
+        "compare.slurm.mem=32G); each checked for its type.",
+    )
+
+    def check(self) -> None:
+        self.options = checked(self.options)
+
+
+def read(values: dict[str, Any], source: str) -> SlurmConfig:
+    """The section from a mapping: its fields by name, every other name one of submitit's
+    (given there, or in its `options` mapping)."""
+    section = SlurmConfig()
+    names = {f for f in SlurmConfig.__dataclass_fields__ if f != "options"}
+    apply_values(section, {k: v for k, v in values.items() if k in names or k == "options"}, source, "compare.slurm")
+    section.options = {**section.options, **{k: v for k, v in values.items() if k not in names and k != "options"}}
+    return section

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import submitit
 from submitit.core.utils import FailedJobError, FailedSubmissionError
 
-from ..errors import FinepruneError
+from ...errors import FinepruneError
 
 T = TypeVar("T")
 ASK_EVERY_S = 30.0  # how often Slurm is asked which jobs it still holds, while compare waits
@@ -81,7 +81,7 @@ def submitting(folder: Path, seconds: int, submit: Callable[[], T]) -> T:
 def _why(exc: BaseException, seconds: int) -> str:
     if isinstance(exc, _NoAnswer) or isinstance(exc.__cause__, _NoAnswer):
         return (
-            f"sbatch did not answer within {seconds} s (compare.slurm_submit_timeout); the array may still "
+            f"sbatch did not answer within {seconds} s (compare.slurm.submit_timeout); the array may still "
             "have been submitted: look with squeue, and scancel it or wait, before compare again"
         )
     if isinstance(exc, FailedSubmissionError):

@@ -1,5 +1,6 @@
-"""One run of a `compare` matrix in a process of its own: `python -m fineprune_cli.drivers.task
-<job.yaml>` (the local executor) or `run(<job.yaml>)` (a Slurm task, through submitit).
+"""The child entry point: one run of a `compare` matrix in a process of its own, `python -m
+fineprune_cli.drivers.executors.child <job.yaml>` (the local executor) or `run(<job.yaml>)` (a
+Slurm task, through submitit; any executor's process).
 
 The task reads its folder's state itself: a new folder trains, an incomplete one resumes from
 its checkpoint, a complete or diverged one is left as it is. So starting a task again (a
@@ -13,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import console
-from ..engine.jobenv import THREADS
-from ..errors import FinepruneError
+from ... import console
+from ...engine.jobenv import THREADS
+from ...errors import FinepruneError
 
 
 class Label:
@@ -31,8 +32,8 @@ class Label:
 
 def run(config: str | Path, command: str | None = None) -> None:
     """Train, resume or leave the job whose config compare wrote to `config`."""
-    from ..engine.config import config_from_dict, load_yaml, validate
-    from .reuse import HELD, existing_state, train_job
+    from ...engine.config import config_from_dict, load_yaml, validate
+    from ..reuse import HELD, existing_state, train_job
 
     threads = os.environ.get(THREADS)
     if threads:  # OMP_NUM_THREADS says the same; set here too in case torch read it otherwise
@@ -50,7 +51,7 @@ def run(config: str | Path, command: str | None = None) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) not in (1, 2):
-        console.error("usage: python -m fineprune_cli.drivers.task JOB.yaml [COMMAND]")
+        console.error("usage: python -m fineprune_cli.drivers.executors.child JOB.yaml [COMMAND]")
         return 2
     try:
         run(argv[0], argv[1] if len(argv) > 1 else None)

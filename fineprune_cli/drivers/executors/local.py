@@ -1,8 +1,7 @@
-"""Where `compare`'s runs execute: several at once on this machine, or as tasks of a Slurm job
-array (drivers/slurm.py). Every executor runs the same task, `drivers/task.py` on a job's
-config file, in a process of its own, so one run's crash is that run's error line and the
-others go on; a task finds its folder's state itself, so a task started again (a requeued
-Slurm task, a later `compare`) resumes from the checkpoint instead of starting over.
+"""`--executor local` (the default): `compare`'s runs on this machine, `--jobs` at once, each the
+child entry point (child.py) on a job's config file in a process of its own, so one run's crash
+is that run's error line and the others go on. With --jobs 1 and no --threads, `compare` trains
+them one after the other in its own process instead (`in_process`).
 
 On this machine the cores are split into `jobs` slots of `threads` cores each: a run is
 pinned to its slot's cores (sched_setaffinity) and told to use that many threads, so two
@@ -20,71 +19,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ..engine.jobenv import CONCURRENCY, THREADS
-from ..errors import ConfigError, FinepruneError
-
-POLL_S = 0.5  # how often the executor looks at its processes and the run folders
-
-
-@dataclass(frozen=True)
-class Task:
-    """One run of the matrix, as an executor sees it."""
-
-    label: str  # "lenet on synthetic, fine, seed 0"
-    group: str  # "lenet-synthetic": the grid's rows are arms of a group
-    arm: str
-    seed: int
-    config: Path  # the job's config (compare writes it under <out>/.jobs/)
-    run_dir: Path
-    epochs: int
-    command: str | None = None  # how compare was started, for the run's summary
-
-    @property
-    def log(self) -> Path:
-        """The task's own stdout and stderr: its error, and its traceback when it crashed."""
-        return self.config.with_suffix(".log")
-
-
-@dataclass
-class Outcome:
-    task: Task
-    ok: bool
-    error: str = ""  # the task's own last error line
-    stopped: bool = False  # stopped on request after an epoch (or before its first): resumable
-
-
-def _state(outcome: Outcome) -> str:
-    """What a Watch is told of an ended task."""
-    if outcome.ok:
-        return "done"
-    return "stopped" if outcome.stopped else f"failed: {outcome.error}"
-
-
-class RunsStopped(FinepruneError):
-    """SIGINT/SIGTERM to `compare --jobs`: the runs in flight stopped after their epoch, checkpointed."""
-
-    exit_code = 130
-    stop = True
-
-    def __init__(self, signame: str, outcomes: list[Outcome]):
-        n = sum(o.stopped for o in outcomes)
-        failed = sum(not o.ok and not o.stopped for o in outcomes)
-        what = f"stopped {n} run{'s' * (n != 1)} after their epoch" if n else "stopped before the next run"
-        more = f"; {failed} failed (each said why above)" if failed else ""
-        super().__init__(f"{signame}: {what}{more}; compare again to continue")
-
-
-class Watch(Protocol):
-    """What an executor tells while it works (drivers/grid.py shows it)."""
-
-    def changed(self, task: Task, state: str) -> None:
-        """`state`: 'running', 'done', 'stopped' (on request, resumable) or 'failed' (with the
-        outcome's error line)."""
-
-    def tick(self) -> None:
-        """Called every POLL_S while tasks are in flight."""
+from ...engine.holders import die_with_parent, end_group
+from ...engine.jobenv import CONCURRENCY, THREADS
+from ...errors import ConfigError
+from .contract import POLL_S, Kind, Matrix, Outcome, RunsStopped, Task, Watch, state
 
 
 @dataclass(frozen=True)
@@ -103,15 +43,6 @@ class Slot:
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
         return env
-
-
-JOBS = ".jobs"
-
-
-def job_file(run_dir: Path) -> Path:
-    """Where the config of the job writing `run_dir` (<out>/<model>-<dataset>/<arm>-seed<seed>)
-    goes: <out>/.jobs/<model>-<dataset>/<arm>-seed<seed>.yaml, its logs beside it."""
-    return run_dir.parent.parent / JOBS / run_dir.parent.name / f"{run_dir.name}.yaml"
 
 
 def available_cores() -> list[int]:
@@ -150,7 +81,7 @@ def task_command(task: Task) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "fineprune_cli.drivers.task",
+        "fineprune_cli.drivers.executors.child",
         str(task.config),
         *([task.command] if task.command else []),
     ]
@@ -168,7 +99,7 @@ class LocalExecutor:
         return len(self.slots[0].cores)
 
     def run(self, tasks: list[Task], watch: Watch) -> list[Outcome]:
-        """Run every task, telling `watch` as each starts and ends. A SIGINT or SIGTERM to this
+        """Run every task, telling `watch` as each starts and ends. A SIGINT, SIGTERM or SIGHUP to this
         process goes on to the runs in flight (each in a process group of its own, so a Ctrl-C
         reaches them once, through here): they stop after their epoch, no other starts, and
         RunsStopped says so once they have."""
@@ -187,8 +118,9 @@ class LocalExecutor:
                     for slot, (task, proc) in list(self.running.items()):
                         if proc.poll() is not None:
                             del self.running[slot]
+                            end_group(proc.pid)  # what it forked (a script's children) ends with it
                             outcomes.append(self._outcome(task, proc.returncode, stop.requested))
-                            watch.changed(task, _state(outcomes[-1]))
+                            watch.changed(task, state(outcomes[-1]))
                     watch.tick()
                     if queue or self.running:
                         time.sleep(POLL_S)
@@ -204,12 +136,13 @@ class LocalExecutor:
             return Outcome(task, True)
         # asked to stop: 130 is a run stopped after its epoch; killed by the signal, one that
         # had not started its loop yet (its folder then holds no epoch, and is trained again)
-        stopped = bool(stopping) and code in (130, -signal.SIGINT, -signal.SIGTERM)
+        stopped = bool(stopping) and code in (130, *(-s for s in Forwarding.SIGNALS))
         return Outcome(task, False, "" if stopped else last_error(task.log, code), stopped)
 
     def _start(self, task: Task, slot: Slot) -> subprocess.Popen:
         task.log.parent.mkdir(parents=True, exist_ok=True)
         with open(task.log, "ab") as log:
+            orphan_guard = die_with_parent()  # compare killed (SIGKILL, a lost terminal): its runs stop too
             return subprocess.Popen(
                 task_command(task),
                 process_group=0,  # a Ctrl-C reaches the run once, forwarded (Forwarding): never twice
@@ -217,16 +150,17 @@ class LocalExecutor:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=slot.env(self.threads, len(self.slots)),
-                preexec_fn=lambda: os.sched_setaffinity(0, slot.cores),
+                preexec_fn=lambda: (orphan_guard(), os.sched_setaffinity(0, slot.cores)),
             )
 
 
 class Forwarding:
-    """While active (in the main thread), SIGINT and SIGTERM to this process are noted instead of
-    acted on, and `forward` passes each on to every run in flight, once: the first asks a run to
-    stop after its epoch, a second (an impatient Ctrl-C) to stop at once."""
+    """While active (in the main thread), SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped
+    ssh) to this process are noted instead of acted on, and `forward` passes each on to every run in
+    flight, once: the first asks a run to stop after its epoch, a second (an impatient Ctrl-C) to
+    stop at once."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.received: list[int] = []
@@ -287,3 +221,43 @@ def ended(code: int | None) -> str:
         return f"killed by signal {-code}"
     cause = "; perhaps out of memory (the kernel's OOM killer sends it)" if -code == signal.SIGKILL else ""
     return f"killed by {name} (signal {-code}){cause}"
+
+
+def on_cuda(device: str) -> bool:
+    if device.startswith("cuda"):
+        return True
+    if device != "auto":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def local_executor(cfg: Any, c: Matrix) -> LocalExecutor:
+    """The slots of this machine; --jobs or --threads beyond it is refused before anything trains."""
+    return LocalExecutor(
+        slots(c.jobs, c.threads, available_cores(), visible_gpus() if on_cuda(cfg.run.device) else None)
+    )
+
+
+class Local(Kind):
+    name = "local"
+    help = "this machine, --jobs at once"
+
+    def make(self, cfg: Any, c: Matrix) -> LocalExecutor:
+        return local_executor(cfg, c)
+
+    def refuse(self, cfg: Any, c: Matrix) -> None:
+        local_executor(cfg, c)
+
+    def in_process(self, c: Matrix) -> bool:
+        return c.jobs == 1 and c.threads == 0
+
+    def pace(self, cfg: Any, c: Matrix) -> tuple[int, int | None]:
+        if self.in_process(c):
+            return 1, None
+        executor = local_executor(cfg, c)
+        return len(executor.slots), executor.threads
+
+
+KIND = Local()

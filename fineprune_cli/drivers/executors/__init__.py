@@ -1,0 +1,1 @@
+"""Where `compare` runs its tasks: the contract, the registry, one module per executor, and the child entry point."""
