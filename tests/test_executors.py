@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke, summary_of, tiny
+from fineprune_cli.analysis import judging
 from fineprune_cli.drivers.executors import child, registry
 from fineprune_cli.drivers.executors.contract import Kind, Outcome
 from fineprune_cli.settings import option
@@ -47,12 +48,30 @@ class InProcessKind(Kind):
         return InProcess(c.executor_settings.note)
 
 
+def _halving(claims, k):
+    """The test's family procedure: Bonferroni, then doubled, so its p-values are told apart."""
+    return [min(1.0, 2 * c.p * k / c.share) for c in claims]
+
+
 @pytest.mark.slow  # two tiny runs trained
 def test_an_executor_added_by_the_tests_runs_compare_with_its_own_settings(tmp_path, monkeypatch):
+    """Issue 51: an executor and a family procedure, both added here, run compare and report."""
     monkeypatch.setattr(registry, "KINDS", dict(registry.KINDS))
     registry.register(InProcessKind())
+    monkeypatch.setitem(judging.FAMILIES, "halving-test", None)  # taken out again after the test
+    judging.register_family(
+        "halving-test",
+        judging.Correction(
+            "Halving (test)",
+            "Halving over {policies}{looks_text}: {level}",
+            "test",
+            _halving,
+            lambda alpha, k, share: alpha * share / (2 * k),
+        ),  # fmt: skip
+    )
     out = tmp_path / "out"
     args = ["compare", *TINY, "--out", out, "--executor", "inprocess", "--set", "compare.inprocess.note=hello"]
+    args += ["--family", "halving-test"]
     result = invoke(args)
     assert result.exit_code == 0, result.output
     runs = sorted(Path(out).glob("lenet-synthetic/*-seed0"))
@@ -61,6 +80,11 @@ def test_an_executor_added_by_the_tests_runs_compare_with_its_own_settings(tmp_p
     # its section belongs to it alone: given under another executor, it is refused in one line
     other = invoke(["compare", *TINY, "--out", out, "--set", "compare.inprocess.note=x"])
     assert other.exit_code == 2 and other.output == "error: compare.inprocess needs --executor inprocess\n"
+    # the plan compare recorded names the procedure, and the report judges by it
+    assert '"family": "halving-test"' in (Path(out) / "plan.json").read_text()
+    report = invoke(["report", out, "--out", tmp_path / "report", "--no-plots"])
+    assert report.exit_code == 0, report.output
+    assert "Halving (test)" in (tmp_path / "report" / "index.md").read_text()
 
 
 def test_executor_names_are_the_registrys():
