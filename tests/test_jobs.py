@@ -143,6 +143,35 @@ def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
     assert "seed 0" in shown and "seed 1" in shown and "failed" in shown and "queued" in shown
 
 
+def test_the_grid_gives_the_whole_plans_eta_under_jobs_too(tmp_path, capsys):
+    """Issue 49: `--until-decided` under --jobs gave the look's ETA only. The later looks' epochs
+    (here 12) are counted at the pace measured, beside the look's own ETA."""
+    from fineprune_cli.drivers.executors.contract import Task
+    from fineprune_cli.drivers.grid import Grid
+
+    tasks = [
+        Task(
+            "lenet on synthetic, regular, seed 0",
+            "lenet-synthetic",
+            "regular",
+            0,
+            tmp_path / "r.yaml",
+            tmp_path / "regular-seed0",
+            3,
+        )
+    ]
+    now = [0.0]
+    grid = Grid(tasks, "lines", clock=lambda: now[0], later=(12, "looks 2-3"))
+    grid.changed(tasks[0], "running")
+    tasks[0].run_dir.mkdir()
+    now[0] = 60.0
+    (tasks[0].run_dir / "summary.json").write_text('{"epochs_completed": 2, "final_accuracy": 41.5}')
+    grid.tick()
+    # 30 s an epoch: 1 epoch left in this look (0:00:30), 12 more in the later ones (6:00 more)
+    assert capsys.readouterr().err.splitlines()[-1].endswith("eta 0:00:30 (this look); up to 0:06:30 with looks 2-3)")
+    assert Grid(tasks, "off").plan_eta() == ""  # no later looks: the look's ETA alone
+
+
 def _epochs_done(run):
     try:
         return summary_of(run)["epochs_completed"]

@@ -37,8 +37,18 @@ class Grid:
     """An executor's Watch: the state of every task, shown as it changes, with each run's last
     test accuracy and an ETA at the pace of the epochs this process has seen trained."""
 
-    def __init__(self, tasks: list[Task], mode: str, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        tasks: list[Task],
+        mode: str,
+        clock: Callable[[], float] = time.monotonic,
+        later: tuple[int, str] = (0, ""),
+    ):
+        """`later`: the epochs the planned looks after this one may train, and their name ('looks
+        2-3'), counted into a second ETA: the whole plan's, should no policy be decided before
+        the last look."""
         self.tasks, self.mode, self.clock = tasks, mode, clock  # mode: 'live', 'lines' or 'off'
+        self.later = later
         self.state = {t: "queued" for t in tasks}
         self.epoch = {t: 0 for t in tasks}
         self.acc: dict[Task, float | None] = {t: None for t in tasks}
@@ -73,6 +83,15 @@ class Grid:
         left = sum(t.epochs - self.epoch[t] for t in self.tasks if self.state[t] in ("queued", "running"))
         return (self.clock() - self.started) / fresh * left
 
+    def plan_eta(self) -> str:
+        """' (this look); up to 0:20:00 with looks 2-3': the later looks' epochs at the same pace."""
+        epochs, looks = self.later
+        eta = self.eta()
+        if not epochs or eta is None:
+            return ""
+        fresh = sum(self.epoch[t] - self.before.get(t, self.epoch[t]) for t in self.tasks)
+        return f" (this look); up to {console.clock(eta + (self.clock() - self.started) / fresh * epochs)} with {looks}"
+
     def _read(self, task: Task) -> bool:
         """Reads the run's record; whether it moved."""
         done, acc = progress_of(task)
@@ -95,7 +114,7 @@ class Grid:
                 self._show(task)
 
     def _times(self) -> str:
-        return f"elapsed {console.clock(self.clock() - self.started)}, eta {console.clock(self.eta())}"
+        return f"elapsed {console.clock(self.clock() - self.started)}, eta {console.clock(self.eta())}{self.plan_eta()}"
 
     def _show(self, task: Task) -> None:
         if self._live is not None:

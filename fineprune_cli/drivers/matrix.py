@@ -63,7 +63,8 @@ def run_matrix(
     if not in_process(c):  # --jobs, --threads, --executor: each run a task of an executor
         from .parallel import run_tasks
 
-        run_tasks(cfg, c, todo, command, show_progress, guard.task_done if guard else None, named)
+        more = (sum(job_config(cfg, j, c.out).train.epochs for j in later[0]), later[1])
+        run_tasks(cfg, c, todo, command, show_progress, guard.task_done if guard else None, named, more)
         if guard:  # the runs of an executor it could not check as each ended (Slurm's)
             guard.after(todo)
         return [job.run_dir(c.out) for job in jobs]

@@ -67,11 +67,13 @@ def run_tasks(
     show_progress: bool,
     on_done: Callable[[Task], None] | None = None,
     notes: Sequence[str] = (),
+    later: tuple[int, str] = (0, ""),
 ) -> None:
     """Run the jobs not finished yet through the executor `c` names; raises RunsFailed at the
     end when some failed. `on_done`, called as each run here finishes, may refuse the matrix:
     the runs in flight then stop after their epoch (where runs live elsewhere and would go on,
-    it is not called). `notes` are said once the executor is found, before any task starts."""
+    it is not called). `notes` are said once the executor is found, before any task starts;
+    `later`: the epochs of the looks after this one, and their name, for the whole plan's ETA."""
     kind = registry.kind(c.executor)
     executor = kind.make(cfg, c)
     for line in notes:
@@ -80,7 +82,7 @@ def run_tasks(
     if not tasks:
         return
     mode = "off" if not show_progress else ("live" if console.err.is_terminal else "lines")
-    with Grid(tasks, mode) as grid:
+    with Grid(tasks, mode, later=later) as grid:
         outcomes = executor.run(tasks, grid if on_done is None or not kind.stops_on_refusal else Checked(grid, on_done))
     failed = [o for o in outcomes if not o.ok]
     if failed:
