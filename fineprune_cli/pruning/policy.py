@@ -313,3 +313,11 @@ def as_device(device: object) -> torch.device:
 def _shown(value: object) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def every_epoch_idle(cfg: PruneConfig) -> str | None:
+    """Why a policy that leaves --prune-fraction out of every epoch leaves nothing out (rs2,
+    orderdp), or None."""
+    if cfg.prune_fraction == 0:
+        return "--prune-fraction 0 trains every sample in every epoch; give the share to leave out"
+    return None

@@ -12,7 +12,7 @@ import torch
 
 from ...errors import ConfigError
 from ..config import PruneConfig
-from ..policy import EpochPlan, pruned_count
+from ..policy import EpochPlan, every_epoch_idle, pruned_count
 from ..registry import register
 from .dynamic import LossScored
 
@@ -31,9 +31,7 @@ class OrderDP(LossScored):
 
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
-        if cfg.prune_fraction == 0:
-            return "--prune-fraction 0 trains every sample in every epoch; give the share to leave out"
-        return super().idle_reason(cfg, epochs)  # --anneal
+        return every_epoch_idle(cfg) or super().idle_reason(cfg, epochs)  # --anneal
 
     def setup(self) -> None:
         super().setup()
