@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -500,6 +501,13 @@ def test_a_peer_that_dies_while_the_chief_shares_the_sizes_is_one_line(monkeypat
     with pytest.raises(PeerLost, match=r"^lost a process of the group: \[gloo.*Connection closed by peer .*41707\.$"):
         paramserver.train_ps(Config(), World(0, 2), None)
 
+    def timed_out(objects, src):  # the chief's build took longer than --dist-timeout (CI)
+        raise RuntimeError("[gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation")
+
+    monkeypatch.setattr(paramserver.dist, "broadcast_object_list", timed_out)
+    with pytest.raises(PeerLost, match=r"^waited 1800 s \(--dist-timeout\) for the other processes: .*Timed out"):
+        paramserver.train_ps(Config(), World(0, 2), None)
+
     def bug(objects, src):
         raise RuntimeError("shape mismatch")
 
@@ -707,3 +715,30 @@ def test_kakurenbo_runs_async_with_its_refresh_pass_and_scaled_lr(tmp_path):
     assert s["refresh_seconds"] > 0
     for r in rows[1:]:  # warm-up over after epoch 1
         assert float(r["lr"]) == pytest.approx(0.03 * 512 / int(r["samples"]), rel=1e-12)
+
+
+def test_the_build_after_joining_imports_nothing_heavy(tmp_path):
+    """The others wait in the first collective while the chief builds its trainer: the
+    optimizer's lazy import of torch._dynamo (~4 s on a loaded 2-core machine) made a server
+    wait past a 10 s --dist-timeout on CI. It is imported before the join (a fresh process:
+    this one has imported it long ago)."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from conftest import tiny_config
+from fineprune_cli.distributed import paramserver
+from fineprune_cli.engine.world import World
+paramserver.dist.init_process_group = lambda *a, **k: None
+paramserver.rpc.init_rpc = lambda *a, **k: None
+paramserver.worlds.group_store = lambda world, timeout: None
+cfg = tiny_config()
+cfg.run.dist_mode, cfg.run.num_ps = "async", 1
+world = World(0, 2)
+paramserver.start(world, cfg)
+before = set(sys.modules)
+paramserver.build_on_own_device(cfg, world)
+print(sorted(m for m in set(sys.modules) - before if m.startswith(("torch._dynamo", "torch._inductor"))))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

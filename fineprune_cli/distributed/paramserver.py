@@ -37,7 +37,7 @@ from ..engine.build import build_model, trainer_and_policy
 from ..engine.lrschedule import warmup_length
 from ..engine.world import World
 from .layout import Shards, gpu_placement, local_size, worker_groups
-from .server import ModelHost, PeerLost, Server
+from .server import ModelHost, PeerLost, Server, group_lost, server_lost
 from .worker import work
 
 _SERVER: "Server | None" = None
@@ -99,34 +99,14 @@ def send(k: int, fn: Any, *args: Any) -> Any:
     try:  # RPC carries CPU tensors only (no device maps are set): a CUDA state would fail it
         return rpc.rpc_async(f"ps{k}", fn, args=to_device(args, "cpu"))
     except RuntimeError as exc:
-        raise _lost(k, exc) from None
+        raise server_lost(k, exc) from None
 
 
 def wait(future: Any, k: int) -> Any:
     try:
         return future.wait()
     except RuntimeError as exc:
-        raise _lost(k, exc) from None
-
-
-def _lost(k: int, exc: BaseException) -> PeerLost:
-    return PeerLost(f"lost parameter server {k}: {_first_line(exc)}")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-
-
-# what gloo's TCP transport says, in a plain RuntimeError (not a DistError), when a peer is gone
-_GLOO_PEER_GONE = ("Connection closed by peer", "Connection reset by peer")
-
-
-def _group_lost(exc: BaseException) -> PeerLost:
-    """The store lives on rank 0, the chief server: a store error means the chief is gone
-    (a worker still building its groups when the chief died ended in a traceback)."""
-    if isinstance(exc, dist.DistNetworkError):
-        return PeerLost(f"lost parameter server 0, which holds the process group's store: {_first_line(exc)}")
-    return PeerLost(f"lost a process of the group: {_first_line(exc)}")
+        raise server_lost(k, exc) from None
 
 
 def start(world: World, cfg: Config) -> list[list[int]]:
@@ -140,6 +120,11 @@ def start(world: World, cfg: Config) -> list[list[int]]:
     )
     # torch 2.14 warns about its own object collectives on subgroups; nothing for us to change
     warnings.filterwarnings("ignore", message="You are using a Backend")
+    # imported before joining, not in the build after it: the optimizer imports torch._dynamo
+    # lazily (~4 s on a loaded 2-core machine), and a server waiting in the first collective
+    # for the chief's build timed out on CI
+    import torch._dynamo  # noqa: F401
+
     timeout = timedelta(seconds=cfg.run.dist_timeout)
     _STORE[:] = [worlds.group_store(world, timeout)]  # a restarted rank's: none of a dead attempt's keys
     dist.init_process_group("gloo", store=_STORE[0], rank=world.rank, world_size=world.size, timeout=timeout)
@@ -299,8 +284,9 @@ def train_ps(cfg: Config, world: World, command: str | None, resume_dir: Path | 
         finished = True  # an orderly stop: the chief released every process first
         raise
     except RuntimeError as exc:  # outside an RPC: in setup (new_group) or a group's collective
-        if isinstance(exc, dist.DistError) or any(m in str(exc) for m in _GLOO_PEER_GONE):
-            raise _group_lost(exc) from None
-        raise
+        lost = group_lost(exc, cfg.run.dist_timeout)
+        if lost is None:
+            raise
+        raise lost from None
     finally:
         stop(finished)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from ..engine.checkpoint import to_device
 from ..engine.config import TrainConfig
@@ -23,6 +24,36 @@ class PeerLost(FinepruneError):
     """A worker or the server fell silent for longer than --dist-timeout: the run stops."""
 
     exit_code = 1
+
+
+def server_lost(k: int, exc: BaseException) -> PeerLost:
+    return PeerLost(f"lost parameter server {k}: {_first_line(exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+# what gloo's TCP transport says, in a plain RuntimeError (not a DistError), when a peer is gone
+_GLOO_PEER_GONE = ("Connection closed by peer", "Connection reset by peer")
+# and when a collective waited past the group's timeout
+_GLOO_TIMED_OUT = "Timed out waiting"
+
+
+def group_lost(exc: BaseException, timeout_s: float) -> PeerLost | None:
+    """The store lives on rank 0, the chief server: a store error means the chief is gone
+    (a worker still building its groups when the chief died ended in a traceback). None: not
+    a peer's fault (a bug, which keeps its traceback)."""
+    if isinstance(exc, dist.DistNetworkError):
+        return PeerLost(f"lost parameter server 0, which holds the process group's store: {_first_line(exc)}")
+    if _GLOO_TIMED_OUT in str(exc):
+        return PeerLost(
+            f"waited {timeout_s:g} s (--dist-timeout) for the other processes: one died, hangs or is still "
+            f"setting up: {_first_line(exc)}"
+        )
+    if isinstance(exc, dist.DistError) or any(m in str(exc) for m in _GLOO_PEER_GONE):
+        return PeerLost(f"lost a process of the group: {_first_line(exc)}")
+    return None
 
 
 @dataclass
