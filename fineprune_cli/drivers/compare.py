@@ -13,12 +13,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..arms import frontier_arm, shorter_arm, shorter_schedule
+from ..arms import shorter_arm, shorter_schedule
 from ..engine.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, between, check_section, fields, option
 from .executors import registry, sections
+from .job import Job
+from .trainers.registry import trainer_for
 
 
 # the looks --until-decided plans unless told: in the simulated power table (docs/decisions.md)
@@ -162,35 +164,12 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
     return c
 
 
-@dataclass(frozen=True)
-class Job:
-    model: str
-    dataset: str
-    policy: str
-    seed: int
-    fraction: float | None = None  # a frontier arm: this prune fraction in every epoch
-    shorter: float | None = None  # a shorter-schedule arm: this budget of fewer epochs
-
-    @property
-    def arm(self) -> str:
-        if self.shorter is not None:
-            return shorter_arm(self.shorter)
-        return self.policy if self.fraction is None else frontier_arm(self.fraction)
-
-    def run_dir(self, out: str | Path) -> Path:
-        return Path(out) / f"{self.model}-{self.dataset}" / f"{self.arm}-seed{self.seed}"
-
-    def __str__(self) -> str:
-        return f"{self.model} on {self.dataset}, {self.arm}, seed {self.seed}"
-
-
 def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     """The matrix in run order: seeds outermost (a cut-short matrix has whole seeds, and drift
     lands on every arm alike), or with `order: arm` each arm's seeds together."""
     model_names = c.models or ([cfg.model.name] if cfg.model.name else [])
     dataset_names = c.datasets or ([cfg.data.dataset] if cfg.data.dataset else [])
-    if cfg.script.command:
-        model_names, dataset_names = _script_names(cfg, model_names, dataset_names)
+    model_names, dataset_names = trainer_for(cfg).names(cfg, model_names, dataset_names)
     if not model_names:
         raise ConfigError("no model given: pass --model or list compare.models in --config")
     if not dataset_names:
@@ -209,16 +188,6 @@ def plan(cfg: Config, c: CompareConfig) -> list[Job]:
     for job in jobs:  # fail on a bad model or dataset before any training starts
         validate(job_config(cfg, job, c.out))
     return jobs
-
-
-def _script_names(cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]:
-    """A script trains one model on one dataset: their names file its runs (default: the
-    script's file name, and 'data')."""
-    from .scriptjob import script_name
-
-    if len(models) > 1 or len(datasets) > 1:
-        raise ConfigError("--script trains one model on one dataset: give --model and --dataset one name each")
-    return models or [script_name(cfg.script.command)], datasets or ["data"]
 
 
 def shorter_runs(cfg: Config, share: float) -> tuple[int, tuple[int, ...]]:

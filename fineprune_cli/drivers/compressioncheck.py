@@ -18,7 +18,7 @@ from ..engine.record import Status, read_metrics, read_summary
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .compare import Job
+    from .job import Job
     from .executors.contract import Task
 
 

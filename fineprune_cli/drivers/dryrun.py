@@ -27,6 +27,7 @@ from ..pruning.schedule import PruneSchedule
 from .compare import CompareConfig, job_config, plan
 from .matrix import random_equal_lines
 from .reuse import existing_state
+from .trainers.registry import trainer_for
 from .drytime import Pace, PlannedRun, contended, ranges, time_runs, wall
 from .probe import Probe, busy, probe, step_text
 
@@ -109,11 +110,14 @@ def dry_train(cfg: Config, timer: Timer | None = None) -> DryRun:
 def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> DryRun:
     """`compare --dry-run`: every arm x seed of the matrix, in run order; with --until-decided
     the seeds of every look, each run tagged with the first look that trains it."""
+    matrix = replace(c, seeds=list(range(c.looks[-1]))) if c.until_decided else c
+    return DRY_PLANS[trainer_for(cfg).name](cfg, c, matrix, timer)
+
+
+def builtin_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig, timer: Timer | None) -> DryRun:
+    """fineprune's trainer's runs, timed by the probe of each model's step."""
     from ..engine.stream import data_identity
 
-    matrix = replace(c, seeds=list(range(c.looks[-1]))) if c.until_decided else c
-    if cfg.script.command:
-        return _script_plan(cfg, c, matrix)
     runs, shapes, identities, costs, configs = [], {}, {}, {}, []
     for job in plan(cfg, matrix):
         job_cfg = job_config(cfg, job, c.out)
@@ -131,7 +135,7 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
     return replace(dry, random_equal=random_equal_lines(configs))
 
 
-def _script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig) -> DryRun:
+def script_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig, timer: Timer | None = None) -> DryRun:
     """`compare --script --dry-run`: the runs and their schedules, timed from one epoch of the
     script (scriptprobe.py): from pruning saving its skipped share of each epoch's training to it
     saving none, since only the script knows what a pruned epoch costs it."""
@@ -186,6 +190,13 @@ SCHEDULE_CHECK = (
     "and warm-up from {epochs}); compare reads the lr your script passes to run.log once a seed has regular and "
     "a shorter arm, and refuses one that is not (a script that logs no lr is not checked)"
 )
+
+
+# each trainer's dry run (trainers/registry.py names them; a test checks every one has its plan)
+DRY_PLANS: dict[str, Callable[[Config, CompareConfig, CompareConfig, "Timer | None"], DryRun]] = {
+    "builtin": builtin_plan,
+    "script": script_plan,
+}
 
 
 def pace_of(cfg: Config, c: CompareConfig) -> Pace:

@@ -16,15 +16,14 @@ from ..analysis.paired import is_baseline
 from ..analysis.runs import load_runs
 from ..analysis.study import Study, study
 from ..engine.config import Config
-from ..models import is_factory
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
 from .progress import MatrixProgress, Planned
 from .parallel import RunsFailed
-from .compressioncheck import CompressionCheck
 from .executors import registry
-from .scriptjob import ScriptFailed, probe
+from .scriptjob import ScriptFailed
+from .trainers.registry import trainer_for
 
 
 def run_matrix(
@@ -36,16 +35,15 @@ def run_matrix(
 ) -> list[Path]:
     """Train every job not yet finished; returns the run folders in plan order. `later`: the
     jobs the looks after this one may train, and their name, for the whole plan's ETA."""
-    from ..engine.stream import data_identity
-
     cfg = under_plan(cfg, Path(c.out))
+    trainer = trainer_for(cfg)
     jobs = plan(cfg, c)
     identities: dict[str, dict[str, str]] = {}  # listing a large folder once, not once a job
     states = {}
     for job in jobs:
         job_cfg = job_config(cfg, job, c.out)
-        if job.dataset not in identities:  # a script declares its data as it runs
-            identities[job.dataset] = {} if cfg.script.command else data_identity(job_cfg.data)
+        if job.dataset not in identities:
+            identities[job.dataset] = trainer.data_identity(job_cfg)
         states[job] = existing_state(job_cfg, identities[job.dataset])
     todo = [job for job in jobs if states[job] in ("new", "incomplete")]
     for job in (j for j in jobs if states[j] == "held"):
@@ -54,7 +52,7 @@ def run_matrix(
     finished = sum(states[j] in ("complete", "diverged") and j.run_dir(c.out) not in left_out for j in jobs)
     if finished:
         console.info(f"{finished} of {len(jobs)} runs already finished in {c.out}; skipping them")
-    guard = CompressionCheck(jobs, c.out) if cfg.script.command else None  # the user's own schedule
+    guard = trainer.schedule_check(jobs, c.out)
     if guard:
         guard.after(j for j in jobs if states[j] == "complete")
     planned = [Planned((job.model, job.dataset), str(job), job_config(cfg, job, c.out).train.epochs) for job in todo]
@@ -120,21 +118,8 @@ def refusals(cfg: Config, c: CompareConfig) -> list[Job]:
     config, and --jobs or --threads beyond this machine."""
     jobs = plan(cfg, c)
     registry.kind(c.executor).refuse(cfg, c)
-    if not cfg.script.command:  # a script's --model only names its runs
-        check_factories(cfg, c, jobs)
-    elif jobs:  # a command that cannot run would fail every run alike
-        probe(job_config(cfg, jobs[0], c.out))
+    trainer_for(cfg).refuse([(job, job_config(cfg, job, c.out)) for job in jobs])
     return jobs
-
-
-def check_factories(cfg: Config, c: CompareConfig, jobs: list[Job]) -> None:
-    """Each user's model (package.module:factory) called and given a tiny batch of its data's shape
-    (`engine.build.check_factory`) before the plan is written: not a failure at its first run."""
-    from ..engine.build import check_factory
-
-    for model, dataset in dict.fromkeys((j.model, j.dataset) for j in jobs if is_factory(j.model)):
-        job_cfg = job_config(cfg, next(j for j in jobs if (j.model, j.dataset) == (model, dataset)), c.out)
-        check_factory(job_cfg)
 
 
 def random_equal_lines(jobs: Iterable[tuple[Job, Config]]) -> list[str]:

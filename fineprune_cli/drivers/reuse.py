@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-from .. import console
 from ..engine.config import Config, config_from_dict
 from ..engine.files import read_regular_text
 from ..engine.fingerprint import data_changes, drop_unused
 from ..engine.scriptconfig import used_by_script
 from ..engine.holders import lock_problem
-from ..engine.record import CHECKPOINT, CONFIG, SUMMARY, Status, held, load_run_config, read_summary
+from ..engine.record import SUMMARY, Status, held, load_run_config, read_summary
 from ..errors import ConfigError
+from .trainers.contract import HELD
+from .trainers.registry import trainer_for
 
-HELD = "its folder is being written by another fineprune process: left to it (compare again once it has finished)"
+__all__ = ["HELD", "existing_state", "train_job"]
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -52,9 +52,6 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
     """'new', 'incomplete', 'complete', 'diverged' or 'held' (another process is writing it)
     for the job's folder; a run made with other settings or on other data (`data`: the data's
     identity now), finished or not, is an error."""
-    from ..engine.dataid import is_content
-    from ..engine.stream import data_identity
-
     path = Path(job_cfg.run.out)
     if held(path):  # a run in progress, perhaps in its first epoch: never trained twice nor deleted
         problem = lock_problem(path)  # or a process left behind by one that ended: not a run to wait for
@@ -80,10 +77,7 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
             f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "
             "use another --out or delete that folder"
         )
-    if job_cfg.script.command:  # the script declares its data as it runs; compare cannot read it
-        data = summary.data
-    elif data is None or (summary.data and is_content(data) != is_content(summary.data)):  # recorded before content ids
-        data = data_identity(job_cfg.data, summary.data)
+    data = trainer_for(job_cfg).recorded_data(job_cfg, data, summary.data)
     changed = data_changes(summary.data, data, str(job_cfg.data.data_dir))
     if changed:
         raise ConfigError(
@@ -105,60 +99,5 @@ def _says_complete(path: Path) -> bool:
 
 
 def train_job(job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
-    """Train one job of the matrix whose folder is in `state` ('new' or 'incomplete'): an
-    incomplete run resumes from its checkpoint where it can."""
-    path = Path(job_cfg.run.out)
-    if job_cfg.script.command:
-        from .scriptjob import clear_attempt, run_script
-
-        if state == "incomplete":
-            clear_attempt(path)
-        return run_script(job_cfg, bar, command)
-    if state == "incomplete":
-        if not (path / CHECKPOINT).exists():
-            console.info(f"{bar.label}: an earlier attempt left no checkpoint; training it again")
-        elif _resume_or_note(path, bar):
-            return
-        if held(path):  # taken meanwhile by another compare: it is that process's run now
-            console.info(f"{bar.label}: {HELD}")
-            return
-        _clear(path)
-    _train_or_note(job_cfg, command, bar)
-
-
-def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
-    from ..engine.checkpoint import Diverged
-    from ..runner import train
-
-    try:
-        train(job_cfg, show_progress=False, command=command, bar=bar)
-    except Diverged as exc:  # one diverged run must not stop the matrix
-        console.info(f"{bar.label}: {exc}")
-
-
-def _resume_or_note(path: Path, bar: Any) -> bool:
-    """Resume; False when the checkpoint can never be continued (an older format, or made with
-    other settings), so the run is trained again. Any other failure stops the matrix and keeps
-    the folder: a CUDA resume once failed this way on every run, and each was deleted."""
-    from ..engine.checkpoint import Diverged, StaleCheckpoint
-    from ..runner import resume
-
-    console.info(f"{bar.label}: resuming from its checkpoint")
-    try:
-        resume(path, show_progress=False, bar=bar)
-    except Diverged as exc:
-        console.info(f"{bar.label}: {exc}")
-    except StaleCheckpoint as exc:
-        console.info(f"{bar.label}: {exc}; training it again")
-        return False
-    except ConfigError as exc:
-        raise ConfigError(
-            f"{bar.label}: {exc}; compare keeps {path} as it is (delete it to train the run anew)"
-        ) from None
-    return True
-
-
-def _clear(path: Path) -> None:
-    """Remove a run folder we wrote (it has our config or summary), nothing else."""
-    if (path / SUMMARY).exists() or (path / CONFIG).exists():
-        shutil.rmtree(path)
+    """Train one job of the matrix whose folder is in `state` ('new' or 'incomplete'), by its trainer."""
+    trainer_for(job_cfg).train(job_cfg, state, command, bar)

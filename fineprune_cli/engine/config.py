@@ -21,7 +21,7 @@ from ..pruning.config import PruneConfig
 from ..pruning.registry import get as get_policy
 from . import yamlvalues
 from .files import read_regular_text
-from .scriptconfig import ScriptConfig
+from .scriptconfig import ScriptConfig, runs_script
 from .sections import MAX_EPOCHS, DataConfig, ModelConfig, RunConfig, TrainConfig, paper_milestones
 from ..settings import apply_values, check_section
 
@@ -192,7 +192,7 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
 def validate(cfg: Config) -> Config:
     """Every field's check and each section's cross-field checks, one clear line each. A script
     run's model and dataset are names its runs are filed under, not the zoo's: not checked."""
-    script = bool(cfg.script.command)
+    script = runs_script(cfg)
     if not cfg.model.name and not script:
         raise ConfigError("no model given: pass --model or set model.name in --config")
     if not cfg.data.dataset and not script:

@@ -65,10 +65,17 @@ SCRIPT_USES = {
 }
 
 
+def runs_script(cfg: Any) -> bool:
+    """Whether a config (a Config or its tree) has the user's script train its run: the one place
+    that reads it. The config's own checks ask it; compare asks drivers/trainers, which asks it."""
+    section = cfg.get("script") if isinstance(cfg, dict) else cfg.script
+    return bool(section.get("command") if isinstance(section, dict) else getattr(section, "command", ""))
+
+
 def used_by_script(tree: dict[str, Any]) -> dict[str, Any]:
     """A config tree as a `--script` run uses it (the tree itself for fineprune's trainer);
     what it leaves out reads back as its default, which nothing of a script's run reads."""
-    if not (tree.get("script") or {}).get("command"):
+    if not runs_script(tree):
         return tree
     return {
         section: {k: v for k, v in values.items() if k in SCRIPT_USES[section]}

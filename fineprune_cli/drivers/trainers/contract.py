@@ -1,0 +1,45 @@
+"""What a compare asks of whoever trains its runs. Each method answers one question compare
+used to answer with `if script:` where it stood; an implementation answers all of them
+(builtin.py, script.py), and registry.py chooses one from the config. The implementations sit
+below compare, so they are handed the job configs rather than the matrix.
+
+- `names(cfg, models, datasets)`: the model and dataset names its runs are filed under.
+- `refuse(configs)`: what would fail every run, refused in one line before the plan is written
+  (`configs`: each job with its config).
+- `data_identity(job_cfg)`: the data a run trains on, as compare can know it before training
+  ({} where only the run itself can say).
+- `recorded_data(job_cfg, known, recorded)`: what a finished run's recorded data is compared with
+  when it is reused.
+- `schedule_check(jobs, out)`: a check of each run's schedule as it ends, or None where the
+  schedule is fineprune's own (`CompressionCheck`: do the shorter arms compress the regular one?).
+- `train(job_cfg, state, command, bar)`: train one run whose folder is 'new' or 'incomplete'.
+The dry run's plan and time of each trainer: `dryrun.DRY_PLANS`, under the trainer's name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ...engine.config import Config
+    from ..compressioncheck import CompressionCheck
+    from ..job import Job
+
+HELD = "its folder is being written by another fineprune process: left to it (compare again once it has finished)"
+
+
+class Trainer(Protocol):
+    name: str
+
+    def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]: ...
+
+    def refuse(self, configs: list[tuple[Job, Config]]) -> None: ...
+
+    def data_identity(self, job_cfg: Config) -> dict[str, str]: ...
+
+    def recorded_data(self, job_cfg: Config, known: dict[str, str] | None, recorded: dict[str, str]) -> Any: ...
+
+    def schedule_check(self, jobs: list[Job], out: str | Path) -> CompressionCheck | None: ...
+
+    def train(self, job_cfg: Config, state: str, command: str | None, bar: Any) -> None: ...
