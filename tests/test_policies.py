@@ -15,9 +15,9 @@ from fineprune_cli.pruning import PruneConfig, PruneSchedule, create, get, list_
 from fineprune_cli.pruning.estimate import estimate
 from fineprune_cli.pruning.policy import global_mean, random_equal_note
 from fineprune_cli.settings import check_section
+from policy_table import ANNEALING, PRUNING, names, predictions_for
 
 EVERY_EPOCH = dict(window=1, start=0, block=1, count=1, attenuation=1.0)  # fine/random prune always
-PRUNING = ["fine", "random", "infobatch", "ucb", "egreedy", "rs2", "orderdp"]
 
 
 def losses_of(epoch, n):
@@ -33,7 +33,7 @@ def feed(policy, epochs, first=1, batch=7):
         losses = losses_of(epoch, policy.num_samples)
         order = plan.indices[torch.randperm(plan.samples, generator=torch.Generator().manual_seed(epoch))]
         for idx in order.split(batch):
-            policy.observe(idx, losses[idx], losses[idx].mean())
+            policy.observe(idx, losses[idx], losses[idx].mean(), **predictions_for(policy.name, idx.numel()))
         policy.sync()
     return plans
 
@@ -294,7 +294,7 @@ def test_fine_load_state_dict_drops_what_was_observed_before_the_load():
 # --- every policy: --anneal, resume, DDP folding ---------------------------------------------
 
 
-@pytest.mark.parametrize("name", PRUNING)
+@pytest.mark.parametrize("name", ANNEALING)
 def test_anneal_stops_pruning_after_delta_n_for_every_policy(name):
     # δ = 0.5, n = 7: epochs <= 3.5 may prune; 4-7 train everything with weight 1.
     # Catches: --anneal not applied by a policy (fine/random through the schedule).
@@ -304,7 +304,7 @@ def test_anneal_stops_pruning_after_delta_n_for_every_policy(name):
     assert all(p.samples == 40 and p.weights is None for p in plans[3:])
 
 
-@pytest.mark.parametrize("name", PRUNING)
+@pytest.mark.parametrize("name", ANNEALING)
 def test_an_annealed_epoch_is_planned_as_every_sample(name):
     """planned_samples (what --lr-schedule progress counts on) of epochs past δ·n is N for every
     policy, and where a policy knows a pruning epoch's count in advance it is what the plan trains."""
@@ -346,7 +346,7 @@ def test_state_dict_round_trip_continues_bit_exactly(name):
     buf = io.BytesIO()
     torch.save(first.state_dict(), buf)
     resumed = create(name, 50, cfg, seed=123, epochs=9)  # another seed: the state must win
-    resumed.observe(torch.arange(3), torch.ones(3))  # stale pending, to be dropped
+    resumed.observe(torch.arange(3), torch.ones(3), **predictions_for(name, 3))  # stale pending, to be dropped
     resumed.load_state_dict(torch.load(io.BytesIO(buf.getvalue())))
     for a, b in zip(expected[4:], feed(resumed, 5, first=5)):
         assert torch.equal(a.indices, b.indices) and a.pruned == b.pruned
@@ -549,13 +549,12 @@ def _tied_plans(policy):
     n = policy.num_samples
     policy.plan(1)
     losses = torch.tensor([0.0, 2.0]).repeat_interleave(n // 2) if policy.name == "infobatch" else torch.ones(n)
-    predictions = {"correct": torch.ones(n, dtype=torch.bool), "confidence": torch.ones(n)}
-    policy.observe(torch.arange(n), losses, **(predictions if policy.name == "kakurenbo" else {}))
+    policy.observe(torch.arange(n), losses, **predictions_for(policy.name, n))
     policy.sync()
     return [policy.plan(e).indices.tolist() for e in (2, 3)]
 
 
-@pytest.mark.parametrize("name", ["regular", *PRUNING, "kakurenbo"])
+@pytest.mark.parametrize("name", names(seeded=True, selects_batches=False))
 def test_a_policy_made_without_a_seed_is_seed_0(name):
     # create() and every policy class default to seed 0: made without a seed, a policy holds
     # seed 0's generator and leaves out the same samples, which seed 1 would not.

@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 from conftest import TINY, TINY_SETTINGS, invoke
+from policy_table import names, predictions_for
 from reference.orderdp_authors import OrderDP as AuthorsOrderDP
 from reference.rs2_authors import UniformNoReplacement
 
@@ -248,10 +249,11 @@ def test_reweight_reaches_the_loss_the_sampler_backpropagates():
     assert means == [1.0, 2.0]
 
 
-PRUNING = ["fine", "random", "infobatch", "ucb", "egreedy", "kakurenbo", "rs2", "orderdp"]
+# every policy that leaves samples out of an epoch when fed fresh losses each epoch
+NOISE_PRUNING = names(prunes=True, selects_batches=False, prunes_on_noise=True)
 
 
-@pytest.mark.parametrize("name", PRUNING)
+@pytest.mark.parametrize("name", NOISE_PRUNING)
 def test_reweight_cumulative_multiplies_any_policys_own_weights_and_keeps_its_choice(name):
     # The same policy with and without the setting, the same seed and losses: the same samples in
     # every epoch, and the weights t / c x the policy's own (InfoBatch's 1/(1 - r)). Epochs before
@@ -281,8 +283,7 @@ def feed_predictions(policy, epochs, losses):
     """`run` for every policy, kakurenbo's predictions (all right and sure) included."""
 
     def observe(idx, epoch):
-        sure = {"correct": torch.ones(idx.numel(), dtype=torch.bool), "confidence": torch.ones(idx.numel())}
-        policy.observe(idx, losses[epoch - 1][idx], **(sure if policy.observes_predictions else {}))
+        policy.observe(idx, losses[epoch - 1][idx], **predictions_for(policy.name, idx.numel()))
 
     plans = []
     for epoch in range(1, epochs + 1):
