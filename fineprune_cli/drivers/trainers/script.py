@@ -4,12 +4,14 @@ the script, the data known only once a run declares it, the schedule checked as 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...engine.config import Config
 from ...errors import ConfigError
-from ..compressioncheck import CompressionCheck
 from ..job import Job
+
+if TYPE_CHECKING:  # it reads run records (torch): not imported for --help
+    from ..compressioncheck import CompressionCheck
 
 
 class Script:
@@ -38,6 +40,8 @@ class Script:
         return recorded  # compare cannot read the script's data: the run's own record stands
 
     def schedule_check(self, jobs: list[Job], out: str | Path) -> CompressionCheck:
+        from ..compressioncheck import CompressionCheck
+
         return CompressionCheck(jobs, str(out))  # the user's own schedule: do the shorter arms compress it?
 
     def train(self, job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
