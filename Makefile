@@ -51,7 +51,7 @@ docs: setup
 docs-settings: setup
 	$(PY) -m fineprune_cli.cli.reference docs/reference/settings.md
 
-# The decision rule's error and power, simulated through `analysis.decision.decide` itself, into
+# The decision rule's error and power, simulated through `analysis.decide.decision.decide` itself, into
 # results/decisions/simulation.md (docs/decisions.md quotes it); about 9 minutes on 2 cores.
 simulate: setup
 	$(PY) experiments/decisions/simulate.py

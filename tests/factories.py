@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, Judging
-from fineprune_cli.analysis.runs import Run
+from fineprune_cli.analysis.decide.decision import NOT_WORTH, WORTH, Judging
+from fineprune_cli.analysis.read.runs import Run
 from fineprune_cli.arms import REGULAR, shorter_arm
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.engine.record import EpochRow, RunRecord, RunSummary, Status

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fineprune_cli.analysis.decision import NOT_WORTH, WORTH, decide
-from fineprune_cli.analysis.groups import Context
-from fineprune_cli.analysis.runs import Run
-from fineprune_cli.analysis.sequence import replay
+from fineprune_cli.analysis.decide.decision import NOT_WORTH, WORTH, decide
+from fineprune_cli.analysis.group.groups import Context
+from fineprune_cli.analysis.read.runs import Run
+from fineprune_cli.analysis.decide.sequence import replay
 from fineprune_cli.arms import REGULAR, shorter_arm
 from factories import N, make
 
 try:  # the judging settings moved to their own module with the 5%-holds issue; the old code had them here
-    from fineprune_cli.analysis.judging import Judging
+    from fineprune_cli.analysis.decide.judging import Judging
 except ImportError:  # pragma: no cover - only when this harness is run against older decision code
-    from fineprune_cli.analysis.decision import Judging  # type: ignore[no-redef]
+    from fineprune_cli.analysis.decide.decision import Judging  # type: ignore[no-redef]
 
 M = Judging().margin
 GAIN = Judging().gain

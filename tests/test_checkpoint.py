@@ -17,7 +17,7 @@ from fineprune_cli.cli import app
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.runner import resume, train
-from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.read.runs import load_runs
 from conftest import SignalAt, metrics_rows, summary_of, tiny
 
 

@@ -101,7 +101,7 @@ def test_sigterm_while_a_report_is_written_leaves_the_previous_report_and_no_sta
     import os
     import signal
 
-    from fineprune_cli.analysis import report
+    from fineprune_cli.analysis.render import report
     from factories import make_run
 
     make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])

@@ -4,10 +4,10 @@ in the terminal and in index.md, with what to try, and stays in the decisions (i
 from typer.testing import CliRunner
 
 from conftest import TINY, invoke, summary_of
-from fineprune_cli.analysis.collapse import collapsed
+from fineprune_cli.analysis.read.collapse import collapsed
 from fineprune_cli.cli import views
-from fineprune_cli.analysis.report import write_report
-from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.cli import app
 from factories import make_run
 

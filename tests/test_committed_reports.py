@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.engine.files import read_regular_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,8 @@ def test_a_report_groups_its_runs_once_and_decides_once_a_look(tmp_path, monkeyp
     those that import it, so a renderer that recomputes shows)."""
     import sys
 
-    from fineprune_cli.analysis import decision, groups, paired, reach, rownumbers, timing
+    from fineprune_cli.analysis.decide import decision
+    from fineprune_cli.analysis.group import groups, paired, reach, rownumbers, timing
 
     real = {
         "group": groups.group,

@@ -11,8 +11,8 @@ from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.engine.config import build_config
 from fineprune_cli.errors import ConfigError
 from conftest import metrics_rows, summary_of, tiny
-from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.study import study
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.group.study import study
 from factories import tiny_compare as _cfg
 
 runner = CliRunner()
@@ -424,7 +424,7 @@ def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tm
     import shutil
 
     from fineprune_cli.drivers.matrix import judged_matrix
-    from fineprune_cli.analysis.judging import Judging
+    from fineprune_cli.analysis.decide.judging import Judging
 
     cfg, c = _cfg(tmp_path, policies=["regular"], seeds=[0, 1])
     cfg.train.epochs = 2

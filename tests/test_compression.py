@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from factories import make_run
-from fineprune_cli.analysis.compression import compression, logged, mismatch
-from fineprune_cli.analysis.groups import group
-from fineprune_cli.analysis.report import write_report
-from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.read.compression import compression, logged, mismatch
+from fineprune_cli.analysis.group.groups import group
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.arms import shorter_schedule
 from fineprune_cli.cli import views
 

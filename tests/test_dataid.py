@@ -12,8 +12,8 @@ from torchvision.io import read_image, write_png
 
 import torch
 from conftest import invoke
-from fineprune_cli.analysis.groups import group
-from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.group.groups import group
+from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.engine import dataid
 from fineprune_cli.engine.config import DataConfig
 from fineprune_cli.engine.imagefolder import identity as listing_identity

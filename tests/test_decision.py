@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fineprune_cli.analysis import decision, paired, stats
-from fineprune_cli.analysis.advice import advise, chance, routes
-from fineprune_cli.analysis.decision import CANT_TELL, NOT_WORTH, WORTH, decide
-from fineprune_cli.analysis.groups import Context
-from fineprune_cli.analysis.judging import Judging
+from fineprune_cli.analysis.decide import decision, stats
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.decide.advice import advise, chance, routes
+from fineprune_cli.analysis.decide.decision import CANT_TELL, NOT_WORTH, WORTH, decide
+from fineprune_cli.analysis.group.groups import Context
+from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.engine.record import EpochRow
 from factories import N, context, make, pruned, residual_sd, shorter
 
@@ -303,8 +304,8 @@ CIFAR = Path(__file__).resolve().parents[1] / "results" / "cifar10-jpeg-lenet-cp
 
 
 def _committed(root, drop=()):
-    from fineprune_cli.analysis.groups import group
-    from fineprune_cli.analysis.runs import load_runs
+    from fineprune_cli.analysis.group.groups import group
+    from fineprune_cli.analysis.read.runs import load_runs
 
     runs = [r for r in load_runs([root])[0] if r.path.name not in drop]
     [(ctx, by)] = group(runs).items()
@@ -317,8 +318,8 @@ def test_deleted_seeds_are_counted_and_named_not_hidden_under_the_header():
     d = next(x for x in decide({ctx: by}) if x.policy == "fine")
     assert d.vs_regular.n == 3 and d.regular.seeds == [0, 1, 2]
     assert d.regular.left_out[3] == d.regular.left_out[4] == "no run of this arm"  # (and the looks' seeds 5-7)
-    from fineprune_cli.analysis.study import study
-    from fineprune_cli.analysis.verdict import chain
+    from fineprune_cli.analysis.group.study import study
+    from fineprune_cli.analysis.render.verdict import chain
 
     text = "\n".join(chain(d, study([], Judging())))
     assert "over 3 seeds (0–2;" in text and "left out: seed 3 (no run of this arm); seed 4" in text
@@ -339,9 +340,9 @@ def test_a_deleted_frontier_run_leaves_its_seed_out_instead_of_changing_the_base
 def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
     """Regular's mean final 73.84 - 0.5 is 73.34000000000002 as floats: epochs at exactly 73.34%
     did not count. On the test set's grid the target is 73.34 and regular seed 1 reaches it at 164."""
-    from fineprune_cli.analysis import timing
-    from fineprune_cli.analysis.decision import quantum_of
-    from fineprune_cli.analysis.reach import target_for
+    from fineprune_cli.analysis.group import timing
+    from fineprune_cli.analysis.decide.decision import quantum_of
+    from fineprune_cli.analysis.group.reach import target_for
 
     _, by = _committed(CIFAR)
     q = quantum_of(by)
@@ -407,9 +408,9 @@ def test_the_word_moves_with_the_minimum_gain_only_where_the_gain_over_c_p_falls
     a smaller p (≈ 0.0002), and the smaller claim is stated: not worth it. Catches: the line read
     at the report's own δ (worth it throughout), the deltas in the wrong order (not worth it at
     0.1), or δ wired to the margin m (at m 0.1 a 0.25 pt loss is worse than regular: not worth it)."""
-    from fineprune_cli.analysis.sequence import single
-    from fineprune_cli.analysis.study import study
-    from fineprune_cli.analysis.verdict import chain
+    from fineprune_cli.analysis.decide.sequence import single
+    from fineprune_cli.analysis.group.study import study
+    from fineprune_cli.analysis.render.verdict import chain
 
     by = _by_three_arms([-0.23, -0.27, -0.25, -0.21, -0.29, -0.25], [0.30, 0.40, 0.35, 0.32, 0.38, 0.35])
     (d,) = single({CTX: by}, Judging())
@@ -474,7 +475,7 @@ def test_the_pooled_word_is_what_one_pooled_sd_for_every_arm_would_decide(ucb_me
     word differs from the decision's and matches a pooled t computed here. Catches: the pooled sd
     on the comparison's own 5 df (p ≈ 0.055, can't tell), and, at 0.13 pt below (pooled p ≈ 0.06),
     a standard error without the contrast's norm (σ/√n: p ≈ 0.02, worth it)."""
-    from fineprune_cli.analysis.sequence import single
+    from fineprune_cli.analysis.decide.sequence import single
 
     by = _with_a_noisy_policy(ucb_mean)
     (d,) = single({CTX: by}, Judging())
@@ -486,7 +487,7 @@ def test_the_power_far_in_the_noncentral_tails_is_a_number():
     """statsmodels gives NaN for an effect of -5 sd at alpha 0.0005 over 5 seeds (a comparison's
     route pointing the other way at a late look's small level): the chance is 0, not NaN, which
     every comparison after it would read as False."""
-    from fineprune_cli.analysis import stats
+    from fineprune_cli.analysis.decide import stats
 
     assert stats.power(-0.3967, 0.0737, 5, 0.0005) == 0.0
     assert 0.5 < stats.power(0.3967, 0.0737, 5, 0.0005) < 1.0

@@ -14,8 +14,8 @@ from functools import partial
 import pytest
 
 import simulation as sim
-from fineprune_cli.analysis import judging, stats
-from fineprune_cli.analysis.paired import Paired
+from fineprune_cli.analysis.decide import judging, stats
+from fineprune_cli.analysis.group.paired import Paired
 
 REPS = 2000
 BOUND = sim.bound(REPS)  # 5% + 2 Monte Carlo standard errors: 5.97%

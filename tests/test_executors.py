@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke, summary_of, tiny
-from fineprune_cli.analysis import judging
+from fineprune_cli.analysis.decide import judging
 from fineprune_cli.drivers.executors import child, registry
 from fineprune_cli.drivers.executors.contract import Kind, Outcome
 from fineprune_cli.settings import option

@@ -7,10 +7,10 @@ import pytest
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
-from fineprune_cli.analysis.groups import Context, group
-from fineprune_cli.analysis.runs import load_runs, policy_label
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.numbers import csv_cells, summary_rows
+from fineprune_cli.analysis.group.groups import Context, group
+from fineprune_cli.analysis.read.runs import load_runs, policy_label
+from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.group.numbers import csv_cells, summary_rows
 from fineprune_cli.cli import app
 from factories import make_run
 
@@ -191,7 +191,7 @@ def test_runs_that_recorded_no_data_stay_with_the_one_identity_recorded(tmp_path
     run(tmp_path / "b", "fine", 0, 69.0, (2,), summary={"data": {"train": "6 files, 11", "test": "4 files, 22"}})
     assert rows_of(tmp_path)["fine"]["d_final_mean"] == pytest.approx(-1.0)
     run(tmp_path / "c", "fine", 0, 30.0, (2,), summary={"data": {"train": "6 files, 33", "test": "4 files, 44"}})
-    from fineprune_cli.analysis.groups import duplicates
+    from fineprune_cli.analysis.group.groups import duplicates
 
     assert duplicates(load_runs([tmp_path])[0]) == [] and len(group(load_runs([tmp_path])[0])) == 3
 
@@ -235,7 +235,7 @@ def test_the_report_table_fits_100_columns_and_names_every_row_in_full(tmp_path)
 def test_a_copied_run_folder_is_left_out_as_a_duplicate_not_counted_twice(tmp_path):
     import shutil
 
-    from fineprune_cli.analysis.report import write_report
+    from fineprune_cli.analysis.render.report import write_report
 
     for seed in range(2):
         run(tmp_path / "a", "regular", seed, 70.0 + seed)
@@ -279,7 +279,7 @@ def test_the_console_table_and_table_2_print_the_same_interval(tmp_path):
 
 def test_rows_are_named_frontier_shorter_or_pruned_by_their_arm():
     """A row's arm decides what it is, whatever settings follow its name."""
-    from fineprune_cli.analysis.groups import is_frontier, is_shorter, pruned_policies
+    from fineprune_cli.analysis.group.groups import is_frontier, is_shorter, pruned_policies
 
     assert is_shorter("shorter-30") and is_shorter("shorter-30 (epochs 7)") and not is_shorter("regular")
     assert is_frontier("random-every-20 (window 3)") and not is_frontier("random") and not is_frontier("shorter-30")

@@ -380,8 +380,8 @@ def test_a_script_runs_config_holds_what_a_script_uses_and_older_full_ones_still
 
 def test_script_runs_of_another_recipe_or_other_data_never_pair(tmp_path):
     """What the harness cannot know, the script declares; a report keeps apart what differs."""
-    from fineprune_cli.analysis.groups import group
-    from fineprune_cli.analysis.runs import load_runs
+    from fineprune_cli.analysis.group.groups import group
+    from fineprune_cli.analysis.read.runs import load_runs
     from fineprune_cli.pruning.config import PruneConfig
 
     same, other = fineprune.tensor_identity(torch.zeros(3)), fineprune.tensor_identity(torch.ones(3))

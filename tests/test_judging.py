@@ -6,12 +6,12 @@ import re
 import pytest
 
 from conftest import invoke
-from fineprune_cli.analysis import judging
-from fineprune_cli.analysis.judging import Correction, Judging, load_judging, register_family
-from fineprune_cli.analysis.numbers import summary_rows
-from fineprune_cli.analysis.sequence import record
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.verdict import build
+from fineprune_cli.analysis.decide import judging
+from fineprune_cli.analysis.decide.judging import Correction, Judging, load_judging, register_family
+from fineprune_cli.analysis.group.numbers import summary_rows
+from fineprune_cli.analysis.decide.sequence import record
+from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.render.verdict import build
 from fineprune_cli.errors import ConfigError
 from factories import context, pruned, shorter
 
@@ -125,9 +125,9 @@ def test_a_variance_model_added_from_a_test_decides_and_is_named_in_plans_and_re
     """A variance model registered by a test alone is a valid --variance, gives every comparison
     its estimate, is named in each decision's line and in the plan, and a plan that names a model
     this version lacks makes the report post hoc."""
-    from fineprune_cli.analysis import plan as plans
-    from fineprune_cli.analysis import stats
-    from fineprune_cli.analysis.judging import VarianceModel, register_variance
+    from fineprune_cli.analysis.decide import plan as plans
+    from fineprune_cli.analysis.decide import stats
+    from fineprune_cli.analysis.decide.judging import VarianceModel, register_variance
 
     seen = []
 

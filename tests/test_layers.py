@@ -141,8 +141,8 @@ def test_the_checker_sees_a_violation():
 def test_analysis_reads_arm_names_below_the_drivers():
     """analysis parses arm names from `arms`, never from the compare driver it sits below."""
     _, graph = _graph()
-    assert _layer("fineprune_cli.analysis.groups") < _layer("fineprune_cli.drivers.compare")
-    assert "fineprune_cli.arms" in graph["fineprune_cli.analysis.groups"]
+    assert _layer("fineprune_cli.analysis.group.groups") < _layer("fineprune_cli.drivers.compare")
+    assert "fineprune_cli.arms" in graph["fineprune_cli.analysis.group.groups"]
     assert not any(
         t.startswith("fineprune_cli.drivers")
         for a, targets in graph.items()

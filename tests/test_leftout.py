@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from factories import make_run
-from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.errors import ConfigError
 
 ACCS = {0: [50.0, 60.0, 70.0], 1: [51.0, 61.0, 71.0], 2: [50.0, 62.0, 72.0]}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fineprune_cli.analysis.decision import NOT_WORTH, bracketing_shares
-from fineprune_cli.analysis.groups import group
-from fineprune_cli.analysis.judging import Judging
-from fineprune_cli.analysis.sequence import replay
+from fineprune_cli.analysis.decide.decision import NOT_WORTH, bracketing_shares
+from fineprune_cli.analysis.group.groups import group
+from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.decide.sequence import replay
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.sequential.looks import until_decided
@@ -156,7 +156,7 @@ def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(
 def test_a_changed_plan_of_looks_is_refused_once_runs_exist(tmp_path):
     """A plan of looks changed after runs exist dropped the old plan's decisions; the error
     spending holds only for looks fixed before the first look."""
-    from fineprune_cli.analysis import plan as plans
+    from fineprune_cli.analysis.decide import plan as plans
 
     plans.record(tmp_path, Judging(), [2, 3], runs=0)
     assert plans.record(tmp_path, Judging(), [2, 3], runs=4).looks == (2, 3)
@@ -256,9 +256,9 @@ def test_a_bracketing_arm_that_cannot_be_trained_is_left_out_with_its_reason(tmp
 def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):
     """A looks.json edited, or left stale after runs were deleted, was pasted as the decisions that
     hold; the report replays the runs present and names each place the file disagrees."""
-    from fineprune_cli.analysis.sequence import disagreements, record
-    from fineprune_cli.analysis.study import Study
-    from fineprune_cli.analysis.verdict import looks_lines
+    from fineprune_cli.analysis.decide.sequence import disagreements, record
+    from fineprune_cli.analysis.group.study import Study
+    from fineprune_cli.analysis.render.verdict import looks_lines
 
     runs = [r for r in _recipe_runs() if r.policy in ("regular", "ucb", "shorter-30")]
     decisions, looks = replay(group(runs), Judging(), (2, 3, 4))

@@ -139,8 +139,8 @@ def not_a_model():
 
 def test_your_own_model_by_its_factory_is_trained_and_recorded_by_its_shapes(tmp_path, monkeypatch):
     from conftest import invoke, summary_of
-    from fineprune_cli.analysis.groups import settings
-    from fineprune_cli.analysis.runs import Run
+    from fineprune_cli.analysis.group.groups import settings
+    from fineprune_cli.analysis.read.runs import Run
     from fineprune_cli.engine.record import read_summary
 
     monkeypatch.chdir(tmp_path)

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from fineprune_cli.analysis.decision import CANT_TELL
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.numbers import csv_cells, summary_rows
-from fineprune_cli.analysis.rownumbers import Stat, epoch_ratio, pace_saving
+from fineprune_cli.analysis.decide.decision import CANT_TELL
+from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.group.numbers import csv_cells, summary_rows
+from fineprune_cli.analysis.group.rownumbers import Stat, epoch_ratio, pace_saving
 from factories import make
 
 

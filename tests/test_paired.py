@@ -3,8 +3,8 @@ arm has, and a variant's random control is the control of that variant."""
 
 import pytest
 
-from fineprune_cli.analysis import paired
-from fineprune_cli.analysis.groups import is_frontier
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.group.groups import is_frontier
 from factories import make
 
 

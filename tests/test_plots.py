@@ -3,9 +3,9 @@
 import pytest
 from matplotlib.figure import Figure
 
-from fineprune_cli.analysis import plots
-from fineprune_cli.analysis.groups import group
-from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.render import plots
+from fineprune_cli.analysis.group.groups import group
+from fineprune_cli.analysis.read.runs import load_runs
 from factories import make_run
 
 
@@ -55,7 +55,7 @@ def test_row_colours_keep_the_policys_own_and_never_repeat():
 
 def test_no_two_lines_look_alike_regulars_grey_beside_a_shorter_arms_black():
     """The curves drew regular (#444444) and a shorter arm (#000000) in two greys a reader mixed up."""
-    from fineprune_cli.analysis.colors import alike
+    from fineprune_cli.analysis.render.colors import alike
 
     rows = ["regular", "fine", "random-every-20", "shorter-10", "shorter-20", "selective-backprop", "ies", "orderdp"]
     colours = plots.row_colors(rows)
@@ -85,7 +85,7 @@ def test_the_cost_axis_starts_where_the_lines_enter_the_view_not_at_zero(tmp_pat
 
 def test_the_tradeoff_plot_sets_the_random_control_beside_its_policy_at_one_budget(tmp_path):
     """fine and its random control skip the same samples: their intervals were drawn on one x."""
-    from fineprune_cli.analysis.study import study
+    from fineprune_cli.analysis.group.study import study
 
     for seed, (fine, random) in enumerate([(79.0, 78.0), (80.0, 79.5), (78.5, 77.0)]):
         make_run(tmp_path, "lenet", "regular", seed, 100.0, [60.0, 80.0 + seed / 10])

@@ -335,8 +335,8 @@ def _dry(monkeypatch):
     from fineprune_cli.cli import views
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import compare, matrix
-    from fineprune_cli.analysis import runs
-    from fineprune_cli.analysis.plan import Plan
+    from fineprune_cli.analysis.read import runs
+    from fineprune_cli.analysis.decide.plan import Plan
     from fineprune_cli.sequential import looks
     from fineprune_cli.engine.config import validate
 

@@ -8,12 +8,12 @@ import pytest
 from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
-from fineprune_cli.analysis.report import write_report
-from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.numbers import summary_rows
-from fineprune_cli.analysis.rownumbers import epoch_ratio, pace_saving
-from fineprune_cli.analysis.tables import paper_results, table1, table2
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.group.numbers import summary_rows
+from fineprune_cli.analysis.group.rownumbers import epoch_ratio, pace_saving
+from fineprune_cli.analysis.render.tables import paper_results, table1, table2
 from factories import make_run
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ import time
 from types import SimpleNamespace
 
 import fineprune
-from fineprune_cli.analysis.report import write_report
+from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.engine import yamlvalues
 from fineprune_cli.engine.config import Config

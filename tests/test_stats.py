@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fineprune_cli.analysis import stats
-from fineprune_cli.analysis.stats import block_residual, paired_estimate, pooled_estimate
+from fineprune_cli.analysis.decide import stats
+from fineprune_cli.analysis.decide.stats import block_residual, paired_estimate, pooled_estimate
 
 
 def seeds_for(effect, sd, alpha):

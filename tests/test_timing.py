@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from fineprune_cli.analysis import timing
-from fineprune_cli.analysis.report import write_report
-from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis.judging import Judging
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.numbers import summary_rows
-from fineprune_cli.analysis.tables import table1, table3
+from fineprune_cli.analysis.group import timing
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.group.numbers import summary_rows
+from fineprune_cli.analysis.render.tables import table1, table3
 from factories import MACHINE, make_run
 
 OTHER = {**MACHINE, "processor": "Other CPU"}

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from fineprune_cli.analysis.runs import load_runs
-from fineprune_cli.analysis import paired
-from fineprune_cli.analysis.judging import Judging
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.groups import group, is_frontier, is_shorter
-from fineprune_cli.analysis.verdict import build
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.group.groups import group, is_frontier, is_shorter
+from fineprune_cli.analysis.render.verdict import build
 from fineprune_cli.arms import shorter_schedule
 from factories import make_run
 
@@ -157,8 +157,8 @@ def test_a_policy_outside_the_shorter_line_gets_no_comparison_with_it(tmp_path):
 
 
 def test_the_tradeoff_plot_draws_both_frontiers_and_descriptive_intervals(tmp_path):
-    from fineprune_cli.analysis import decision
-    from fineprune_cli.analysis.plots import tradeoff_figure
+    from fineprune_cli.analysis.decide import decision
+    from fineprune_cli.analysis.render.plots import tradeoff_figure
 
     shorter_case(tmp_path)
     for seed in range(3):
@@ -184,7 +184,7 @@ RANKING = re.compile(r"\b(most|fastest|quickest|cheapest|ranked|winner)\b|\bbest
 def test_no_policy_is_ranked_by_the_time_it_saves(tmp_path):
     """fine saves 15-45% of regular's time and random 10-30% (means 30% and 20%, per-seed savings
     overlapping): the report gives each row its saving and ranks none, in the decisions or the tables."""
-    from fineprune_cli.analysis.report import write_report
+    from fineprune_cli.analysis.render.report import write_report
 
     for seed, (fine_s, random_s) in enumerate(((55.0, 70.0), (70.0, 80.0), (85.0, 90.0))):
         arm(tmp_path / "runs", "regular", seed, 80.0 + 0.1 * seed)
@@ -199,7 +199,7 @@ def test_no_policy_is_ranked_by_the_time_it_saves(tmp_path):
 
 
 def test_seeds_are_written_as_a_range_only_from_three_consecutive():
-    from fineprune_cli.analysis.verdict import seeds_text
+    from fineprune_cli.analysis.render.verdict import seeds_text
 
     assert seeds_text([2, 0, 1]) == "0–2" and seeds_text([0, 1]) == "0, 1" and seeds_text([0, 2, 3]) == "0, 2, 3"
 
@@ -210,7 +210,7 @@ def test_seeds_are_written_as_a_range_only_from_three_consecutive():
 def planned_runs(root, seeds=range(3), runs_before=None, **judging):
     """regular, fine (15% skipped) and the random control over `seeds`, with a plan.json in `root`
     recorded under `judging` when `runs_before` (the complete runs it says existed) is given."""
-    from fineprune_cli.analysis import plan
+    from fineprune_cli.analysis.decide import plan
 
     for seed in seeds:
         arm(root, "regular", seed, 80.0 + 0.1 * seed)
@@ -235,7 +235,7 @@ def post_hoc_column(out):
 def test_a_plan_recorded_after_runs_existed_makes_the_decisions_post_hoc(tmp_path):
     """The same runs and plan, recorded before any run and after nine: only the second is post hoc,
     and it says how many runs came first. Catches: runs_before read but not made a reason."""
-    from fineprune_cli.analysis.report import write_report
+    from fineprune_cli.analysis.render.report import write_report
 
     before = planned_runs(tmp_path / "before", runs_before=0)
     write_report([before], tmp_path / "rep-before", with_plots=False)
@@ -271,7 +271,7 @@ def test_a_report_with_another_margin_than_planned_says_it_judges_with_it(tmp_pa
 def test_folders_planned_differently_are_named_with_their_plans(tmp_path):
     """Two folders, seeds 0-2 planned with m 0.3 and seeds 3-5 with m 0.5, read together: no plan
     holds for both, and each is named with its own. Catches: the first folder's plan taken for all."""
-    from fineprune_cli.analysis.report import write_report
+    from fineprune_cli.analysis.render.report import write_report
 
     a = planned_runs(tmp_path / "a", runs_before=0)
     b = planned_runs(tmp_path / "b", seeds=range(3, 6), runs_before=0, margin=0.5, min_gain=0.3)
@@ -289,8 +289,8 @@ def test_folders_planned_differently_are_named_with_their_plans(tmp_path):
 def test_rare_failures_count_runs_strictly_below_a_point_and_bound_the_rate():
     """A run exactly 1 pt below its pair is no failure, 1.01 is; 0 of 5 excludes rates above 45%,
     1 of 5 above 66%. Catches: <= for <, or a two-sided bound."""
-    from fineprune_cli.analysis.paired import Paired
-    from fineprune_cli.analysis.verdict import rare
+    from fineprune_cli.analysis.group.paired import Paired
+    from fineprune_cli.analysis.render.verdict import rare
 
     none = rare(Paired("regular", {0: -1.0, 1: 0.2, 2: -0.3, 3: 0.0, 4: 0.1}))
     assert "no run of 5 fell more than 1 pt below regular in the same seed: a failure in more than 45% of runs" in none

@@ -35,7 +35,7 @@ from bench_trainer import bench as throughput
 from common import table_stem, write_table
 
 from fineprune_cli import models
-from fineprune_cli.analysis.tables import paper_results
+from fineprune_cli.analysis.render.tables import paper_results
 from fineprune_cli.engine.record import git_commit
 from fineprune_cli.engine.device import describe_device, resolve_device
 

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import simulation as sim  # noqa: E402
-from fineprune_cli.analysis import decision, paired, stats  # noqa: E402
-from fineprune_cli.analysis.judging import Judging  # noqa: E402
+from fineprune_cli.analysis.decide import decision, stats  # noqa: E402
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.decide.judging import Judging  # noqa: E402
 
 REAL = decision.decide
 CASES = {

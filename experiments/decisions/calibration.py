@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import simulation as sim  # noqa: E402
 from simulate import write_page  # noqa: E402
-from fineprune_cli.analysis import advice  # noqa: E402
-from fineprune_cli.analysis.decision import CANT_TELL, decide  # noqa: E402
-from fineprune_cli.analysis.judging import Judging, shares  # noqa: E402
+from fineprune_cli.analysis.decide import advice  # noqa: E402
+from fineprune_cli.analysis.decide.decision import CANT_TELL, decide  # noqa: E402
+from fineprune_cli.analysis.decide.judging import Judging, shares  # noqa: E402
 from fineprune_cli.engine.files import to_markdown  # noqa: E402
 
 LOOKS = (3, 5, 8)

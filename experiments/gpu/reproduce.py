@@ -32,9 +32,9 @@ import yaml
 from common import describe_device
 from runner import ROOT, TERM_GRACE_S, Ctx, child_env, pack, rel, run_logged, run_summary, shown
 
-from fineprune_cli.analysis import plan as plans
-from fineprune_cli.analysis.judging import load_judging
-from fineprune_cli.analysis.runs import load_runs
+from fineprune_cli.analysis.decide import plan as plans
+from fineprune_cli.analysis.decide.judging import load_judging
+from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.drivers.compare import Job, job_config, load_compare
 from fineprune_cli.drivers.compare import plan as jobs_of
 from fineprune_cli.drivers.matrix import family_of

@@ -1,4 +1,4 @@
-"""Reading finished run folders back and judging them: runs and their grouping into rows
-(`runs`, `groups`), the paired differences (`paired`), the judging plan and the decision rule
-(`judging`, `plan`, `decision`, `advice`, `sequence`), computed once per report (`study`), and
-what renders it (`numbers`, `tables`, `verdict`, `plots`, `index`, `report`)."""
+"""Reading finished run folders back and judging them, in the order a report runs:
+read/ (the run folders, their checks and plans) -> group/ (rows of runs, one study per report,
+each row's numbers and paired differences) -> decide/ (the judging plan, its statistics, one
+decision per policy and the advice beside it) -> render/ (verdict, tables, plots, index.md)."""

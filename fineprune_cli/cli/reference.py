@@ -21,7 +21,7 @@ import typer
 import yaml
 
 from .. import console
-from ..analysis.judging import Judging
+from ..analysis.decide.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..drivers.executors import registry
 from ..engine.config import Config

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..analysis.judging import Judging
+from ..analysis.decide.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..drivers.executors import registry
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
@@ -135,11 +135,11 @@ def compare(
     """Train every policy with identical seeds and compare them (regular, fine and random by default).
 
     Runs already complete in --out are reused, so an interrupted compare continues."""
-    from ..analysis.judging import load_judging
-    from ..analysis.numbers import summary_rows
-    from ..analysis.plan import recorded_judging
-    from ..analysis.sequence import record
-    from ..analysis.verdict import build
+    from ..analysis.decide.judging import load_judging
+    from ..analysis.group.numbers import summary_rows
+    from ..analysis.decide.plan import recorded_judging
+    from ..analysis.decide.sequence import record
+    from ..analysis.render.verdict import build
     from ..drivers.compare import load_compare
     from ..drivers.matrix import judged_matrix
     from ..sequential.looks import until_decided

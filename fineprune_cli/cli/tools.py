@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import console
-from ..analysis.judging import Judging
+from ..analysis.decide.judging import Judging
 from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
@@ -41,9 +41,9 @@ def report(
     Also writes the paper's Tables 1 and 2, time-to-accuracy (CSV + Markdown), plots and an
     index.md, from run folders. Judging flags (or a --config's judging section) that differ
     from the recorded plan make the decisions post hoc, and the report says so."""
-    from ..analysis import plan
-    from ..analysis.judging import load_judging
-    from ..analysis.report import write_report
+    from ..analysis.decide import plan
+    from ..analysis.decide.judging import load_judging
+    from ..analysis.render.report import write_report
     from ..engine.files import read_regular_text
 
     folders = run_dirs or [Path("results/runs")]

@@ -168,7 +168,7 @@ def _show_verdict(verdict: Any) -> None:
 
 def _show_collapsed(found: Any) -> None:
     """Runs that collapsed, named after the decisions they are part of."""
-    from ..analysis.collapse import lines
+    from ..analysis.read.collapse import lines
 
     shown = lines(list(found))
     if shown:
@@ -177,7 +177,7 @@ def _show_collapsed(found: Any) -> None:
 
 def _show_compression(found: Any) -> None:
     """Shorter arms off regular's learning-rate schedule, or not checked, after the decisions."""
-    from ..analysis.compression import lines
+    from ..analysis.read.compression import lines
 
     shown = lines(list(found))
     if shown:
@@ -229,7 +229,7 @@ ROW_WIDTH = 26  # the row name's column: the numbers beside it take the rest of 
 
 
 def show_report(rep: Any, as_json: bool) -> None:
-    from ..analysis.numbers import summary_rows
+    from ..analysis.group.numbers import summary_rows
 
     rows = summary_rows(rep.study) if rep.runs else []
     if as_json:

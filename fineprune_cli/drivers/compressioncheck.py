@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from ..analysis.compression import ADVICE, logged, mismatch
+from ..analysis.read.compression import ADVICE, logged, mismatch
 from ..arms import REGULAR
 from ..engine.record import Status, read_metrics, read_summary
 from ..errors import ConfigError

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..analysis.checks import check_record, check_rows
-from ..analysis.runs import check_counts
+from ..analysis.read.checks import check_record, check_rows
+from ..analysis.read.runs import check_counts
 from ..engine.record import SUMMARY, Status, load_run_config, read_metrics, read_summary
 from ..errors import ConfigError
 from ..pruning import registry as policies

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import console
-from ..analysis import leftout
-from ..analysis import plan as plans
-from ..analysis.judging import Judging
-from ..analysis.paired import is_baseline
-from ..analysis.runs import load_runs
-from ..analysis.study import Study, study
+from ..analysis.read import leftout
+from ..analysis.decide import plan as plans
+from ..analysis.decide.judging import Judging
+from ..analysis.group.paired import is_baseline
+from ..analysis.read.runs import load_runs
+from ..analysis.group.study import Study, study
 from ..engine.config import Config
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan

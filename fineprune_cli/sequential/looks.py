@@ -22,13 +22,13 @@ from pathlib import Path
 
 from .. import console
 from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
-from ..analysis.decision import CANT_TELL, Decision, bracketing_shares
-from ..analysis.judging import Judging
-from ..analysis.groups import group
-from ..analysis import leftout
-from ..analysis.runs import Run, arm_of, load_runs
-from ..analysis.sequence import Look, decidable, key, record, replay
-from ..analysis.study import Study, study
+from ..analysis.decide.decision import CANT_TELL, Decision, bracketing_shares
+from ..analysis.decide.judging import Judging
+from ..analysis.group.groups import group
+from ..analysis.read import leftout
+from ..analysis.read.runs import Run, arm_of, load_runs
+from ..analysis.decide.sequence import Look, decidable, key, record, replay
+from ..analysis.group.study import Study, study
 from ..engine.config import Config
 from ..engine.files import atomic_write_text
 from ..errors import ConfigError

@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from . import paired, stats
+from ..group import paired
+from . import stats
 from .decision import CANT_TELL, Advice, Decision, claims, settle
-from .groups import Context
+from ..group.groups import Context
 from .judging import Judging, shares
-from .runs import Run
+from ..read.runs import Run
 
 DELTAS = (0.1, 0.2, 0.3, 0.5)  # the minimum gains every decision is also read at
 PLAUSIBLE = 0.80  # the two-sided interval whose ends give the range of seeds

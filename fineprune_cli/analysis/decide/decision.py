@@ -30,10 +30,11 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache, reduce
 
-from . import paired, stats
-from .groups import Context, is_frontier, is_shorter
+from ..group import paired
+from . import stats
+from ..group.groups import Context, is_frontier, is_shorter
 from .judging import Claim, Judging
-from .runs import Run
+from ..read.runs import Run
 
 WORTH, NOT_WORTH, CANT_TELL = "worth it", "not worth it", "can't tell yet"
 ROUTES = ("worse", "worth", "short")  # the claims' routes: worse than regular, worth it, short of C(p)

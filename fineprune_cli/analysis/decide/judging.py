@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from ..engine.config import load_yaml
-from ..errors import ConfigError
-from ..settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
+from ...engine.config import load_yaml
+from ...errors import ConfigError
+from ...settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
 
 T = TypeVar("T")
 POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole scale

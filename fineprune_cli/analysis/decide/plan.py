@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..engine.files import atomic_write_text, read_regular_text
-from ..errors import ConfigError
-from ..engine.record import SUMMARY
+from ...engine.files import atomic_write_text, read_regular_text
+from ...errors import ConfigError
+from ...engine.record import SUMMARY
 from .judging import DEFAULT_VARIANCE, EARLIER_ALLOCATION, VARIANCES, Judging, variance_key
-from .planfile import checked
-from .planruns import applying
+from ..read.planfile import checked
+from ..read.planruns import applying
 
 PLAN_FILE = "plan.json"
 LOOKS_FILE = "looks.json"  # what `compare --until-decided` wrote before plans were recorded

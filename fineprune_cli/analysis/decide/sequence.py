@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..arms import REGULAR
-from ..engine.files import read_regular_text
+from ...arms import REGULAR
+from ...engine.files import read_regular_text
 from .advice import enrich
 from .decision import CANT_TELL, Decision, decide
-from .groups import Groups, subset
+from ..group.groups import Groups, subset
 from .judging import Judging, shares
 from .plan import seeds_text
 

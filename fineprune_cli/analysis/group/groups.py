@@ -27,11 +27,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..arms import REGULAR, frontier_fraction, shorter_budget, shorter_schedule
-from ..engine.config import Config, config_from_dict
-from ..engine.fingerprint import drop_unused
-from ..errors import ConfigError
-from .runs import Run, arm_of, policy_order
+from ...arms import REGULAR, frontier_fraction, shorter_budget, shorter_schedule
+from ...engine.config import Config, config_from_dict
+from ...engine.fingerprint import drop_unused
+from ...errors import ConfigError
+from ..read.runs import Run, arm_of, policy_order
 
 # not settings: where a run was written, its seed, its machine, its bookkeeping (the data's
 # folder stays one while no run recorded what data it read: two image folders without a label

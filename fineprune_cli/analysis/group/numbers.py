@@ -15,8 +15,9 @@ import math
 import statistics
 from typing import Any
 
-from . import decision, paired
-from .advice import DELTAS
+from ..decide import decision
+from . import paired
+from ..decide.advice import DELTAS
 from .groups import row_name
 from .reach import Reach
 from .rownumbers import Compared

@@ -18,9 +18,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..arms import REGULAR, shorter_budget
+from ...arms import REGULAR, shorter_budget
 from .groups import is_frontier, is_shorter
-from .runs import Run, arm_of
+from ..read.runs import Run, arm_of
 
 CONTROL = "random"  # the equal-budget control arm of `compare`
 MIRRORED = "fine"  # the schedule whose epochs the control prunes

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import timing
-from .decision import quantum_of
+from ..decide.decision import quantum_of
 from .groups import Context, Groups
-from .judging import Judging
-from .runs import Run
+from ..decide.judging import Judging
+from ..read.runs import Run
 
 TARGET_BELOW = 0.5
 

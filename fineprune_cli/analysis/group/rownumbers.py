@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 from . import paired, timing
 from .groups import is_frontier, is_shorter
-from .runs import Run
+from ..read.runs import Run
 
 NA = "—"  # no value: a row without runs, a number no run gave
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..arms import REGULAR
-from . import plan as plans_
-from .collapse import Collapse, collapsed
-from .decision import Decision, scored
+from ...arms import REGULAR
+from ..decide import plan as plans_
+from ..read.collapse import Collapse, collapsed
+from ..decide.decision import Decision, scored
 from .groups import Context, Groups, group
-from .judging import Judging
-from .plan import Plan
-from .planruns import applying, made_under, nearest
+from ..decide.judging import Judging
+from ..decide.plan import Plan
+from ..read.planruns import applying, made_under, nearest
 from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
-from .runs import Problem, Run
-from .compression import Compression, compression
-from .sequence import Look, decidable, disagreements, replay, single
+from ..read.runs import Problem, Run
+from ..read.compression import Compression, compression
+from ..decide.sequence import Look, decidable, disagreements, replay, single
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
 Comparisons = dict[tuple[Context, str], Compared]

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ..arms import REGULAR
-from ..engine.config import TrainConfig
-from .runs import Run
+from ...arms import REGULAR
+from ...engine.config import TrainConfig
+from ..read.runs import Run
 
 UNKNOWN = "unknown machine"
 MIXED = "mixed machines"

@@ -16,9 +16,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..engine.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
-from ..engine.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
-from ..errors import ConfigError
+from ...engine.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
+from ...engine.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
+from ...errors import ConfigError
 
 MAX_SEED = 2**63 - 1  # run.seed's own bound
 MAX_WORLD = 2**20  # processes of one run

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..arms import REGULAR
-from .groups import Context, Groups, is_shorter
+from ...arms import REGULAR
+from ..group.groups import Context, Groups, is_shorter
 
 REL = 1e-4  # of the largest lr logged: float noise, or an lr logged rounded, is no other schedule
 ADVICE = (

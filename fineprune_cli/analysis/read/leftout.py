@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..arms import REGULAR
-from .decision import CANT_TELL, Decision
-from .paired import is_baseline
+from ...arms import REGULAR
+from ..decide.decision import CANT_TELL, Decision
+from ..group.paired import is_baseline
 from .runs import Problem, arm_of, policy_label
-from .study import Study
+from ..group.study import Study
 
 Row = tuple[str, str, str]  # (model, dataset label, arm)
 

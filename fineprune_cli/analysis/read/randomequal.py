@@ -7,7 +7,7 @@ too. A comparison with the random control measures nothing in them.
 
 from __future__ import annotations
 
-from ..pruning import registry as policies
+from ...pruning import registry as policies
 from .runs import Run
 
 

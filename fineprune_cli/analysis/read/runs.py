@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from ..arms import frontier_fraction, shorter_budget
-from ..engine.files import read_regular
-from ..engine.record import (
+from ...arms import frontier_fraction, shorter_budget
+from ...engine.files import read_regular
+from ...engine.record import (
     CONFIG,
     METRICS,
     SUMMARY,
@@ -24,9 +24,9 @@ from ..engine.record import (
     read_metrics,
     read_summary,
 )
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .checks import Implausible, check_record
-from ..pruning import registry as policies
+from ...pruning import registry as policies
 
 
 @dataclass

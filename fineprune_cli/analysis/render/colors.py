@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .runs import policy_color
+from ..read.runs import policy_color
 
 SPARE_COLORS = (
     "#17becf",

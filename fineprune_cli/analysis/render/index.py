@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine.files import to_markdown
-from . import collapse, compression, timing
-from .groups import pruned_policies
-from .runs import Problem, Run
-from .study import Study
+from ...engine.files import to_markdown
+from ..read import collapse, compression
+from ..group import timing
+from ..group.groups import pruned_policies
+from ..read.runs import Problem, Run
+from ..group.study import Study
 from .tables import context_title, paper_results
 from .verdict import Verdict
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import torch
 
-from ..errors import ConfigError
-from . import decision, timing
-from .groups import Context, is_frontier, is_shorter, pruned_policies
+from ...errors import ConfigError
+from ..decide import decision
+from ..group import timing
+from ..group.groups import Context, is_frontier, is_shorter, pruned_policies
 from .colors import row_colors
-from .runs import Run, arm_of, policy_color, policy_label
-from .study import Study
+from ..read.runs import Run, arm_of, policy_color, policy_label
+from ..group.study import Study
 from .tables import context_title, display_name
 
 MARKERS = "os^vD<>p*h"

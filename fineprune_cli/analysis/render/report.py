@@ -12,17 +12,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..engine.files import atomic_write_text, to_csv, to_markdown
-from ..errors import ConfigError
-from . import plots, timing
-from . import leftout
-from .groups import duplicates, is_shorter, pruned_policies, row_name
+from ...engine.files import atomic_write_text, to_csv, to_markdown
+from ...errors import ConfigError
+from . import plots
+from ..group import timing
+from ..read import leftout
+from ..group.groups import duplicates, is_shorter, pruned_policies, row_name
 from .index import Report, index_markdown
-from .judging import Judging
-from .numbers import csv_cells, summary_rows
-from .randomequal import random_equal_epochs
-from .runs import Problem, Run, load_runs
-from .study import Study, for_folders
+from ..decide.judging import Judging
+from ..group.numbers import csv_cells, summary_rows
+from ..read.randomequal import random_equal_epochs
+from ..read.runs import Problem, Run, load_runs
+from ..group.study import Study, for_folders
 from .tables import context_title, table1, table2, table3
 from .verdict import build
 

@@ -12,13 +12,14 @@ from typing import Any
 
 import yaml
 
-from ..arms import REGULAR
-from . import decision, paired, timing
-from .groups import Context, pruned_policies
-from .reach import Reach
-from .rownumbers import NA, RowNumbers, Stat
-from .runs import Run, policy_label
-from .study import Study
+from ...arms import REGULAR
+from ..decide import decision
+from ..group import paired, timing
+from ..group.groups import Context, pruned_policies
+from ..group.reach import Reach
+from ..group.rownumbers import NA, RowNumbers, Stat
+from ..read.runs import Run, policy_label
+from ..group.study import Study
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arms import REGULAR
-from ..engine.files import to_markdown
-from . import leftout, paired, randomequal, stats
-from .advice import advised, pooled_fit
-from .decision import CANT_TELL, Decision
-from .groups import is_frontier, is_shorter, pruned_policies
-from .judging import shares
-from .plan import describe, seeds_text
-from .rownumbers import Stat
-from .runs import Run, policy_label
-from .compression import beside
-from .sequence import decidable
-from .study import Study
+from ...arms import REGULAR
+from ...engine.files import to_markdown
+from ..read import leftout, randomequal
+from ..group import paired
+from ..decide import stats
+from ..decide.advice import advised, pooled_fit
+from ..decide.decision import CANT_TELL, Decision
+from ..group.groups import is_frontier, is_shorter, pruned_policies
+from ..decide.judging import shares
+from ..decide.plan import describe, seeds_text
+from ..group.rownumbers import Stat
+from ..read.runs import Run, policy_label
+from ..read.compression import beside
+from ..decide.sequence import decidable
+from ..group.study import Study
 from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
