@@ -3,12 +3,12 @@ compare's runs (in this process or as tasks) and every process of a launched run
 `launch` starts those processes (`train --nproc-per-node`).
 
 They dispatch by the process this is: a lone process runs the engine's loop
-(engine/session.py) and imports nothing of distributed/; a process that torchrun started
+(engine/training/session.py) and imports nothing of distributed/; a process that torchrun started
 (or a task of a multi-task srun step) goes through the distributed checks first, then runs
 the same loop as a DDP rank (`--dist-mode sync`) or its part of a parameter-server run
 (async/mixed, distributed/paramserver.py).
 
-`train` and `launch` validate the config they are given (`engine.config.validate`): the
+`train` and `launch` validate the config they are given (`engine.setup.config.validate`): the
 command line builds it and hands it over unchecked, and nothing below them checks it again.
 (compare's `plan` also checks every job before the first one trains, so a bad arm stops the
 matrix early; a resumed run's own config.yaml is checked where it is read, in `resumable`.)
@@ -20,10 +20,10 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .engine.config import Config, validate
-from .engine.record import RunSummary, Status, read_summary
-from .engine.session import resumable, resume_sync, train_sync
-from .engine.world import World, from_env
+from .engine.setup.config import Config, validate
+from .engine.records.record import RunSummary, Status, read_summary
+from .engine.training.session import resumable, resume_sync, train_sync
+from .engine.training.world import World, from_env
 
 # torchrun sets it in every process it starts, a lone one (--nproc-per-node 1) included
 RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"

@@ -59,7 +59,7 @@ TINY_SETTINGS = {
 def tiny_config(out=None, **settings):
     """The Config of a tiny run writing to `out`; `settings` by their keys, e.g.
     `**{"train.epochs": 4}`."""
-    from fineprune_cli.engine.config import build_config
+    from fineprune_cli.engine.setup.config import build_config
 
     return build_config(None, {**TINY_SETTINGS, **({"run.out": str(out)} if out else {}), **settings})
 
@@ -155,7 +155,7 @@ def toy_dataset(n=96, channels=3, size=32, seed=0):
     """Four classes whose pixel level grows with the label: learnable in a few steps."""
     import torch
 
-    from fineprune_cli.engine.data import Dataset
+    from fineprune_cli.engine.inputs.data import Dataset
 
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(n) % 4
@@ -168,9 +168,9 @@ def toy_trainer(seed=0, augment=True, static=None, **train):
     import torch
 
     from fineprune_cli import models
-    from fineprune_cli.engine.config import TrainConfig
-    from fineprune_cli.engine.devicedata import DeviceData
-    from fineprune_cli.engine.trainer import Trainer
+    from fineprune_cli.engine.setup.config import TrainConfig
+    from fineprune_cli.engine.inputs.devicedata import DeviceData
+    from fineprune_cli.engine.training.trainer import Trainer
 
     torch.manual_seed(seed)
     model = models.create("lenet", 3, 4)

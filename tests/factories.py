@@ -16,8 +16,8 @@ import torch
 from fineprune_cli.analysis.decide.decision import NOT_WORTH, WORTH, Judging
 from fineprune_cli.analysis.read.runs import Run
 from fineprune_cli.arms import REGULAR, shorter_arm
-from fineprune_cli.engine.config import build_config
-from fineprune_cli.engine.record import EpochRow, RunRecord, RunSummary, Status
+from fineprune_cli.engine.setup.config import build_config
+from fineprune_cli.engine.records.record import EpochRow, RunRecord, RunSummary, Status
 
 MACHINE = {"processor": "Test CPU", "threads": 2, "torch": "2.14.1", "device": "cpu"}
 LABEL = "CIFAR-10 (JPEG q75)"
@@ -58,8 +58,8 @@ def make_run(
             lr=0.1,
             samples=kept if e in skipped_epochs else num_train,
             train_seconds=times[e - 1],
-            # falling, as a run that learns (analysis.collapse names a flat one); a seed of its own
-            # (analysis.checks takes two seeds with one loss curve for a copied folder)
+            # falling, as a run that learns (analysis.read.collapse names a flat one); a seed of its own
+            # (analysis.read.checks takes two seeds with one loss curve for a copied folder)
             train_loss=1.0 / e + seed * 1e-3,
             test_loss=2.0 - acc / 100,
             test_accuracy=acc,

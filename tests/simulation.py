@@ -1,5 +1,5 @@
 """The decision procedure simulated end to end: per-seed final accuracies drawn from a known
-model, made into in-memory runs, and decided by `analysis.decision.decide` itself, many times.
+model, made into in-memory runs, and decided by `analysis.decide.decision.decide` itself, many times.
 Shared by tests/test_decision_simulation.py and experiments/decisions/simulate.py (which writes
 the error and power tables of docs/decisions.md); imported as a plain module, as `factories` is.
 
@@ -132,7 +132,7 @@ def looked(
     allocation: str = "late",
 ) -> list[str]:
     """One procedure of planned looks: all seeds drawn up front, then replayed by
-    `analysis.sequence.replay` itself (each look decides the first n seeds at its share of
+    `analysis.decide.sequence.replay` itself (each look decides the first n seeds at its share of
     alpha / k under `allocation`; a decision reached stands). `per_look`: the wrong procedure, every
     look at that level as if it were the only one."""
     by = draw(rng, design, looks[-1])

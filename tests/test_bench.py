@@ -104,7 +104,7 @@ def test_compiled_bench_times_compiled_pruned_epochs(compiled):
 def test_a_pruned_run_that_diverges_raises_as_lenet_did_in_bf16_on_an_h200():
     """The failure, rebuilt on a CPU by construction: an lr that sends the loss to NaN stops the
     run with Diverged (an H200 met it in bf16 at the recipe's lr; the bench now times at a lower one)."""
-    from fineprune_cli.engine.checkpoint import Diverged
+    from fineprune_cli.engine.training.checkpoint import Diverged
 
     prune = _script("bench_prune")
     with pytest.raises(Diverged):
@@ -114,7 +114,7 @@ def test_a_pruned_run_that_diverges_raises_as_lenet_did_in_bf16_on_an_h200():
 
 def test_a_model_that_fails_leaves_the_others_measured_and_is_named(monkeypatch, tmp_path):
     """At 7b85df8 one diverged LeNet run ended the bench before any model was measured."""
-    from fineprune_cli.engine.checkpoint import Diverged
+    from fineprune_cli.engine.training.checkpoint import Diverged
 
     bench = _script("bench")
 

@@ -11,10 +11,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from fineprune_cli.engine import checkpoint
-from fineprune_cli.engine.checkpoint import CHECKPOINT, Interrupted
+from fineprune_cli.engine.training import checkpoint
+from fineprune_cli.engine.training.checkpoint import CHECKPOINT, Interrupted
 from fineprune_cli.cli import app
-from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.runner import resume, train
 from fineprune_cli.analysis.read.runs import load_runs
@@ -202,7 +202,7 @@ def test_resume_refuses_a_checkpoint_of_other_settings(tmp_path):
 
 
 def test_one_writer_per_run_folder(tmp_path):
-    from fineprune_cli.engine.record import RunRecord
+    from fineprune_cli.engine.records.record import RunRecord
 
     first = RunRecord(tmp_path / "r")
     with pytest.raises(ConfigError, match="being written by another fineprune process"):
@@ -214,7 +214,7 @@ def test_one_writer_per_run_folder(tmp_path):
 def test_two_runs_started_together_on_one_folder_do_not_both_write(tmp_path):
     """Both pass the 'already holds a run' check before either takes the lock; the second to
     take it must look again and refuse, not overwrite the first's records."""
-    from fineprune_cli.engine.record import RunRecord
+    from fineprune_cli.engine.records.record import RunRecord
 
     first = RunRecord(tmp_path / "r", fresh=True, open_now=False)
     second = RunRecord(tmp_path / "r", fresh=True, open_now=False)
@@ -245,7 +245,7 @@ def test_a_failed_start_leaves_no_folder_and_a_killed_write_no_orphan(tmp_path):
 
 @pytest.mark.slow
 def test_disk_full_mid_run_is_one_line_keeps_whole_records_and_resumes(tmp_path, monkeypatch):
-    from fineprune_cli.engine import files
+    from fineprune_cli.engine.records import files
 
     out, real = tmp_path / "r", files.atomic_write_bytes
     writes = {"metrics.csv": 0}
@@ -318,7 +318,7 @@ def test_a_second_ctrl_c_says_what_was_lost_and_how_to_resume(tmp_path, terminal
 
 
 def test_a_moved_run_folder_knows_where_it_is(tmp_path):
-    from fineprune_cli.engine.record import read_summary
+    from fineprune_cli.engine.records.record import read_summary
 
     train(_cfg(tmp_path / "old", False, epochs=1), show_progress=False)
     (tmp_path / "old").rename(tmp_path / "new")
@@ -328,7 +328,7 @@ def test_a_moved_run_folder_knows_where_it_is(tmp_path):
 def test_a_nan_test_loss_in_the_last_epoch_marks_the_run_diverged(tmp_path, monkeypatch):
     """Weights that blow up in the last epoch gave a finite train loss, a NaN test loss and
     status 'complete'."""
-    from fineprune_cli.engine.trainer import Trainer
+    from fineprune_cli.engine.training.trainer import Trainer
 
     real = Trainer.evaluate
     monkeypatch.setattr(

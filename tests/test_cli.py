@@ -378,7 +378,7 @@ def test_train_names_a_run_that_is_its_random_control_before_it_trains(monkeypat
     # epochs prune 2, 4, 6, 8, 10, of which only 6 does. The session stops where its first epoch
     # would train, so the line must come before training and after the data loaded (a refusal of
     # bad input stays one line). Catches: a note after the run, or one for a run whose counts choose.
-    from fineprune_cli.engine import session
+    from fineprune_cli.engine.training import session
     from fineprune_cli.errors import ConfigError
 
     def stop(*args, **kwargs):

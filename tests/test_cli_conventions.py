@@ -249,8 +249,8 @@ def _rgb_folder(root: Path, size: int) -> Path:
 def test_auto_augments_rgb_folders_of_any_size(tmp_path, size, pad):
     import torch
 
-    from fineprune_cli.engine.config import DataConfig
-    from fineprune_cli.engine.stream import load_data
+    from fineprune_cli.engine.setup.config import DataConfig
+    from fineprune_cli.engine.inputs.stream import load_data
 
     d = DataConfig(dataset="folder", data_dir=str(_rgb_folder(tmp_path / "imgs", size)), loader="device")
     data, channels, _ = load_data(d, 0, torch.device("cpu"))
@@ -259,7 +259,7 @@ def test_auto_augments_rgb_folders_of_any_size(tmp_path, size, pad):
 
 
 def test_auto_leaves_grey_images_alone():
-    from fineprune_cli.engine.devicedata import wants_augment
+    from fineprune_cli.engine.inputs.devicedata import wants_augment
 
     assert not wants_augment("auto", 1) and wants_augment("crop-flip", 1) and not wants_augment("none", 3)
 

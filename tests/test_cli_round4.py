@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 from fineprune_cli.cli.conventions import EXAMPLES
-from fineprune_cli.engine.config import build_config, validate
-from fineprune_cli.engine.world import from_env
+from fineprune_cli.engine.setup.config import build_config, validate
+from fineprune_cli.engine.training.world import from_env
 from fineprune_cli.errors import ConfigError
 from conftest import TINY
 

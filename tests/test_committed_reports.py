@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.engine.files import read_regular_text
+from fineprune_cli.engine.records.files import read_regular_text
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = {  # out folder: (run folders, notes), as each report's commands make it

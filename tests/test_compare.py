@@ -8,7 +8,7 @@ from fineprune_cli.cli import app
 from fineprune_cli.arms import shorter_schedule
 from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan
 from fineprune_cli.drivers.matrix import run_matrix
-from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 from conftest import metrics_rows, summary_of, tiny
 from fineprune_cli.analysis.read.runs import load_runs
@@ -324,7 +324,7 @@ def test_compare_refuses_a_run_made_on_other_data(tmp_path):
 def test_a_shorter_arm_scales_the_resolved_default_milestones(tmp_path):
     """Milestones left unset are 30/60/80% of the full run, made concrete before --shorter
     scales them: 20 epochs -> 6, 12, 16, then x 0.5 -> 3, 6, 8 over 10 epochs."""
-    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.setup.config import Config
 
     cfg = Config()
     cfg.model.name, cfg.data.dataset, cfg.train.epochs = "lenet", "synthetic", 20

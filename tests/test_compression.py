@@ -1,4 +1,4 @@
-"""A shorter arm's learning rate against regular's compressed to its epochs (analysis/compression.py,
+"""A shorter arm's learning rate against regular's compressed to its epochs (analysis/read/compression.py,
 issue 48): a cosine with a fixed T_max is named beside each decision that reads the arm, in
 index.md and the terminal; a schedule that follows the epochs is not, whatever the rounding of its
 milestones; runs that log no lr are said not to be checked."""

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from fineprune_cli.engine.config import Config, build_config, parse_int_list, resolve, validate
+from fineprune_cli.engine.setup.config import Config, build_config, parse_int_list, resolve, validate
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig
 
@@ -138,7 +138,7 @@ def test_length_defaults_scale_with_epochs_and_explicit_values_win(tmp_path):
 
 
 def test_tiny_runs_drop_milestones_that_coincide():
-    from fineprune_cli.engine.config import paper_milestones
+    from fineprune_cli.engine.setup.config import paper_milestones
 
     assert paper_milestones(4) == [1, 2, 3] and paper_milestones(3) == [1, 2] and paper_milestones(1) == [1]
 
@@ -169,7 +169,7 @@ def test_yaml_schedule_that_prunes_no_epoch_is_refused(tmp_path):
 
 def test_a_resolved_config_round_trips_through_a_run_folder():
     """config.yaml holds numbers: reading it back changes nothing (resolving twice is a no-op)."""
-    from fineprune_cli.engine.config import config_from_dict
+    from fineprune_cli.engine.setup.config import config_from_dict
 
     cfg = build_config(None, {"train.epochs": 30, "prune.policy": "random"})
     again = config_from_dict(yaml.safe_load(yaml.safe_dump(cfg.to_dict())))

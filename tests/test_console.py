@@ -176,7 +176,7 @@ class StepBar:
 def test_fit_hands_the_bar_each_epochs_step_count_and_the_trainers_counter(tmp_path):
     """210 samples in batches of 50: 5 steps (the last one partial); the pruned epochs train
     fewer samples and so fewer steps. The counter read at the end equals the total."""
-    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.setup.config import Config
     from fineprune_cli.runner import train
     from conftest import metrics_rows
 
@@ -200,8 +200,8 @@ def test_steps_in_counts_the_steps_step_slices_makes(size):
 
     import torch
 
-    from fineprune_cli.engine.trainer import Trainer
-    from fineprune_cli.engine.world import World, step_slices
+    from fineprune_cli.engine.training.trainer import Trainer
+    from fineprune_cli.engine.training.world import World, step_slices
 
     world = World(rank=0, size=size)
     trainer = SimpleNamespace(cfg=SimpleNamespace(batch_size=6), world=world)

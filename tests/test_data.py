@@ -10,8 +10,8 @@ import pytest
 import torch
 from torchvision.io import write_png
 
-from fineprune_cli.engine import data, imagefolder
-from fineprune_cli.engine.data import DataError, balanced_subset, load_dataset, make_synthetic, read_idx
+from fineprune_cli.engine.inputs import data, imagefolder
+from fineprune_cli.engine.inputs.data import DataError, balanced_subset, load_dataset, make_synthetic, read_idx
 
 
 def _idx_bytes(arr: np.ndarray) -> bytes:
@@ -247,7 +247,7 @@ def test_a_single_class_folder_is_refused(tmp_path):
 def test_synthetic_data_is_kept_on_disk_and_read_back_identical(tmp_path, monkeypatch):
     """Every subprocess and rank generated 60,000 images again (seconds each); the second
     process now reads the first one's file, which must give the very same tensors."""
-    from fineprune_cli.engine import synthetic
+    from fineprune_cli.engine.inputs import synthetic
 
     monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path))
     fresh = synthetic.synthetic_tensors.__wrapped__(300, 100, 10, 8, 3, 5)

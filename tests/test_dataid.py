@@ -1,4 +1,4 @@
-"""A dataset's identity by content (engine/dataid.py): a copy at another path with new mtimes is
+"""A dataset's identity by content (engine/inputs/dataid.py): a copy at another path with new mtimes is
 the same data, one changed byte or one moved or renamed file is other data; the digests are
 cached and read again only for files that changed; runs recorded before identities were by content
 are checked as they were; and a report puts runs made on two copies of one folder in one context."""
@@ -14,11 +14,11 @@ import torch
 from conftest import invoke
 from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.engine import dataid
-from fineprune_cli.engine.config import DataConfig
-from fineprune_cli.engine.imagefolder import identity as listing_identity
-from fineprune_cli.engine.imagefolder import list_folder
-from fineprune_cli.engine.stream import data_identity
+from fineprune_cli.engine.inputs import dataid
+from fineprune_cli.engine.setup.config import DataConfig
+from fineprune_cli.engine.inputs.imagefolder import identity as listing_identity
+from fineprune_cli.engine.inputs.imagefolder import list_folder
+from fineprune_cli.engine.inputs.stream import data_identity
 
 
 def folder(root, n=8, size=8):

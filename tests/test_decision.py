@@ -16,7 +16,7 @@ from fineprune_cli.analysis.decide.advice import advise, chance, routes
 from fineprune_cli.analysis.decide.decision import CANT_TELL, NOT_WORTH, WORTH, decide
 from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.analysis.decide.judging import Judging
-from fineprune_cli.engine.record import EpochRow
+from fineprune_cli.engine.records.record import EpochRow
 from factories import N, context, make, pruned, residual_sd, shorter
 
 CTX = Context("lenet", "toy")

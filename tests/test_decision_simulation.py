@@ -1,5 +1,5 @@
 """The decision procedure as a whole, simulated (tests/simulation.py): per-seed accuracies from a
-known model, made into runs and decided by `analysis.decision.decide` itself, 2,000 reports a
+known model, made into runs and decided by `analysis.decide.decision.decide` itself, 2,000 reports a
 case. The share of reports with any wrong "worth it" or "not worth it" stays within the promised
 5% plus two Monte Carlo standard errors where the error could show: boundary truths, noise at
 the committed levels, policies noisier than their baselines, C(p) read between two arms, planned
@@ -77,7 +77,7 @@ LOOKS_CASES = {
 @pytest.mark.slow  # up to three decisions a procedure, 2,000 procedures a case
 @pytest.mark.parametrize("case", list(LOOKS_CASES), ids=list(LOOKS_CASES))
 def test_planned_looks_hold_it_over_the_whole_procedure_with_alpha_spent_late(case):
-    """The procedure as `compare --until-decided` runs it (`analysis.sequence.replay`), each
+    """The procedure as `compare --until-decided` runs it (`analysis.decide.sequence.replay`), each
     policy's alpha / 4 split over the looks in proportion to their seeds cubed (the default
     allocation): the audit's hard cases stay within 5% + 2 Monte Carlo s.e."""
     design, looks = LOOKS_CASES[case]

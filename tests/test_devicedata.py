@@ -2,7 +2,7 @@
 
 import torch
 
-from fineprune_cli.engine.devicedata import CropFlip, DeviceData, pad_images
+from fineprune_cli.engine.inputs.devicedata import CropFlip, DeviceData, pad_images
 from conftest import toy_dataset
 
 

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from fineprune_cli.distributed.launch import without_launch_flags
-from fineprune_cli.engine.world import World, from_env, step_slices
+from fineprune_cli.engine.training.world import World, from_env, step_slices
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import Pruner
 from fineprune_cli.pruning.schedule import PruneSchedule
@@ -147,7 +147,7 @@ def test_a_rank_restarted_by_torchrun_joins_under_its_attempt_not_the_dead_ones_
     group's keys unprefixed could get a dead rank's address (seen: 'Connection refused', or a
     hang). Each restart joins under a prefix of its own; a first start and a store of our own
     are left as they are."""
-    from fineprune_cli.engine.world import restart_store
+    from fineprune_cli.engine.training.world import restart_store
 
     timeout = timedelta(seconds=10)
     agent = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=timeout)
@@ -199,10 +199,10 @@ def _padded_rank_main(rank, size, init_file, out_dir):
     """One epoch of 100 samples in global batches of 16 (6 full, then 4) on `size` DDP ranks,
     padded to static shapes and not; records the batch sizes each rank's model ran."""
     from fineprune_cli import models
-    from fineprune_cli.engine.config import TrainConfig
-    from fineprune_cli.engine.data import make_synthetic
-    from fineprune_cli.engine.devicedata import DeviceData
-    from fineprune_cli.engine.trainer import Trainer
+    from fineprune_cli.engine.setup.config import TrainConfig
+    from fineprune_cli.engine.inputs.data import make_synthetic
+    from fineprune_cli.engine.inputs.devicedata import DeviceData
+    from fineprune_cli.engine.training.trainer import Trainer
 
     dist.init_process_group(
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
@@ -241,10 +241,10 @@ def _eval_rank_main(rank, size, init_file, out_dir):
     batch-norm buffers: evaluation must end on both; each rank's crops and flips of the same
     samples, and rank 1's over two epochs, are recorded."""
     from fineprune_cli import models
-    from fineprune_cli.engine.config import TrainConfig
-    from fineprune_cli.engine.data import make_synthetic
-    from fineprune_cli.engine.devicedata import DeviceData
-    from fineprune_cli.engine.trainer import Trainer
+    from fineprune_cli.engine.setup.config import TrainConfig
+    from fineprune_cli.engine.inputs.data import make_synthetic
+    from fineprune_cli.engine.inputs.devicedata import DeviceData
+    from fineprune_cli.engine.training.trainer import Trainer
 
     dist.init_process_group(
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=size, timeout=timedelta(seconds=20)
@@ -288,7 +288,7 @@ def test_ddp_evaluation_ends_with_an_empty_shard_and_ranks_draw_their_own_augmen
 def test_ranks_that_share_a_gpu_are_told_so_through_the_store():
     """NCCL refuses two ranks on one GPU ('Duplicate GPU detected'): a one-GPU machine running
     2 ranks (make gpu's dist step) needs gloo. Each rank posts its GPU's UUID; the CPU posts ''."""
-    from fineprune_cli.engine.world import shared_gpu
+    from fineprune_cli.engine.training.world import shared_gpu
 
     store = dist.HashStore()
     store.set("fineprune/gpu/1", "GPU-aaaa")

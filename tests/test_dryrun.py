@@ -15,7 +15,7 @@ from fineprune_cli.drivers import dryrun, drytime, probe
 from fineprune_cli.drivers.executors import local
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.probe import Probe
-from fineprune_cli.engine.config import Config
+from fineprune_cli.engine.setup.config import Config
 
 TRAIN, EVAL = 2.0**-10, 2.0**-12  # seconds per image: binary fractions, so every sum is exact
 N, TESTS, EPOCHS = 1000, 500, 3  # --subset, --test-subset, --epochs

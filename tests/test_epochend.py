@@ -1,4 +1,4 @@
-"""The one end of an epoch (engine/epochend.py): both loops go through it, and what it records
+"""The one end of an epoch (engine/training/epochend.py): both loops go through it, and what it records
 on a normal epoch, a divergence and a stop."""
 
 import time
@@ -6,12 +6,12 @@ import time
 import pytest
 import torch
 
-from fineprune_cli.engine import checkpoint
-from fineprune_cli.engine.config import Config
-from fineprune_cli.engine.epochend import EpochEnd, Measured
-from fineprune_cli.engine.record import RunRecord, Status, read_summary
-from fineprune_cli.engine.totals import Totals, new_summary
-from fineprune_cli.engine.world import SINGLE, World
+from fineprune_cli.engine.training import checkpoint
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.training.epochend import EpochEnd, Measured
+from fineprune_cli.engine.records.record import RunRecord, Status, read_summary
+from fineprune_cli.engine.training.totals import Totals, new_summary
+from fineprune_cli.engine.training.world import SINGLE, World
 from fineprune_cli.pruning import create
 from fineprune_cli.runner import train
 from conftest import NoPeers, metrics_rows, tiny_config, toy_trainer
@@ -142,8 +142,8 @@ def test_the_resume_hint_of_a_run_on_several_machines_names_each_machines_share(
     would start 8 processes on one machine; torchrun says how many machines (GROUP_WORLD_SIZE)."""
     from types import SimpleNamespace
 
-    from fineprune_cli.engine.epochend import resume_command
-    from fineprune_cli.engine.world import from_env
+    from fineprune_cli.engine.training.epochend import resume_command
+    from fineprune_cli.engine.training.world import from_env
 
     env = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_PORT": "29500"}
     world = from_env(env)

@@ -1,4 +1,4 @@
-"""engine/files.py: atomic writes, and reads of regular files only, with a size limit."""
+"""engine/records/files.py: atomic writes, and reads of regular files only, with a size limit."""
 
 import os
 import signal
@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "re
 from crafted import make_fifo  # noqa: E402
 
 from conftest import invoke, tiny  # noqa: E402
-from fineprune_cli.engine.files import read_regular  # noqa: E402
+from fineprune_cli.engine.records.files import read_regular  # noqa: E402
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""What makes two runs the same run (engine/fingerprint.py)."""
+"""What makes two runs the same run (engine/records/fingerprint.py)."""
 
 import copy
 
-from fineprune_cli.engine.config import Config
-from fineprune_cli.engine.fingerprint import LATER, drop_unused, fingerprint, matches
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.records.fingerprint import LATER, drop_unused, fingerprint, matches
 
 
 def _config(**run):

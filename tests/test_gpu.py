@@ -13,11 +13,11 @@ import torch
 
 # The engine pieces these checks drive, as the session's fit loop uses them
 from fineprune_cli import models
-from fineprune_cli.engine.config import TrainConfig
-from fineprune_cli.engine.data import make_synthetic
-from fineprune_cli.engine.device import Stopwatch
-from fineprune_cli.engine.devicedata import DeviceData
-from fineprune_cli.engine.trainer import Trainer
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.inputs.data import make_synthetic
+from fineprune_cli.engine.training.device import Stopwatch
+from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.pruning import PruneConfig, create, tracker
 
 pytestmark = [

@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from fineprune_cli.engine import record as records
+from fineprune_cli.engine.records import record as records
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_DIR = ROOT / "experiments" / "gpu"

@@ -1,4 +1,4 @@
-"""analysis.groups: runs that differ in any setting are different rows; seed, machine and
+"""analysis.group.groups: runs that differ in any setting are different rows; seed, machine and
 fields added later (read as their defaults) never split a row; each row meets its own regular."""
 
 from pathlib import Path

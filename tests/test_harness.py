@@ -16,8 +16,8 @@ from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.drivers.executors.child import Label
-from fineprune_cli.engine import yamlvalues
-from fineprune_cli.engine.config import Config
+from fineprune_cli.engine.setup import yamlvalues
+from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.harness import JOB_ENV, RUN_DIR_ENV, ScriptError
 
@@ -360,7 +360,7 @@ def test_a_script_runs_config_holds_what_a_script_uses_and_older_full_ones_still
     """config.yaml and --print-config listed ~100 lines of fineprune's trainer defaults (batch
     size, lr, workers, devices...) that never reach a script."""
     from fineprune_cli.drivers.reuse import existing_state
-    from fineprune_cli.engine.record import CONFIG
+    from fineprune_cli.engine.records.record import CONFIG
 
     job = _job(tmp_path, monkeypatch)
     run = fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
@@ -422,7 +422,7 @@ def test_sigterm_to_the_process_running_a_script_stops_the_script_too(tmp_path):
     )
     driver = (
         "import sys\nfrom fineprune_cli.drivers.scriptjob import run_script\n"
-        "from fineprune_cli.drivers.executors.child import Label\nfrom fineprune_cli.engine.config import Config\n"
+        "from fineprune_cli.drivers.executors.child import Label\nfrom fineprune_cli.engine.setup.config import Config\n"
         f"cfg = Config()\ncfg.script.command = {f'{sys.executable} {script}'!r}\n"
         f"cfg.run.out = {str(tmp_path / 'cmp' / 's-data' / 'regular-seed0')!r}\n"
         "try:\n    run_script(cfg, Label('s'))\nexcept KeyboardInterrupt:\n    sys.exit(130)\n"

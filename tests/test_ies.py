@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from conftest import metrics_rows, summary_of
-from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.pruning.policies.ies import latest_average

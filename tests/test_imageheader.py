@@ -1,4 +1,4 @@
-"""Image headers (engine/imageheader.py): size and colour read before decoding, the pixel limit."""
+"""Image headers (engine/inputs/imageheader.py): size and colour read before decoding, the pixel limit."""
 
 import sys
 from pathlib import Path
@@ -10,8 +10,8 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments" / "reliability"))
 from crafted import jpeg_header_bomb, png_header_bomb  # noqa: E402
 
-from fineprune_cli.engine import imagefolder  # noqa: E402
-from fineprune_cli.engine.imageheader import MAX_PIXELS, Header, read_header  # noqa: E402
+from fineprune_cli.engine.inputs import imagefolder  # noqa: E402
+from fineprune_cli.engine.inputs.imageheader import MAX_PIXELS, Header, read_header  # noqa: E402
 from fineprune_cli.errors import DataError  # noqa: E402
 
 

@@ -13,8 +13,8 @@ from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.drivers.executors.local import slots
 from fineprune_cli.drivers.parallel import RunsFailed
-from fineprune_cli.engine.config import build_config
-from fineprune_cli.engine.record import held
+from fineprune_cli.engine.setup.config import build_config
+from fineprune_cli.engine.records.record import held
 from fineprune_cli.errors import ConfigError
 
 CORES = len(os.sched_getaffinity(0))
@@ -251,7 +251,7 @@ def test_a_preempted_slurm_task_says_preempted_not_failed_during_processing():
     trace = (
         "Job (task=1) failed during processing with trace:\n----------------------\n"
         'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
-        "fineprune_cli.engine.checkpoint.Stopped: SIGTERM: stopped after epoch 2 of 4; continue with: "
+        "fineprune_cli.engine.training.checkpoint.Stopped: SIGTERM: stopped after epoch 2 of 4; continue with: "
         "fineprune train --resume out/lenet-synthetic/fine-seed0\n----------------------\n"
         "You can check full logs with 'job.stderr(1)'"
     )

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from fineprune_cli.engine.config import build_config
-from fineprune_cli.engine.checkpoint import Interrupted
+from fineprune_cli.engine.setup.config import build_config
+from fineprune_cli.engine.training.checkpoint import Interrupted
 from fineprune_cli.runner import resume, train
 from fineprune_cli.pruning import PruneConfig, create
 from conftest import SignalAt, metrics_rows, summary_of, toy_trainer

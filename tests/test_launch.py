@@ -13,7 +13,7 @@ import pytest
 
 from fineprune_cli import cli, runner
 from fineprune_cli.distributed import launch
-from fineprune_cli.engine.config import Config
+from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
 from conftest import free_port, invoke, tiny
 
@@ -146,7 +146,7 @@ def _folder(tmp_path, cfg, *files):
     """A run folder as a first attempt leaves it: config.yaml of `cfg` and `files`."""
     import yaml
 
-    from fineprune_cli.engine.config import validate
+    from fineprune_cli.engine.setup.config import validate
 
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(validate(cfg).to_dict(), sort_keys=False))

@@ -8,7 +8,7 @@ import torch
 from conftest import free_port, invoke
 from fineprune_cli.distributed import launch
 from fineprune_cli.drivers.scale import Launch, plan
-from fineprune_cli.engine import world as worlds
+from fineprune_cli.engine.training import world as worlds
 from fineprune_cli.errors import ConfigError
 
 TRAIN = ["train", "--model", "lenet", "--dataset", "synthetic", "--device", "cpu", "--batch-size", "64"]

@@ -134,8 +134,8 @@ def test_no_module_uses_another_modules_private_names():
 def test_the_checker_sees_a_violation():
     """The walk above must find real imports: the engine does import the pruning layer."""
     _, graph = _graph()
-    assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.build"]
-    assert _layer("fineprune_cli.cli.views") > _layer("fineprune_cli.engine.session")
+    assert "fineprune_cli.pruning.policy" in graph["fineprune_cli.engine.training.build"]
+    assert _layer("fineprune_cli.cli.views") > _layer("fineprune_cli.engine.training.session")
 
 
 def test_analysis_reads_arm_names_below_the_drivers():

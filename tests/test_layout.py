@@ -6,7 +6,7 @@ import torch
 from fineprune_cli.distributed.launch import check_parallel
 from fineprune_cli.runner import weak_scaling
 from fineprune_cli.distributed.layout import Shards, assign_shards, local_size, worker_groups
-from fineprune_cli.engine.config import Config
+from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
 
 
@@ -78,7 +78,7 @@ def test_servers_on_the_cpu_leave_every_gpu_to_a_worker():
     """--ps-device cpu (the default): 8 GPUs run 8 workers beside a server; each server took a
     GPU before, so 8 workers and a server needed 9."""
     from fineprune_cli.distributed.layout import gpu_placement
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.training.world import World
 
     # one node, 1 server + 8 workers: the server holds none, worker rank r takes GPU r - 1
     assert gpu_placement(World(0, 9, 0), 9, 1, "cpu") is None
@@ -99,7 +99,7 @@ def test_servers_on_the_cpu_leave_every_gpu_to_a_worker():
 
 def test_a_gpu_job_puts_its_servers_on_the_cpu_and_its_workers_on_their_own_gpus(monkeypatch):
     from fineprune_cli.distributed.paramserver import own_device
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.training.world import World
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

@@ -1,5 +1,5 @@
-"""The runs a report leaves out, named in their rows (`analysis.leftout`), and two records of one
-run given to one report (`analysis.report.repeats`): no seed vanishes from a decision without a
+"""The runs a report leaves out, named in their rows (`analysis.read.leftout`), and two records of one
+run given to one report (`analysis.render.report.repeats`): no seed vanishes from a decision without a
 word, a policy with diverged runs is not decided on the rest, and two different records of one
 seed are refused rather than one kept by its path."""
 

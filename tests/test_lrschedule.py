@@ -1,12 +1,12 @@
-"""The lr rule (engine/lrschedule.py), written once: `epochs` is torch's MultiStepLR to the bit
+"""The lr rule (engine/training/lrschedule.py), written once: `epochs` is torch's MultiStepLR to the bit
 (milestone m decays the epochs after it), the warm-up ramps the first steps, `progress` places
 milestones at the run's own share of samples trained, `--lr-scale-pruned` multiplies a pruned
 epoch's lr by N / samples."""
 
 import pytest
 
-from fineprune_cli.engine.config import TrainConfig, build_config
-from fineprune_cli.engine.lrschedule import EpochLr, LrSchedule, lr_at, passed_by_epoch, warmup_length
+from fineprune_cli.engine.setup.config import TrainConfig, build_config
+from fineprune_cli.engine.training.lrschedule import EpochLr, LrSchedule, lr_at, passed_by_epoch, warmup_length
 from fineprune_cli.runner import train
 from conftest import metrics_rows
 

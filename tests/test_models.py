@@ -141,7 +141,7 @@ def test_your_own_model_by_its_factory_is_trained_and_recorded_by_its_shapes(tmp
     from conftest import invoke, summary_of
     from fineprune_cli.analysis.group.groups import settings
     from fineprune_cli.analysis.read.runs import Run
-    from fineprune_cli.engine.record import read_summary
+    from fineprune_cli.engine.records.record import read_summary
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mynet.py").write_text(FACTORY)

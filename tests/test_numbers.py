@@ -1,4 +1,4 @@
-"""A report's per-row numbers (`analysis.rownumbers`, `analysis.numbers`): a row's statistics over its seeds and the
+"""A report's per-row numbers (`analysis.group.rownumbers`, `analysis.group.numbers`): a row's statistics over its seeds and the
 summary.csv cells they become."""
 
 import math

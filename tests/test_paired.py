@@ -1,4 +1,4 @@
-"""Per-seed differences (`analysis.paired`): always of runs of the same seed, whatever seeds each
+"""Per-seed differences (`analysis.group.paired`): always of runs of the same seed, whatever seeds each
 arm has, and a variant's random control is the control of that variant."""
 
 import pytest

@@ -14,15 +14,15 @@ import pytest
 import torch
 
 from fineprune_cli import models
-from fineprune_cli.engine.config import TrainConfig
-from fineprune_cli.engine.data import make_synthetic
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.inputs.data import make_synthetic
 from fineprune_cli.distributed.layout import Shards, flatten
 from fineprune_cli.distributed.worker import worker_step
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
 from fineprune_cli.pruning import PruneConfig, create
-from fineprune_cli.engine.lrschedule import lr_at
-from fineprune_cli.engine.devicedata import DeviceData
-from fineprune_cli.engine.trainer import Trainer
+from fineprune_cli.engine.training.lrschedule import lr_at
+from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.training.trainer import Trainer
 from conftest import PRUNE_ODD_EPOCHS, NoPeers, free_port, invoke, tiny
 
 
@@ -392,11 +392,11 @@ def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
     checkpoint and the resume command. Either way the workers' next epoch returns 'stop' and the
     other servers are finished, so every process leaves in order."""
     from fineprune_cli.distributed.chief import serve_epoch
-    from fineprune_cli.engine import checkpoint
-    from fineprune_cli.engine.config import Config
-    from fineprune_cli.engine.record import RunRecord
-    from fineprune_cli.engine.totals import Totals, new_summary
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.training import checkpoint
+    from fineprune_cli.engine.setup.config import Config
+    from fineprune_cli.engine.records.record import RunRecord
+    from fineprune_cli.engine.training.totals import Totals, new_summary
+    from fineprune_cli.engine.training.world import World
 
     chief, trainer, _ = _chief(timeout_s=5.0)  # unreleased workers: PeerLost in 5 s, not a hang
     chief.pushers = 1
@@ -461,8 +461,8 @@ def test_a_chief_that_dies_while_a_worker_builds_its_groups_is_named(monkeypatch
     import types
 
     from fineprune_cli.distributed import paramserver
-    from fineprune_cli.engine.config import Config
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.setup.config import Config
+    from fineprune_cli.engine.training.world import World
 
     def store_gone(ranks, **kwargs):
         raise error("Broken pipe\ntraceback of the store")
@@ -485,8 +485,8 @@ def test_a_peer_that_dies_while_the_chief_shares_the_sizes_is_one_line(monkeypat
     import types
 
     from fineprune_cli.distributed import paramserver
-    from fineprune_cli.engine.config import Config
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.setup.config import Config
+    from fineprune_cli.engine.training.world import World
 
     def closed(objects, src):
         raise RuntimeError("[gloo/transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:41707.\nmore")
@@ -588,9 +588,9 @@ def test_a_server_other_than_the_chief_loads_no_data(monkeypatch):
     """Every server loaded the whole dataset (and took a GPU): now only the chief does; the
     others build the model from the sizes the chief sends, initialised as the chief's."""
     from fineprune_cli.distributed import paramserver
-    from fineprune_cli.engine import build
-    from fineprune_cli.engine.config import build_config
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.training import build
+    from fineprune_cli.engine.setup.config import build_config
+    from fineprune_cli.engine.training.world import World
 
     cfg = build_config(
         None,
@@ -632,7 +632,7 @@ def test_mixed_groups_average_on_the_device_and_copy_to_the_host_once():
     step for every member); gloo on the CPU, where the tensor already is the host's."""
     from fineprune_cli.distributed.paramserver import group_backend
     from fineprune_cli.distributed.worker import HostBuffer
-    from fineprune_cli.engine.config import Config
+    from fineprune_cli.engine.setup.config import Config
 
     cfg = Config()
     cfg.run.dist_mode = "mixed"
@@ -652,8 +652,8 @@ def _rpc_rank_main(rank, size, init_file, out_dir):
     import socket
 
     from fineprune_cli.distributed import paramserver
-    from fineprune_cli.engine.config import Config
-    from fineprune_cli.engine.world import World
+    from fineprune_cli.engine.setup.config import Config
+    from fineprune_cli.engine.training.world import World
 
     def refuse(self, address):
         raise OSError("a port was picked by binding it")
@@ -727,7 +727,7 @@ import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from conftest import tiny_config
 from fineprune_cli.distributed import paramserver
-from fineprune_cli.engine.world import World
+from fineprune_cli.engine.training.world import World
 paramserver.dist.init_process_group = lambda *a, **k: None
 paramserver.rpc.init_rpc = lambda *a, **k: None
 paramserver.worlds.group_store = lambda world, timeout: None

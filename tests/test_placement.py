@@ -9,9 +9,9 @@ import torch.distributed as dist
 import torch.distributed.rpc as rpc
 
 from fineprune_cli.distributed import paramserver
-from fineprune_cli.engine import device as devices, world as worlds
-from fineprune_cli.engine.config import Config
-from fineprune_cli.engine.world import World, cuda_index, from_env
+from fineprune_cli.engine.training import device as devices, world as worlds
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.training.world import World, cuda_index, from_env
 from fineprune_cli.errors import ConfigError
 from conftest import free_port, spawn_ranks
 

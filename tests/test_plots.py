@@ -1,4 +1,4 @@
-"""analysis.plots: titles say what the lines are (no 'mean' of one seed), no two lines share a colour."""
+"""analysis.render.plots: titles say what the lines are (no 'mean' of one seed), no two lines share a colour."""
 
 import pytest
 from matplotlib.figure import Figure

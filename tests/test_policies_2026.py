@@ -14,7 +14,7 @@ from reference.orderdp_authors import OrderDP as AuthorsOrderDP
 from reference.rs2_authors import UniformNoReplacement
 
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, create
 

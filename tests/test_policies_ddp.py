@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from fineprune_cli.engine.world import World, shard_range
+from fineprune_cli.engine.training.world import World, shard_range
 from fineprune_cli.pruning import PruneConfig, create
 from conftest import spawn_ranks
 

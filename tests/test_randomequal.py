@@ -1,4 +1,4 @@
-"""analysis/randomequal.py: fine-pruning's random-equal epochs read from run records, in the
+"""analysis/read/randomequal.py: fine-pruning's random-equal epochs read from run records, in the
 decision's chain of index.md (and so of compare's output) and in runs.csv."""
 
 import csv

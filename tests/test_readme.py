@@ -338,7 +338,7 @@ def _dry(monkeypatch):
     from fineprune_cli.analysis.read import runs
     from fineprune_cli.analysis.decide.plan import Plan
     from fineprune_cli.sequential import looks
-    from fineprune_cli.engine.config import validate
+    from fineprune_cli.engine.setup.config import validate
 
     checked = []
 

@@ -235,7 +235,7 @@ def test_report_out_that_is_a_file_is_one_line(runs_root, tmp_path):
 
 
 def test_a_full_disk_under_report_is_one_line(runs_root, tmp_path, monkeypatch):
-    from fineprune_cli.engine import files
+    from fineprune_cli.engine.records import files
 
     real = files.atomic_write_bytes
 

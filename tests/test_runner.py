@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from fineprune_cli import runner
-from fineprune_cli.engine.record import RunRecord, Status, read_summary
-from fineprune_cli.engine.trainer import Trainer
-from fineprune_cli.engine.world import SINGLE, World
+from fineprune_cli.engine.records.record import RunRecord, Status, read_summary
+from fineprune_cli.engine.training.trainer import Trainer
+from fineprune_cli.engine.training.world import SINGLE, World
 from conftest import invoke, metrics_rows, tiny, tiny_config
 
 LAUNCH_ENV = (
@@ -57,7 +57,7 @@ def test_the_front_door_imports_distributed_only_inside_the_launched_path():
     runner (the engine below it cannot import it at all: tests/test_layers.py)."""
     tree = ast.parse(Path(runner.__file__).read_text())
     top = [n.module or "" for n in tree.body if isinstance(n, ast.ImportFrom)]
-    assert "engine.session" in top  # the walk sees the runner's real imports
+    assert "engine.training.session" in top  # the walk sees the runner's real imports
     assert not [m for m in top if "distributed" in m], top
 
 
@@ -105,7 +105,7 @@ def test_train_validates_its_config_once(tmp_path, monkeypatch):
     """A valid run: one validation (the front door's, none in the command before it nor in the
     engine after it); a bad one: refused by that one validation, in one line, before any
     folder is made."""
-    from fineprune_cli.engine import config as config_module
+    from fineprune_cli.engine.setup import config as config_module
 
     calls = []
     validate = config_module.validate

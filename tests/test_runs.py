@@ -1,4 +1,4 @@
-"""Reading run folders back (analysis/runs.py) and drawing them (analysis/plots.py): hostile
+"""Reading run folders back (analysis/read/runs.py) and drawing them (analysis/render/plots.py): hostile
 records are left out with a reason or lose only their own plot, never fail the report."""
 
 import dataclasses
@@ -85,7 +85,7 @@ def test_very_long_model_and_label_names_get_short_distinct_file_names(tmp_path)
 
 
 def test_a_disk_that_fills_up_midway_leaves_the_previous_report_whole(tmp_path, monkeypatch):
-    from fineprune_cli.engine import files
+    from fineprune_cli.engine.records import files
 
     make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])
     write_report([tmp_path / "runs"], tmp_path / "rep", with_plots=False)
@@ -106,7 +106,7 @@ def test_a_disk_that_fills_up_midway_leaves_the_previous_report_whole(tmp_path, 
 
 
 def test_a_full_disk_at_start_leaves_no_empty_run_folder(tmp_path, monkeypatch):
-    from fineprune_cli.engine import files, record
+    from fineprune_cli.engine.records import files, record
 
     def full(path, data):
         raise OSError(28, "No space left on device", str(path))

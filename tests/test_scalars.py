@@ -1,4 +1,4 @@
-"""--tensorboard (engine/scalars.py): the epoch rows as TensorBoard scalars in the run folder."""
+"""--tensorboard (engine/training/scalars.py): the epoch rows as TensorBoard scalars in the run folder."""
 
 import signal
 import sys
@@ -6,11 +6,11 @@ import sys
 import pytest
 
 from conftest import invoke, metrics_rows, tiny
-from fineprune_cli.engine import scalars
-from fineprune_cli.engine.checkpoint import Interrupted
-from fineprune_cli.engine.config import Config
-from fineprune_cli.engine.fingerprint import fingerprint
-from fineprune_cli.engine.record import EpochRow
+from fineprune_cli.engine.training import scalars
+from fineprune_cli.engine.training.checkpoint import Interrupted
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.records.fingerprint import fingerprint
+from fineprune_cli.engine.records.record import EpochRow
 from fineprune_cli.runner import resume, train
 
 TINY = tiny(epochs=None)

@@ -7,9 +7,9 @@ from typer.testing import CliRunner
 from fineprune_cli.cli import app
 from fineprune_cli.drivers.scale import BASELINE, Job, Launch, job_config, plan, run_one, run_scale, train_command
 from fineprune_cli.drivers.scale_table import Targets, table, time_to, write_tables
-from fineprune_cli.engine.config import build_config
-from fineprune_cli.engine.files import to_csv
-from fineprune_cli.engine.record import EpochRow, RunSummary, Status
+from fineprune_cli.engine.setup.config import build_config
+from fineprune_cli.engine.records.files import to_csv
+from fineprune_cli.engine.records.record import EpochRow, RunSummary, Status
 from fineprune_cli.errors import ConfigError
 from conftest import tiny
 
@@ -100,7 +100,7 @@ def test_the_baseline_under_srun_is_one_process_not_a_rank_of_the_step(tmp_path,
     step; its 1-process baseline inherits the step's variables and must still run alone."""
     import subprocess
 
-    from fineprune_cli.engine.world import World, from_env
+    from fineprune_cli.engine.training.world import World, from_env
 
     monkeypatch.setattr(
         "os.environ",

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import fineprune
 from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.engine import yamlvalues
-from fineprune_cli.engine.config import Config
+from fineprune_cli.engine.setup import yamlvalues
+from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
 from fineprune_cli.harness import run as harness_run
 from fineprune_cli.harness.version import script_version

@@ -1,5 +1,5 @@
 """Selective-Backprop (pruning/policies/selective.py) against Composer's code, and the trainer's
-selective step (engine/selective.py). Composer's functions are transcribed in
+selective step (engine/training/selective.py). Composer's functions are transcribed in
 tests/reference/composer_selective_backprop.py. Each test names the wrong code it catches."""
 
 import copy
@@ -303,7 +303,7 @@ def test_the_paths_that_train_whole_batches_refuse_it():
     # Parameter-server workers, a --script's own loop and the Lightning callback never run the
     # selective step: each would train regular batches under the policy's name.
     from fineprune_cli.distributed.launch import check_parallel
-    from fineprune_cli.engine.config import validate
+    from fineprune_cli.engine.setup.config import validate
 
     for mode in ("async", "mixed"):
         cfg = tiny_config(**{"prune.policy": "selective-backprop", "run.dist_mode": mode, "train.batch_size": 48})

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from fineprune_cli.engine.record import RunSummary, Status, read_summary
-from fineprune_cli.engine.totals import best3
+from fineprune_cli.engine.records.record import RunSummary, Status, read_summary
+from fineprune_cli.engine.training.totals import best3
 from fineprune_cli.runner import resume, train
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning.policies.fine import FinePruning
@@ -106,7 +106,7 @@ def test_running_out_of_memory_mid_run_is_one_line(tmp_path, monkeypatch, error)
     """The up-front memory check is a floor (a model's layers come on top): an allocation that
     fails later ended in the allocator's traceback."""
 
-    from fineprune_cli.engine.trainer import Trainer
+    from fineprune_cli.engine.training.trainer import Trainer
 
     def fail(*args, **kwargs):
         raise error
@@ -118,7 +118,7 @@ def test_running_out_of_memory_mid_run_is_one_line(tmp_path, monkeypatch, error)
 
 
 def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch):
-    from fineprune_cli.engine.trainer import Trainer
+    from fineprune_cli.engine.training.trainer import Trainer
 
     monkeypatch.setattr(Trainer, "train_epoch", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
@@ -128,7 +128,7 @@ def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch
 def test_the_summary_records_the_machine_and_its_load(tmp_path, monkeypatch):
     import os
     import torch
-    from fineprune_cli.engine import device
+    from fineprune_cli.engine.training import device
 
     monkeypatch.setattr(os, "getloadavg", lambda: (1.504, 0.25, 3.0))
     monkeypatch.setattr(device, "_cpu_model", lambda: "Test CPU 9000")
@@ -149,8 +149,8 @@ class _StopAfterFirstEpoch:
 
 
 def test_a_run_resumed_on_another_machine_has_a_mixed_signature(tmp_path, monkeypatch):
-    from fineprune_cli.engine import session
-    from fineprune_cli.engine.checkpoint import Interrupted
+    from fineprune_cli.engine.training import session
+    from fineprune_cli.engine.training.checkpoint import Interrupted
 
     cfg = _cfg(tmp_path / "r", **{"run.checkpoint_every": 1})
     with pytest.raises(Interrupted):

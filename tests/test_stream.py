@@ -1,4 +1,4 @@
-"""The streaming data path (engine/stream.py): decoding in DataLoader workers, only the kept samples."""
+"""The streaming data path (engine/inputs/stream.py): decoding in DataLoader workers, only the kept samples."""
 
 import json
 import sys
@@ -9,10 +9,10 @@ import torch
 from torchvision.io import write_jpeg, write_png
 
 from conftest import SignalAt, invoke, metrics_rows
-from fineprune_cli.engine import stream
-from fineprune_cli.engine.config import DataConfig, TrainConfig
-from fineprune_cli.engine.fingerprint import fingerprint
-from fineprune_cli.engine.trainer import Trainer
+from fineprune_cli.engine.inputs import stream
+from fineprune_cli.engine.setup.config import DataConfig, TrainConfig
+from fineprune_cli.engine.records.fingerprint import fingerprint
+from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.errors import DataError
 from fineprune_cli.models import create
 from fineprune_cli import PruneConfig, create_policy
@@ -243,8 +243,8 @@ def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
-    from fineprune_cli.engine.checkpoint import Interrupted
-    from fineprune_cli.engine.config import build_config
+    from fineprune_cli.engine.training.checkpoint import Interrupted
+    from fineprune_cli.engine.setup.config import build_config
     from fineprune_cli.runner import resume, train
 
     mixed_folder(tmp_path / "imgs")
@@ -292,7 +292,7 @@ def _stream_images(data):
 
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_device_and_stream_give_identical_tensors_image_by_image(tmp_path, name):
-    from fineprune_cli.engine.imagefolder import load_image_folder
+    from fineprune_cli.engine.inputs.imagefolder import load_image_folder
 
     FOLDERS[name](tmp_path)
     train_x, _, test_x, _, _ = load_image_folder(tmp_path)
@@ -357,7 +357,7 @@ def test_test_images_of_another_size_are_refused_on_both_paths(tmp_path, loader)
 
 @pytest.mark.parametrize("loader", ["device", "stream", "auto"])
 def test_a_header_bomb_is_refused_before_any_decoding(tmp_path, loader, monkeypatch):
-    from fineprune_cli.engine import imagefolder
+    from fineprune_cli.engine.inputs import imagefolder
 
     same_size_folder(tmp_path)
     (tmp_path / "test" / "c1" / "bomb.png").write_bytes(png_header_bomb())

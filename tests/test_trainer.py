@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from fineprune_cli.engine.config import TrainConfig
-from fineprune_cli.engine.devicedata import DeviceData
-from fineprune_cli.engine.trainer import Trainer
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.pruning.policy import EpochPlan
 from conftest import toy_dataset, toy_trainer
 

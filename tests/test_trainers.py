@@ -16,7 +16,7 @@ from fineprune_cli.errors import ConfigError
 PACKAGE = Path(__file__).resolve().parents[1] / "fineprune_cli"
 # where the script's command itself is used: the one read of which trainer, the script
 # trainer's own modules (which run the command) and the library side that sets it
-OWNERS = {"engine/scriptconfig.py", "drivers/trainers/script.py", "drivers/scriptjob.py", "harness/run.py"}
+OWNERS = {"engine/setup/scriptconfig.py", "drivers/trainers/script.py", "drivers/scriptjob.py", "harness/run.py"}
 
 
 def test_which_trainer_is_asked_in_one_place():

@@ -8,7 +8,7 @@ import torch
 from rich.cells import cell_len
 
 from fineprune_cli.cli import views
-from fineprune_cli.engine.device import describe_device
+from fineprune_cli.engine.training.device import describe_device
 
 SCALE = Path(__file__).resolve().parents[1] / "results" / "scale"
 

@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 from fineprune_cli.cli.options import parse_set
-from fineprune_cli.engine.config import build_config
-from fineprune_cli.engine.yamlvalues import dump, load
+from fineprune_cli.engine.setup.config import build_config
+from fineprune_cli.engine.setup.yamlvalues import dump, load
 from fineprune_cli.errors import ConfigError
 
 

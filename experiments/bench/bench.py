@@ -36,8 +36,8 @@ from common import table_stem, write_table
 
 from fineprune_cli import models
 from fineprune_cli.analysis.render.tables import paper_results
-from fineprune_cli.engine.record import git_commit
-from fineprune_cli.engine.device import describe_device, resolve_device
+from fineprune_cli.engine.records.record import git_commit
+from fineprune_cli.engine.training.device import describe_device, resolve_device
 
 # nominal dense bf16 tensor-core peaks (vendor data sheets), TFLOP/s
 GPU_PEAKS = {

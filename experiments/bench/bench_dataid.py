@@ -32,8 +32,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("results/bench/dataid-cpu.md"))
     args = parser.parse_args()
     os.environ["FINEPRUNE_CACHE"] = tempfile.mkdtemp()  # no digests cached before the first pass
-    from fineprune_cli.engine import dataid
-    from fineprune_cli.engine.imagefolder import identity, list_folder
+    from fineprune_cli.engine.inputs import dataid
+    from fineprune_cli.engine.inputs.imagefolder import identity, list_folder
 
     if args.drop_page_cache:
         subprocess.run(["sync"], check=True)

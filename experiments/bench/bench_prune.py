@@ -13,10 +13,10 @@ import tempfile
 
 from common import median, write_table
 
-from fineprune_cli.engine.config import Config
-from fineprune_cli.engine.record import read_metrics
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.records.record import read_metrics
 from fineprune_cli.runner import train
-from fineprune_cli.engine.device import resolve_device
+from fineprune_cli.engine.training.device import resolve_device
 
 
 # An epoch's time does not depend on the learning rate, but a run that diverges stops: at the

@@ -13,9 +13,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from fineprune_cli.engine.files import atomic_write_text  # noqa: E402
-from fineprune_cli.engine.record import git_commit  # noqa: E402
-from fineprune_cli.engine.device import describe_device  # noqa: E402
+from fineprune_cli.engine.records.files import atomic_write_text  # noqa: E402
+from fineprune_cli.engine.records.record import git_commit  # noqa: E402
+from fineprune_cli.engine.training.device import describe_device  # noqa: E402
 
 
 def slug(text: str) -> str:

@@ -8,7 +8,7 @@ variance that borrows from the other arms (docs/decisions.md, "The noise").
   prior's df plus its own.
 
 Both assume that the arms' noise is alike, and both are judged here where it is not. Everything
-else is `analysis.decision` (claims, Bonferroni, words) and tests/simulation.py (the model).
+else is `analysis.decide.decision` (claims, Bonferroni, words) and tests/simulation.py (the model).
 
     python experiments/decisions/alternatives.py [--reps 2000]
 """

@@ -32,7 +32,7 @@ from simulate import write_page  # noqa: E402
 from fineprune_cli.analysis.decide import advice  # noqa: E402
 from fineprune_cli.analysis.decide.decision import CANT_TELL, decide  # noqa: E402
 from fineprune_cli.analysis.decide.judging import Judging, shares  # noqa: E402
-from fineprune_cli.engine.files import to_markdown  # noqa: E402
+from fineprune_cli.engine.records.files import to_markdown  # noqa: E402
 
 LOOKS = (3, 5, 8)
 MAX_N = 20  # ≈N seeds checked up to here (a procedure draws this many seeds of every arm)

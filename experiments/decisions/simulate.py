@@ -1,7 +1,7 @@
 """The decision rule's measured error and power, for docs/decisions.md (`make simulate`).
 
 Every number comes from tests/simulation.py: per-seed accuracies drawn from a known model, made
-into runs and decided by `analysis.decision.decide` itself. Writes a Markdown page of tables to
+into runs and decided by `analysis.decide.decision.decide` itself. Writes a Markdown page of tables to
 --out (default results/decisions/simulation.md) and prints it. With PYTHONPATH pointing at an
 older checkout it measures that checkout's decision code through the same harness.
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import simulation as sim  # noqa: E402
-from fineprune_cli.engine.files import to_markdown  # noqa: E402
+from fineprune_cli.engine.records.files import to_markdown  # noqa: E402
 
 SIGMAS = (0.1, 0.2, 0.5)
 SEEDS = (3, 5, 8)
@@ -148,7 +148,7 @@ def main() -> None:
         f"Made by `python experiments/decisions/simulate.py` at commit {commit.strip() or 'unknown'} "
         f"({args.reps} simulated reports per error cell, {args.power_reps} per power cell; Monte Carlo "
         "standard errors after ±). The model and the truths: tests/simulation.py. Decisions by "
-        "`analysis.decision.decide` at alpha 5%, m = δ = 0.3 pt, four policies (k = 4): each policy's "
+        "`analysis.decide.decision.decide` at alpha 5%, m = δ = 0.3 pt, four policies (k = 4): each policy's "
         "claims at 1.25%.",
         "",
         "## Reports with any wrong *worth it* or *not worth it* (%)",
@@ -159,7 +159,7 @@ def main() -> None:
         "",
         "Each policy's alpha / 4 split over the looks equally (alpha / 12 a look) or late (in proportion "
         "to each look's seeds cubed: 4 / 19 / 77% at 3, 5, 8 seeds; 5 / 22 / 73% at 5, 8, 12), the "
-        "procedure replayed by `analysis.sequence.replay`.",
+        "procedure replayed by `analysis.decide.sequence.replay`.",
         "",
         *looks_table(args.reps),
         "",

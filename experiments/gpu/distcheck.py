@@ -4,7 +4,7 @@ has recorded its first epoch and then continued with `fineprune train --resume` 
 Sync runs 2 ranks in one process group, not 1 rank alone (which forms no group and so tests
 nothing of DDP). Both share the GPU; NCCL refuses two ranks on one GPU ("Duplicate GPU
 detected", NCCL 2.5 and later), while gloo all-reduces CUDA tensors (torch.distributed's
-backend table), so the engine picks gloo where ranks share a GPU (engine/world.py's
+backend table), so the engine picks gloo where ranks share a GPU (engine/training/world.py's
 `shared_gpu`, by GPU UUID), for sync and for a mixed group of 2 workers alike. Async runs 2 parameter servers, so the chief fetches the other server's state
 over RPC, the path a GPU breaks first."""
 

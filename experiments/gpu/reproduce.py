@@ -38,7 +38,7 @@ from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.drivers.compare import Job, job_config, load_compare
 from fineprune_cli.drivers.compare import plan as jobs_of
 from fineprune_cli.drivers.matrix import family_of
-from fineprune_cli.engine.config import build_config
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.sequential.looks import next_runs
 
 CONFIG = Path("experiments/gpu/cifar10-resnet18.yaml")

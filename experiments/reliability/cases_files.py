@@ -203,9 +203,9 @@ def _same_on_both_paths(name: str) -> Callable[[Path], str | None]:
     the image's own pixels in the folder's mode (PIL's conversion is the reference)."""
 
     def check(work: Path) -> str | None:
-        from fineprune_cli.engine.config import DataConfig
-        from fineprune_cli.engine.imagefolder import list_folder, load_image_folder
-        from fineprune_cli.engine.stream import load_data
+        from fineprune_cli.engine.setup.config import DataConfig
+        from fineprune_cli.engine.inputs.imagefolder import list_folder, load_image_folder
+        from fineprune_cli.engine.inputs.stream import load_data
 
         if json.loads((work / "run" / "summary.json").read_text())["status"] != "complete":
             return "the run did not complete"

@@ -353,7 +353,7 @@ MIXED = [
 
 def _round_trip(values: dict) -> Callable[[Path], str | None]:
     def check(work: Path) -> str | None:
-        from fineprune_cli.engine.config import build_config
+        from fineprune_cli.engine.setup.config import build_config
 
         cfg = build_config(work / "c.yaml", {})
         got = {k: getattr(getattr(cfg, k.split(".")[0]), k.split(".")[1]) for k in values}
@@ -364,8 +364,8 @@ def _round_trip(values: dict) -> Callable[[Path], str | None]:
 
 def _written_config(values: dict) -> Callable[[Path, Path, dict], list]:
     def setup(work: Path, outside: Path, templates: dict) -> list:
-        from fineprune_cli.engine.config import build_config
-        from fineprune_cli.engine.yamlvalues import dump
+        from fineprune_cli.engine.setup.config import build_config
+        from fineprune_cli.engine.setup.yamlvalues import dump
 
         cfg = build_config(None, {"model.name": "lenet", "data.dataset": "synthetic", **values}).to_dict()
         (work / "c.yaml").write_text(dump(cfg))

@@ -223,7 +223,7 @@ def _merged(name: str, text: str, values: dict) -> Case:
         return ["train", "--config", "c.yaml", "--print-config"]
 
     def check(work: Path) -> str | None:
-        from fineprune_cli.engine.config import build_config
+        from fineprune_cli.engine.setup.config import build_config
 
         cfg = build_config(work / "c.yaml", {})
         got = {k: getattr(getattr(cfg, k.split(".")[0]), k.split(".")[1]) for k in values}

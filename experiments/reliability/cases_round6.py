@@ -139,7 +139,7 @@ def _folder_cache_planted(command: str):
     """An image folder whose decoded cache (in the user's cache folder) is a planted pickle."""
 
     def setup(work: Path, outside: Path, templates: dict) -> list[str]:
-        from fineprune_cli.engine.imagefolder import cache_path
+        from fineprune_cli.engine.inputs.imagefolder import cache_path
 
         shutil.copytree(templates["folder"], work / "imgs")
         cache = cache_path(work / "imgs")

@@ -343,7 +343,7 @@ def run_all(
         importlib.import_module(module)
     import torch
     import torch._dynamo  # noqa: F401 - the optimizer imports it on first use (2.5 s)
-    from fineprune_cli.engine.data import make_synthetic
+    from fineprune_cli.engine.inputs.data import make_synthetic
     from fineprune_cli.pruning import list_policies
 
     list_policies()  # imports every policy module

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import console
-from ..engine.config import build_config
+from ..engine.setup.config import build_config
 from ..errors import ConfigError
 
 
@@ -112,7 +112,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 def named_folder(name: str, config: Optional[Path], settings: dict[str, Any]) -> str:
     """`--name NAME`: the run folder results/runs/<time>-NAME; a folder named twice is refused."""
-    from ..engine.record import default_run_dir
+    from ..engine.records.record import default_run_dir
 
     if not NAME.fullmatch(name):
         raise ConfigError(

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import console
-from ..engine.yamlvalues import dump
+from ..engine.setup.yamlvalues import dump
 
 
 def show_config(config: dict[str, Any], as_json: bool) -> None:

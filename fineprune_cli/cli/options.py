@@ -13,7 +13,7 @@ import typing
 from typing import Annotated, Any, Callable, Optional
 
 import typer
-from ..engine.yamlvalues import setting_value
+from ..engine.setup.yamlvalues import setting_value
 from ..drivers.executors import registry
 from ..errors import ConfigError
 from ..settings import fields, flag_of, type_of

@@ -1,7 +1,7 @@
 """The settings reference page, generated from the settings' one declaration.
 
-Every setting is an `option(...)` field of a section (`engine.sections`, `pruning.config`,
-`drivers.compare`, `analysis.judging`); the YAML reader, the checks and the CLI flags all read it, and so does this
+Every setting is an `option(...)` field of a section (`engine.setup.sections`, `pruning.config`,
+`drivers.compare`, `analysis.decide.judging`); the YAML reader, the checks and the CLI flags all read it, and so does this
 page: its YAML key, flag, default, check and help, and which commands take the flag (read from
 the Typer app itself). `make docs-settings` (`python -m fineprune_cli.cli.reference PATH`)
 writes docs/reference/settings.md; tests/test_docs.py fails while the committed page differs.
@@ -24,7 +24,7 @@ from .. import console
 from ..analysis.decide.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..drivers.executors import registry
-from ..engine.config import Config
+from ..engine.setup.config import Config
 from ..settings import fields, flag_of, type_of
 
 PAGE = Path("docs/reference/settings.md")

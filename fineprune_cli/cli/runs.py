@@ -11,8 +11,8 @@ import typer
 from ..analysis.decide.judging import Judging
 from ..drivers.compare import CompareConfig
 from ..drivers.executors import registry
-from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
-from ..engine.scriptconfig import ScriptConfig
+from ..engine.setup.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
+from ..engine.setup.scriptconfig import ScriptConfig
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import dryrun_view, views
@@ -86,8 +86,8 @@ def train_command(
 ) -> None:
     """Train a model and write a run folder (config.yaml, metrics.csv, summary.json, checkpoint.pt)."""
     from .. import runner
-    from ..engine.config import validate
-    from ..engine.world import from_env
+    from ..engine.setup.config import validate
+    from ..engine.training.world import from_env
 
     settings.update(parse_set(set_))
     if resume is not None and (name is not None or dry_run or print_config):
@@ -156,7 +156,7 @@ def compare(
 
         from ..drivers.compare import plan
         from ..drivers.dryrun import dry_compare
-        from ..engine.scriptconfig import used_by_script
+        from ..engine.setup.scriptconfig import used_by_script
 
         cfg = build_config(config, rest, drop_idle=False)  # each arm keeps what acts in it
         if print_config:

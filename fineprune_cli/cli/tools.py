@@ -9,7 +9,7 @@ import typer
 
 from .. import console
 from ..analysis.decide.judging import Judging
-from ..engine.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
+from ..engine.setup.config import DataConfig, ModelConfig, RunConfig, TrainConfig, build_config
 from ..errors import ConfigError
 from ..pruning.config import PruneConfig
 from . import views
@@ -44,7 +44,7 @@ def report(
     from ..analysis.decide import plan
     from ..analysis.decide.judging import load_judging
     from ..analysis.render.report import write_report
-    from ..engine.files import read_regular_text
+    from ..engine.records.files import read_regular_text
 
     folders = run_dirs or [Path("results/runs")]
     agreed = plan.agreed(plan.find(folders))
@@ -114,7 +114,7 @@ def scale(
     accuracy and loss. Across machines, node rank 0 runs the baseline and writes the tables."""
     from ..drivers.scale import Launch, plan, run_scale
     from ..drivers.scale_table import Targets
-    from ..engine.config import parse_int_list
+    from ..engine.setup.config import parse_int_list
 
     launch = Launch(1 if nnodes is None else nnodes, node_rank or 0, rdzv_endpoint)
     jobs = plan(

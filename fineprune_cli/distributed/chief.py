@@ -1,6 +1,6 @@
 """The chief parameter server's run (rank 0 of an async/mixed run): it waits for each epoch's
 end, evaluates the whole model and hands the epoch to the end the synchronous loop uses too
-(engine/epochend.py: the record, the checkpoint, the stop on a signal or on divergence), then
+(engine/training/epochend.py: the record, the checkpoint, the stop on a signal or on divergence), then
 releases the workers; it resumes from its checkpoint.
 
 A checkpoint holds the whole model (batch-norm buffers included), each server's shard with
@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..engine import checkpoint
-from ..engine.config import Config
-from ..engine.device import synchronize
-from ..engine.epochend import EpochEnd, Measured
-from ..engine.fingerprint import matches
-from ..engine.record import RunRecord, RunSummary, Status, default_run_dir, read_summary
-from ..engine.lrschedule import lr_schedule
-from ..engine.scalars import ScalarLog
-from ..engine.totals import Totals, trainer_summary
-from ..engine.world import World
+from ..engine.training import checkpoint
+from ..engine.setup.config import Config
+from ..engine.training.device import synchronize
+from ..engine.training.epochend import EpochEnd, Measured
+from ..engine.records.fingerprint import matches
+from ..engine.records.record import RunRecord, RunSummary, Status, default_run_dir, read_summary
+from ..engine.training.lrschedule import lr_schedule
+from ..engine.training.scalars import ScalarLog
+from ..engine.training.totals import Totals, trainer_summary
+from ..engine.training.world import World
 from ..errors import ConfigError
 from .layout import Shards
 from .server import Chief

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from ..engine.world import World
+from ..engine.training.world import World
 from ..errors import ConfigError
 
 

@@ -29,13 +29,13 @@ import torch
 import torch.distributed as dist
 import torch.distributed.rpc as rpc
 
-from ..engine import checkpoint, world as worlds
-from ..engine.checkpoint import to_device
-from ..engine.config import Config
-from ..engine.record import RunSummary
-from ..engine.build import build_model, trainer_and_policy
-from ..engine.lrschedule import warmup_length
-from ..engine.world import World
+from ..engine.training import checkpoint, world as worlds
+from ..engine.training.checkpoint import to_device
+from ..engine.setup.config import Config
+from ..engine.records.record import RunSummary
+from ..engine.training.build import build_model, trainer_and_policy
+from ..engine.training.lrschedule import warmup_length
+from ..engine.training.world import World
 from .layout import Shards, gpu_placement, local_size, worker_groups
 from .server import ModelHost, PeerLost, Server, group_lost, server_lost
 from .worker import work

@@ -13,9 +13,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..engine.checkpoint import to_device
-from ..engine.config import TrainConfig
-from ..engine.lrschedule import lr_at
+from ..engine.training.checkpoint import to_device
+from ..engine.setup.config import TrainConfig
+from ..engine.training.lrschedule import lr_at
 from ..errors import FinepruneError
 from .layout import Shards, flatten, load_flat
 

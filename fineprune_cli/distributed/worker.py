@@ -16,10 +16,10 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ..engine import checkpoint
-from ..engine.config import Config
-from ..engine.trainer import predicted
-from ..engine.world import World, step_slices
+from ..engine.training import checkpoint
+from ..engine.setup.config import Config
+from ..engine.training.trainer import predicted
+from ..engine.training.world import World, step_slices
 from .layout import Shards, flatten, load_flat
 
 

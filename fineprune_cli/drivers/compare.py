@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..arms import shorter_arm, shorter_schedule
-from ..engine.config import Config, load_yaml, resolve, split_experiment, validate
+from ..engine.setup.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
 from ..pruning.registry import list_policies
 from ..settings import apply_values, between, check_section, fields, option

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..analysis.read.compression import ADVICE, logged, mismatch
 from ..arms import REGULAR
-from ..engine.record import Status, read_metrics, read_summary
+from ..engine.records.record import Status, read_metrics, read_summary
 from ..errors import ConfigError
 
 if TYPE_CHECKING:

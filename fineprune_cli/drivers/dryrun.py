@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
-from ..engine.config import Config, validate
-from ..engine.datashape import shape_of
-from ..engine.scriptconfig import used_by_script
+from ..engine.setup.config import Config, validate
+from ..engine.inputs.datashape import shape_of
+from ..engine.setup.scriptconfig import used_by_script
 from ..pruning.estimate import estimate
 from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
@@ -94,7 +94,7 @@ def planned(cfg: Config, arm: str, n: int, tests: int = 0) -> PlannedRun:
 
 def dry_train(cfg: Config, timer: Timer | None = None) -> DryRun:
     """`train --dry-run`: the one run, in the folder it would get (named by the time now)."""
-    from ..engine.record import default_run_dir
+    from ..engine.records.record import default_run_dir
 
     validate(cfg)
     n, tests, channels, size, classes = shape_of(cfg.data)
@@ -116,7 +116,7 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
 
 def builtin_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig, timer: Timer | None) -> DryRun:
     """fineprune's trainer's runs, timed by the probe of each model's step."""
-    from ..engine.stream import data_identity
+    from ..engine.inputs.stream import data_identity
 
     runs, shapes, identities, costs, configs = [], {}, {}, {}, []
     for job in plan(cfg, matrix):
@@ -216,7 +216,7 @@ def _timed(
     looks: list[int],
     timer: Timer | None,
 ) -> DryRun:
-    from ..engine.device import resolve_device
+    from ..engine.training.device import resolve_device
 
     device = str(resolve_device(cfg.run.device))
     timer = timer or probe  # looked up now: a test replaces the module's probe

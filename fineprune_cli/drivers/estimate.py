@@ -10,7 +10,7 @@ from typing import Any
 
 from ..analysis.read.checks import check_record, check_rows
 from ..analysis.read.runs import check_counts
-from ..engine.record import SUMMARY, Status, load_run_config, read_metrics, read_summary
+from ..engine.records.record import SUMMARY, Status, load_run_config, read_metrics, read_summary
 from ..errors import ConfigError
 from ..pruning import registry as policies
 
@@ -52,7 +52,7 @@ def estimate_for(
 ) -> tuple[Any, Any]:
     """`fineprune estimate`: the schedule from a run folder's config (if given), the config
     file and the flags; the epoch time from --epoch-seconds or measured in the run."""
-    from ..engine.config import Config, apply_mapping, build_config
+    from ..engine.setup.config import Config, apply_mapping, build_config
     from ..pruning.estimate import estimate
     from ..pruning.schedule import PruneSchedule
     from ..settings import check_section

@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.table import Table
 
 from .. import console
-from ..engine.record import SUMMARY
+from ..engine.records.record import SUMMARY
 from .executors.contract import Task
 
 

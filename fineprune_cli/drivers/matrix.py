@@ -15,7 +15,7 @@ from ..analysis.decide.judging import Judging
 from ..analysis.group.paired import is_baseline
 from ..analysis.read.runs import load_runs
 from ..analysis.group.study import Study, study
-from ..engine.config import Config
+from ..engine.setup.config import Config
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
 from .reuse import HELD, existing_state, train_job
@@ -134,7 +134,7 @@ def random_equal_lines(jobs: Iterable[tuple[Job, Config]]) -> list[str]:
 
 
 def record_plan(c: CompareConfig, judging: Judging, jobs: list[Job], looks: list[int] | None = None) -> plans.Plan:
-    """The folder's judging plan, recorded before its first run (`analysis.plan.record`) with its
+    """The folder's judging plan, recorded before its first run (`analysis.decide.plan.record`) with its
     family (the scored policies of `jobs`, on their models and datasets) and seeds; looks None:
     the ones already planned there, if any. Where this compare goes beyond a plan kept from
     before its runs, it says so: those decisions will be post hoc."""

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import console
-from ..engine import yamlvalues
-from ..engine.config import Config
-from ..engine.files import atomic_write_text
+from ..engine.setup import yamlvalues
+from ..engine.setup.config import Config
+from ..engine.records.files import atomic_write_text
 from ..errors import FinepruneError
 from .executors import registry
 from .executors.contract import JOBS, Task, job_file

@@ -37,9 +37,7 @@ PROBE_LR = 1e-4  # random labels at the run's lr may diverge; the step costs the
 NOISY = 1.25  # repeats further apart than this: the estimate is given as a range, fastest to slowest
 IMPORT_TIMEOUT_S = 120  # a fresh interpreter importing what a run's process imports
 # what `python -m fineprune_cli.drivers.executors.child` imports before its run starts
-RUN_IMPORTS = (
-    "import torch, fineprune_cli.drivers.executors.child, fineprune_cli.engine.session, fineprune_cli.engine.build"
-)
+RUN_IMPORTS = "import torch, fineprune_cli.drivers.executors.child, fineprune_cli.engine.training.session, fineprune_cli.engine.training.build"
 
 
 @dataclass
@@ -139,10 +137,10 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     count: the run is a process of its own, whose start-up imports torch afresh)."""
     import torch
 
-    from ..engine.device import resolve_device, synchronize
-    from ..engine.build import build_model, check_factory
-    from ..engine.devicedata import wants_augment
-    from ..engine.trainer import Trainer
+    from ..engine.training.device import resolve_device, synchronize
+    from ..engine.training.build import build_model, check_factory
+    from ..engine.inputs.devicedata import wants_augment
+    from ..engine.training.trainer import Trainer
 
     device = resolve_device(cfg.run.device)
     check_factory(cfg, (channels, size, classes))  # a user's model that cannot train: one line, not a traceback
@@ -174,8 +172,8 @@ def start_up(cfg: Any, spawned: bool) -> tuple[float, str]:
     interpreter's imports where the run is a process of its own, its data's identity, and its
     data read (a built-in dataset from its files, an image folder from its cache: the first
     decoding of a folder is not timed, and said)."""
-    from ..engine.imagefolder import cache_path
-    from ..engine.stream import data_identity
+    from ..engine.inputs.imagefolder import cache_path
+    from ..engine.inputs.stream import data_identity
     from ..errors import FinepruneError
 
     started, missing = time.perf_counter(), ""
@@ -196,7 +194,7 @@ def _read_data(d: Any, cache_path: Callable[..., Any]) -> str:
     """Reads the run's data as its start-up does; what could not be read so ('' when all)."""
     import torch
 
-    from ..engine.data import load_dataset
+    from ..engine.inputs.data import load_dataset
 
     if d.dataset != "folder":
         load_dataset(d.dataset, d.data_dir, False, d.subset, test_subset=d.test_subset, image_size=d.image_size)
@@ -218,7 +216,7 @@ def random_data(channels: int, size: int, classes: int, batch: int, tests: int, 
     """One training batch and one evaluation batch of normalised noise, stored as a run's are."""
     import torch
 
-    from ..engine.devicedata import CropFlip, DeviceData, crop_pad, pad_images
+    from ..engine.inputs.devicedata import CropFlip, DeviceData, crop_pad, pad_images
 
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     gen = torch.Generator().manual_seed(0)

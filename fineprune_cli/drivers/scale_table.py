@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.files import atomic_write_text, to_csv, to_markdown
-from ..engine.record import read_metrics, read_summary
+from ..engine.records.files import atomic_write_text, to_csv, to_markdown
+from ..engine.records.record import read_metrics, read_summary
 from ..errors import ConfigError, FinepruneError
 
 COLUMNS = """\

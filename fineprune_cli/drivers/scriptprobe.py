@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .. import console
 from ..arms import REGULAR
-from ..engine import yamlvalues
-from ..engine.config import Config
-from ..engine.record import read_summary
+from ..engine.setup import yamlvalues
+from ..engine.setup.config import Config
+from ..engine.records.record import read_summary
 from ..errors import ConfigError
 from ..harness import JOB_ENV, RUN_DIR_ENV
 from .compare import CompareConfig, job_config, plan

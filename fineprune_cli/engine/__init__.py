@@ -1,4 +1,3 @@
-"""The training engine: config, data, trainer, lr schedule, run record, checkpoints, and the
-synchronous loop that turns a config into a recorded run (build: its parts; loop: the epochs;
-epochend: what each epoch's end records, for the parameter servers' chief too; totals: its
-figures; session: starting and resuming it). It knows nothing of the CLI."""
+"""The training engine, in the order a run uses it: setup/ (the config tree) -> inputs/ (the
+data) -> training/ (the parts built, the synchronous loop, each epoch's end, checkpoints) ->
+records/ (the run folder, written atomically). It knows nothing of the CLI."""

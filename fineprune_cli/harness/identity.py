@@ -1,5 +1,5 @@
 """What a script declares its data to be (`fineprune.start(data=...)`), by content, as fineprune's
-own datasets are recorded (`engine.dataid`): the same data copied elsewhere is the same data, one
+own datasets are recorded (`engine.inputs.dataid`): the same data copied elsewhere is the same data, one
 changed byte or sample is other data, and a report never pairs runs on other data."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from ..engine import dataid
-from ..engine.imagefolder import list_folder
+from ..engine.inputs import dataid
+from ..engine.inputs.imagefolder import list_folder
 
 
 def tensor_identity(*tensors: torch.Tensor, name: str = "tensors") -> dict[str, str]:

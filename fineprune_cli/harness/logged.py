@@ -3,7 +3,7 @@
 test images) fails the run at once, naming the field and its value, where a report would
 otherwise leave the run out later without a word to the script's author. A loss that is no
 longer finite (or past `MAX_LOSS`) is not refused: that run diverged, a legitimate record, kept
-with status 'diverged' as the built-in trainer keeps its own (`engine.totals.mark_diverged`)."""
+with status 'diverged' as the built-in trainer keeps its own (`engine.training.totals.mark_diverged`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import math
 import operator
 from typing import Any
 
-from ..engine.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
+from ..engine.records.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
 from ..errors import ConfigError
 
 

@@ -22,12 +22,12 @@ from typing import Any
 import torch
 
 from ..arms import shorter_budget
-from ..engine.checkpoint import data_bytes, load_data
-from ..engine.config import Config, config_from_dict, load_yaml, validate
-from ..engine.files import atomic_write_bytes
-from ..engine.scriptconfig import PLACEHOLDERS, used_by_script
-from ..engine.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
-from ..engine.totals import Totals, mark_diverged, new_summary, summarize
+from ..engine.training.checkpoint import data_bytes, load_data
+from ..engine.setup.config import Config, config_from_dict, load_yaml, validate
+from ..engine.records.files import atomic_write_bytes
+from ..engine.setup.scriptconfig import PLACEHOLDERS, used_by_script
+from ..engine.records.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
+from ..engine.training.totals import Totals, mark_diverged, new_summary, summarize
 from ..errors import ConfigError
 from . import logged
 from .logged import ScriptError
@@ -227,7 +227,7 @@ class ScriptRun:
         file = self.path / CHECKPOINT
         if not file.exists():
             return None
-        try:  # a run folder is data: a planted pickle here must not run (engine.checkpoint.load_data)
+        try:  # a run folder is data: a planted pickle here must not run (engine.training.checkpoint.load_data)
             saved = load_data(file)
             self.totals = Totals.from_state(saved["totals"])
             self.summary.resumed_after_epochs.append(int(saved["epoch"]))

@@ -9,7 +9,7 @@ chance of any wrong decision over the whole procedure stays at alpha. A decision
 stands; the next look trains only regular, the policies still undecided and the arms of their
 cheap alternatives, plus the shorter-schedule arms that bracket an undecided policy's budget where
 the line did not reach it. The looks are replayed from the run folders
-(`analysis.sequence.replay`, the same computation `report` makes), so a stopped procedure started
+(`analysis.decide.sequence.replay`, the same computation `report` makes), so a stopped procedure started
 again continues where it stopped. `looks.json` in `--out` records each look for scripts.
 """
 
@@ -29,8 +29,8 @@ from ..analysis.read import leftout
 from ..analysis.read.runs import Run, arm_of, load_runs
 from ..analysis.decide.sequence import Look, decidable, key, record, replay
 from ..analysis.group.study import Study, study
-from ..engine.config import Config
-from ..engine.files import atomic_write_text
+from ..engine.setup.config import Config
+from ..engine.records.files import atomic_write_text
 from ..errors import ConfigError
 from ..drivers.compare import CompareConfig, Job, shorter_runs
 from ..drivers.compare import plan as jobs_of
@@ -45,7 +45,7 @@ def until_decided(
     plan = matrix.record_plan(c, judging, first, c.looks)
     arms = replace(c)
     runs: list = []
-    problems: list = []  # the runs read but left out, named in the decisions (analysis.leftout)
+    problems: list = []  # the runs read but left out, named in the decisions (analysis.read.leftout)
     for number, seeds in enumerate(c.looks, start=1):
         sub = replace(arms, seeds=list(range(seeds)))
         console.info(f"look {number} of {len(c.looks)}: seeds 0–{seeds - 1}")
@@ -108,7 +108,7 @@ def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
 
 def _not_diverged(still: list[Decision], problems: list) -> list[Decision]:
     """The undecided policies more seeds could decide: one with a diverged run never will
-    (`analysis.leftout`), so the next look trains no more of it, saying so."""
+    (`analysis.read.leftout`), so the next look trains no more of it, saying so."""
     rows, keep = leftout.by_row(problems), []
     for d in still:
         arm = arm_of(d.policy)

@@ -106,11 +106,11 @@ class Decision:
     look: int = 0  # the look (1-based) that reached it; 0 outside planned looks
     share: float = 1.0  # the part of the policy's alpha / k its look spends (1 at a single look)
     incomplete: str = ""  # why its look could not decide it: seeds the plan fixed that are not there
-    advice: Advice | None = None  # an undecided policy's seeds (analysis.advice)
+    advice: Advice | None = None  # an undecided policy's seeds (analysis.decide.advice)
     sensitivity: tuple[tuple[float, str], ...] = ()  # (δ, the word at that minimum gain)
     pooled_word: str = ""  # the word if every arm were equally noisy (the block model's pooled sd)
     variance: str = ""  # the variance model of its estimates, as reports name it
-    left_out: str = ""  # its row's runs a report left out, and why (analysis.leftout)
+    left_out: str = ""  # its row's runs a report left out, and why (analysis.read.leftout)
 
     def bounds(self, e: stats.Estimate) -> tuple[float, float]:
         """The bounds a claim of this decision reads off: the lower at a, the upper at a / 2."""

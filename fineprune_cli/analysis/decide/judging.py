@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from ...engine.config import load_yaml
+from ...engine.setup.config import load_yaml
 from ...errors import ConfigError
 from ...settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...engine.files import atomic_write_text, read_regular_text
+from ...engine.records.files import atomic_write_text, read_regular_text
 from ...errors import ConfigError
-from ...engine.record import SUMMARY
+from ...engine.records.record import SUMMARY
 from .judging import DEFAULT_VARIANCE, EARLIER_ALLOCATION, VARIANCES, Judging, variance_key
 from ..read.planfile import checked
 from ..read.planruns import applying

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...arms import REGULAR
-from ...engine.files import read_regular_text
+from ...engine.records.files import read_regular_text
 from .advice import enrich
 from .decision import CANT_TELL, Decision, decide
 from ..group.groups import Groups, subset

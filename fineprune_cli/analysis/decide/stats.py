@@ -1,6 +1,6 @@
 """The statistics behind a report's decisions, from the field's libraries.
 
-Pure numbers, no runs (`analysis.paired` supplies per-seed differences, `analysis.decision`
+Pure numbers, no runs (`analysis.group.paired` supplies per-seed differences, `analysis.decide.decision`
 the rules). Student t quantiles from scipy; the randomized-block fit (a sensitivity check only)
 and the power of a one-sample t test from statsmodels. An accuracy difference is an `Estimate`:
 its mean, the standard error (the comparison's own paired spread; the block model's pooled one

@@ -1,12 +1,12 @@
 """summary.csv's rows (`summary_rows`, unrounded until the file rounds once): each row's numbers,
-comparisons and time to accuracy as the study made them once (`analysis.rownumbers`,
-`analysis.reach`), with its decision.
+comparisons and time to accuracy as the study made them once (`analysis.group.rownumbers`,
+`analysis.group.reach`), with its decision.
 
 Savings and accuracy changes are paired: each pruned run is compared with the regular run of the
 same model, dataset and seed. Final-accuracy changes carry a descriptive 90% interval on their own
 paired spread, and each scored policy its decision with the bounds that decision tests
-(`analysis.decision`, computed once by `analysis.study`); time saved is averaged only over pairs
-whose wall times compare (`analysis.timing`).
+(`analysis.decide.decision`, computed once by `analysis.group.study`); time saved is averaged only over pairs
+whose wall times compare (`analysis.group.timing`).
 """
 
 from __future__ import annotations

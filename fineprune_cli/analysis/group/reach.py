@@ -1,4 +1,4 @@
-"""Time to accuracy, made once per report by `analysis.study` and read by Table 3, summary.csv's
+"""Time to accuracy, made once per report by `analysis.group.study` and read by Table 3, summary.csv's
 tta columns and runs.csv: each context's test-set quantum and its target on it (`target_for`),
 and each row's runs at that target (`Reach`: where each first reached it, `timing.time_to_accuracy`).
 

@@ -1,7 +1,7 @@
-"""A row's numbers and paired comparisons, made once per report by `analysis.study` and read
+"""A row's numbers and paired comparisons, made once per report by `analysis.group.study` and read
 by every renderer: `RowNumbers`, its figures over its seeds (summary.csv's columns, the tables'
 cells, the verdict's regular accuracy), and `Compared`, its comparisons against regular and,
-for a policy, against the controls at its own budget (`analysis.paired`).
+for a policy, against the controls at its own budget (`analysis.group.paired`).
 
 Below `study` so that it can make them; `numbers` (summary.csv) sits above it.
 """

@@ -48,7 +48,7 @@ class Study:
     quanta: Quanta = field(default_factory=dict)  # each context's test-set quantum (pt per image)
     targets: Targets = field(default_factory=dict)  # each context's time-to-accuracy target
     reach: Reaches = field(default_factory=dict)  # every row of `groups` at its context's target
-    left_out: list[Problem] = field(default_factory=list)  # the runs read but not judged (analysis.leftout)
+    left_out: list[Problem] = field(default_factory=list)  # the runs read but not judged (analysis.read.leftout)
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:

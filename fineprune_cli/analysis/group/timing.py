@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...arms import REGULAR
-from ...engine.config import TrainConfig
+from ...engine.setup.config import TrainConfig
 from ..read.runs import Run
 
 UNKNOWN = "unknown machine"

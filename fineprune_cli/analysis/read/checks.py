@@ -16,8 +16,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ...engine.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
-from ...engine.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
+from ...engine.records.bounds import MAX_LOSS, MAX_LR, MAX_SECONDS, on_grid
+from ...engine.records.record import METRICS, SUMMARY, EpochRow, RunSummary, finite
 from ...errors import ConfigError
 
 MAX_SEED = 2**63 - 1  # run.seed's own bound

@@ -15,7 +15,7 @@ from typing import Protocol, Sequence, TypeVar
 
 
 class Planned(Protocol):
-    """What this module reads of a plan (analysis.plan.Plan)."""
+    """What this module reads of a plan (analysis.decide.plan.Plan)."""
 
     @property
     def path(self) -> Path | None: ...

@@ -11,8 +11,8 @@ from typing import Any
 import torch
 
 from ...arms import frontier_fraction, shorter_budget
-from ...engine.files import read_regular
-from ...engine.record import (
+from ...engine.records.files import read_regular
+from ...engine.records.record import (
     CONFIG,
     METRICS,
     SUMMARY,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...engine.files import to_markdown
+from ...engine.records.files import to_markdown
 from ..read import collapse, compression
 from ..group import timing
 from ..group.groups import pruned_policies

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...engine.files import atomic_write_text, to_csv, to_markdown
+from ...engine.records.files import atomic_write_text, to_csv, to_markdown
 from ...errors import ConfigError
 from . import plots
 from ..group import timing

@@ -1,5 +1,5 @@
 """The report's tables, formatted from the study's numbers, comparisons and reach of each row
-(`analysis.study`, made once): the paper's Tables 1 and 2, and Table 3 (time-to-accuracy). Every
+(`analysis.group.study`, made once): the paper's Tables 1 and 2, and Table 3 (time-to-accuracy). Every
 policy present gets its rows, named by the policy registry's label; a row a column lacks reads '—'.
 """
 

@@ -2,7 +2,7 @@
 each decision's chain (its two comparisons with the bounds they test, C(p), the p-values, the
 seeds used and left out, how the word moves with δ and with equal noise), the planned looks
 replayed, and what a reader needs about each context. Every claim in it is a decision of the
-study (`analysis.study`); the rest describes.
+study (`analysis.group.study`); the rest describes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...arms import REGULAR
-from ...engine.files import to_markdown
+from ...engine.records.files import to_markdown
 from ..read import leftout, randomequal
 from ..group import paired
 from ..decide import stats

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import console
-from ...engine.jobenv import THREADS
+from ...engine.records.jobenv import THREADS
 from ...errors import FinepruneError
 
 
@@ -32,7 +32,7 @@ class Label:
 
 def run(config: str | Path, command: str | None = None) -> None:
     """Train, resume or leave the job whose config compare wrote to `config`."""
-    from ...engine.config import config_from_dict, load_yaml, validate
+    from ...engine.setup.config import config_from_dict, load_yaml, validate
     from ..reuse import HELD, existing_state, train_job
 
     threads = os.environ.get(THREADS)

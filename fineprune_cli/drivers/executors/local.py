@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...engine.holders import die_with_parent, end_group
-from ...engine.jobenv import CONCURRENCY, THREADS
+from ...engine.records.holders import die_with_parent, end_group
+from ...engine.records.jobenv import CONCURRENCY, THREADS
 from ...errors import ConfigError
 from .contract import POLL_S, Kind, Matrix, Outcome, RunsStopped, Task, Watch, state
 

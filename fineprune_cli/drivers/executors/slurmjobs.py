@@ -22,7 +22,7 @@ from typing import Any
 import submitit
 
 from ... import console
-from ...engine.files import atomic_write_text
+from ...engine.records.files import atomic_write_text
 from ...errors import ConfigError, FinepruneError
 from .contract import JOBS, POLL_S, Outcome, Task, Watch
 from .slurmsettings import SlurmConfig
@@ -75,7 +75,7 @@ def parameters(s: SlurmConfig) -> dict[str, Any]:
     return {**{k: v for k, v in given.items() if v is not None}, **s.options}
 
 
-# a run stopped by SIGTERM after its epoch (engine.checkpoint.Stopped), in submitit's trace
+# a run stopped by SIGTERM after its epoch (engine.training.checkpoint.Stopped), in submitit's trace
 STOPPED = re.compile(r"^[\w.]*\b(?:Stopped|Interrupted): (.+?)(?:; continue with.*)?$", re.M)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ...engine.config import Config
+    from ...engine.setup.config import Config
     from ..compressioncheck import CompressionCheck
     from ..job import Job
 

@@ -1,10 +1,10 @@
-"""The trainers by name, and the choice of one for a config (from `engine.scriptconfig.runs_script`,
+"""The trainers by name, and the choice of one for a config (from `engine.setup.scriptconfig.runs_script`,
 the one place that reads it). A new trainer: one module, one line here and its setting."""
 
 from __future__ import annotations
 
-from ...engine.config import Config
-from ...engine.scriptconfig import runs_script
+from ...engine.setup.config import Config
+from ...engine.setup.scriptconfig import runs_script
 from .builtin import Builtin
 from .contract import Trainer
 from .script import Script

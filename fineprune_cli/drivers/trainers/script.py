@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...engine.config import Config
+from ...engine.setup.config import Config
 from ...errors import ConfigError
 from ..job import Job
 

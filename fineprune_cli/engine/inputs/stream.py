@@ -18,8 +18,8 @@ from typing import Any, Iterator
 import torch
 from torch.utils.data import DataLoader
 
-from ..errors import DataError
-from .config import DataConfig
+from ...errors import DataError
+from ..setup.config import DataConfig
 from .data import balanced_subset, load_dataset, source_files
 from .dataid import files_identity, folder_identity, is_content
 from .imagefolder import folder_mode, identity, list_folder, read_image
@@ -250,7 +250,7 @@ def load_data(
 
 
 def data_identity(d: DataConfig, recorded: dict[str, str] | None = None) -> dict[str, str]:
-    """The data's identity by content (`engine.dataid`), which a run records and a resume or a
+    """The data's identity by content (`engine.inputs.dataid`), which a run records and a resume or a
     comparison must find again; {} for synthetic data. `recorded`: a run's identity to compare
     with; one recorded before identities were by content gets an image folder's listing, the
     kind it holds."""

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..pruning.policy import Policy
-from .config import TrainConfig, paper_milestones
+from ...pruning.policy import Policy
+from ..setup.config import TrainConfig, paper_milestones
 
 Planned = Callable[[int], "int | None"]  # samples epoch j trains, when known before the run
 

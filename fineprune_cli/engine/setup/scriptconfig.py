@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings import between, option
+from ...settings import between, option
 
 PLACEHOLDERS = ("seed", "epochs", "milestones", "policy", "arm", "out")
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import ConfigError
-from ..pruning.schedule import percent_of
-from ..settings import at_least, between, in_range, optional, option, positive
+from ...errors import ConfigError
+from ...pruning.schedule import percent_of
+from ...settings import at_least, between, in_range, optional, option, positive
 
 MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
 MAX_WIDEN = 64  # WRN-28-10 uses 10; 10,000 would ask for a 921 GB first layer
@@ -30,7 +30,7 @@ def paper_milestones(epochs: int) -> list[int]:
 
 
 def _model_name(name: str) -> str | None:
-    from .. import models  # the zoo needs torch; checked when the config is, not at import
+    from ... import models  # the zoo needs torch; checked when the config is, not at import
 
     if models.is_factory(name):  # your own model: importing it runs that module, as Python would
         try:
@@ -218,6 +218,6 @@ class RunConfig:
 
     def check(self) -> None:
         if self.tensorboard:  # before any data is loaded, not after the first epoch
-            from . import scalars  # torch: not imported for --help
+            from ..training import scalars  # torch: not imported for --help
 
             scalars.require()

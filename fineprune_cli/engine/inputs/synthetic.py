@@ -7,7 +7,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from .files import atomic_torch_save, cache_home
+from ..records.files import atomic_torch_save, cache_home
 
 
 VERSION = 1  # part of the cache file's name: bump it whenever the generator below changes

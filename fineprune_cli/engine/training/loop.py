@@ -12,14 +12,14 @@ from typing import Any
 
 import torch
 
-from .. import console
-from ..pruning.policy import Policy
+from ... import console
+from ...pruning.policy import Policy
 from . import checkpoint, world as worlds
-from .config import Config
+from ..setup.config import Config
 from .device import Stopwatch, synchronize
 from .epochend import EpochEnd, Measured, resume_command
 from .lrschedule import lr_schedule
-from .record import CHECKPOINT, RunRecord, RunSummary, Status
+from ..records.record import CHECKPOINT, RunRecord, RunSummary, Status
 from .scalars import ScalarLog
 from .totals import Totals
 from .trainer import Trainer

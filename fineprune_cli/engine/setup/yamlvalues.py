@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 _DIGITS = r"[0-9](?:_?[0-9])*"
 INT = re.compile(r"[-+]?(?:0|[1-9](?:_?[0-9])*|0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+)$")

@@ -1,5 +1,5 @@
 """What an epoch's figures can be: the bounds a report checks a record against
-(`analysis.checks`) and a script's `run.log()` checks each figure against as it is logged
+(`analysis.read.checks`) and a script's `run.log()` checks each figure against as it is logged
 (`harness.logged`), declared once so that a record the harness accepts is one a report reads."""
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import DataError
-from .sections import DATASETS
+from ...errors import DataError
+from ..setup.sections import DATASETS
 from .imagefolder import load_image_folder
 from .synthetic import synthetic_tensors
 
@@ -156,7 +156,7 @@ def _cifar_files(data_dir: Path | None, hundred: bool) -> tuple[Path, list[str],
 
 def source_files(dataset: str, data_dir: Path | None) -> list[Path] | None:
     """The files a built-in dataset is read from, where they all exist (their content is the
-    dataset's identity, `engine.dataid`); None for the others or while any is missing."""
+    dataset's identity, `engine.inputs.dataid`); None for the others or while any is missing."""
     if dataset == "fashion-mnist":
         found = [_find_idx(_fashion_dirs(data_dir), stem) for stem in _IDX_FILES.values()]
     elif dataset in ("cifar10", "cifar100"):
@@ -306,7 +306,7 @@ def _cifar100(data_dir: Path | None, download: bool) -> Dataset:
     return _cifar(data_dir, download, hundred=True)
 
 
-# --- image folders (engine/imagefolder.py) ----------------------------------------------
+# --- image folders (engine/inputs/imagefolder.py) ----------------------------------------------
 
 
 def _folder(data_dir: Path | None, image_size: int | None) -> Dataset:

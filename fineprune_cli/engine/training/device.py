@@ -11,8 +11,8 @@ from typing import Iterator
 
 import torch
 
-from ..errors import ConfigError
-from .jobenv import CONCURRENCY
+from ...errors import ConfigError
+from ..records.jobenv import CONCURRENCY
 
 
 def resolve_device(name: str, given_as: str = "--device") -> torch.device:

@@ -12,10 +12,10 @@ from typing import Any
 import torch
 
 from . import checkpoint
-from .config import Config
+from ..setup.config import Config
 from .device import describe_device, load_average, machine_signature
-from .record import EpochRow, RunRecord, RunSummary, Status, git_commit
-from .stream import data_identity
+from ..records.record import EpochRow, RunRecord, RunSummary, Status, git_commit
+from ..inputs.stream import data_identity
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from .record import EpochRow
+from ...errors import ConfigError
+from ..records.record import EpochRow
 
 INSTALL = "pip install 'fineprune[tensorboard]'"
 

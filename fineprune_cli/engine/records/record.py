@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..errors import ConfigError
-from . import yamlvalues
+from ...errors import ConfigError
+from ..setup import yamlvalues
 from .holders import lock_problem, stamp
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from .. import models
-from ..pruning.policy import Policy, create as create_policy
+from ... import models
+from ...pruning.policy import Policy, create as create_policy
 from . import world as worlds
-from .config import Config, given_as
+from ..setup.config import Config, given_as
 from .device import resolve_device
-from .stream import load_data
+from ..inputs.stream import load_data
 from .trainer import Trainer
 from .world import World
 
@@ -28,7 +28,7 @@ def check_factory(cfg: Config, shape: tuple[int, int, int] | None = None) -> Non
     ((channels, size, classes); default: `datashape.shape_of`, no pixels read), as a run's start
     does (`trainer_and_policy`), before anything is written: the global RNG as it was."""
     if models.is_factory(cfg.model.name):
-        from .datashape import shape_of
+        from ..inputs.datashape import shape_of
 
         channels, size, classes = shape or shape_of(cfg.data)[2:]
         with torch.random.fork_rng(devices=[]):

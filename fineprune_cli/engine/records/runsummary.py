@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 CONFIG, METRICS, SUMMARY, CHECKPOINT = "config.yaml", "metrics.csv", "summary.json", "checkpoint.pt"
 SCHEMA = 3  # 1: written before the typed record (no "schema" key); 2: before the machine signature
@@ -88,7 +88,9 @@ class RunSummary:
     finished: str | None = None
     command: str | None = None
     world_size: int = 1
-    machine: dict[str, Any] = field(default_factory=dict)  # engine.device.machine_signature; {} before schema 3
+    machine: dict[str, Any] = field(
+        default_factory=dict
+    )  # engine.training.device.machine_signature; {} before schema 3
     load_average: list[float] = field(default_factory=list)  # 1/5/15-minute load when the run started
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
@@ -105,7 +107,7 @@ class RunSummary:
     data: dict[str, Any] = field(default_factory=dict)  # an image folder's listings (data_identity)
     resumed_after_epochs: list[int] = field(default_factory=list)
     diverged_epoch: int | None = None
-    # the digest of the judging plan in force when the run was made (analysis.planruns): '' none,
+    # the digest of the judging plan in force when the run was made (analysis.read.planruns): '' none,
     # None a run recorded before runs recorded it
     plan: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # mode-specific (staleness...), kept as is

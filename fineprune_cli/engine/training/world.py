@@ -19,8 +19,8 @@ from typing import Mapping
 import torch
 import torch.distributed as dist
 
-from ..errors import ConfigError
-from .files import quiet_stderr
+from ...errors import ConfigError
+from ..records.files import quiet_stderr
 
 
 @dataclass(frozen=True)

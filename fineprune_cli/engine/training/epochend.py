@@ -11,11 +11,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..pruning.policy import Policy
+from ...pruning.policy import Policy
 from . import checkpoint
-from .config import Config
-from .fingerprint import fingerprint
-from .record import EpochRow, RunRecord, RunSummary, Status, finite
+from ..setup.config import Config
+from ..records.fingerprint import fingerprint
+from ..records.record import EpochRow, RunRecord, RunSummary, Status, finite
 from .totals import Totals, mark_diverged, summarize
 from .world import World
 

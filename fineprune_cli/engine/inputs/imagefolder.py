@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from ..errors import DataError
-from .files import cache_home, quiet_stderr
+from ...errors import DataError
+from ..records.files import cache_home, quiet_stderr
 from .imageheader import PNG_SIGNATURE, check_png_chunks, read_header
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -218,7 +218,7 @@ def cache_path(data_dir: Path, image_size: int | None = None) -> Path:
 
 
 def _save_cache(path: Path, obj: dict) -> None:
-    from .files import atomic_torch_save
+    from ..records.files import atomic_torch_save
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

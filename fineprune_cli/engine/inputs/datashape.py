@@ -3,7 +3,7 @@ the check of a user's model (`build.check_factory`) need no pixels."""
 
 from __future__ import annotations
 
-from .sections import DataConfig
+from ..setup.sections import DataConfig
 
 # (training images, test images, channels, image size, classes) of the built-in datasets
 KNOWN = {

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from .files import atomic_write_text, cache_home
+from ..records.files import atomic_write_text, cache_home
 
 MARK = "content"  # the word a content identity's values carry
 VERSION = 1  # of the digest cache's layout

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import DataError
+from ...errors import DataError
 
 MAX_PIXELS = 8192 * 8192  # per image, as declared in its header (67,108,864)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -16,14 +16,14 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
-from ..pruning.config import PruneConfig
-from ..pruning.registry import get as get_policy
+from ...errors import ConfigError
+from ...pruning.config import PruneConfig
+from ...pruning.registry import get as get_policy
 from . import yamlvalues
-from .files import read_regular_text
+from ..records.files import read_regular_text
 from .scriptconfig import ScriptConfig, runs_script
 from .sections import MAX_EPOCHS, DataConfig, ModelConfig, RunConfig, TrainConfig, paper_milestones
-from ..settings import apply_values, check_section
+from ...settings import apply_values, check_section
 
 
 @dataclass
@@ -82,7 +82,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 def split_experiment(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """An experiment file = a run config + an optional `compare` section (the matrix) + an
-    optional `judging` section (the judging plan, read by `analysis.judging`)."""
+    optional `judging` section (the judging plan, read by `analysis.decide.judging`)."""
     data = dict(data)
     data.pop("judging", None)
     return data, data.pop("compare", None) or {}
@@ -140,7 +140,7 @@ def _drop_idle_settings(cfg: Config) -> None:
     """Settings that cannot act in this run back to their defaults: another policy's own
     settings, and the pruned-epoch lr scaling and loss reweighting of a run that prunes nothing.
     Recorded as given they split report rows and blocked compare's reuse of runs they never changed."""
-    from ..pruning.registry import list_policies
+    from ...pruning.registry import list_policies
 
     active, defaults = cfg.policy, PruneConfig()
     checks = {f.name: f.metadata.get("check") for f in dataclasses.fields(PruneConfig)}
@@ -201,7 +201,7 @@ def validate(cfg: Config) -> Config:
     for name in SCRIPT_SECTIONS if script else SECTIONS:
         check_section(getattr(cfg, name), f"{name}.")
     if cfg.policy != "regular":
-        from ..pruning.policy import refuse_idle
+        from ...pruning.policy import refuse_idle
 
         refuse_idle(get_policy(cfg.policy), cfg.prune, cfg.train.epochs)
     if script and get_policy(cfg.policy).selects_batches:  # a script's loop would train whole batches

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError, FinepruneError
-from .files import atomic_torch_save
-from .record import CHECKPOINT
+from ...errors import ConfigError, FinepruneError
+from ..records.files import atomic_torch_save
+from ..records.record import CHECKPOINT
 
 # what every .pt file of a run folder may hold: a run folder is data, and nothing read from it
 # may run code, so only what torch's weights-only loader builds (no class or function of its own)
