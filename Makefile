@@ -25,8 +25,9 @@ $(FMNIST):
 # ruff and mypy (pinned in the test extra; rules in pyproject.toml) first: they fail in seconds, the
 # tests take minutes, on 2 pytest-xdist workers (the CI machine's 2 cores; --durations lists the slowest;
 # loadscope sends a module, or a test class, to one worker: a module fixture is made once)
-# measured in a fresh clone on 2 cores (bash .ci/run at 9efd313, 2026-11-28): 1340 s of tests (1617 passed), over
-# the 8-minute goal (issue 51); the slowest: the round-6 hostile cases 200 s, the GPU script dry runs 2 x 115 s
+# measured in a fresh clone on 2 cores (bash .ci/run at aa27eca, 2026-11-28): 1434 s of tests (1633 passed), over
+# the 8-minute goal (issue 51); the slowest: the round-6 hostile cases 230 s, the script hostile cases 127 s, the
+# GPU script dry runs 125 s + 106 s, compare --script over every arm 128 s
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
