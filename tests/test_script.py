@@ -33,14 +33,25 @@ def _decisions(report: Path) -> list[str]:
 
 
 @pytest.mark.slow  # 12 script runs, each a Python process importing torch
-def test_compare_script_runs_every_arm_with_its_controls_and_decides(tmp_path, monkeypatch):
+def test_compare_script_runs_every_arm_with_its_controls_under_jobs_and_looks_and_decides(tmp_path, monkeypatch):
+    """Every arm (a policy, its random control, a shorter schedule) of the user's script, through
+    `--jobs 2` and planned looks, then `report`: one comparison for all of it, since each script
+    run is a process start of its own (the serial executor runs scripts in tests/test_harness.py
+    and the hostile script cases)."""
     monkeypatch.chdir(tmp_path)
-    done = invoke(["compare", *MATRIX, "--shorter", "0.1", "--seeds", "0,1,2", "--out", "cmp"])
+    argv = ["compare", *MATRIX, "--shorter", "0.1", "--until-decided", "--looks", "2,3", "--jobs", "2", "--out", "cmp"]
+    done = invoke(argv)
     assert done.exit_code == 0, done.output
     runs = tmp_path / "cmp" / "own_script-data"
-    for seed in range(3):
+    status = {p.name: summary_of(p)["status"] for p in runs.iterdir()}
+    assert set(status.values()) == {"complete"} and (tmp_path / "cmp" / "looks.json").exists()
+    seeds = sorted({int(name.rpartition("-seed")[2]) for name in status})
+    assert seeds in ([0, 1], [0, 1, 2])  # look 1's two seeds; look 2's third unless look 1 decided
+    for seed in seeds:
+        assert {f"{arm}-seed{seed}" for arm in ("regular", "fine", "random")} <= set(status)
         fine, random = _samples(runs / f"fine-seed{seed}"), _samples(runs / f"random-seed{seed}")
         assert fine == random and min(fine) < 1600  # the control skips what the policy skips, epoch by epoch
+    for seed in (0, 1):  # look 1: later looks train only what an open decision reads (C(p) is random's)
         shorter = summary_of(runs / f"shorter-10-seed{seed}")
         assert (shorter["epochs"], shorter["epochs_completed"], shorter["seed"]) == (5, 5, seed)
         # its schedule compressed as built-in arms': 3,5 x 0.9 -> 3 (and 5, the last epoch, dropped)
@@ -48,18 +59,6 @@ def test_compare_script_runs_every_arm_with_its_controls_and_decides(tmp_path, m
     report = invoke(["report", "cmp", "--out", "rep"])
     assert report.exit_code == 0, report.output
     assert _decisions(tmp_path / "rep") == ["fine-pruning"]  # one decision per policy; random is its control
-
-
-@pytest.mark.slow
-def test_compare_script_under_jobs_and_planned_looks(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    done = invoke(["compare", *MATRIX, "--until-decided", "--looks", "2,3", "--jobs", "2", "--out", "cmp"])
-    assert done.exit_code == 0, done.output
-    runs = {p.name: summary_of(p)["status"] for p in (tmp_path / "cmp" / "own_script-data").iterdir()}
-    for arm in ("regular", "fine", "random"):  # look 1's two seeds; look 2's third unless look 1 decided
-        assert {f"{arm}-seed0", f"{arm}-seed1"} <= set(runs), runs
-    assert set(runs.values()) == {"complete"} and all(name[-1] in "012" for name in runs)
-    assert (tmp_path / "cmp" / "looks.json").exists()
 
 
 @pytest.mark.slow
