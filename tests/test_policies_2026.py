@@ -7,8 +7,7 @@ import io
 import numpy as np
 import pytest
 import torch
-import yaml
-from conftest import TINY, TINY_SETTINGS, invoke
+from conftest import TINY_SETTINGS
 from policy_table import names, predictions_for
 from reference.orderdp_authors import OrderDP as AuthorsOrderDP
 from reference.rs2_authors import UniformNoReplacement
@@ -352,18 +351,3 @@ def test_compare_gives_each_arm_the_settings_that_act_in_it():
         ("cumulative", 0.8, 0.7),
         ("none", 0.8, 0.7),
     ]
-
-
-@pytest.mark.slow
-def test_compare_trains_orderdp_with_its_settings(tmp_path):
-    # The CLI end to end: each arm's recorded config holds what acted in it, and the runs prune.
-    # Catches the CLI's compare building its config as a regular run's (settings lost).
-    flags = ["--policies", "regular,orderdp", "--reweight", "cumulative", "--orderdp-subset", "0.9"]
-    result = invoke(["compare", *TINY, *flags, "--seeds", "0", "--out", tmp_path])
-    assert result.exit_code == 0, result.output
-    runs = tmp_path / "lenet-synthetic"
-    prune = {
-        arm: yaml.safe_load((runs / f"{arm}-seed0" / "config.yaml").read_text())["prune"] for arm in flags[1].split(",")
-    }
-    assert [prune[a]["reweight"] for a in ("regular", "orderdp")] == ["none", "cumulative"]
-    assert prune["orderdp"]["orderdp_subset"] == 0.9
