@@ -3,6 +3,7 @@ one of them, with `--set prune.reweight=cumulative`, then `report`; and a policy
 reaching its arm."""
 
 import csv
+import re
 
 import pytest
 import yaml
@@ -51,3 +52,15 @@ def test_compare_trains_orderdp_with_its_settings(tmp_path):
     }
     assert [prune[a]["reweight"] for a in ("regular", "orderdp")] == ["none", "cumulative"]
     assert prune["orderdp"]["orderdp_subset"] == 0.9
+
+
+def test_compare_help_names_every_policy():
+    # Issue 50: every policy is named in `compare --help`, in its examples' --policies lists (the
+    # help loads no torch, so it cannot ask the registry). Catches a policy added without a word
+    # there; a name only inside another word (ies in "policies") does not count.
+    from fineprune_cli.pruning import list_policies
+
+    result = invoke(["compare", "--help"])
+    assert result.exit_code == 0
+    named = {n for listed in re.findall(r"--policies\s+([a-z0-9,-]+)", result.output) for n in listed.split(",")}
+    assert [p for p in list_policies() if p not in named] == []

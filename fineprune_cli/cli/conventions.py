@@ -36,7 +36,8 @@ EXAMPLES = {
     "compare": examples(
         "fineprune compare --config experiments/demo.yaml",
         "fineprune compare -m lenet -d fashion-mnist --epochs 30 --seeds 0,1,2 --dry-run",
-        "fineprune compare -m lenet -d fashion-mnist --policies regular,fine --frontier 0.1,0.3 --shorter 0.3",
+        "fineprune compare -m lenet -d fashion-mnist --policies regular,fine,random,infobatch,ucb,egreedy,kakurenbo --shorter 0.3",
+        "fineprune compare -m lenet -d fashion-mnist --policies regular,rs2,seta,ies,orderdp,selective-backprop --frontier 0.3",
         "fineprune compare --config experiments/paper.yaml --print-config > mine.yaml",
     ),
     "report": examples(
