@@ -133,3 +133,52 @@ def test_runs_on_a_copy_add_up_in_one_context_and_a_changed_pixel_does_not(tmp_p
     groups = group(load_runs([tmp_path / "runs"])[0])
     sizes = sorted(sorted(len(seeds) for seeds in by.values()) for by in groups.values())
     assert sizes == [[1, 1], [2, 2]]  # a and b together (seeds 0 and 1), c on its own
+
+
+def _edit_keeping_size_and_mtime(png):
+    """One byte changed, then the file's size and mtime set back as they were (issue 49, class 2)."""
+    st = png.stat()
+    raw = bytearray(png.read_bytes())
+    raw[-20] ^= 1
+    png.write_bytes(bytes(raw))
+    os.utime(png, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (png.stat().st_size, png.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+def test_an_edit_whose_mtime_is_set_back_is_still_other_data(tmp_path, monkeypatch):
+    # The digest cache trusted size and mtime, so the old identity came back and compare reused
+    # runs made on the old bytes. Catches a cache keyed without the ctime.
+    monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path / "cache"))
+    a = folder(tmp_path / "a")
+    before = ident(a)  # digests cached
+    _edit_keeping_size_and_mtime(a / "train" / "c0" / "3.png")
+    assert ident(a)["train"] != before["train"] and ident(a)["test"] == before["test"]
+
+
+def test_decoded_images_follow_an_edit_whose_mtime_is_set_back(tmp_path):
+    # The image cache's key held size and mtime only: a fresh run trained on the old pixels.
+    from fineprune_cli.engine.inputs.data import load_dataset
+
+    a = folder(tmp_path / "a")
+    first = load_dataset("folder", a)
+    png = a / "train" / "c0" / "1.png"
+    img = read_image(str(png))
+    img[0, 0, 0] ^= 1
+    st = png.stat()
+    write_png(img, str(png))
+    os.utime(png, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = load_dataset("folder", a)
+    assert not torch.equal(again.train_x, first.train_x)
+
+
+@pytest.mark.slow  # two tiny compares
+def test_compare_on_the_same_bytes_at_another_path_reuses_its_finished_runs(tmp_path):
+    # Refused as "made with other settings (data.data_dir)" though the runs record the data by
+    # content. Catches data_dir compared where the content identity decides.
+    a = folder(tmp_path / "a")
+    args = ["compare", "--model", "lenet", "--dataset", "folder", "--epochs", "2", "--batch-size", "8"]
+    args += ["--device", "cpu", "--policies", "regular", "--out", tmp_path / "cmp", "--data-dir"]
+    assert invoke([*args, a]).exit_code == 0
+    moved = shutil.move(str(a), str(tmp_path / "elsewhere"))
+    again = invoke([*args, moved])
+    assert again.exit_code == 0 and "1 of 1 runs already finished" in again.output, again.output

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.setup.config import Config, config_from_dict
+from ..engine.inputs.dataid import is_content
 from ..engine.records.files import read_regular_text
 from ..engine.records.fingerprint import data_changes, drop_unused
 from ..engine.setup.scriptconfig import used_by_script
@@ -21,9 +22,13 @@ from .trainers.registry import trainer_for
 __all__ = ["HELD", "existing_state", "train_job"]
 
 
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """The settings that decide a run's result; where it is written and the matrix do not."""
+def _comparable(config: dict[str, Any], by_content: bool = False) -> dict[str, Any]:
+    """The settings that decide a run's result; where it is written and the matrix do not, nor,
+    for a run that recorded its data by content (`by_content`), where the data lies: the same
+    bytes at another path (a node's local disk, a fresh unpacking) are the same data."""
     config = copy.deepcopy(used_by_script(config))  # a script's config.yaml holds only what it uses
+    if by_content:
+        config.get("data", {}).pop("data_dir", None)
     config.get("run", {}).pop("out", None)
     config.get("run", {}).pop("checkpoint_every", None)
     config.get("run", {}).pop("dist_timeout", None)
@@ -71,7 +76,10 @@ def existing_state(job_cfg: Config, data: dict[str, str] | None = None) -> str:
         raise ConfigError(
             f"{path} holds a run whose config this version cannot read ({exc}); use another --out or delete that folder"
         ) from None
-    diffs = _differences(_comparable(job_cfg.to_dict()), _comparable(saved))
+    # a finished run on data recorded by content: the identity below decides, not its path (an
+    # interrupted one resumes from its own config.yaml, so its path must still hold the data)
+    content = is_content(summary.data) and not status.resumable
+    diffs = _differences(_comparable(job_cfg.to_dict(), content), _comparable(saved, content))
     if diffs:  # whatever its status: resuming it would mix settings under one label too
         raise ConfigError(
             f"{path} holds a run ({status.value}) made with other settings ({diffs[0]}); "

@@ -27,7 +27,7 @@ def tensor_identity(*tensors: torch.Tensor, name: str = "tensors") -> dict[str, 
 def folder_identity(root: str | Path) -> dict[str, str]:
     """The identity of a folder of files: an image folder (train/<class>/, test/<class>/) as
     fineprune records its own, any other folder by every file's relative path and bytes
-    (digests cached, keyed on path, size and mtime)."""
+    (digests cached, keyed on path, size, mtime and ctime)."""
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"{root} is not a folder")

@@ -9,8 +9,8 @@ recorded an image folder's listing instead (paths, labels, sizes and mtimes: '50
 1a2b...'); they are checked against a listing computed the same way (`is_content`), as before.
 
 Reading 60,000 files on every run start would cost seconds, so each file's digest is cached in the
-user's cache folder, keyed on its relative path, size and mtime: a file is read again only when
-one of those changes.
+user's cache folder, keyed on its relative path, size, mtime and ctime: a file is read again only
+when one of those changes (an edit can set its mtime back, not its ctime).
 """
 
 from __future__ import annotations
@@ -63,18 +63,20 @@ def _relative(root: Path, files: list[Path]) -> list[str]:
 
 
 def digests(root: Path, files: list[Path]) -> list[str]:
-    """Each file's sha256, in order, from the cache where its size and mtime are what the cache
-    saw; the cache is rewritten only when a digest was computed."""
+    """Each file's sha256, in order, from the cache where its size, mtime and ctime are what the
+    cache saw (an mtime can be set back after an edit; the ctime cannot: any write or utime moves
+    it); the cache is rewritten only when a digest was computed."""
     path = _cache_file(root)
     known = _load(path)
     out, fresh = [], False
     for f, rel in zip(files, _relative(root, files)):
         st = f.stat()
         entry = known.get(rel)
-        if not (isinstance(entry, list) and entry[:2] == [st.st_size, st.st_mtime_ns]):
-            known[rel] = entry = [st.st_size, st.st_mtime_ns, _digest(f)]
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        if not (isinstance(entry, list) and len(entry) == 4 and entry[:3] == stamp):
+            known[rel] = entry = [*stamp, _digest(f)]
             fresh = True
-        out.append(entry[2])
+        out.append(entry[3])
     if fresh:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

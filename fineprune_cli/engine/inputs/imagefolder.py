@@ -49,19 +49,21 @@ def list_folder(root: Path) -> dict[str, list[tuple[Path, int]]]:
     return splits
 
 
-def listing_hash(root: Path, items: list[tuple[Path, int]]) -> str:
-    """Every file's path (relative), label, size and mtime, hashed: renaming a class folder or
-    moving a file between classes changes it, as editing a file does."""
+def listing_hash(root: Path, items: list[tuple[Path, int]], ctime: bool = False) -> str:
+    """Every file's path (relative), label, size and mtime (and with `ctime` its ctime), hashed:
+    renaming a class folder or moving a file between classes changes it, as editing a file does."""
     digest = hashlib.sha256()
     for f, label in items:
         st = f.stat()
-        digest.update(f"{f.relative_to(root)}\0{label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        changed = f"\0{st.st_ctime_ns}" if ctime else ""
+        digest.update(f"{f.relative_to(root)}\0{label}\0{st.st_size}\0{st.st_mtime_ns}{changed}\n".encode())
     return digest.hexdigest()
 
 
 def _fingerprint(root: Path, listing: dict) -> str:
-    # v2: images converted to the folder's mode (palette PNGs were cached as their indices)
-    return "v2-" + "-".join(listing_hash(root, listing[split]) for split in ("train", "test"))
+    # v2: images converted to the folder's mode (palette PNGs were cached as their indices); v3:
+    # the ctime too, which an edit moves even where the old mtime is set back
+    return "v3-" + "-".join(listing_hash(root, listing[split], ctime=True) for split in ("train", "test"))
 
 
 def identity(root: Path, listing: dict) -> dict[str, str]:
