@@ -24,7 +24,10 @@ $(FMNIST):
 
 # ruff and mypy (pinned in the test extra; rules in pyproject.toml) first: they fail in seconds, the
 # tests take minutes, on 2 pytest-xdist workers (the CI machine's 2 cores; --durations lists the slowest;
-# loadscope sends a module, or a test class, to one worker: a module fixture is made once)
+# loadscope sends a module, or a test class, to one worker: a module fixture is made once; without
+# --no-loadscope-reorder it hands out the scopes with most tests first, which left the one-test
+# hostile groups, the costliest, to run last while the other worker idled: tests/conftest.py's
+# slow-first order is the one kept)
 # measured in a fresh clone on 2 cores (bash .ci/run at aa27eca, 2026-11-28): 1434 s of tests (1633 passed), over
 # the 8-minute goal (issue 51); the slowest: the round-6 hostile cases 230 s, the script hostile cases 127 s, the
 # GPU script dry runs 125 s + 106 s, compare --script over every arm 128 s
@@ -32,7 +35,7 @@ test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(MAKE) --no-print-directory typecheck
-	$(PY) -m pytest -q -n 2 --dist loadscope
+	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder
 
 # the type checker over the packages pyproject's [tool.mypy] names
 typecheck: setup
@@ -40,7 +43,7 @@ typecheck: setup
 
 # the unit tests only (no `slow` mark): the loop while editing (measured: 93 s on 2 idle cores, a fresh clone)
 test-fast: setup
-	$(PY) -m pytest -q -n 2 --dist loadscope -m "not slow"
+	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder -m "not slow"
 
 # The documentation site (MkDocs Material, pinned in the test extra) into the ignored site/;
 # --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.
