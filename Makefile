@@ -28,9 +28,9 @@ $(FMNIST):
 # --no-loadscope-reorder it hands out the scopes with most tests first, which left the one-test
 # hostile groups, the costliest, to run last while the other worker idled: tests/conftest.py's
 # slow-first order is the one kept)
-# measured in a fresh clone on 2 cores (bash .ci/run at aa27eca, 2026-11-28): 1434 s of tests (1633 passed), over
-# the 8-minute goal (issue 51); the slowest: the round-6 hostile cases 230 s, the script hostile cases 127 s, the
-# GPU script dry runs 125 s + 106 s, compare --script over every arm 128 s
+# measured in a fresh clone on 2 idle cores (bash .ci/run at bcc3a2d, 2026-11-28): 1319 s of tests (1637 passed;
+# 1434 s at aa27eca), over the 8-minute goal (issue 51); the slowest: the round-6 hostile cases 279 s, the script
+# hostile cases 130 s, compare --script over every arm 125 s, the GPU script dry runs 99 s + 53 s
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
