@@ -19,11 +19,12 @@ class Row:
         True  # leaves samples out when each epoch's losses are drawn afresh (ies waits for a plateau)
     )
     first_epoch: int = 2  # the first epoch it can leave samples out of when pruning every epoch (ies: a history first)
+    batch_mean: bool = False  # observes a sample against its batch's mean (fine): a rank's half-batch has another
 
 
 POLICIES = {
     "regular": Row(prunes=False),
-    "fine": Row(),
+    "fine": Row(batch_mean=True),
     "random": Row(),
     "infobatch": Row(),
     "ucb": Row(),

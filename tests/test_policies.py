@@ -15,7 +15,7 @@ from fineprune_cli.pruning import PruneConfig, PruneSchedule, create, get, list_
 from fineprune_cli.pruning.estimate import estimate
 from fineprune_cli.pruning.policy import global_mean, random_equal_note
 from fineprune_cli.settings import check_section
-from policy_table import ANNEALING, PRUNING, names, predictions_for
+from policy_table import ANNEALING, POLICIES, PRUNING, names, predictions_for
 
 EVERY_EPOCH = dict(window=1, start=0, block=1, count=1, attenuation=1.0)  # fine/random prune always
 
@@ -356,29 +356,33 @@ def test_state_dict_round_trip_continues_bit_exactly(name):
         assert same(resumed.scores, whole.scores)
 
 
-@pytest.mark.parametrize("name", ["infobatch", "ucb", "egreedy"])
+@pytest.mark.parametrize("name", [n for n in PRUNING if not POLICIES[n].batch_mean])
 def test_pending_observations_sum_over_ranks_to_one_process(name):
     # Two 'ranks' in one process observe halves of each batch; their pending tensors summed
-    # and folded give one process's scores and plans. (The spawned version: test_policies_ddp.)
-    # Catches pending that is no sum: e.g. the latest loss with NaN where unobserved (x + NaN),
-    # or the folded scores themselves (doubled by the sum).
-    cfg = PruneConfig(anneal=0.9)
-    ranks = [create(name, 24, cfg, seed=8, epochs=5) for _ in range(2)]
-    single = create(name, 24, cfg, seed=8, epochs=5)
-    for epoch in range(1, 6):
+    # and folded give one process's scores and plans. (The spawned version, where fine-pruning's
+    # batch means are all-reduced first: test_policies_ddp.) Catches pending that is no sum: e.g.
+    # the latest loss with NaN where unobserved (x + NaN), or the folded scores themselves
+    # (doubled by the sum).
+    cfg, epochs = PruneConfig(anneal=0.9), POLICIES[name].first_epoch + 3
+    ranks = [create(name, 24, cfg, seed=8, epochs=epochs) for _ in range(2)]
+    single = create(name, 24, cfg, seed=8, epochs=epochs)
+    extra = predictions_for(name, 24)
+    for epoch in range(1, epochs + 1):
         plans = [p.plan(epoch) for p in [single, *ranks]]
         assert all(torch.equal(plans[0].indices, p.indices) for p in plans)
         losses = losses_of(epoch, 24)
         for idx in plans[0].indices.split(6):
-            single.observe(idx, losses[idx])
+            single.observe(idx, losses[idx], **{k: v[idx] for k, v in extra.items()})
             for r, p in enumerate(ranks):
-                p.observe(idx[r::2], losses[idx[r::2]])
+                part = idx[r::2]
+                p.observe(part, losses[part], **{k: v[part] for k, v in extra.items()})
         single.sync()
         pending = [p.take_pending() for p in ranks]
         for p in ranks:
             p.fold([a + b for a, b in zip(*pending)])
         for p in ranks:
-            assert same(p.scores, single.scores)
+            assert (p.scores is None) == (single.scores is None)
+            assert p.scores is None or same(p.scores, single.scores)
 
 
 # --- registry and settings ------------------------------------------------------------------

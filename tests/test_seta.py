@@ -205,27 +205,6 @@ def test_seta_settings_are_checked(field, bad):
     check_section(PruneConfig(seta_ratio=0.9, seta_window=1.0, seta_groups=1), "prune.")
 
 
-def test_seta_pending_observations_sum_over_ranks_to_one_process():
-    # Two 'ranks' observe halves of every batch; their summed pending folds into one process's
-    # state and plans. Catches pending that is not a sum (the latest loss, say).
-    single = create("seta", 40, PruneConfig(anneal=1.0), seed=8, epochs=10)
-    ranks = [create("seta", 40, PruneConfig(anneal=1.0), seed=8, epochs=10) for _ in range(2)]
-    for epoch in range(1, 11):
-        plans = [p.plan(epoch) for p in [single, *ranks]]
-        assert all(torch.equal(plans[0].indices, p.indices) for p in plans)
-        losses = clustered_losses(epoch, 40)
-        for idx in plans[0].indices.split(6):
-            single.observe(idx, losses[idx])
-            for r, p in enumerate(ranks):
-                p.observe(idx[r::2], losses[idx[r::2]])
-        single.sync()
-        pending = [p.take_pending() for p in ranks]
-        for p in ranks:
-            p.fold([a + b for a, b in zip(*pending)])
-        assert all(torch.allclose(p.scores, single.scores, rtol=0, atol=0, equal_nan=True) for p in ranks)
-    assert plans[0].samples < 40
-
-
 def test_seta_in_a_dataloader_loop_trains_each_plan():
     # The library's PruningSampler: each epoch's batches are the plan, and the policy prunes.
     # Catches a policy that needs a call the sampler does not make.
