@@ -94,6 +94,18 @@ def summary_of(run_dir):
     return json.loads((Path(run_dir) / "summary.json").read_text())
 
 
+def trained_samples(out, **settings):
+    """Each epoch's samples of a LeNet run through the engine's loop on 100 synthetic samples (8
+    epochs, batch 25), written to `out`; `settings` by their keys with '__' for '.'."""
+    from fineprune_cli.engine.setup.config import build_config
+    from fineprune_cli.runner import train
+
+    base = {"model.name": "lenet", "data.dataset": "synthetic", "data.subset": 100, "data.test_subset": 50}
+    base |= {"train.epochs": 8, "train.batch_size": 25, "run.device": "cpu", "run.out": str(out)}
+    train(build_config(None, {**base, **{k.replace("__", "."): v for k, v in settings.items()}}), show_progress=False)
+    return [int(r["samples"]) for r in metrics_rows(out)]
+
+
 class NoPeers:
     """The parameter-server chief's peers when it is alone (--num-ps 1): nothing to fetch, load
     or finish; `finished` says whether the chief released them."""

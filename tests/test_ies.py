@@ -10,13 +10,11 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from conftest import metrics_rows, summary_of
-from fineprune_cli.engine.setup.config import build_config
+from conftest import summary_of, trained_samples
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.pruning.policies.ies import latest_average
 from fineprune_cli.pruning.sampler import IndexedDataset, PruningSampler
-from fineprune_cli.runner import train
 from fineprune_cli.settings import check_section
 from reference import ies_authors
 
@@ -307,22 +305,6 @@ def test_ies_in_a_dataloader_loop_without_the_pass_is_refused_at_the_next_epoch(
 @pytest.mark.slow
 def test_ies_trains_through_the_engine(tmp_path):
     # The engine's loop: nothing out before epoch 7, some after, and the refresh pass timed.
-    cfg = build_config(
-        None,
-        {
-            "model.name": "lenet",
-            "data.dataset": "synthetic",
-            "data.subset": 100,
-            "data.test_subset": 50,
-            "train.epochs": 8,
-            "train.batch_size": 25,
-            "run.device": "cpu",
-            "run.out": str(tmp_path),
-            "prune.policy": "ies",
-            "prune.ies_threshold": 0.03,
-        },
-    )
-    train(cfg, show_progress=False)
-    rows = [int(r["samples"]) for r in metrics_rows(tmp_path)]
+    rows = trained_samples(tmp_path, prune__policy="ies", prune__ies_threshold=0.03)
     assert rows[:6] == [100] * 6 and min(rows[6:]) < 100
     assert summary_of(tmp_path)["refresh_seconds"] > 0  # the forward-only pass ran

@@ -11,13 +11,11 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from conftest import metrics_rows
-from fineprune_cli.engine.setup.config import build_config
+from conftest import trained_samples
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.pruning.policies.seta import epoch_seed, loss_groups, slide, window_size
 from fineprune_cli.pruning.sampler import IndexedDataset, PruningSampler
-from fineprune_cli.runner import train
 from fineprune_cli.settings import check_section
 from reference import seta_authors
 
@@ -226,21 +224,5 @@ def test_seta_in_a_dataloader_loop_trains_each_plan():
 @pytest.mark.slow
 def test_seta_trains_through_the_engine(tmp_path):
     # The engine's loop: the draw in epoch 1 and after δ·n, fewer in the window's epochs.
-    cfg = build_config(
-        None,
-        {
-            "model.name": "lenet",
-            "data.dataset": "synthetic",
-            "data.subset": 100,
-            "data.test_subset": 50,
-            "train.epochs": 8,
-            "train.batch_size": 25,
-            "run.device": "cpu",
-            "run.out": str(tmp_path),
-            "prune.policy": "seta",
-            "prune.seta_groups": 4,
-        },
-    )
-    train(cfg, show_progress=False)
-    rows = [int(r["samples"]) for r in metrics_rows(tmp_path)]
+    rows = trained_samples(tmp_path, prune__policy="seta", prune__seta_groups=4)
     assert rows[0] == rows[7] == 90 and max(rows[1:7]) < 90  # δ·n = 7: epoch 8 anneals to the draw
