@@ -320,8 +320,8 @@ def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_says_why_it_has_no_
     assert "train.py" in said.split("could not be timed: ", 1)[1]  # python's own words name the file
     said = " ".join(done.output.split())  # the shorter arms' schedule, checked from the lr the script logs
     assert (
-        "regular's learning-rate schedule compressed to its epochs (T_max, milestones and warm-up from {epochs})"
-        in said
+        "regular's learning-rate schedule compressed to its epochs (T_max and milestones from {epochs}; a warm-up "
+        "or cool-down held fixed or rounded to whole epochs)" in said
     )
     assert list(tmp_path.iterdir()) == []  # nothing written
     without = invoke([a for a in argv if a not in ("--shorter", "0.1")])

@@ -186,8 +186,8 @@ def _script_times(dry: DryRun, epoch: Any) -> DryRun:
 
 
 SCHEDULE_CHECK = (
-    "each shorter arm must train regular's learning-rate schedule compressed to its epochs (T_max, milestones "
-    "and warm-up from {epochs}); compare reads the lr your script passes to run.log once a seed has regular and "
+    "each shorter arm must train regular's learning-rate schedule compressed to its epochs (T_max and milestones "
+    "from {epochs}; a warm-up or cool-down held fixed or rounded to whole epochs); compare reads the lr your script passes to run.log once a seed has regular and "
     "a shorter arm, and refuses one that is not (a script that logs no lr is not checked)"
 )
 

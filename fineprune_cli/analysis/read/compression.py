@@ -8,7 +8,8 @@ T_max (kuangliu's pytorch-cifar has T_max=200) stops a shorter arm part way down
 large learning rate, which is not the regular schedule trained for fewer epochs. So each epoch j
 of a shorter run (E' epochs) is held against regular's epochs (E of them) within one of the
 shorter run's epochs (E/E' of regular's) of the same point of training, regular's epoch
-(j - 1/2)·E/E' + 1/2: its lr must lie within theirs. Rounding a compressed milestone or the arm's
+(j - 1/2)·E/E' + 1/2: its lr must lie within theirs (or, where the arm's warm-up or cool-down is
+regular's held fixed or rounded to whole epochs, within theirs phase by phase: `lrphases`). Rounding a compressed milestone or the arm's
 epochs moves a step by less than that, and a script may log its lr before or after its scheduler
 steps. An arm off by more is named beside every decision that reads it; one whose runs log no lr
 (a script that passes none to `run.log` records 0) is said not to be checked.
@@ -16,17 +17,18 @@ steps. An arm off by more is named beside every decision that reads it; one whos
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ...arms import REGULAR
 from ..group.groups import Context, Groups, is_shorter
+from .lrphases import windows
 
 REL = 1e-4  # of the largest lr logged: float noise, or an lr logged rounded, is no other schedule
 ADVICE = (
-    "derive the script's schedule from {epochs} (CosineAnnealingLR's T_max = epochs, milestones from "
-    "{milestones}, a warm-up scaled alike), then compare again into a new --out (docs/howto/own-script.md)"
+    "derive the script's main schedule from {epochs} (CosineAnnealingLR's T_max = epochs, milestones from "
+    "{milestones}; a warm-up or cool-down may stay fixed or be scaled to whole epochs), then compare again "
+    "into a new --out (docs/howto/own-script.md)"
 )
 
 
@@ -56,20 +58,15 @@ def logged(lrs: Sequence[float]) -> bool:
 
 def mismatch(regular: Sequence[float], shorter: Sequence[float]) -> Mismatch | None:
     """The epoch at which `shorter` (its lr per epoch) is furthest from `regular`'s curve
-    compressed to its epochs; None when every epoch is on it."""
+    compressed to its epochs (`lrphases`: by the share of the run, or phase by phase where a
+    warm-up or cool-down is held fixed or rounded); None when every epoch is on it."""
     if not regular or not shorter:
         return None
-    n, k = len(regular), len(regular) / len(shorter)  # k: regular's epochs per shorter epoch
     worst, gap = None, REL * max(abs(lr) for lr in [*regular, *shorter])  # within it: float noise
-    for j, lr in enumerate(shorter, start=1):
-        centre = 0.5 + (j - 0.5) * k
-        first, last = max(1, math.ceil(centre - k)), min(n, math.floor(centre + k))
-        if first > last:  # a run over twice regular's length (no shorter arm): its nearest epoch
-            first = last = min(n, max(1, round(centre)))
-        values = regular[first - 1 : last]
-        low, high = min(values), max(values)
-        if max(low - lr, lr - high) > gap:
-            worst, gap = Mismatch(j, len(shorter), lr, low, high, first, last), max(low - lr, lr - high)
+    for j, (lr, found) in enumerate(zip(shorter, windows(regular, shorter)), start=1):
+        near = min(found, key=lambda w: w.gap(lr))  # the view that puts this epoch on the curve, if any
+        if near.gap(lr) > gap:
+            worst, gap = Mismatch(j, len(shorter), lr, near.low, near.high, near.first, near.last), near.gap(lr)
     return worst
 
 
