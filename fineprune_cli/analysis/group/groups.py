@@ -2,20 +2,22 @@
 
 A run's settings are its config.yaml with the defaults filled in (a run made before a field
 existed reads it as the default, which is what it ran with), less what cannot change its
-result: where it was written, its seed, the machine, how often it checkpointed. Runs of one
+result: where it was written, its seed, the machine, how often it checkpointed. A `--script`
+run had none of fineprune's trainer settings (its config.yaml lists what a script uses), so
+none is filled in for it: a trainer default such as `warmup_epochs 1.0` is no setting it ran. Runs of one
 (model, dataset) and arm with different settings are different rows, named by the settings
 in which they differ (`fine (prune_fraction 0.5)`); a setting at its default is not named.
 
 Each row is judged against one regular row, its baseline: the one whose training settings
 (all but the pruning section; for a shorter-schedule arm also the epochs, milestones and
-warm-up it scales) differ least from its own. Several regular rows split a (model, dataset)
+warm-up it scales, where the runs have one) differ least from its own. Several regular rows split a (model, dataset)
 into one Context per regular row, each named by how that regular run differs.
 
 Two things are never paired, since `compare` would refuse to reuse one run for the other:
 runs whose recorded data differ (an image folder's listings, `summary.data`: a folder whose
 class folders were swapped keeps its path) are contexts of their own, named by their data;
-and a shorter-schedule arm meets only a regular run whose epochs, milestones and warm-up it
-scales (a shorter-50 arm of a 10-epoch recipe is no "fewer epochs" beside a 4-epoch regular),
+and a shorter-schedule arm meets only a regular run whose epochs, milestones and warm-up (where
+its runs record one) it scales (a shorter-50 arm of a 10-epoch recipe is no "fewer epochs" beside a 4-epoch regular),
 otherwise it is a context of its own, named.
 """
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from ...arms import REGULAR, frontier_fraction, shorter_budget, shorter_schedule
 from ...engine.setup.config import Config, config_from_dict
+from ...engine.setup.scriptconfig import runs_script, used_by_script
 from ...engine.records.fingerprint import drop_unused
 from ...errors import ConfigError
 from ..read.runs import Run, arm_of, policy_order
@@ -87,7 +90,9 @@ def settings(run: Run, by_identity: bool = False) -> dict[str, Any]:
     except ConfigError:  # a field this version no longer has: what it holds still tells runs apart
         tree = copy.deepcopy(run.config)
     tree = drop_unused(tree)
-    found = {**DEFAULTS, **_flat(tree), WORLD: run.summary.world_size, SHAPES: run.summary.extra.get("model_shapes")}
+    # a script run: what it recorded, its unused sections' defaults (the trainer's) never filled in
+    defaults, tree = ({}, used_by_script(tree)) if runs_script(tree) else (DEFAULTS, tree)
+    found = {**defaults, **_flat(tree), WORLD: run.summary.world_size, SHAPES: run.summary.extra.get("model_shapes")}
     if not found.get("prune.enabled", False):  # a regular run: the pruning settings never acted
         found = {k: v for k, v in found.items() if not k.startswith("prune.")}
     return {k: v for k, v in found.items() if k not in NOT_SETTINGS and not (by_identity and k == FOLDER)}
@@ -137,25 +142,33 @@ class _Row:
 
     def scales(self, regular: _Row) -> bool:
         """Whether this row may be judged against a regular row: any row may, a shorter arm
-        only when its epochs, milestones and warm-up follow from the regular's."""
+        only when its epochs, milestones and warm-up follow from the regular's. A script's runs
+        record no warm-up (its own is in its code; compare checks its lr instead): only
+        their epochs and milestones are compared."""
         budget = shorter_budget(self.arm)
         if budget is None:
             return True
         mine, theirs = self.settings, regular.settings
         try:
             epochs, milestones, warmup = shorter_schedule(
-                theirs["train.epochs"], theirs["train.milestones"] or [], theirs["train.warmup_epochs"], budget
+                theirs["train.epochs"], theirs["train.milestones"] or [], theirs.get(WARMUP, 0.0), budget
             )
         except (ConfigError, KeyError, TypeError, ValueError):
             return False
         own = [m for m in mine.get("train.milestones") or [] if isinstance(m, int) and m < epochs]
-        # warm-up within the rounding of the arm's name (shorter-33 of a budget of 1/3)
-        return (
-            mine.get("train.epochs") == epochs
-            and own == milestones
-            and isinstance(mine.get("train.warmup_epochs"), (int, float))
-            and abs(mine["train.warmup_epochs"] - warmup) <= 0.01 * max(1.0, theirs["train.warmup_epochs"])
-        )
+        return mine.get("train.epochs") == epochs and own == milestones and _warms_alike(mine, theirs, warmup)
+
+
+WARMUP = "train.warmup_epochs"
+
+
+def _warms_alike(mine: dict[str, Any], theirs: dict[str, Any], warmup: float) -> bool:
+    """The shorter row's warm-up is regular's scaled (`warmup`), within the rounding of the arm's
+    name (shorter-33 of a budget of 1/3); runs that record none (a script's) both have none."""
+    if WARMUP not in mine or WARMUP not in theirs:
+        return WARMUP not in mine and WARMUP not in theirs
+    own = mine[WARMUP]
+    return isinstance(own, (int, float)) and abs(own - warmup) <= 0.01 * max(1.0, theirs[WARMUP])
 
 
 def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -215,7 +228,7 @@ def _split(rows: list[_Row], model: str, label: str) -> dict[Context, dict[str, 
             keys.update(row.against(baseline))  # never judged silently against another recipe
             name = row.arm + (f" ({_suffix(row, keys)})" if keys else "")
         elif regulars:  # a shorter arm of another recipe: alone, named by the schedule it ran
-            keys.update(RESCALED)
+            keys.update(k for k in RESCALED if k in row.settings)  # only the settings it had
             context = Context(model, label, f"no regular run whose schedule {row.arm} scales")
             name = row.arm + f" ({_suffix(row, keys)})"
         else:
