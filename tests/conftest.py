@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 
-TIMING = {"train_seconds", "overhead_seconds"}  # columns that differ between identical runs
+TIMING = {"train_seconds", "overhead_seconds", "cpu_seconds"}  # columns that differ between identical runs
 # a LeNet run of seconds on synthetic data: test_subset trims the synthetic set's 10,000 test
 # images (seconds of evaluation an epoch)
 TINY_FLAGS = {

@@ -139,6 +139,7 @@ def compare(
     from ..analysis.group.numbers import summary_rows
     from ..analysis.decide.plan import recorded_judging
     from ..analysis.decide.sequence import record
+    from ..analysis.render.load import lines
     from ..analysis.render.verdict import build
     from ..drivers.compare import load_compare
     from ..drivers.matrix import judged_matrix
@@ -173,4 +174,6 @@ def compare(
     except KeyboardInterrupt:  # between runs: the finished ones are kept, the next compare goes on
         raise Interrupted("interrupted; compare again to continue") from None
     looks = record(found.looks, found.replayed, found.decisions, judging) if found.looks else None
-    views.show_compare(summary_rows(found), as_json, c.out, build(found), looks, found.collapsed, found.compression)
+    views.show_compare(
+        summary_rows(found), as_json, c.out, build(found), looks, found.collapsed, found.compression, lines(found)
+    )

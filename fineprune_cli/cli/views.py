@@ -120,11 +120,14 @@ def show_compare(
     looks: Any = None,
     collapsed: Any = (),
     compressed: Any = (),
+    loaded: Any = (),
 ) -> None:
-    """`compare`'s table and decisions; with planned looks, `looks` (their record) in --json."""
+    """`compare`'s table and decisions; with planned looks, `looks` (their record) in --json.
+    `loaded`: the lines on runs that waited for their cores (`analysis.render.load`), shown first."""
     if as_json:
         console.print_json({"rows": _json_rows(rows), "looks": looks} if looks else _json_rows(rows))
         return
+    _show_loaded(loaded)
     if rows:
         _compare_table(rows)
     _show_verdict(verdict)
@@ -135,9 +138,11 @@ def show_compare(
 
 
 COLUMNS = ("row", "n", "train s", "saved %", "skip %", "final %", "Δ final pt [90%]")
+CPU_SAVED = "cpu saved %"  # the saved column of a table whose runs waited for their cores
 TABLE_NOTE = (
     "n: seeds; mean±std over them. saved: time saved against regular of the same seed, same machine only, "
-    "and only comparable where that machine was otherwise idle (runs.csv of `report` gives each run's load); "
+    "and only comparable where that machine was otherwise idle (runs.csv of `report` gives each run's load; "
+    "where the runs waited for their cores, cpu saved: the same in the process's CPU seconds); "
     "skip: sample-epochs skipped against regular's schedule; Δ final: final accuracy − regular's, "
     "paired by seed, with a descriptive 90% interval on its own paired spread. Full columns: summary.csv."
 )
@@ -166,6 +171,12 @@ def _show_verdict(verdict: Any) -> None:
         console.result(Text(_plain(line)))
 
 
+def _show_loaded(shown: Any) -> None:
+    """Runs that waited for their cores: the saving in CPU time first (`analysis.render.load`)."""
+    if shown:
+        console.result(Text(_plain("\n".join([*shown, ""]))))
+
+
 def _show_collapsed(found: Any) -> None:
     """Runs that collapsed, named after the decisions they are part of."""
     from ..analysis.read.collapse import lines
@@ -191,11 +202,15 @@ def _plain(markdown: str) -> str:
 
 def _compare_table(rows: list[dict]) -> None:
     """One table per group of rows that share a regular baseline, each under 100 columns wide:
-    numbers never wrap; a long row name folds rather than being cut."""
+    numbers never wrap; a long row name folds rather than being cut. Where a group's runs waited for
+    their cores, its saved column is the saving in CPU time."""
+    from ..analysis.group.timing import LOADED
+
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["model"], r["dataset"], r.get("variant", "")), []).append(r)
     for (model, dataset, variant), members in groups.items():
+        loaded = any(isinstance(r.get("cpu_share_low"), float) and r["cpu_share_low"] < LOADED for r in members)
         table = Table(
             title=Text(f"{model} on {dataset}" + (f" (regular: {variant})" if variant else "")),
             box=box.SIMPLE_HEAD,
@@ -204,6 +219,7 @@ def _compare_table(rows: list[dict]) -> None:
             title_justify="left",
         )
         for name in COLUMNS:
+            name = CPU_SAVED if loaded and name == "saved %" else name
             table.add_column(
                 name,
                 justify="left" if name == "row" else "right",
@@ -216,7 +232,7 @@ def _compare_table(rows: list[dict]) -> None:
                 Text(r["policy"]),
                 str(r["seeds"]),
                 _pm(r, "train_s", 1, 100),
-                _pm(r, "saved_pct", 1, 10),
+                _pm(r, "cpu_saved_pct" if loaded else "saved_pct", 1, 10),
                 _pm(r, "skipped_pct", 1),
                 _pm(r, "final_acc", 2),
                 _interval(r, "d_final"),
@@ -248,6 +264,9 @@ def show_report(rep: Any, as_json: bool) -> None:
             }
         )
         return
+    from ..analysis.render.load import lines
+
+    _show_loaded(lines(rep.study))
     if rows:
         _compare_table(rows)
     _show_verdict(rep.verdict)

@@ -146,7 +146,7 @@ class ScriptRun:
         if self.policy.selects_batches:  # the script's steps, not a sampler's plan, would have to select
             raise ScriptError(f"policy {cfg.policy} chooses rows inside each training step: a script run cannot use it")
         self._sampler: PruningSampler | None = None
-        self._since = time.perf_counter()
+        self._since, self._cpu_since = time.perf_counter(), time.process_time()
 
     seed = property(lambda self: self.cfg.run.seed)
     epochs = property(lambda self: self.cfg.train.epochs)
@@ -179,7 +179,7 @@ class ScriptRun:
         A figure outside its meaning is refused (`harness.logged`); a loss no longer finite
         records the run as diverged, after which `diverged` is True and later epochs are not
         recorded (stop training: it would stay diverged)."""
-        now, number = time.perf_counter(), len(self.totals.rows) + 1
+        now, cpu, number = time.perf_counter(), time.process_time(), len(self.totals.rows) + 1
         if self.diverged:
             return
         if epoch is not None and epoch != number:
@@ -193,17 +193,22 @@ class ScriptRun:
         test, lost_test = logged.loss("test_loss", test_loss, measured=False)
         row = EpochRow(number, logged.lr(lr), logged.samples(count, self.num_train), round(logged.seconds(seconds), 4),
                        train, test, logged.accuracy(test_accuracy, self.summary.num_test), int(count < self.num_train),
-                       0.0)  # fmt: skip
+                       0.0, self._cpu(cpu))  # fmt: skip
         # the rest of the epoch (its test pass, its records) is the user's clock time too
         rest = max(0.0, now - self._since - row.train_seconds)
         self.totals.rows.append(row)
         self.totals.train_s += row.train_seconds
         self.totals.eval_s += rest
-        self._since = now
+        self._since, self._cpu_since = now, cpu
         if lost or lost_test:  # as the built-in trainer records a run whose loss is no longer finite
             mark_diverged(self.record, self.summary, self.totals, row)
             return
         self._write()
+
+    def _cpu(self, now: float) -> float:
+        """The script process's CPU seconds since its last record (its whole epoch: the harness cannot
+        tell its training from its test pass), on a CPU run; a GPU run's time is the device's (NaN)."""
+        return round(now - self._cpu_since, 4) if self.device.type == "cpu" else math.nan
 
     @property
     def diverged(self) -> bool:

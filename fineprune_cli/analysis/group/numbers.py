@@ -16,7 +16,7 @@ import statistics
 from typing import Any
 
 from ..decide import decision
-from . import paired
+from . import paired, timing
 from ..decide.advice import DELTAS
 from .groups import row_name
 from .reach import Reach
@@ -33,6 +33,7 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
     rows = []
     for context, by_policy in found.groups.items():
         target, q = found.targets[context], found.quanta[context]
+        shares = [s for seeds in by_policy.values() for r in seeds.values() if (s := timing.cpu_share(r)) is not None]
         for policy in by_policy:
             numbers, vs = found.numbers[context, policy], found.compared[context, policy]
             row: dict[str, Any] = {
@@ -47,6 +48,8 @@ def summary_rows(found: Study) -> list[dict[str, Any]]:
                 row[f"{name}_mean"] = _number(stat.mean) if stat.values else ""
                 row[f"{name}_std"] = _number(stat.std) if stat.values else ""
             row["saved_pairs"] = len(numbers.saved_pct.values)
+            # the context's least CPU time per clock second and thread: under timing.LOADED, trust CPU time
+            row["cpu_share_low"] = _number(min(shares)) if shares else ""
             row.update(_comparison_columns(vs, q))
             row.update(_decision_columns(decided.get((context, policy)), bool(found.post_hoc)))
             row.update(_reach_columns(found.reach[context, policy], target))

@@ -5,6 +5,11 @@ threads, runs at once (`compare --jobs`), torch version, device; recorded since 
 machine" and a run resumed on another machine is "mixed machines": their times are shown,
 never compared. The machine-independent costs (sample-epochs trained, optimizer steps)
 are always comparable.
+
+Other work on the machine stretches the clock, not the process's own CPU time: a CPU run
+records both, and one whose CPU time fell well short of its threads' clock time (`LOADED`)
+shared its cores, so its clock time measures the load as much as the run (`Load`). There the
+saving in CPU time is the figure to trust.
 """
 
 from __future__ import annotations
@@ -63,6 +68,50 @@ def clock_seconds(run: Run) -> float | None:
     if s.wall_seconds > 0 and math.isfinite(s.wall_seconds):  # an edited record's inf compares with nothing
         return s.wall_seconds
     return None if run.is_script else s.train_seconds + s.eval_seconds
+
+
+def cpu_seconds(run: Run) -> float | None:
+    """The run's process CPU seconds (fineprune's trainer: its training; a script's: its whole
+    epochs, test passes included), where every epoch recorded them (a CPU run since issue 55)."""
+    s = run.summary.cpu_seconds
+    return s if isinstance(s, (int, float)) and 0 < s < math.inf else None
+
+
+LOADED = 0.8  # CPU time under this share of the threads' clock time: the run waited for its cores
+
+
+def cpu_share(run: Run) -> float | None:
+    """CPU seconds over the clock seconds of the same span times the run's threads: near 1 where
+    its threads had their cores; None where not recorded (a GPU run, a run made before)."""
+    m, cpu = run.summary.machine, cpu_seconds(run)
+    threads = m.get("threads") if isinstance(m, dict) and m.get("device") == "cpu" else None
+    span = clock_seconds(run) if run.is_script else training_seconds(run)  # what its CPU time covers
+    if cpu is None or not span or not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        return None
+    return cpu / (span * threads)
+
+
+@dataclass(frozen=True)
+class Load:
+    """Runs that waited for their cores: how many of those whose share is known, and their shares."""
+
+    waited: int
+    known: int
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return (
+            f"{self.waited} of {self.known} runs got {100 * self.low:.0f}–{100 * self.high:.0f}% of their threads' "
+            f"clock time in CPU time (under {100 * LOADED:.0f}%: they shared their cores with other work)"
+        )
+
+
+def load_of(runs: list[Run]) -> Load | None:
+    """How loaded the machine was for these runs; None where every run had its cores (or none says)."""
+    shares = [s for s in map(cpu_share, runs) if s is not None]
+    waited = [s for s in shares if s < LOADED]
+    return Load(len(waited), len(shares), min(waited), max(waited)) if waited else None
 
 
 def savings(

@@ -43,6 +43,8 @@ def _summary_problem(s: RunSummary) -> str | None:
     for name in ("train_seconds", "eval_seconds"):
         if not _within(getattr(s, name), 0, MAX_SECONDS):
             return f"{name} {getattr(s, name)} is not a duration (0 to {MAX_SECONDS:.0e} s)"
+    if s.cpu_seconds is not None and not _within(s.cpu_seconds, 0, MAX_SECONDS):
+        return f"cpu_seconds {s.cpu_seconds} is not a duration (0 to {MAX_SECONDS:.0e} s)"
     if not _within(s.overhead_seconds, 0, s.train_seconds):
         return f"overhead_seconds {s.overhead_seconds} is not part of train_seconds {s.train_seconds}"
     if not _within(s.seed, 0, MAX_SEED) or not isinstance(s.seed, int):
@@ -77,6 +79,8 @@ def _row_problem(row: EpochRow, number: int, num_train: int, num_test: int) -> s
         )
     if not _within(row.train_seconds, 0, MAX_SECONDS) or not _within(row.overhead_seconds, 0, row.train_seconds):
         return f"epoch {number}'s train_seconds or overhead_seconds is not a duration within the epoch's"
+    if not (math.isnan(row.cpu_seconds) or _within(row.cpu_seconds, 0, MAX_SECONDS)):  # NaN: not recorded
+        return f"epoch {number}'s cpu_seconds {row.cpu_seconds} is not a duration (0 to {MAX_SECONDS:.0e} s)"
     if not _within(row.samples, 0, num_train) or row.pruned not in (0, 1):
         return f"epoch {number}'s samples or pruned is out of range"
     if (

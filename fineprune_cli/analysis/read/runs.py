@@ -197,7 +197,7 @@ def load_run(path: Path, summary: RunSummary) -> Run:
     metrics = read_metrics(path)
     if len(metrics) != summary.epochs:
         raise ConfigError(f"{path / METRICS} has {len(metrics)} epochs, summary says {summary.epochs}")
-    if any(not math.isfinite(v) for r in metrics for k, v in vars(r).items() if k != "test_loss"):
+    if any(not math.isfinite(v) for r in metrics for k, v in vars(r).items() if k not in ("test_loss", "cpu_seconds")):
         raise ConfigError(f"{path / METRICS} has a malformed row")
     check_record(path, summary, metrics)
     return Run(path, summary, load_run_config(path), metrics, _load_counts(path))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ...engine.records.files import to_markdown
 from ..read import collapse, compression
+from . import load
 from ..group import timing
 from ..group.groups import pruned_policies
 from ..read.runs import Problem, Run
@@ -30,6 +31,9 @@ def index_markdown(
     report: Report, tables: dict[str, tuple[list[str], list[list[str]]]], figures: list[tuple[str, Path]]
 ) -> str:
     parts = ["# Data fine-pruning: results\n"]
+    waited = load.lines(report.study)
+    if waited:  # the clock's savings mean little here: the figure to trust comes first
+        parts.append("## Time saved on a loaded machine\n\n" + "\n\n".join(waited) + "\n")
     if report.verdict:
         parts.append("## Decisions\n\n" + "\n".join(report.verdict.markdown()) + "\n\n" + VERDICT_NOTE)
     failed = collapse.lines(report.study.collapsed)
@@ -137,7 +141,8 @@ TIME_NOTE = (
     "training time saved against the regular run of the same seed, only where both ran on one machine "
     "signature (processor, torch threads, torch version, device); the other pairs are counted and left "
     "out; *whole run saved* is the same on the user's clock: training, each epoch's test pass and its "
-    "records. The random control leaves out as many samples, chosen at random, in the same epochs as "
+    "records; *saved in CPU time* is the same in the process's own CPU seconds (fineprune's trainer: its training; "
+    "a script: its whole epochs), which other work on the machine does not stretch. The random control leaves out as many samples, chosen at random, in the same epochs as "
     "fine-pruning. *Saved at own pace* compares a run with itself: 1 − its training time / (epochs × "
     "the median of its unpruned epochs, epoch 1 excluded). Sample-epochs trained (1.0 = one full pass) "
     "and optimizer steps do not depend on the machine and compare across all runs.\n"

@@ -50,6 +50,8 @@ RUN_COLUMNS = (
     "device",
     "machine",
     "load_average",
+    "cpu_seconds",  # the process's CPU seconds (a script's: its whole epochs); empty: not recorded
+    "cpu_share",  # those over the clock seconds they cover x threads: under 0.8, the run waited for its cores
     "git_commit",
 )
 
@@ -177,6 +179,8 @@ def _run_row(run: Run, row: str, target: float | None, reached: timing.Reached |
         s.device,
         timing.signature(run),
         " ".join(f"{x:g}" for x in s.load_average),
+        "" if s.cpu_seconds is None else s.cpu_seconds,
+        "" if (share := timing.cpu_share(run)) is None else round(share, 3),
         s.git_commit,
     ]
 

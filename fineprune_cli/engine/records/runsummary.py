@@ -6,6 +6,7 @@ folder. `record` writes and reads them.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -47,6 +48,9 @@ class EpochRow:
     test_accuracy: float
     pruned: int
     overhead_seconds: float
+    # the process's CPU seconds of the epoch's training (a script's: since its last record), beside the
+    # wall clock, which other work on the machine stretches; NaN: not recorded (a GPU run, or made before)
+    cpu_seconds: float = math.nan
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -60,6 +64,8 @@ class EpochRow:
             text = row.get(f.name)
             if text in (None, "") and f.name == "overhead_seconds":
                 text = "0"  # not written by some early parameter-server runs
+            if text in (None, "") and f.name == "cpu_seconds":
+                text = "nan"  # not recorded: made before CPU time was, or on a GPU
             values[f.name] = int(float(text)) if f.type == "int" else float(text)
         return cls(**values)
 
@@ -97,6 +103,8 @@ class RunSummary:
     overhead_seconds: float = 0.0
     # the user's clock from the first epoch's start to the last's end, test passes included; 0: not recorded
     wall_seconds: float = 0.0
+    # the metrics' cpu_seconds summed (CPU runs); None: not recorded for every epoch (a GPU run, made before)
+    cpu_seconds: float | None = None
     final_accuracy: float = float("nan")
     best3_accuracy: float = float("nan")
     final_test_loss: float | None = None

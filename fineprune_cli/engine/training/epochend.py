@@ -6,6 +6,7 @@ command that resumes the run. A change to what an epoch's end records is made he
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class Measured:
     test_loss: float
     test_accuracy: float
     policy_s: float | None = None  # the run's time inside the policy so far; None: not timed
+    cpu_s: float | None = None  # the process's CPU seconds from `started` to `trained`; None: not timed (a GPU run)
 
 
 def resume_command(record: RunRecord, world: World) -> str:
@@ -87,6 +89,7 @@ class EpochEnd:
             test_accuracy=m.test_accuracy,
             pruned=int(m.pruned),
             overhead_seconds=0.0 if m.policy_s is None else round(m.policy_s - totals.overhead_s, 5),
+            cpu_seconds=math.nan if m.cpu_s is None else round(m.cpu_s, 4),
         )
         totals.rows.append(row)
         totals.train_s += m.trained - m.started

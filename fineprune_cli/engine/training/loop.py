@@ -102,7 +102,7 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
     console.resumed(bar, len(totals.rows))
     for epoch in range(len(totals.rows) + 1, n + 1):
         synchronize(trainer.device)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with watch.section():
             plan = policy.plan(epoch)
         lr = schedule.at(epoch, plan.samples, [r.samples for r in totals.rows]).value(s.cfg.train)
@@ -117,10 +117,15 @@ def fit(s: Session, stop: checkpoint.StopRequest, bar: Any) -> None:
             policy.sync(reduce)
         synchronize(trainer.device)
         t1 = time.perf_counter()
+        # on a CPU the process's CPU time holds a pruned epoch's share where other work stretches the
+        # clock; a GPU's time is the device's
+        cpu = time.process_time() - c0 if trainer.device.type == "cpu" else None
         test_loss, test_acc = trainer.evaluate()
         # a selective step's left-out rows went forward but not backward: not trained, as pruned samples
         samples, pruned = plan.samples - trainer.skipped, plan.pruned or trainer.skipped > 0
-        end.close(Measured(epoch, lr, samples, loss_sum.item(), pruned, t0, t1, test_loss, test_acc, watch.seconds()))
+        end.close(
+            Measured(epoch, lr, samples, loss_sum.item(), pruned, t0, t1, test_loss, test_acc, watch.seconds(), cpu)
+        )
 
 
 def _refresh(trainer: Trainer, policy: Policy, epoch: int, totals: Totals) -> None:

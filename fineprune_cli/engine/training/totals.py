@@ -4,6 +4,7 @@ a divergence. The synchronous loop (loop.py) and the parameter-server chief shar
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
     summary.eval_seconds = round(totals.eval_s, 3)
     summary.overhead_seconds = round(totals.overhead_s, 4)
     summary.wall_seconds = round(totals.train_s + totals.eval_s, 3)  # each epoch's loop times all of it
+    cpu = [r.cpu_seconds for r in rows]
+    summary.cpu_seconds = round(sum(cpu), 3) if cpu and all(math.isfinite(c) for c in cpu) else None
     summary.final_accuracy = rows[-1].test_accuracy if rows else float("nan")
     summary.final_test_loss = rows[-1].test_loss if rows else None
     summary.best3_accuracy = best3([r.test_accuracy for r in rows])
