@@ -116,14 +116,14 @@ def workdir(run_dir: Path) -> Path:
     return job_file(run_dir).with_suffix(".work")
 
 
-def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
-    """Run the script for this job and wait for it; ScriptFailed says why it failed. `command`:
-    compare's own, which the run records as what makes it again (the script's line lacks the arm)."""
+def prepare(cfg: Config, command: str | None = None) -> tuple[list[str], Path, dict[str, str]]:
+    """The job's config written where the script finds it, its own working directory made: the
+    command's words, that directory and the environment to run it in. The dry run's timing runs
+    the script through this too, so that it runs as a run will (scriptprobe.py)."""
     run_dir = Path(cfg.run.out)
     config = job_file(run_dir)
     config.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(config, yamlvalues.dump(cfg.to_dict()))
-    log = config.with_suffix(".script.log")
     here, cwd = Path.cwd(), workdir(run_dir)
     cwd.mkdir(exist_ok=True)
     env = {**os.environ, JOB_ENV: str(config.resolve()), RUN_DIR_ENV: str(run_dir.resolve()), LAUNCH_DIR_ENV: str(here)}
@@ -131,11 +131,20 @@ def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(here), *filter(None, [os.environ.get("PYTHONPATH")])])
     env.pop(COMMAND_ENV, None)
     env.update({COMMAND_ENV: command} if command else {})
+    return fill(cfg, here), cwd, env
+
+
+def run_script(cfg: Config, bar: Any, command: str | None = None) -> None:
+    """Run the script for this job and wait for it; ScriptFailed says why it failed. `command`:
+    compare's own, which the run records as what makes it again (the script's line lacks the arm)."""
+    run_dir = Path(cfg.run.out)
+    words, cwd, env = prepare(cfg, command)
+    log = job_file(run_dir).with_suffix(".script.log")
     before = log.stat().st_size if log.exists() else 0  # an earlier attempt's words are not this one's
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(
-                fill(cfg, here),
+                words,
                 cwd=cwd,
                 stdout=out,
                 stderr=subprocess.STDOUT,

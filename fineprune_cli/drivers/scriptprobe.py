@@ -1,8 +1,11 @@
 """`compare --script --dry-run`'s clock: the user's script run once, as regular seed 0 would be,
-in a folder of its own that is deleted after, and stopped once its first epoch is recorded. The
-epoch says what fineprune's probe says of its own trainer: the start-up (process, data, model),
-the training and the rest of an epoch (its test pass, its records), from which every planned
-run's time follows as for the trainer (drytime.py)."""
+in a folder of its own that is deleted after, and stopped once its first epoch is recorded. It
+runs as the runs will: in a working directory of its own (scriptjob.prepare: a script's own
+`out/` goes there, not into the launch directory), with the executor's thread count and cores
+(--jobs, --threads: `Kind.placement`), since a probe at torch's default threads timed a plan of
+one-thread runs several times too long. The epoch says what fineprune's probe says of its own
+trainer: the start-up (process, data, model), the training and the rest of an epoch (its test
+pass, its records), from which every planned run's time follows as for the trainer (drytime.py)."""
 
 from __future__ import annotations
 
@@ -11,20 +14,20 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import console
 from ..arms import REGULAR
-from ..engine.setup import yamlvalues
 from ..engine.setup.config import Config
 from ..engine.records.record import read_summary
 from ..errors import ConfigError
-from ..harness import JOB_ENV, RUN_DIR_ENV
 from .compare import CompareConfig, job_config, plan
 from .drytime import PlannedRun
+from .executors import registry
+from .executors.contract import Placement
 from .executors.local import last_error
-from .scriptjob import fill
+from .scriptjob import prepare
 
 POLL_S = 0.1
 
@@ -35,6 +38,7 @@ class ScriptEpoch:
     train_s: float  # the epoch's training, as the script said it (train_seconds=) or as timed
     rest_s: float  # the rest of the epoch: its test pass, its records
     num_train: int
+    placed: str = ""  # how it ran, where not as compare itself runs: "1 thread on core 0, as each run of --jobs 2"
 
     def run_seconds(self, run: PlannedRun, pruning_saves: bool = True) -> float:
         """A planned run at this epoch's pace; a pruned epoch's training costs its kept share
@@ -44,7 +48,8 @@ class ScriptEpoch:
 
     def text(self) -> str:
         return (
-            f"one epoch of your script timed (regular, seed 0): start-up {self.start_s:.1f} s, training "
+            f"one epoch of your script timed (regular, seed 0{', ' + self.placed if self.placed else ''}): start-up "
+            f"{self.start_s:.1f} s, training "
             f"{self.train_s:.1f} s, the rest of the epoch (its test pass) {self.rest_s:.1f} s; the first "
             "epoch pays for warm-up, later ones may be faster"
         )
@@ -54,17 +59,22 @@ def time_one_epoch(cfg: Config, c: CompareConfig) -> ScriptEpoch | str:
     """The first epoch of the plan's first run, or why there is none (the script's own words)."""
     jobs = plan(cfg, c)
     job = next((j for j in jobs if j.arm == REGULAR), jobs[0])
+    place = registry.kind(c.executor).placement(cfg, c)
     with tempfile.TemporaryDirectory(prefix="fineprune-dry-") as tmp:
         job_cfg = job_config(cfg, job, tmp)
-        run_dir = Path(job_cfg.run.out)
-        config, log = Path(tmp) / "job.yaml", Path(tmp) / "script.log"
-        config.write_text(yamlvalues.dump(job_cfg.to_dict()))
-        env = {**os.environ, JOB_ENV: str(config), RUN_DIR_ENV: str(run_dir)}
+        run_dir, log = Path(job_cfg.run.out), Path(tmp) / "script.log"
+        words, cwd, env = prepare(job_cfg)
         with open(log, "wb") as out:
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    fill(job_cfg), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                    words,
+                    cwd=cwd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env={**env, **place.env},
+                    start_new_session=True,
+                    preexec_fn=_pinned(place.cores),
                 )
             except OSError as exc:
                 return f"the script could not start: {exc.strerror or exc}"
@@ -77,7 +87,21 @@ def time_one_epoch(cfg: Config, c: CompareConfig) -> ScriptEpoch | str:
                 _stop(proc)
         if seen is None:
             return f"the script recorded no epoch: {last_error(log, proc.returncode)}".replace(f"; log: {log}", "")
-        return seen
+        return replace(seen, placed=_placed(place, c.jobs)) if isinstance(seen, ScriptEpoch) else seen
+
+
+def _placed(place: Placement, jobs: int) -> str:
+    """How the probe ran, in words, where the executor placed it ('' where as compare itself runs)."""
+    threads, cores = place.env.get("OMP_NUM_THREADS"), place.cores or ()
+    if threads is None:
+        return ""
+    where = f"core{'s' if len(cores) != 1 else ''} {','.join(map(str, cores))}"
+    return f"{threads} thread{'s' if threads != '1' else ''} on {where}, as each run of --jobs {jobs}"
+
+
+def _pinned(cores: tuple[int, ...] | None):
+    """The probe's process on the cores a run gets (none given: compare's own)."""
+    return None if cores is None else lambda: os.sched_setaffinity(0, cores)
 
 
 def _first_epoch(proc: subprocess.Popen, run_dir: Path, timeout: int, started: float) -> ScriptEpoch | str | None:

@@ -112,6 +112,15 @@ class Matrix(Protocol):
     executor_settings: Any  # this kind's own section, or None
 
 
+@dataclass(frozen=True)
+class Placement:
+    """How a run of an executor starts on this machine: the variables it gets (its threads), and
+    the cores it is pinned to (None: those compare may use)."""
+
+    env: dict[str, str]
+    cores: tuple[int, ...] | None = None
+
+
 class Kind:
     """An executor as the registry holds it. `settings`: the dataclass of its own section,
     compare.<name> (None: it has none); its fields' flags reach `compare` as any setting's do."""
@@ -142,6 +151,11 @@ class Kind:
     def pace(self, cfg: Any, c: Matrix) -> tuple[int, int | None]:
         """For the dry run: runs at once (0: as many as a queue allows) and threads each (None: torch's count)."""
         return 0, None
+
+    def placement(self, cfg: Any, c: Matrix) -> Placement:
+        """How one of its runs starts on this machine, for the dry run's timing of a script (the
+        runs of an executor whose runs live elsewhere start as compare itself runs here)."""
+        return Placement({})
 
     def detached(self, c: Matrix) -> bool:
         """Whether `compare` returns once the runs are submitted, without waiting for them."""

@@ -24,7 +24,7 @@ from typing import Any
 from ...engine.records.holders import die_with_parent, end_group
 from ...engine.records.jobenv import CONCURRENCY, THREADS
 from ...errors import ConfigError
-from .contract import POLL_S, Kind, Matrix, Outcome, RunsStopped, Task, Watch, state
+from .contract import POLL_S, Kind, Matrix, Outcome, Placement, RunsStopped, Task, Watch, state
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,11 @@ class Slot:
     gpu: str | None = None  # the CUDA device it sees (CUDA_VISIBLE_DEVICES)
 
     def env(self, threads: int, concurrency: int) -> dict[str, str]:
+        return {**os.environ, **self.variables(threads, concurrency)}
+
+    def variables(self, threads: int, concurrency: int) -> dict[str, str]:
+        """What a run in this slot is told beyond compare's own environment."""
         env = {
-            **os.environ,
             "OMP_NUM_THREADS": str(threads),
             "MKL_NUM_THREADS": str(threads),
             THREADS: str(threads),
@@ -258,6 +261,14 @@ class Local(Kind):
             return 1, None
         executor = local_executor(cfg, c)
         return len(executor.slots), executor.threads
+
+    def placement(self, cfg: Any, c: Matrix) -> Placement:
+        """The first slot's threads and cores: a run times as the runs of --jobs and --threads will."""
+        if self.in_process(c):  # compare trains in its own process: torch's threads, compare's cores
+            return Placement({})
+        executor = local_executor(cfg, c)
+        slot = executor.slots[0]
+        return Placement(slot.variables(executor.threads, len(executor.slots)), slot.cores)
 
 
 KIND = Local()
