@@ -48,8 +48,11 @@ def test_a_script_training_another_seed_than_compare_told_it_is_refused(tmp_path
 def test_a_script_ignoring_a_shorter_arms_schedule_is_refused(tmp_path, monkeypatch):
     told = _job(tmp_path, monkeypatch, shorter=0.15)  # 5 epochs, milestones 3,4
     assert (told.train.epochs, told.train.milestones) == (5, [3, 4])
-    with pytest.raises(ScriptError, match=r"as epochs 5, but it trains epochs 6"):
+    with pytest.raises(ScriptError, match=r"as epochs 5, but it trains epochs 6") as more:
         fineprune.start(num_train=10, seed=0, epochs=6, milestones=[3, 5])
+    # more epochs than told, the most common cause a cool-down added after the schedule (issue 55)
+    assert "if it does, the script trains more epochs than {epochs}" in str(more.value)
+    assert "fold the cool-down into {epochs}" in str(more.value) and "or drop it" in str(more.value)
     with pytest.raises(ScriptError, match=r"as milestones 3,4, but it trains milestones 3,5: .* use that value$"):
         fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 5])
     run = fineprune.start(num_train=10, seed=0, epochs=5, milestones=[3, 4])
@@ -94,8 +97,8 @@ def test_epochs_are_recorded_in_order_and_within_the_run(tmp_path):
     with pytest.raises(ScriptError, match="not a percentage"):
         run.log(train_loss=1.0, test_accuracy=0.75 * 100 * 2)  # a percentage scaled twice
     run.log(train_loss=0.9, test_accuracy=60.0)
-    with pytest.raises(ScriptError, match="epoch 3 recorded, but this run trains 2 epochs"):
-        run.log(train_loss=0.8, test_accuracy=70.0)
+    with pytest.raises(ScriptError, match="epoch 3 recorded, but this run trains 2 epochs: the script trains more"):
+        run.log(train_loss=0.8, test_accuracy=70.0)  # told to fold a cool-down into {epochs}, or drop it
     summary = run.finish()
     assert (summary.status.value, summary.final_accuracy, summary.samples_seen) == ("complete", 60.0, 20)
 

@@ -37,6 +37,14 @@ from ..pruning.sampler import PruningSampler
 from .version import script_version
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
+# a script that trains past {epochs} most often adds a cool-down after its schedule (timm's
+# train.py trains --epochs + --cooldown-epochs): what to do, in words a user can follow
+MORE_EPOCHS = (
+    "the script trains more epochs than {epochs} gives it, as a cool-down added after its schedule does "
+    "(timm's --cooldown-epochs); fold the cool-down into {epochs} (the script trains {epochs} epochs in all, its "
+    "schedule {epochs} less the cool-down; with timm's train.py: --cooldown-epochs 0 and compare's --epochs the "
+    "whole length), or drop it (--cooldown-epochs 0)"
+)
 COMMAND_ENV = "FINEPRUNE_COMMAND"  # the compare command that runs the script: it makes each run again
 
 
@@ -105,9 +113,10 @@ def _refuse_other_run(cfg: Config, seed: int, epochs: int, milestones: list[int]
         if name == "milestones" and value is not None and value != told[name]:
             raise ScriptError(_milestones_advice(str(told[name]), str(value), shorter_budget(cfg.run.arm) is not None))
         if value is not None and value != told[name]:
+            more = f"; if it does, {MORE_EPOCHS}" if name == "epochs" and epochs > cfg.train.epochs else ""
             raise ScriptError(
                 f"compare runs this script as {name} {told[name]}, but it trains {name} {value}: pass "
-                f"{{{name}}} to it in --script (e.g. --{name} {{{name}}}) and use that value"
+                f"{{{name}}} to it in --script (e.g. --{name} {{{name}}}) and use that value{more}"
             )
 
 
@@ -185,14 +194,15 @@ class ScriptRun:
         if epoch is not None and epoch != number:
             raise ScriptError(f"epoch {epoch} recorded where epoch {number} comes next: record epochs in order")
         if number > self.epochs:
-            raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs")
+            raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs: {MORE_EPOCHS}")
         plan = self._sampler.plan if self._sampler is not None else None
-        count = samples if samples is not None else plan.samples if plan is not None else self.num_train
+        count = samples if samples is not None else self._trained()
+        pruned = plan.pruned if plan is not None and samples is None else count < self.num_train
         seconds = train_seconds if train_seconds is not None else now - self._since
         train, lost = logged.loss("train_loss", train_loss)
         test, lost_test = logged.loss("test_loss", test_loss, measured=False)
         row = EpochRow(number, logged.lr(lr), logged.samples(count, self.num_train), round(logged.seconds(seconds), 4),
-                       train, test, logged.accuracy(test_accuracy, self.summary.num_test), int(count < self.num_train),
+                       train, test, logged.accuracy(test_accuracy, self.summary.num_test), int(pruned),
                        0.0, self._cpu(cpu))  # fmt: skip
         # the rest of the epoch (its test pass, its records) is the user's clock time too
         rest = max(0.0, now - self._since - row.train_seconds)
@@ -204,6 +214,16 @@ class ScriptRun:
             mark_diverged(self.record, self.summary, self.totals, row)
             return
         self._write()
+
+    def _trained(self) -> int:
+        """The samples the epoch trained, as its sampler saw them: those whose losses reached
+        `sampler.loss()` (a loader with drop_last=True, as timm's train loader has, trains up to a
+        batch less one fewer than the plan), at most the plan; the plan where the loop passed it
+        no loss (a regular run need not); every sample without a sampler."""
+        s = self._sampler
+        if s is None or s.plan is None:
+            return self.num_train
+        return min(s.seen, s.plan.samples) if s.seen else s.plan.samples
 
     def _cpu(self, now: float) -> float:
         """The script process's CPU seconds since its last record (its whole epoch: the harness cannot

@@ -47,13 +47,19 @@ def own_skipped_pct(run: Run) -> float:
 
 def budget(by_policy: dict[str, dict[int, Run]], run: Run) -> float:
     """Share (%) of the regular schedule's sample-epochs the run did not train: its skipped
-    samples, and for a shorter schedule the epochs it left out (against regular's epochs)."""
+    samples, and for a shorter schedule the epochs it left out (against regular's epochs). An
+    epoch of regular's is what its runs trained in one: a loader with drop_last (timm's) trains
+    up to a batch less one of the training set in every epoch, every arm alike, and that is no
+    one's pruning."""
     s = run.summary
-    full = max((r.summary.epochs for r in by_policy.get(REGULAR, {}).values()), default=None)
+    regular = list(by_policy.get(REGULAR, {}).values())
+    full = max((r.summary.epochs for r in regular), default=None)
     if full is None:  # no regular to measure against: a shorter arm's name says its budget
         b = shorter_budget(run.summary.arm or "")
         return 100.0 * b if b is not None else own_skipped_pct(run)
-    return 100.0 * (1 - (s.epochs * s.num_train - s.samples_skipped) / (full * s.num_train))
+    # samples_seen 0: recorded before it was (every sample trained then)
+    per_epoch = max((r.summary.samples_seen / r.summary.epochs for r in regular if r.summary.samples_seen), default=0)
+    return 100.0 * (1 - (s.epochs * s.num_train - s.samples_skipped) / (full * (per_epoch or s.num_train)))
 
 
 def mean_budget(by_policy: dict[str, dict[int, Run]], policy: str) -> float:
