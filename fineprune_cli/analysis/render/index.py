@@ -57,7 +57,8 @@ def index_markdown(
         "table3_time_to_accuracy": "Table 3: time to accuracy",
     }
     notes = {
-        "table1_time": TIME_NOTE.format(paper=paper_note(tables)) + machines(runs, report.study),
+        "table1_time": TIME_NOTE.format(paper=paper_note(tables), cpu=CPU_NOTE if _cpu_timed(runs) else "")
+        + machines(runs, report.study),
         "table2_accuracy": ACCURACY_NOTE,
         "table3_time_to_accuracy": REACH_NOTE.format(
             target=f"{report.study.judging.target:g}%"
@@ -141,12 +142,21 @@ TIME_NOTE = (
     "training time saved against the regular run of the same seed, only where both ran on one machine "
     "signature (processor, torch threads, torch version, device); the other pairs are counted and left "
     "out; *whole run saved* is the same on the user's clock: training, each epoch's test pass and its "
-    "records; *saved in CPU time* is the same in the process's own CPU seconds (fineprune's trainer: its training; "
-    "a script: its whole epochs), which other work on the machine does not stretch. The random control leaves out as many samples, chosen at random, in the same epochs as "
+    "records{cpu}. The random control leaves out as many samples, chosen at random, in the same epochs as "
     "fine-pruning. *Saved at own pace* compares a run with itself: 1 − its training time / (epochs × "
     "the median of its unpruned epochs, epoch 1 excluded). Sample-epochs trained (1.0 = one full pass) "
     "and optimizer steps do not depend on the machine and compare across all runs.\n"
 )
+CPU_NOTE = (
+    "; *saved in CPU time* is the same in the process's own CPU seconds (fineprune's trainer: its training; "
+    "a script: its whole epochs), which other work on the machine does not stretch"
+)
+
+
+def _cpu_timed(runs: list[Run]) -> bool:
+    return any(timing.cpu_seconds(r) is not None for r in runs)
+
+
 ACCURACY_NOTE = (
     "Final-accuracy changes: mean [descriptive 90% interval] (n seeds), paired by seed, on each "
     "comparison's own spread (the bounds a decision tests, at its own level, are in the Decisions "
