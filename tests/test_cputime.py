@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from conftest import invoke, summary_of, tiny
 from factories import make_run
@@ -125,3 +126,12 @@ def test_a_real_compare_beside_a_busy_loop_on_its_core_records_cpu_time_and_lead
     assert "- fine-pruning: " in index.split("## Time saved on a loaded machine", 1)[1].split("\n## ", 1)[0]
     said = " ".join(report.output.split())
     assert said.index("the figure to trust") < said.index("Decisions")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: no GPU on this machine")
+def test_a_gpu_run_keeps_the_devices_time_and_records_no_cpu_time(tmp_path):
+    done = invoke(["train", *tiny(device="cuda"), "--out", str(tmp_path / "run")])
+    assert done.exit_code == 0, done.output
+    assert all(r["cpu_seconds"] == "nan" for r in csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
+    assert summary_of(tmp_path / "run")["cpu_seconds"] is None and summary_of(tmp_path / "run")["train_seconds"] > 0
