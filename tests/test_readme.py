@@ -90,6 +90,7 @@ def test_every_python_block_of_the_pages_is_run_by_a_test_here():
         "docs/howto/dataloader.md": 2,
         "docs/howto/lightning.md": 1,
         "docs/howto/own-script.md": 1,  # examples/own_script.py, run by tests/test_script.py
+        "docs/howto/timm.md": 6,  # run in order on timm's own parts by tests/test_timm_howto.py
     }
 
 
