@@ -206,3 +206,57 @@ def test_a_plan_from_before_issue_56_keeps_its_digest_and_is_judged_by_todays_ru
     (tmp_path / PLAN_FILE).write_text(json.dumps(old))
     later = read(tmp_path / PLAN_FILE)
     assert (later.judging.shape, later.judging.failure, later.unrecorded) == ("normal", 0.0, ())
+
+
+def _old_plan(root, seeds):
+    """A plan.json as versions before issue 56 wrote it: no shape, no failure rule."""
+    from fineprune_cli.analysis.decide import plan
+
+    written = plan.record(root, Judging(), None, 0, plan.Family(("fine",), ("lenet",), ("CIFAR-10 (JPEG q75)",)), seeds)
+    data = json.loads((root / PLAN_FILE).read_text())
+    for key in ("shape", "failure"):
+        del data["judging"][key]
+    (root / PLAN_FILE).write_text(json.dumps(data))
+    return written
+
+
+def test_a_plan_from_before_the_failure_rule_is_kept_until_the_rule_sets_a_run_aside(tmp_path):
+    """The same old plan over two sets of runs: where no run failed the decisions keep to it, and the
+    report says the stricter test still holds its bound; where regular's seed 3 failed they are post
+    hoc, since the claims moved to the runs that did not fail after the plan was fixed. Catches: an
+    old plan's digest changed by the new keys (every run then 'made under another plan'), or the
+    failure rule applied silently."""
+    from fineprune_cli.analysis.decide.plan import find
+    from fineprune_cli.analysis.group.study import for_folders
+
+    for name, regular in (("calm", [90.0, 90.1, 89.9, 90.08, 90.05, 89.95, 90.02, 89.98]), ("failed", REGULAR8)):
+        root = tmp_path / name
+        _runs(root, {"regular": regular, "fine": [89.8, 90.0, 89.6, 89.85, 89.9, 89.7, 89.95, 89.7]}, {"fine": 30})
+        _old_plan(root, list(range(8)))
+        runs = load_runs([root])[0]
+        assert find([root])[0].unrecorded == ("shape", "failure")
+        found = for_folders(runs, [root])
+        text = "\n".join(build(found).markdown())
+        assert "The plan predates the tests' shape and the failure rule (issue 56)" in text
+        if name == "calm":
+            assert not found.post_hoc and "these decisions keep to it" in text
+            assert "tests each claim at least as strictly as the Student's t" in text
+            assert "No run failed by its failure rule" in text
+        else:
+            assert found.post_hoc == ["the plan predates the failure rule, and it set 1 run aside"]
+
+
+def test_the_studys_shape_is_each_comparisons_adjusted_skewness_weighted_by_its_precision():
+    """Two comparisons of 8 and 5 differences: G1 each (scipy's bias-corrected skewness), weighted
+    by 1 / its variance under normal data, 6n(n-1) / ((n-2)(n+1)(n+3)); the outlier named."""
+    a = [0.1, 0.3, -0.2, 0.0, 0.15, -0.1, 0.05, 2.5]
+    b = [0.2, -0.1, 0.0, 0.3, -0.4]
+    found = shape.measured(
+        [("x − regular", list(enumerate(a))), ("x − C(p)", list(enumerate(b))), ("short", [(0, 1.0)])]
+    )
+    var = [6 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3)) for n in (8, 5)]
+    g = [sps.skew(a, bias=False), sps.skew(b, bias=False)]
+    pooled = (g[0] / var[0] + g[1] / var[1]) / (1 / var[0] + 1 / var[1])
+    assert found.comparisons == 2 and found.differences == 13
+    assert found.skewness == pytest.approx(pooled) and found.se == pytest.approx((1 / var[0] + 1 / var[1]) ** -0.5)
+    assert found.outlying == (("x − regular", 7, 2.5),)
