@@ -238,9 +238,7 @@ def error_rate(
     rng = np.random.default_rng(seed)
     bad = 0
     for _ in range(reps):
-        found = (
-            looked(rng, design, looks, per_look, allocation, rule) if looks else words(draw(rng, design), rule=rule)
-        )
+        found = looked(rng, design, looks, per_look, allocation, rule) if looks else words(draw(rng, design), rule=rule)
         bad += any(wrong(w, t) for w, t in zip(found, design.truths))
     return bad / reps
 

@@ -3,7 +3,7 @@
 A one-sided t test on n per-seed differences rejects more often than its level when the
 differences are skewed toward its tail: the samples that miss the long tail have both a small
 mean and a small spread. How much more depends on the shape, not on the skewness alone (at
-skewness 0.71, n = 12 and a = 0.001: 3.3x for a gamma, 4.3x for a Weibull). So the critical
+skewness 0.71, n = 12 and a = 0.001: 3.5x for a gamma, 4.3x for a Weibull; `--ratios`). So the critical
 values are read off the worst of five unimodal families with that skewness (gamma, lognormal,
 inverse Gaussian, skew-normal, Weibull): for each n, the most extreme lower quantile of t among
 them, at each level. Written to fineprune_cli/analysis/decide/shape_reference.json, which

@@ -3,8 +3,8 @@
 A one-sided t test on a few per-seed differences rejects more often than its level when the
 differences are skewed toward its tail: the samples that miss the long tail have a small mean
 and a small spread together, so their t runs far out. At skewness 0.71, 8 seeds and a level of
-0.001 a gamma-shaped difference is rejected 3.3 times as often as the level says, a Weibull-shaped
-one 4.2 times. So each test here reads its p-value and its critical value off the t statistic of
+0.001 a gamma-shaped difference is rejected 3.4 times as often as the level says, a Weibull-shaped
+one 4.3 times (results/decisions/shape.md). So each test here reads its p-value and its critical value off the t statistic of
 n draws from the worst of five unimodal right-skewed families with skewness 0.71 (gamma,
 lognormal, inverse Gaussian, skew-normal, Weibull), level by level, never below Student's t:
 its level then holds for normal differences and for differences skewed up to 0.71 toward the
