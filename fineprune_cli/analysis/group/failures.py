@@ -3,8 +3,9 @@ silently.
 
 A mean over a few seeds cannot see a failure it did not sample, and one it did sample drags it
 and widens it: an arm that ends 3 points low one run in ten made the rule before issue 56 wrong
-in 32-92% of simulated reports about the mean, and no rule can hold the mean there (in 43% of
-8-seed samples no failure shows, and those samples look like an arm 0.3 points better). So a
+about the mean in 36-72% of simulated reports where it could be, and no rule can hold the mean
+there (in 43% of 8-seed samples no failure shows, and those samples look like an arm 0.3 points
+better; results/decisions/simulation.md). So a
 decision's claims are about the runs that did not fail, and the failures are counted beside them.
 
 A run *failed* when both hold, among its arm's runs at the look (its context, the look's seeds):

@@ -212,13 +212,27 @@ def _because(d: Decision, found: Study) -> str:
     return why + _advice_text(d, m)
 
 
+CALIBRATED_FROM = 8  # seeds from which the simulated next-look chances stopped running high throughout
+
+
+def _caveat(d: Decision) -> str:
+    """Which way a next-look chance stated from these seeds ran off in simulation: high from few
+    seeds; from 8, high where the difference was unclear and low where it was clear."""
+    seeds = min((e.n for e in (d.vs_regular, d.vs_cheap) if e is not None), default=0)
+    if seeds < CALIBRATED_FROM:
+        return "from fewer than 8 seeds such chances ran high in simulation"
+    return (
+        "from 8 seeds such chances ran high in simulation where the difference was unclear, and low where it was clear"
+    )
+
+
 def _advice_text(d: Decision, m: float) -> str:
     a = d.advice
     if a is None:
         return ""
     nxt = (
         f"; averaged over what these seeds leave uncertain, the next look ({a.next_seeds} seeds) decides it "
-        f"with a chance of about {a.next_chance:.0%} (with few seeds such chances run high: docs/decisions.md)"
+        f"with a chance of about {a.next_chance:.0%} ({_caveat(d)}: docs/decisions.md)"
         if a.next_seeds and a.next_chance is not None
         else ""
     )
