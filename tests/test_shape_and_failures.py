@@ -19,9 +19,11 @@ from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.analysis.group.study import study
 from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.analysis.render.verdict import build
+from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.arms import shorter_arm, shorter_schedule
 
 SKEWED = shape.SKEWED
+CTX = Context("lenet", "toy")
 
 
 @pytest.mark.parametrize("n", [3, 5, 8, 12, 23, 150])
@@ -260,3 +262,36 @@ def test_the_studys_shape_is_each_comparisons_adjusted_skewness_weighted_by_its_
     assert found.comparisons == 2 and found.differences == 13
     assert found.skewness == pytest.approx(pooled) and found.se == pytest.approx((1 / var[0] + 1 / var[1]) ** -0.5)
     assert found.outlying == (("x − regular", 7, 2.5),)
+
+
+@pytest.mark.parametrize(
+    "seeds, said", [(5, "from fewer than 8 seeds such chances ran high"), (8, "low where it was clear")]
+)
+def test_the_next_look_chance_says_which_way_it_ran_in_simulation_from_as_many_seeds(seeds, said):
+    """From 3 and 5 seeds the stated chance ran high in every simulated case; from 8 it ran low
+    where the difference was clear (results/decisions/calibration.md): the caveat follows the
+    seeds the decision read. Catches the earlier 'with few seeds such chances run high' at 8."""
+    from factories import make, pruned, shorter
+
+    from fineprune_cli.analysis.decide.sequence import replay
+    from fineprune_cli.analysis.render.verdict import chain
+
+    name, kw = shorter(0.3)
+    jitter = [0.3, -0.25, 0.1, -0.35, 0.2, -0.1, 0.4, -0.3]  # ucb 0.15 above C(p) in the mean: undecided
+    by = {
+        "regular": {s: make("regular", s, 90.0) for s in range(seeds)},
+        name: {
+            s: make("regular", s, round(90.0 - jitter[s] / 2, 2), **{k: v for k, v in kw.items() if k != "policy"})
+            for s in range(seeds)
+        },
+        "ucb": {
+            s: make("ucb", s, round(90.15 + jitter[s] / 2, 2), skipped=pruned("ucb", 0.3)["skipped"])
+            for s in range(seeds)
+        },
+    }
+    looks = (seeds, seeds + 4)
+    [d], _ = replay({CTX: by}, Judging(), looks)
+    assert d.word == CANT_TELL and d.advice.next_seeds == seeds + 4
+    found = study([r for runs in by.values() for r in runs.values()], Judging())
+    text = "\n".join(chain(d, found))
+    assert said in text and "docs/decisions.md" in text
