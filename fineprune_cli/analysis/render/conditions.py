@@ -47,6 +47,8 @@ def later(found: Study) -> str:
         return ""
     j = found.judging
     parts = [f" The {unrecorded_text(plan)}."]
+    if found.post_hoc:  # no bound of the plan's to keep: say what judged it, nothing more
+        return parts[0]
     if "shape" in plan.unrecorded and j.shape != EARLIER_SHAPE:
         parts.append(
             f" Its {j.shape_model.name} tests each claim at least as strictly as the Student's t the plan was "
@@ -97,6 +99,11 @@ def failures_text(d: Decision, found: Study) -> str:
     )
 
 
+def _listed(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def shape_lines(found: Study) -> list[str]:
     """What the tests assume of the differences' shape, beside what these runs show of it."""
     m = found.shape
@@ -106,10 +113,10 @@ def shape_lines(found: Study) -> list[str]:
     near = [f"{g:+g}" if g else "0" for g in (-limit, 0.0, limit) if abs(g - m.skewness) <= 2 * m.se]
     far = [f"{g:+g}" if g else "0" for g in (-limit, 0.0, limit) if abs(g - m.skewness) > 2 * m.se]
     verdict = (
-        f"{' and '.join(near)} {'lie' if len(near) > 1 else 'lies'} within two standard errors of it"
-        + (f", {' and '.join(far)} {'do' if len(far) > 1 else 'does'} not" if far else "")
+        f"{_listed(near)} {'lie' if len(near) > 1 else 'lies'} within two standard errors of it"
+        + (f", {_listed(far)} {'do' if len(far) > 1 else 'does'} not" if far else "")
         if near
-        else f"none of {', '.join(far)} lies within two standard errors of it"
+        else f"none of {_listed(far)} lies within two standard errors of it"
     )
     outlying = "; ".join(f"{name} seed {seed} ({value:+.2f} pt)" for name, seed, value in m.outlying)
     return [
