@@ -7,7 +7,7 @@ skewness 0.71, n = 12 and a = 0.001: 3.5x for a gamma, 4.3x for a Weibull; `--ra
 values are read off the worst of five unimodal families with that skewness (gamma, lognormal,
 inverse Gaussian, skew-normal, Weibull): for each n, the most extreme lower quantile of t among
 them, at each level. Written to fineprune_cli/analysis/decide/shape_reference.json, which
-`analysis.decide.shape` reads (`make shape-reference`, about 15 minutes on one core).
+`analysis.decide.shape` reads (`make shape-reference`, about 20 minutes on one loaded core).
 
     python experiments/decisions/shape.py                 # the shipped table
     python experiments/decisions/shape.py --reps 200000   # a quick look, not for shipping

@@ -113,15 +113,15 @@ def from_dict(data: Any, where: str) -> Plan:
     j, family = fields["judging"], fields["family"]
     judging = Judging(margin=float(j["margin"]), min_gain=float(j["min_gain"]), alpha=float(j["alpha"]))
     variance = fields["variance"] or VARIANCE
-    later = {k: (float(j[k]) if k == "failure" else j[k]) for k in LATER if k in j}
+    judging = replace(
+        judging, family=j["family"], allocation=j["allocation"], variance=variance_key(variance) or DEFAULT_VARIANCE
+    )
+    if "shape" in j:  # recorded from issue 56 on; an older plan is judged by today's defaults
+        judging = replace(judging, shape=str(j["shape"]))
+    if "failure" in j:
+        judging = replace(judging, failure=float(j["failure"]))
     return Plan(
-        replace(
-            judging,
-            family=j["family"],
-            allocation=j["allocation"],
-            variance=variance_key(variance) or DEFAULT_VARIANCE,
-            **later,
-        ),
+        judging,
         tuple(fields["looks"]),
         variance,
         fields["recorded"],
