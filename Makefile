@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test typecheck test-fast demo docs docs-settings simulate reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
+.PHONY: setup test typecheck test-fast demo docs docs-settings simulate shape-reference reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -56,9 +56,17 @@ docs-settings: setup
 	$(PY) -m fineprune_cli.cli.reference docs/reference/settings.md
 
 # The decision rule's error and power, simulated through `analysis.decide.decision.decide` itself, into
-# results/decisions/simulation.md (docs/decisions.md quotes it); about 9 minutes on 2 cores.
+# results/decisions/simulation.md (docs/decisions.md quotes it): normal noise, skewed and failing arm
+# roles, today's rule beside the rule at 2aeb5f6; 54 minutes on 2 loaded cores (3224 s at 8a6d064).
 simulate: setup
 	$(PY) experiments/decisions/simulate.py
+
+# The skew-robust t's reference table (fineprune_cli/analysis/decide/shape_reference.json: the
+# worst of five skewed shapes' t quantiles, 8,000,000 samples a shape and seed count; 20 minutes
+# on one loaded core), and results/decisions/shape.md (why: Student's t on skewed differences).
+shape-reference: setup
+	$(PY) experiments/decisions/shape.py
+	$(PY) experiments/decisions/shape.py --ratios
 
 FP := $(VENV)/bin/fineprune
 

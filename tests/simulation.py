@@ -9,14 +9,25 @@ policy has a budget and the shorter-schedule arm(s) at that budget, so its cheap
 is training fewer epochs, read at one arm or (`interpolated`) between two. A truth is, per
 policy, (its change against regular, its change against C(p)); a report is wrong when it says
 *worth it* where that is false, or *not worth it* where that is false.
+
+Two departures from normal noise, each in one arm *role* (every policy, regular, or every arm of
+C(p)), so that the paired differences are what departs (a skew in every arm would cancel):
+- `skew` (role, g): that role's noise skewed (`family`, gamma by default) so that each paired
+  difference it enters has skewness g (positive: a long tail of the policy minus its baseline
+  upward), its sd unchanged;
+- `fail` (role, rate, size): each run of that role ends `size` points low with chance `rate`.
+  The truth is of the runs that do not fail (`truth_of` "bulk", what the decisions claim since
+  issue 56), or of the arm's mean, failures included ("mean", what the rule before claimed).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import optimize
+from scipy import stats as sps
 
 from fineprune_cli.analysis.decide.decision import NOT_WORTH, WORTH, decide
 from fineprune_cli.analysis.group.groups import Context
@@ -69,6 +80,14 @@ class Design:
     sigma: float = 0.2
     noisier: tuple[float, ...] = ()  # per policy: its arm's sd over sigma (default 1)
     interpolated: bool = False  # C(p) read between two shorter arms (budgets on 5% steps, policies between)
+    skew: tuple[str, float] | None = None  # (role, skewness of the differences it enters)
+    family: str = "gamma"  # the skewed role's noise: gamma, weibull, lognormal
+    fail: tuple[str, float, float] | None = None  # (role, chance a run fails, points it loses)
+    truth_of: str = "bulk"  # what the truths are of: the runs that do not fail, or the arm's mean
+
+    def role(self, name: str) -> str:
+        """An arm's role: policy, regular or cheap (a shorter arm)."""
+        return "regular" if name == REGULAR else "cheap" if name.startswith("shorter") else "policy"
 
     def budgets(self) -> list[float]:
         """Each policy's budget: its own shorter arm's (10%, 20%, ...), or halfway between two."""
@@ -102,7 +121,7 @@ def draw(rng: np.random.Generator, design: Design, seeds: int | None = None) -> 
     seed_effect = rng.normal(0.0, SEED_SD, n)
     by: dict[str, dict[int, Run]] = {}
     for name, (mean, factor, kw) in arms.items():
-        noise = rng.normal(0.0, design.sigma * factor, n)
+        noise = _noise(rng, design, name, design.sigma * factor, n)
         by[name] = {
             s: _run(kw.get("policy", name), s, round(90.0 + mean + seed_effect[s] + noise[s], 2), **_rest(kw))
             for s in range(n)
@@ -110,13 +129,69 @@ def draw(rng: np.random.Generator, design: Design, seeds: int | None = None) -> 
     return by
 
 
+def _noise(rng: np.random.Generator, design: Design, arm: str, sd: float, n: int) -> np.ndarray:
+    """An arm's noise over n seeds: normal, or its role's skewed noise, less its role's failures."""
+    role = design.role(arm)
+    if design.skew and design.skew[0] == role:
+        g = design.skew[1]
+        sign = math.copysign(1.0, g) * (1.0 if role == "policy" else -1.0)  # a baseline enters with a minus
+        noise = sign * sd * standard(rng, design.family, arm_skew(design, abs(g)), n)
+    else:
+        noise = rng.normal(0.0, sd, n)
+    if design.fail and design.fail[0] == role:
+        _, rate, size = design.fail
+        noise = noise - size * (rng.random(n) < rate) + (rate * size if design.truth_of == "mean" else 0.0)
+    return noise
+
+
+def arm_skew(design: Design, g: float) -> float:
+    """The skewness the role's arm needs for its differences to have skewness `g`: a difference
+    adds the other arm's normal noise (equal sd: the arm's skewness is g times 2^1.5)."""
+    factor = design.noisier[0] if design.noisier and design.skew and design.skew[0] == "policy" else 1.0
+    other = 1.0 if design.skew and design.skew[0] == "policy" else (design.noisier[0] if design.noisier else 1.0)
+    return g * (factor**2 + other**2) ** 1.5 / factor**3
+
+
+def standard(rng: np.random.Generator, family: str, skew: float, n: int) -> np.ndarray:
+    """n draws of mean 0, sd 1 and skewness `skew` (> 0) from a gamma, Weibull or lognormal."""
+    if skew <= 0:
+        return rng.normal(0.0, 1.0, n)
+    dist = _family(family, round(skew, 6))
+    mean, var = dist.stats(moments="mv")
+    return (dist.rvs(size=n, random_state=rng) - float(mean)) / math.sqrt(float(var))
+
+
+_FAMILIES: dict = {}
+
+
+def _family(family: str, skew: float):
+    key = (family, skew)
+    if key not in _FAMILIES:
+        if family == "gamma":
+            dist = sps.gamma((2 / skew) ** 2)
+        elif family == "weibull":
+            c = optimize.brentq(lambda c: float(sps.weibull_min(c).stats(moments="s")) - skew, 0.3, 3.6)
+            dist = sps.weibull_min(c)
+        elif family == "lognormal":
+            s = optimize.brentq(lambda s: (math.exp(s * s) + 2) * math.sqrt(math.exp(s * s) - 1) - skew, 1e-4, 3)
+            dist = sps.lognorm(s)
+        else:
+            raise ValueError(f"unknown family {family}")
+        _FAMILIES[key] = dist
+    return _FAMILIES[key]
+
+
 def _rest(kw: dict) -> dict:
     return {k: v for k, v in kw.items() if k != "policy"}
 
 
-def words(by: dict[str, dict[int, Run]], alpha: float = ALPHA) -> list[str]:
+NOW = Judging()  # the rule at its defaults
+BEFORE = Judging(shape="normal", failure=0.0)  # the rule at 2aeb5f6: Student's t, no failure rule
+
+
+def words(by: dict[str, dict[int, Run]], alpha: float = ALPHA, rule: Judging = NOW) -> list[str]:
     """The report's word for each policy, in POLICIES order, as `decide` gives them."""
-    found = {d.policy: d.word for d in decide({CTX: by}, Judging(alpha=alpha))}
+    found = {d.policy: d.word for d in decide({CTX: by}, replace(rule, alpha=alpha))}
     return [found[p] for p in POLICIES if p in found]
 
 
@@ -130,6 +205,7 @@ def looked(
     looks: tuple[int, ...],
     per_look: float | None = None,
     allocation: str = "late",
+    rule: Judging = NOW,
 ) -> list[str]:
     """One procedure of planned looks: all seeds drawn up front, then replayed by
     `analysis.decide.sequence.replay` itself (each look decides the first n seeds at its share of
@@ -137,12 +213,12 @@ def looked(
     look at that level as if it were the only one."""
     by = draw(rng, design, looks[-1])
     if per_look is None:
-        decisions, _ = replay({CTX: by}, Judging(allocation=allocation), looks, described=False)
+        decisions, _ = replay({CTX: by}, replace(rule, allocation=allocation), looks, described=False)
         found = {d.policy: d.word for d in decisions}
         return [found[p] for p in POLICIES if p in found]
     words_now = [""] * len(design.truths)
     for n in looks:
-        now = words(subset(by, n), per_look)
+        now = words(subset(by, n), per_look, rule)
         words_now = [w if w and w != "can't tell yet" else x for w, x in zip(words_now, now)]
         if all(w in (WORTH, NOT_WORTH) for w in words_now):
             break
@@ -156,25 +232,31 @@ def error_rate(
     looks: tuple[int, ...] = (),
     per_look: float | None = None,
     allocation: str = "late",
+    rule: Judging = NOW,
 ) -> float:
     """The share of simulated reports with any wrong worth it or not worth it."""
     rng = np.random.default_rng(seed)
     bad = 0
     for _ in range(reps):
-        found = looked(rng, design, looks, per_look, allocation) if looks else words(draw(rng, design))
+        found = looked(rng, design, looks, per_look, allocation, rule) if looks else words(draw(rng, design), rule=rule)
         bad += any(wrong(w, t) for w, t in zip(found, design.truths))
     return bad / reps
 
 
 def decided_rate(
-    design: Design, reps: int = 500, seed: int = 0, looks: tuple[int, ...] = (), allocation: str = "late"
+    design: Design,
+    reps: int = 500,
+    seed: int = 0,
+    looks: tuple[int, ...] = (),
+    allocation: str = "late",
+    rule: Judging = NOW,
 ) -> float:
     """The share of policies decided, and rightly, over the simulated reports (or procedures of
     planned `looks`): the power."""
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(reps):
-        found = looked(rng, design, looks, None, allocation) if looks else words(draw(rng, design))
+        found = looked(rng, design, looks, None, allocation, rule) if looks else words(draw(rng, design), rule=rule)
         hits += sum(w in (WORTH, NOT_WORTH) and not wrong(w, t) for w, t in zip(found, design.truths))
     return hits / (reps * len(design.truths))
 
@@ -185,7 +267,7 @@ def decidable_at(by: dict[str, dict[int, Run]], n: int) -> dict:
 
 
 def looks_power(
-    design: Design, looks: tuple[int, ...], allocation: str, reps: int = 500, seed: int = 0
+    design: Design, looks: tuple[int, ...], allocation: str, reps: int = 500, seed: int = 0, rule: Judging = NOW
 ) -> tuple[float, float]:
     """Over procedures of planned looks: the share of policies decided, and rightly, and the mean
     seeds each policy was trained on (the look that decided it, else the last)."""
@@ -193,7 +275,7 @@ def looks_power(
     hits, seeds = 0, 0
     for _ in range(reps):
         by = draw(rng, design, looks[-1])
-        decisions, _ = replay({CTX: by}, Judging(allocation=allocation), looks, described=False)
+        decisions, _ = replay({CTX: by}, replace(rule, allocation=allocation), looks, described=False)
         for d in decisions:
             truth = design.truths[POLICIES.index(d.policy)]
             hits += d.word in (WORTH, NOT_WORTH) and not wrong(d.word, truth)
@@ -205,3 +287,22 @@ def looks_power(
 def bound(reps: int, rate: float = ALPHA, ses: float = 2.0) -> float:
     """The promised rate plus `ses` Monte Carlo standard errors of a rate estimated from `reps`."""
     return rate + ses * math.sqrt(rate * (1 - rate) / reps)
+
+
+ABOVE_MARGIN = (-M + 1e-9, 1.0)  # just inside the margin: *not worth it* false by the worse-than-regular route
+
+
+def skewed(role: str, g: float, seeds: int = 8, sigma: float = 0.2, family: str = "gamma") -> Design:
+    """Four policies on the boundary whose test the skew `g` of the `role`'s differences makes
+    too lenient: a right-skewed difference (g > 0) lengthens the lower tail of its t (the routes
+    of *not worth it*), a left-skewed one the upper tail (the tests of *worth it*)."""
+    if g > 0:
+        truth = ABOVE_MARGIN if role == "regular" else NOT_WORTH_EDGE
+    else:
+        truth = WORTH_EDGE if role == "regular" else LEVEL_WITH_C
+    return Design((truth,) * 4, seeds=seeds, sigma=sigma, skew=(role, g), family=family)
+
+
+def failing(role: str, truth: tuple[float, float], seeds: int = 8, sigma: float = 0.2, **kw) -> Design:
+    """Four policies at `truth`, the `role`'s runs losing 3 points one run in ten."""
+    return Design((truth,) * 4, seeds=seeds, sigma=sigma, fail=(role, 0.1, 3.0), **kw)

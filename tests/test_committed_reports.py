@@ -25,6 +25,7 @@ REPORTS = {  # out folder: (run folders, notes), as each report's commands make 
         ["results/cifar10-jpeg-resnet18-e20-h200/call1", "results/cifar10-jpeg-resnet18-e20-h200/call2"],
         "results/cifar10-jpeg-resnet18-e20-h200/notes.md",
     ),
+    "results/policies-2026": (["results/policies-2026/runs"], "results/policies-2026/notes.md"),
 }
 FILES = (
     "table1_time.csv",

@@ -16,6 +16,7 @@ from fineprune_cli.analysis.decide.advice import advise, chance, routes
 from fineprune_cli.analysis.decide.decision import CANT_TELL, NOT_WORTH, WORTH, decide
 from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.decide.shape import SKEWED
 from fineprune_cli.engine.records.record import EpochRow
 from factories import N, context, make, pruned, residual_sd, shorter
 
@@ -96,7 +97,11 @@ def _t(by, policy, baseline_value):
     return float(np.mean(diffs)), float(np.std(diffs, ddof=1)) / math.sqrt(len(diffs)), len(diffs) - 1
 
 
-def test_bonferroni_across_policies_against_p_values_computed_independently():
+@pytest.mark.parametrize("shape", ["normal", "skewed"])
+def test_bonferroni_across_policies_against_p_values_computed_independently(shape):
+    """Student's t by hand (scipy), or for the skew-robust shape the larger of it and the
+    reference's tail: each claim's p and its Bonferroni adjustment over the three policies."""
+    tail = shape_tail(shape)
     arms = line(
         -1.0,
         {
@@ -106,16 +111,16 @@ def test_bonferroni_across_policies_against_p_values_computed_independently():
         },
     )
     by = context(arms)
-    found = {d.policy: d for d in one(by)}
+    found = {d.policy: d for d in one(by, shape=shape)}
     reg = lambda s: by["regular"][s].summary.final_accuracy  # noqa: E731
     short = lambda s: by["shorter-30"][s].summary.final_accuracy  # noqa: E731
     raw = {}
     for p in ("ucb", "egreedy"):  # worth it: max(p not worse than -0.3, p better than the line)
         m, se, df = _t(by, p, reg)
         mc, sec, dfc = _t(by, p, short)
-        raw[p] = max(sps.t.sf((m + 0.3) / se, df), sps.t.sf(mc / sec, dfc))
+        raw[p] = max(tail(-(m + 0.3) / se, df), tail(-mc / sec, dfc))
     m, se, df = _t(by, "infobatch", reg)  # worse by m or more: twice the one-sided p
-    raw["infobatch"] = 2 * sps.t.cdf((m + 0.3) / se, df)
+    raw["infobatch"] = 2 * tail((m + 0.3) / se, df)
     for p in raw:
         assert found[p].p_claim == pytest.approx(raw[p], rel=1e-6)
         assert found[p].p_adjusted == pytest.approx(min(1.0, 3 * raw[p]), rel=1e-6)  # Bonferroni over 3
@@ -151,8 +156,17 @@ def test_a_noisy_arm_widens_only_its_own_comparisons():
     assert loud.sd > 10 * calm.sd and loud.df == 4
 
 
+def shape_tail(shape):
+    """P(T <= t) on df degrees of freedom by the shape's reference: Student's (scipy), or the
+    larger of it and the skew-robust table's (analysis.decide.shape, read off its own table)."""
+    if shape == "normal":
+        return lambda t, df: sps.t.cdf(t, df)
+    return lambda t, df: max(sps.t.cdf(t, df), SKEWED.tail(t, df + 1, df))
+
+
 def _power(effect, sd, level, n):
-    return sps.nct.sf(sps.t.ppf(1 - level, n - 1), n - 1, effect / sd * math.sqrt(n))
+    """The noncentral t at the critical value the default (skew-robust) test uses."""
+    return sps.nct.sf(SKEWED.critical(level, n, n - 1), n - 1, effect / sd * math.sqrt(n))
 
 
 def test_the_seeds_for_80_percent_against_the_noncentral_t():

@@ -1,8 +1,10 @@
 """Does the advice of an undecided policy mean what it says? (issue 48; docs/decisions.md)
 
 For each case, simulated procedures of planned looks (tests/simulation.py's model, four such
-policies, k = 4, the late allocation): at look 1 every undecided policy gets its advice; then the
-same procedure goes on and we count what happened. Two statements are checked:
+policies, k = 4, the late allocation): at a look every policy undecided so far gets its advice;
+then the same procedure goes on and we count what happened. The advice is checked at look 1 of
+looks 3, 5, 8 (from 3 seeds), and at looks 1 and 2 of 5, 8, 12 (from 5 and from 8 seeds), since
+how far a chance stated from few seeds is off depends on how few. Two statements are checked:
 
 - "the chance of a decision at the next look is about X%": X as the report gives it now (the
   predictive chance, over what the first seeds leave uncertain) and as it was at 7b85df8 (the
@@ -34,7 +36,7 @@ from fineprune_cli.analysis.decide.decision import CANT_TELL, decide  # noqa: E4
 from fineprune_cli.analysis.decide.judging import Judging, shares  # noqa: E402
 from fineprune_cli.engine.records.files import to_markdown  # noqa: E402
 
-LOOKS = (3, 5, 8)
+PLANS = (((3, 5, 8), 0), ((5, 8, 12), 0), ((5, 8, 12), 1))  # (looks, the look whose advice is checked)
 MAX_N = 20  # ≈N seeds checked up to here (a procedure draws this many seeds of every arm)
 CASES = {
     "CIFAR-like: 1 pt below regular, level with C(p), σ 0.5": sim.Design(((-1.0, 0.0),) * 4, sigma=0.5),
@@ -42,6 +44,7 @@ CASES = {
     "worth it: +1 pt over C(p), σ 0.3": sim.Design((sim.CLEARLY_WORTH,) * 4, sigma=0.3),
     "level with C(p), σ 0.5": sim.Design((sim.LEVEL_WITH_C,) * 4, sigma=0.5),
     "0.5 pt below regular, +0.5 over C(p), σ 0.2": sim.Design(((-0.5, 0.5),) * 4, sigma=0.2),
+    "1 pt below regular, level with C(p), σ 0.3": sim.Design(((-1.0, 0.0),) * 4, sigma=0.3),
 }
 
 
@@ -50,35 +53,42 @@ def _plugin_chance(d, judging, seeds, level) -> float:
     return max(advice.chance(t, seeds) for t in advice.routes(d, judging, level).values())
 
 
-def one(rng, design: sim.Design, judging: Judging) -> list[tuple[float, float, bool, int | None, bool | None]]:
-    """One procedure: for each policy undecided at look 1, (stated now, stated before, decided at
-    look 2, ≈N, decided over N seeds at that level)."""
+def one(
+    rng, design: sim.Design, judging: Judging, looks: tuple[int, ...], at: int
+) -> list[tuple[float, float, bool, int | None, bool | None]]:
+    """One procedure: for each policy undecided through look `at` (0-based), (stated now, stated
+    before, decided at the next look, ≈N, decided over N seeds at that look's level)."""
     by = sim.draw(rng, design, MAX_N)
-    part = shares(judging, LOOKS)
-    first = decide(sim.decidable_at(by, LOOKS[0]), judging, part[0], family=4, looks=len(LOOKS))
-    second = {d.policy: d.word for d in decide(sim.decidable_at(by, LOOKS[1]), judging, part[1], family=4)}
+    part = shares(judging, looks)
+    decided: set[str] = set()
+    for j in range(at):
+        found = decide(sim.decidable_at(by, looks[j]), judging, part[j], family=4, looks=len(looks))
+        decided |= {d.policy for d in found if d.word != CANT_TELL}
+    here = decide(sim.decidable_at(by, looks[at]), judging, part[at], family=4, looks=len(looks))
+    after = decide(sim.decidable_at(by, looks[at + 1]), judging, part[at + 1], family=4)
+    second = {d.policy: d.word for d in after}
     out = []
-    for d in first:
-        if d.word != CANT_TELL:
+    for d in here:
+        if d.word != CANT_TELL or d.policy in decided:
             continue
-        level = judging.correction.level(judging.alpha, 4, part[1])
-        a = advice.advise(d, judging, LOOKS[1], level)
+        level = judging.correction.level(judging.alpha, 4, part[at + 1])
+        a = advice.advise(d, judging, looks[at + 1], level)
         if a is None:
             continue
         at_n = None
-        if a.seeds is not None and a.seeds <= MAX_N:
-            found = decide(sim.decidable_at(by, a.seeds), judging, part[1], family=4)
+        if a.seeds is not None and looks[at] < a.seeds <= MAX_N:
+            found = decide(sim.decidable_at(by, a.seeds), judging, part[at + 1], family=4)
             at_n = next(x.word for x in found if x.policy == d.policy) != CANT_TELL
-        out.append(
-            (a.next_chance, _plugin_chance(d, judging, LOOKS[1], level), second[d.policy] != CANT_TELL, a.seeds, at_n)
-        )
+        chance = _plugin_chance(d, judging, looks[at + 1], level)
+        out.append((a.next_chance, chance, second[d.policy] != CANT_TELL, a.seeds, at_n))
     return out
 
 
-def case_rows(name: str, design: sim.Design, reps: int) -> list[list[str]]:
+def case_rows(name: str, design: sim.Design, reps: int, looks: tuple[int, ...], at: int) -> list[list[str]]:
     rng = np.random.default_rng(0)
     judging = Judging()
-    rows = [r for _ in range(reps) for r in one(rng, design, judging)]
+    rows = [r for _ in range(reps) for r in one(rng, design, judging, looks, at)]
+    name = f"{name}; looks {','.join(map(str, looks))}, from {looks[at]} seeds"
     if not rows:
         return [[name, "0", "—", "—", "—", "—", "—"]]
     now, before, hit = (np.array([r[i] for r in rows], dtype=float) for i in range(3))
@@ -107,23 +117,25 @@ def main() -> None:
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=ROOT).stdout
     header = [
         "case (four such policies)",
-        "undecided at look 1",
+        "undecided so far",
         "next-look chance stated now (mean %)",
         "as 7b85df8 stated it (mean %)",
-        "decided at look 2 (%)",
+        "decided at the next look (%)",
         "decided where now ≥ 90%",
         "≈N seeds: decided over N (%)",
     ]
     body = []
-    for name, design in CASES.items():
-        body += case_rows(name, design, args.reps)
-        print(f"  {name}", file=sys.stderr, flush=True)
+    for looks, at in PLANS:
+        for name, design in CASES.items():
+            body += case_rows(name, design, args.reps, looks, at)
+            print(f"  {name}, looks {looks} at {at}", file=sys.stderr, flush=True)
     parts = [
         "# The advice of an undecided policy, measured",
         "",
         f"Made by `python experiments/decisions/calibration.py` at commit {commit.strip() or 'unknown'}: "
-        f"{args.reps} procedures a case, looks after {', '.join(map(str, LOOKS))} seeds, alpha 5% over k = 4, "
-        "the late allocation; every policy undecided at look 1 is one row's case. The model: tests/simulation.py.",
+        f"{args.reps} procedures a case, alpha 5% over k = 4, the late allocation, today's rule (the "
+        "skew-robust t, the failure rule); every policy undecided through the look its advice is read at is "
+        "one row's case. The model: tests/simulation.py.",
         "",
         *to_markdown(header, body).splitlines(),
         "",

@@ -4,7 +4,8 @@ assumed every arm equally noisy. None of it decides anything.
 
 Seeds: the chance that each test of a route passes at n seeds, at the level the next look tests,
 if the observed mean difference and its per-seed spread were the truth (the noncentral t of a
-one-sample t test, the test the decision runs); a route of two tests (worth it) needs both, and
+one-sample t test with the critical value of the decision's shape, the test the decision runs,
+under normal noise); a route of two tests (worth it) needs both, and
 their chance is taken as the product (they share the policy's noise, so the real chance is at
 least that). The seeds given are the fewest for an 80% chance on the easiest route, with the same
 at the favourable and the unfavourable end of each difference's 80% interval: the observed
@@ -103,7 +104,7 @@ def chance(tests: list[Test], n: int, shift: float = 0.0) -> float:
     out = 1.0
     for effect, e, level in tests:
         half = stats.t_quantile(0.5 + PLAUSIBLE / 2, e.df) * e.se
-        out *= stats.power(effect + shift * half, e.sd, n, level)
+        out *= stats.power(effect + shift * half, e.sd, n, level, e.shape)
     return out
 
 
@@ -112,7 +113,7 @@ def predictive(tests: list[Test], total: int) -> float:
     those seeds leave uncertain (`stats.predictive_power`); a route of two tests as the product."""
     out = 1.0
     for effect, e, level in tests:
-        out *= stats.predictive_power(effect, e.sd, e.n, total, level)
+        out *= stats.predictive_power(effect, e.sd, e.n, total, level, shape=e.shape)
     return out
 
 
@@ -131,7 +132,7 @@ def advise(d: Decision, judging: Judging, next_seeds: int | None = None, level: 
     nxt = max(predictive(t, next_seeds) for t in found.values()) if next_seeds else None
     resolvable = None
     if not feasible and d.vs_regular is not None:
-        resolvable = stats.resolvable(d.vs_regular.sd, level / 2)
+        resolvable = stats.resolvable(d.vs_regular.sd, level / 2, shape=d.vs_regular.shape)
     return Advice(route, feasible.get(route), low, high, level, next_seeds, nxt, resolvable)
 
 

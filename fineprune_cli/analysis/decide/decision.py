@@ -30,8 +30,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache, reduce
 
+from ...arms import REGULAR
 from ..group import paired
 from . import stats
+from ..group.failures import Failure, failed, of_arms, seeds_failed, set_aside
 from ..group.groups import Context, is_frontier, is_shorter
 from .judging import Claim, Judging
 from ..read.runs import Run
@@ -62,8 +64,10 @@ def quantum_of(by_policy: dict[str, dict[int, Run]]) -> float:
 
 def estimate(p: paired.Paired, q: float = stats.DEFAULT_QUANTUM, judging: Judging = Judging()) -> stats.Estimate | None:
     """The comparison's estimate by the judging's variance model (by default its own paired t
-    over the seeds it pairs: None below two seeds or one image of spread)."""
-    return judging.variance_model.estimate(p, q) if p.diffs else None
+    over the seeds it pairs: None below two seeds or one image of spread), its tests holding
+    for the judging's shape."""
+    found = judging.variance_model.estimate(p, q) if p.diffs else None
+    return replace(found, shape=judging.shape_model.reference()) if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ class Decision:
     pooled_word: str = ""  # the word if every arm were equally noisy (the block model's pooled sd)
     variance: str = ""  # the variance model of its estimates, as reports name it
     left_out: str = ""  # its row's runs a report left out, and why (analysis.read.leftout)
+    failures: tuple[Failure, ...] = ()  # failed runs of regular, the policy and C(p)'s arms, set aside
+    withheld: str = ""  # why worth it is not said though its tests pass: more failures than a baseline
 
     def bounds(self, e: stats.Estimate) -> tuple[float, float]:
         """The bounds a claim of this decision reads off: the lower at a, the upper at a / 2."""
@@ -134,7 +140,8 @@ def decide(
     found), at look `look` (one of `looks` planned) that spends `share` of each policy's alpha / k;
     the family procedure adjusts all their claims together."""
     quanta = {c: quantum_of(by) for c, by in groups.items()}
-    chains = [_chain(c, by, p, judging, quanta[c]) for c, by in groups.items() for p in scored(by)]
+    failures = {c: failed(by, judging.failure) for c, by in groups.items()}
+    chains = [_chain(c, by, p, judging, quanta[c], failures[c]) for c, by in groups.items() for p in scored(by)]
     k = family or max(len(chains), 1)
     chains = [replace(d, looks=looks, look=look) for d in chains]
     adjusted = judging.correction.adjust([c for d in chains for c in _claims(d, share)], k)
@@ -177,6 +184,8 @@ def settle(
     word = CANT_TELL
     if min(worth, not_worth) <= judging.alpha and not d.incomplete:
         word = WORTH if route == "worth" else NOT_WORTH
+    if word == WORTH and d.withheld:
+        word = CANT_TELL
     p_claim = d.p_worth if route == "worth" else d.p_not if route else 1.0
     return replace(
         d,
@@ -243,10 +252,13 @@ def _suggest(by: dict[str, dict[int, Run]], policy: str, kind: str) -> str:
     return f"`compare {'--shorter' if shorter else '--frontier'} {shares}` would add the arm it lacks"
 
 
-def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, judging: Judging, q: float) -> Decision:
-    regular = paired.vs_regular(by, policy)
+def _chain(
+    context: Context, by: dict[str, dict[int, Run]], policy: str, judging: Judging, q: float, failures: list[Failure]
+) -> Decision:
+    regular = set_aside(paired.vs_regular(by, policy), failures)
     reg = estimate(regular, q, judging)
     cheap, why = cheap_alternative(by, policy)
+    cheap = set_aside(cheap, failures) if cheap else None
     alt = estimate(cheap, q, judging) if cheap else None
     p, p_worth, p_not = claims(reg, alt, judging)
     return Decision(
@@ -268,4 +280,17 @@ def _chain(context: Context, by: dict[str, dict[int, Run]], policy: str, judging
         level=judging.alpha,
         family=1,
         variance=judging.variance_model.name,
+        failures=tuple(of_arms(failures, (REGULAR, policy, *(cheap.arms if cheap else ())))),
+        withheld=withheld(failures, policy, cheap),
     )
+
+
+def withheld(failures: list[Failure], policy: str, cheap: paired.Paired | None) -> str:
+    """Why *worth it* is not said: the policy failed more runs than regular or than C(p) did
+    (a policy that fails more often is not worth it on the runs that did not fail alone)."""
+    mine = len(seeds_failed(failures, (policy,)))
+    others = [(REGULAR, len(seeds_failed(failures, (REGULAR,))))]
+    if cheap is not None:
+        others.append(("C(p)", len(seeds_failed(failures, cheap.arms))))
+    more = [f"{name} {count}" for name, count in others if mine > count]
+    return f"it failed {mine} run{'s' * (mine != 1)}, more than {' and '.join(more)}" if more else ""

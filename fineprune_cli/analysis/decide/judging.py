@@ -113,6 +113,57 @@ register_variance(
 )
 
 
+@dataclass(frozen=True)
+class ShapeModel:
+    """The shape of the per-seed differences a decision's one-sided tests hold their level for:
+    the name plans and reports print, a few words for `--shape`'s help, the condition a report
+    states beside its error rate, and the reference its tests read (a stats.Shape, loaded when a
+    report decides)."""
+
+    name: str
+    description: str
+    condition: str
+    reference: Callable[[], Any]
+
+
+def _student() -> Any:
+    from .stats import STUDENT
+
+    return STUDENT
+
+
+def _skewed() -> Any:
+    from .shape import SKEWED
+
+    return SKEWED
+
+
+DEFAULT_SHAPE = "skewed"
+EARLIER_SHAPE = "normal"  # what decisions were judged by before issue 56: Student's t
+SHAPES: Registry[ShapeModel] = Registry()
+register_shape = SHAPES.register  # a value of --shape; a plan records the key
+register_shape(
+    DEFAULT_SHAPE,
+    ShapeModel(
+        "skew-robust t",
+        "critical values that hold when the differences are skewed toward a test's tail by up to 0.71 "
+        "(the worst of five unimodal shapes), never below Student's",
+        "each comparison's per-seed differences normal or skewed by up to 0.71 toward a test's tail "
+        "(unimodal: gamma, lognormal, inverse Gaussian, skew-normal or Weibull, alone or less a normal arm)",
+        _skewed,
+    ),
+)
+register_shape(
+    EARLIER_SHAPE,
+    ShapeModel(
+        "Student's t",
+        "Student's t: holds for normal differences only (the rule before issue 56)",
+        "each comparison's per-seed differences normal",
+        _student,
+    ),
+)
+
+
 def variance_key(name: str) -> str | None:
     """The `--variance` value of the model a plan names (None: no such model in this version)."""
     return next((key for key, model in VARIANCES.items() if model.name == name), None)
@@ -136,6 +187,9 @@ def _proportional(power: float) -> Callable[[tuple[int, ...]], tuple[float, ...]
 
     return shares
 
+
+DEFAULT_FAILURE = 1.0  # points below its arm's median: what counts as a failed run, if also an outlier
+EARLIER_FAILURE = 0.0  # before issue 56 no run was set aside
 
 DEFAULT_ALLOCATION = "late"
 ALLOCATIONS = {
@@ -161,6 +215,11 @@ def _families_help() -> str:
 def _variances_help() -> str:
     listed = "; ".join(f"{key} ({m.description})" for key, m in VARIANCES.items())
     return f"How each comparison's standard error is found: {listed}. (default {DEFAULT_VARIANCE})"
+
+
+def _shapes_help() -> str:
+    listed = "; ".join(f"{key} ({m.description})" for key, m in SHAPES.items())
+    return f"The shape of the per-seed differences each test holds its level for: {listed}. (default {DEFAULT_SHAPE})"
 
 
 def _allocations_help() -> str:
@@ -201,6 +260,15 @@ class Judging:
     family: str = option(DEFAULT_FAMILY, choices=FAMILIES, help=_families_help())
     allocation: str = option(DEFAULT_ALLOCATION, choices=tuple(ALLOCATIONS), help=_allocations_help())
     variance: str = option(DEFAULT_VARIANCE, choices=VARIANCES, help=_variances_help())
+    shape: str = option(DEFAULT_SHAPE, choices=SHAPES, help=_shapes_help())
+    failure: float = option(
+        DEFAULT_FAILURE,
+        check=_points(0.0, closed_low=True),
+        help="A run that ends more than this many points below its arm's median, and is an outlier of "
+        "its arm (Rosner's test at 1%), failed: it is set aside from the comparisons it enters and "
+        "named, and a policy that failed more runs than regular or C(p) is not called worth it. "
+        f"0 turns the rule off. (default {DEFAULT_FAILURE:g})",
+    )
     target: float | None = option(
         None,
         check=optional(_points(0.0, closed_low=False)),
@@ -220,6 +288,10 @@ class Judging:
     def variance_model(self) -> VarianceModel:
         return VARIANCES[self.variance]
 
+    @property
+    def shape_model(self) -> ShapeModel:
+        return SHAPES[self.shape]
+
     def decisive(self) -> dict[str, Any]:
         """The settings that change a decision (the target does not), as a plan records them."""
         return {
@@ -228,6 +300,8 @@ class Judging:
             "alpha": self.alpha,
             "family": self.family,
             "allocation": self.allocation,
+            "shape": self.shape,
+            "failure": self.failure,
         }
 
 

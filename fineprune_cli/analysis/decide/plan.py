@@ -25,7 +25,7 @@ from ...engine.records.files import atomic_write_text, read_regular_text
 from ...errors import ConfigError
 from ...engine.records.record import SUMMARY
 from .judging import DEFAULT_VARIANCE, EARLIER_ALLOCATION, VARIANCES, Judging, variance_key
-from ..read.planfile import checked
+from ..read.planfile import LATER, checked
 from ..read.planruns import applying
 
 PLAN_FILE = "plan.json"
@@ -66,10 +66,13 @@ class Plan:
     path: Path | None = field(default=None, compare=False)
     family: Family | None = None  # None: a plan recorded before plans held their family
     seeds: tuple[int, ...] = ()  # a single look's seeds (planned looks fix theirs: 0 .. looks[j] - 1)
+    # judging settings its file does not record (it came before them): judged by this version's
+    # defaults, and left out of its digest, which the runs made under it recorded without them
+    unrecorded: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "judging": self.judging.decisive(),
+            "judging": {k: v for k, v in self.judging.decisive().items() if k not in self.unrecorded},
             "looks": list(self.looks),
             "seeds": list(self.seeds),
             "family": self.family.to_dict() if self.family else None,
@@ -110,10 +113,15 @@ def from_dict(data: Any, where: str) -> Plan:
     j, family = fields["judging"], fields["family"]
     judging = Judging(margin=float(j["margin"]), min_gain=float(j["min_gain"]), alpha=float(j["alpha"]))
     variance = fields["variance"] or VARIANCE
+    judging = replace(
+        judging, family=j["family"], allocation=j["allocation"], variance=variance_key(variance) or DEFAULT_VARIANCE
+    )
+    if "shape" in j:  # recorded from issue 56 on; an older plan is judged by today's defaults
+        judging = replace(judging, shape=str(j["shape"]))
+    if "failure" in j:
+        judging = replace(judging, failure=float(j["failure"]))
     return Plan(
-        replace(
-            judging, family=j["family"], allocation=j["allocation"], variance=variance_key(variance) or DEFAULT_VARIANCE
-        ),
+        judging,
         tuple(fields["looks"]),
         variance,
         fields["recorded"],
@@ -121,6 +129,7 @@ def from_dict(data: Any, where: str) -> Plan:
         fields["note"],
         family=Family(*(tuple(family[k]) for k in ("policies", "models", "datasets"))) if family else None,
         seeds=tuple(fields["seeds"]),
+        unrecorded=tuple(k for k in LATER if k not in j),
     )
 
 
@@ -208,7 +217,26 @@ def describe(plan: Plan) -> str:
     elif plan.seeds:
         looks = f", seeds {seeds_text(plan.seeds)}"
     family = f", family {describe_family(plan.family)}" if plan.family else ""
-    return f"m {j.margin:g} pt, δ {j.gain:g} pt, alpha {j.alpha:g}, {j.correction.name}, {plan.variance}{family}{looks}"
+    rule = f"{plan.variance}, {rule_text(j)}" if not plan.unrecorded else plan.variance
+    return f"m {j.margin:g} pt, δ {j.gain:g} pt, alpha {j.alpha:g}, {j.correction.name}, {rule}{family}{looks}"
+
+
+def rule_text(j: Judging) -> str:
+    """The test's shape and the failure rule, as a plan and a report name them."""
+    failure = f"failed runs: more than {j.failure:g} pt below their arm's median" if j.failure else "no failure rule"
+    return f"{j.shape_model.name}, {failure}"
+
+
+def unrecorded_text(plan: Plan) -> str:
+    """What a report says of a plan recorded before the shape and the failure rule existed."""
+    j = plan.judging
+    return (
+        f"plan predates the {' and the '.join(UNRECORDED[k] for k in plan.unrecorded)} (issue 56): it is "
+        f"judged by this version's ({rule_text(j)})"
+    )
+
+
+UNRECORDED = {"shape": "tests' shape", "failure": "failure rule"}
 
 
 def find(paths: list[Path]) -> list[Plan]:
@@ -276,6 +304,13 @@ def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
         f"{k} {mine[k]} (planned {theirs[k]})"
         for k in ("family", "allocation")
         if mine[k] != theirs[k] and (k == "family" or plan.looks)
+    ]
+    # a plan from before the shape and the failure rule fixed neither: judging it by either value is
+    # no change of plan (the study says post hoc where the failure rule then set runs aside)
+    changed += [
+        f"{k} {mine[k]:g} (planned {theirs[k]:g})" if k == "failure" else f"{k} {mine[k]} (planned {theirs[k]})"
+        for k in LATER
+        if mine[k] != theirs[k] and k not in plan.unrecorded
     ]
     if changed:
         reasons.append("this report judges with " + ", ".join(changed))

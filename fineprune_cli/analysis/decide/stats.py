@@ -38,11 +38,44 @@ def t_quantile(q: float, df: float) -> float:
     return float(sps.t.ppf(q, df))
 
 
+def _student_tail(t: float, n: int, df: float) -> float:
+    # Student's t distribution function as scipy's special function: the same values as
+    # scipy.stats.t.cdf, without its argument checking (a simulated procedure asks thousands)
+    return float(special.stdtr(df, t))
+
+
+def _student_critical(a: float, n: int, df: float) -> float:
+    return t_quantile(1 - a, df)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a one-sided test reads its p-value and its critical value off, for the t statistic of
+    a difference over `n` seeds on `df` degrees of freedom: `tail(t, n, df)` = P(T <= t) under
+    the shape the test holds for (the other tail by symmetry of the claim: each one-sided test
+    takes the skew toward its own tail), and `critical(a, n, df)` the c > 0 with tail(-c) = a.
+    Student's t holds for normal differences; `analysis.decide.shape` gives one that holds for
+    skewed ones too."""
+
+    name: str
+    tail: Callable[[float, int, float], float]
+    critical: Callable[[float, int, float], float]
+
+    def level(self, a: float, n: int) -> float:
+        """The level of Student's t with this shape's critical value at `a` over `n` seeds:
+        what a test at `a` is under normal differences (the power of the advice)."""
+        return a if self is STUDENT else _student_tail(-self.critical(a, n, n - 1), n, n - 1)
+
+
+STUDENT = Shape("normal", _student_tail, _student_critical)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A mean difference over `n` seeds with its standard error on `df` degrees of freedom.
     `sd` is the per-seed spread used (pooled, or the paired one), `pooled` says which; the 90%
-    interval is never narrower than ± one test image."""
+    interval is never narrower than ± one test image. Its one-sided tests (the p-values and the
+    bounds a claim reads off) hold for `shape`; its descriptive intervals are Student's."""
 
     mean: float
     se: float
@@ -50,6 +83,7 @@ class Estimate:
     n: int
     sd: float
     pooled: bool
+    shape: Shape = STUDENT
 
     def bounds(self, level: float = LEVEL) -> tuple[float, float]:
         half = t_quantile(0.5 + level / 2, self.df) * self.se
@@ -58,8 +92,8 @@ class Estimate:
     def claim_bounds(self, a: float) -> tuple[float, float]:
         """The one-sided bounds a decision at level `a` tests: the lower at `a` (each test of
         'worth it'), the upper at a / 2 (each route of 'not worth it'), so a claim reads off them."""
-        lower = self.mean - t_quantile(1 - a, self.df) * self.se
-        upper = self.mean + t_quantile(1 - a / 2, self.df) * self.se
+        lower = self.mean - self.shape.critical(a, self.n, self.df) * self.se
+        upper = self.mean + self.shape.critical(a / 2, self.n, self.df) * self.se
         return lower, upper
 
     @property
@@ -70,15 +104,13 @@ class Estimate:
     def high(self) -> float:
         return self.bounds()[1]
 
-    # Student's t distribution function as scipy's special function: the same values as
-    # scipy.stats.t.cdf, without its argument checking (a simulated procedure asks thousands)
     def p_above(self, threshold: float) -> float:
         """One-sided p-value for 'the true difference exceeds `threshold`' (H0: at most it)."""
-        return float(special.stdtr(self.df, -(self.mean - threshold) / self.se))
+        return self.shape.tail(-(self.mean - threshold) / self.se, self.n, self.df)
 
     def p_below(self, threshold: float) -> float:
         """One-sided p-value for 'the true difference is below `threshold`' (H0: at least it)."""
-        return float(special.stdtr(self.df, (self.mean - threshold) / self.se))
+        return self.shape.tail((self.mean - threshold) / self.se, self.n, self.df)
 
     def fmt(self, digits: int = 2, bounds: tuple[float, float] | None = None) -> str:
         """'+0.11 [-1.93, +2.16]': signed, with the 90% interval or the `bounds` given."""
@@ -144,12 +176,14 @@ def block_residual(cells: dict[tuple[str, int], float]) -> tuple[float, int] | N
     return math.sqrt(max(fit.ssr, 0.0) / df), df
 
 
-def power(effect: float, sd: float, n: int, alpha: float) -> float:
-    """Chance that a one-sided one-sample t test at `alpha` over `n` seeds shows a true
-    difference `effect` (in the direction tested) with per-seed sd `sd`: the noncentral t."""
+def power(effect: float, sd: float, n: int, alpha: float, shape: Shape = STUDENT) -> float:
+    """Chance that a one-sided one-sample t test at `alpha` over `n` seeds, its critical value
+    the `shape`'s, shows a true difference `effect` (in the direction tested) with per-seed sd
+    `sd` and normal noise: the noncentral t."""
     if n < 2 or sd <= 0:
         return 0.0
-    value = float(TTestPower().power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger"))
+    level = shape.level(alpha, n)
+    value = float(TTestPower().power(effect_size=effect / sd, nobs=n, alpha=level, alternative="larger"))
     # the library's noncentral t gives NaN far in its tails (an effect of -5 sd at alpha 0.0005)
     return value if not math.isnan(value) else (0.0 if effect < 0 else 1.0)
 
@@ -166,9 +200,10 @@ def seeds_for(chance: Callable[[int], float], target: float = POWER) -> int | No
     return high
 
 
-def resolvable(sd: float, alpha: float, n: int = MAX_SEEDS, target: float = POWER) -> float:
+def resolvable(sd: float, alpha: float, n: int = MAX_SEEDS, target: float = POWER, shape: Shape = STUDENT) -> float:
     """The smallest difference (points) that `n` seeds show with probability `target` at `alpha`."""
-    size = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=target, alternative="larger")
+    level = shape.level(alpha, n)
+    size = TTestPower().solve_power(effect_size=None, nobs=n, alpha=level, power=target, alternative="larger")
     return float(size) * sd
 
 
@@ -183,7 +218,9 @@ def rate_excluded(events: int, n: int, level: float = 0.95) -> float:
 DRAWS = 4000  # Monte Carlo draws of a predictive chance: its own error is at most 0.8 points
 
 
-def predictive_power(effect: float, sd: float, n: int, total: int, alpha: float, draws: int = DRAWS) -> float:
+def predictive_power(
+    effect: float, sd: float, n: int, total: int, alpha: float, draws: int = DRAWS, shape: Shape = STUDENT
+) -> float:
     """The chance that a one-sided one-sample t test at `alpha` over `total` seeds rejects, the
     `n` seeds observed so far (mean `effect` in the direction tested, spread `sd`) among them,
     averaged over what those seeds leave uncertain: the true spread (its posterior under the
@@ -202,4 +239,4 @@ def predictive_power(effect: float, sd: float, n: int, total: int, alpha: float,
     mean = (n * effect + more * future) / total
     ss = (n - 1) * sd**2 + spread + n * more / total * (effect - future) ** 2
     t = mean / np.sqrt(ss / (total - 1) / total)
-    return float(np.mean(t > t_quantile(1 - alpha, total - 1)))
+    return float(np.mean(t > shape.critical(alpha, total, total - 1)))

@@ -111,6 +111,8 @@ DECISION_COLUMNS = (
     "seeds_for_80pct",
     "seeds_for_80pct_low",
     "seeds_for_80pct_high",
+    "failed_runs",
+    "worth_withheld",
 )
 
 
@@ -141,6 +143,9 @@ def _decision_columns(d: decision.Decision | None, post_hoc: bool) -> dict[str, 
         "seeds_for_80pct": (advice.seeds or "") if advice else "",
         "seeds_for_80pct_low": (advice.low or "") if advice else "",
         "seeds_for_80pct_high": (advice.high or "") if advice else "",
+        # the runs the failure rule set aside from this decision's comparisons: "arm:seed" each
+        "failed_runs": " ".join(f"{f.arm}:{f.seed}" for f in d.failures),
+        "worth_withheld": d.withheld,
     }
 
 

@@ -23,6 +23,7 @@ from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from ..read.runs import Problem, Run
 from ..read.compression import Compression, compression
 from ..decide.sequence import Look, decidable, disagreements, replay, single
+from ..decide.shape import Measured, measured
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
 Comparisons = dict[tuple[Context, str], Compared]
@@ -49,6 +50,7 @@ class Study:
     targets: Targets = field(default_factory=dict)  # each context's time-to-accuracy target
     reach: Reaches = field(default_factory=dict)  # every row of `groups` at its context's target
     left_out: list[Problem] = field(default_factory=list)  # the runs read but not judged (analysis.read.leftout)
+    shape: Measured | None = None  # the shape the decisions' own differences show
 
     @property
     def decision_of(self) -> dict[tuple[object, str], Decision]:
@@ -91,10 +93,27 @@ def study(
         reach=reach,
     )
     if not looks:
-        return replace(made, decisions=single(groups, judging, k, agreed.seeds if agreed and not off else ()))
+        decided = single(groups, judging, k, agreed.seeds if agreed and not off else ())
+        return _measured(replace(made, decisions=decided), agreed)
     decisions, replayed = replay(groups, judging, looks, family=k)
     beyond = sorted({r.seed for r in runs if r.seed >= looks[-1]})
-    return replace(made, decisions=decisions, looks=looks, replayed=replayed, beyond=beyond)
+    return _measured(replace(made, decisions=decisions, looks=looks, replayed=replayed, beyond=beyond), agreed)
+
+
+def _measured(found: Study, plan: Plan | None) -> Study:
+    """The study with the shape its differences show, and post hoc where a plan that predates the
+    failure rule had runs set aside by it (the claims then moved to the runs that did not fail)."""
+    named = [
+        (f"{d.policy} − {c.against}", [(s, c.diffs[s]) for s in c.seeds])
+        for d in found.decisions
+        for c in (d.regular, d.cheap)
+        if c is not None
+    ]
+    reasons = list(found.post_hoc)
+    aside = {(f.arm, f.seed) for d in found.decisions for f in d.failures}
+    if plan is not None and "failure" in plan.unrecorded and aside:
+        reasons.append(f"the plan predates the failure rule, and it set {len(aside)} run{'s' * (len(aside) > 1)} aside")
+    return replace(found, shape=measured(named), post_hoc=list(dict.fromkeys(reasons)))
 
 
 def judged(groups: Groups) -> plans_.Judged:

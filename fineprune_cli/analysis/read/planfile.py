@@ -1,7 +1,8 @@
 """plan.json read strictly: a plan is what a report's error rate rests on, so a file that is not
 one (looks [0, -5], a margin of -1, seeds repeated, a key no version wrote) is refused in one
 line naming it, never judged by. Keys written by earlier versions may be missing: a plan without
-its family, seeds or allocation was recorded before those existed, and reads as it did then.
+its family, seeds or allocation was recorded before those existed, and reads as it did then; one
+without its shape or failure threshold is judged by this version's (`plan.Plan.unrecorded`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from ...settings import short_repr
 from ..decide.judging import EARLIER_ALLOCATION, FIELDS
 
 KEYS = ("judging", "looks", "seeds", "family", "variance", "recorded", "runs_before", "note")
-JUDGING = ("margin", "min_gain", "alpha", "family", "allocation")  # Judging.decisive()
+JUDGING = ("margin", "min_gain", "alpha", "family", "allocation", "shape", "failure")  # Judging.decisive()
+LATER = ("shape", "failure")  # judging keys added by issue 56: a plan recorded before has neither
 FAMILY = ("policies", "models", "datasets")
 
 
@@ -55,7 +57,7 @@ def _judging(data: Any) -> dict[str, Any]:
     judging.setdefault("allocation", EARLIER_ALLOCATION)  # recorded before allocations were named
     for key, value in judging.items():
         f = FIELDS[key]
-        if key in ("margin", "min_gain", "alpha"):
+        if key in ("margin", "min_gain", "alpha", "failure"):
             ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             problem = None if ok else "must be a finite number"
             problem = problem or f.metadata["check"](value)

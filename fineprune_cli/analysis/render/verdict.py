@@ -24,6 +24,7 @@ from ..read.runs import Run, policy_label
 from ..read.compression import beside
 from ..decide.sequence import decidable
 from ..group.study import Study
+from . import conditions
 from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
@@ -94,24 +95,20 @@ def family_text(found: Study) -> str:
         f"two claims can be false. Worth it: not worse than regular by {j.margin:g} pt or more *and* better than "
         f"its cheap alternative C(p) (each test at a); not worth it: worse than regular by {j.margin:g} pt or "
         f"more, or not better than C(p) by more than {j.gain:g} pt (either route, each at a / 2). Each "
-        "comparison uses its own paired spread (a t test on its per-seed differences, n − 1 df), so an arm "
-        "noisier than the others widens only its own comparisons. The bracket after a difference holds the "
-        "bounds its claims test (the lower at a, the upper at a / 2): a claim reads off them. p is the "
-        f"claim's p-value, {j.correction.name}-adjusted in brackets: a claim stands when that is "
-        f"{j.alpha:g} or less."
+        "comparison uses its own paired spread (the t statistic of its per-seed differences), so an arm "
+        f"noisier than the others widens only its own comparisons; {conditions.tests(j)}. {conditions.failures(j)} The bracket "
+        "after a difference holds the bounds its claims test (the lower at a, the upper at a / 2): a claim "
+        f"reads off them. p is the claim's p-value, {j.correction.name}-adjusted in brackets: a claim stands "
+        f"when that is {j.alpha:g} or less."
     )
-
-
-CONDITIONS = (
-    "the seeds independent (each run its own random stream) and each comparison's per-seed differences roughly normal"
-)
 
 
 def _held(found: Study) -> str:
     """The promise, with what it rests on: never a bare "at most 5%"."""
+    said = conditions.given(found.judging)
     if found.post_hoc:
-        return f"would be held to {found.judging.alpha:.0%} for a plan fixed before the data, given {CONDITIONS}"
-    return f"is held to {found.judging.alpha:.0%}, given {CONDITIONS}, and the plan kept"
+        return f"would be held to {found.judging.alpha:.0%} for a plan fixed before the data, given {said}"
+    return f"is held to {found.judging.alpha:.0%}, given {said}, and the plan kept"
 
 
 def _looks_text(found: Study) -> str:
@@ -133,16 +130,17 @@ def _levels(found: Study) -> str:
 
 
 def plan_text(found: Study) -> str:
+    later = conditions.later(found)
     if not found.post_hoc:
         plan = found.plans[0]
         note = f" ({plan.note})" if plan.note else ""
         return (
             f"Plan: {describe(plan)}, recorded before the first run ({plan.recorded}){note}; these decisions "
-            "keep to it."
+            "keep to it." + later
         )
     return (
         "**Post hoc.** These decisions do not keep to a plan fixed before the data, so that error rate "
-        "does not apply to them: " + "; ".join(found.post_hoc) + ". Read them as a description."
+        "does not apply to them: " + "; ".join(found.post_hoc) + ". Read them as a description." + later
     )
 
 
@@ -174,8 +172,8 @@ def chain(d: Decision, found: Study) -> list[str]:
         lines += beside(d.context, d.cheap.arms, found.compression)
     if d.why_cheap:
         lines.append(f"  - {d.why_cheap[0].upper()}{d.why_cheap[1:]}.")
-    if d.regular.diffs:
-        lines.append(f"  - {rare(d.regular)}.")
+    if d.regular.diffs or d.failures:
+        lines.append(f"  - {conditions.failures_text(d, found)}.")
     lines += randomequal.chain_lines(found.groups.get(d.context, {}).get(d.policy, {}))
     if d.sensitivity:
         at = " / ".join(f"{g:g}" for g, _ in d.sensitivity)
@@ -183,26 +181,6 @@ def chain(d: Decision, found: Study) -> list[str]:
         pooled = f"; with one pooled sd for every arm (equal noise assumed): {d.pooled_word}" if d.pooled_word else ""
         lines.append(f"  - Sensitivity: at δ = {at} pt: {words}{pooled}.")
     return lines
-
-
-FAILURE = 1.0  # points below its regular pair at which a run counts as a failure
-EXCLUDED = 0.95
-
-
-def rare(p: paired.Paired) -> str:
-    """What the seeds say of rare failures, which a mean over a few seeds cannot show: how many
-    runs fell more than FAILURE below their regular pair, and the failure rate that excludes."""
-    n = len(p.diffs)
-    fell = sum(v < -FAILURE for v in p.diffs.values())
-    runs = f"{'no run' if not fell else f'{fell} run' + 's' * (fell > 1)} of {n}"
-    fell_text = f"Rare failures: {runs} fell more than {FAILURE:g} pt below regular in the same seed"
-    bound = stats.rate_excluded(fell, n, EXCLUDED)
-    if bound >= 1.0:
-        return f"{fell_text}; no rate is excluded"
-    return (
-        f"{fell_text}: a failure in more than {bound:.0%} of runs is excluded at {EXCLUDED:.0%} (fewer are "
-        "not: the seeds cannot show them)"
-    )
 
 
 def _because(d: Decision, found: Study) -> str:
@@ -221,6 +199,8 @@ def _because(d: Decision, found: Study) -> str:
         return f": {what} ({name}-adjusted p {pval(d.p_adjusted)}{at})"
     if d.incomplete:
         return f": {d.incomplete}, so it decides nothing until they are there" + _advice_text(d, m)
+    if d.withheld and d.route == "worth" and d.p_adjusted <= found.judging.alpha:
+        return f": its tests of worth it pass ({name}-adjusted p {pval(d.p_adjusted)}{at}), but {d.withheld}"
     if d.vs_regular is None:
         if d.regular.diffs:
             return (
@@ -232,13 +212,27 @@ def _because(d: Decision, found: Study) -> str:
     return why + _advice_text(d, m)
 
 
+CALIBRATED_FROM = 8  # seeds from which the simulated next-look chances stopped running high throughout
+
+
+def _caveat(d: Decision) -> str:
+    """Which way a next-look chance stated from these seeds ran off in simulation: high from few
+    seeds; from 8, high where the difference was unclear and low where it was clear."""
+    seeds = min((e.n for e in (d.vs_regular, d.vs_cheap) if e is not None), default=0)
+    if seeds < CALIBRATED_FROM:
+        return "from fewer than 8 seeds such chances ran high in simulation"
+    return (
+        "from 8 seeds such chances ran high in simulation where the difference was unclear, and low where it was clear"
+    )
+
+
 def _advice_text(d: Decision, m: float) -> str:
     a = d.advice
     if a is None:
         return ""
     nxt = (
         f"; averaged over what these seeds leave uncertain, the next look ({a.next_seeds} seeds) decides it "
-        f"with a chance of about {a.next_chance:.0%} (with few seeds such chances run high: docs/decisions.md)"
+        f"with a chance of about {a.next_chance:.0%} ({_caveat(d)}: docs/decisions.md)"
         if a.next_seeds and a.next_chance is not None
         else ""
     )
@@ -258,15 +252,16 @@ def _advice_text(d: Decision, m: float) -> str:
 
 def _comparison(d: Decision, p: paired.Paired, e: stats.Estimate | None) -> str:
     if e is None:
-        return (
+        text = (
             f"{p.mean:+.2f} pt in seed{'s' if len(p.seeds) > 1 else ''} {seeds_text(p.seeds)}, no spread to judge by"
             if p.diffs
             else "no seed has both runs"
         )
-    text = (
-        f"{e.fmt(bounds=d.bounds(e))} pt over {e.n} seed{'s' if e.n != 1 else ''} "
-        f"({seeds_text(p.seeds)}; {d.variance or 'own paired t'}, {e.df:g} df)"
-    )
+    else:
+        text = (
+            f"{e.fmt(bounds=d.bounds(e))} pt over {e.n} seed{'s' if e.n != 1 else ''} "
+            f"({seeds_text(p.seeds)}; {d.variance or 'own paired t'}, {e.df:g} df)"
+        )
     if p.left_out:
         text += "; left out: " + "; ".join(f"seed {s} ({why})" for s, why in sorted(p.left_out.items()))
     return text
@@ -358,6 +353,7 @@ def build(found: Study) -> Verdict | None:
         details += context_lines(
             by, context_title(context), found.numbers[context, REGULAR].final_acc, found.quanta[context]
         )
+    details += conditions.shape_lines(found)
     if not found.decisions:
         if lost:
             return Verdict("No policy could be judged: every run of these was left out.", HEADER, lost, details)
