@@ -97,7 +97,7 @@ def test_decisions_are_reached_where_the_truth_is_clear():
 def test_looking_again_at_the_full_level_at_every_look_breaks_it():
     """The procedure a user runs by hand (look, add seeds, look again at 5% / k each time)."""
     design = sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.15)
-    rate = sim.error_rate(design, 1000, looks=(5, 8, 12), per_look=sim.ALPHA)
+    rate = sim.error_rate(design, 1000, looks=(5, 8, 12), per_look=sim.ALPHA, rule=sim.NORMAL_TAILS)
     assert rate > sim.bound(1000, ses=3)
 
 
@@ -119,7 +119,7 @@ def test_the_harness_fails_a_variance_that_assumes_equal_noise(monkeypatch):
 
     monkeypatch.setitem(judging.VARIANCES, "paired", judging.VarianceModel("pooled", "", pooled))
     design = sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.1, noisier=(3.0,) * 4)
-    assert sim.error_rate(design, 1000) > sim.bound(1000, ses=3)
+    assert sim.error_rate(design, 1000, rule=sim.NORMAL_TAILS) > sim.bound(1000, ses=3)
 
 
 @pytest.mark.slow  # 1,000 simulated reports
