@@ -146,6 +146,21 @@ def test_seta_anneals_partially_to_a_fresh_random_draw():
     assert kept(plans[4]) != kept(plans[5]) and all(p.pruned for p in plans)
 
 
+@pytest.mark.parametrize("anneal, epochs", [(0.29, 100), (0.57, 100), (0.7, 10)])
+def test_seta_anneals_where_the_authors_float_product_does(anneal, epochs):
+    # The code anneals once its 1-based epoch counter exceeds num_epochs * delta, a float product:
+    # 0.29 x 100 = 28.999999999999996 and 0.57 x 100 = 56.99999999999999 anneal from epochs 29
+    # and 57, one before the real number's floor + 1; 0.7 x 10 = 7.0 from epoch 8. The authors'
+    # reset() itself decides, its prune/no_prune stubbed to record the branch. Catches δ·n taken
+    # as the real number (epoch 30, 58), or a rounding of the product.
+    ref = seta_authors.SeTa(60, epochs, 0.1, 10, 0.5, anneal)
+    ref.prune, ref.no_prune = (lambda: "prune"), (lambda: "anneal")
+    theirs = next(e for e in range(1, epochs + 1) if ref.reset(e) == "anneal")
+    policy = create("seta", 60, PruneConfig(seta_ratio=0.1, anneal=anneal), seed=0, epochs=epochs)
+    ours = next(e for e in range(1, epochs + 1) if policy.annealed(e))
+    assert ours == theirs == {0.29: 29, 0.57: 57, 0.7: 8}[anneal]
+
+
 def test_seta_seeds_choose_other_draws_and_a_state_resumes_them():
     # Catches a draw that ignores the run's seed (every seed alike, as the code's epoch-seeded
     # NumPy), and a resumed policy that draws from its new seed instead of the saved one.

@@ -87,6 +87,8 @@ class Policy:
     # where budget_before_run is False, how its pruning is chosen: the dry run's and estimate's words
     unplanned: ClassVar[str] = "chosen from the losses during the run"
     default_anneal: ClassVar[float | None] = None  # δ when --anneal is not given (None: never)
+    # δ·n as its authors' code computes it, a float product (schedule.last_pruning_epoch)
+    anneal_in_float: ClassVar[bool] = False
     observes_predictions: ClassVar[bool] = False  # True: observe() also gets correct and confidence
     scales_lr: ClassVar[bool] = False  # --lr-scale-pruned when the run does not say (kakurenbo: on)
     selects_batches: ClassVar[bool] = False  # True: batch_keep / select_batch choose rows inside steps
@@ -125,7 +127,7 @@ class Policy:
         self.generator.manual_seed(seed)
         self.all = torch.arange(num_samples, device=self.device)
         self.anneal = self.anneal_of(cfg)
-        self.last_pruning_epoch = last_pruning_epoch(self.anneal, epochs)
+        self.last_pruning_epoch = last_pruning_epoch(self.anneal, epochs, self.anneal_in_float)
         self.setup()
         self.reweighting = reweighting(cfg.reweight, num_samples, self.device)
         if self.reweighting is not None:  # every caller's plan(), whichever class's rule it is

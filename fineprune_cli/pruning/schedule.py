@@ -140,14 +140,16 @@ def counts_empty(epoch: int, window: int) -> bool:
     return epoch % window == 0 or epoch == 1
 
 
-def last_pruning_epoch(anneal: float | None, epochs: int | None) -> int | None:
+def last_pruning_epoch(anneal: float | None, epochs: int | None, in_float: bool = False) -> int | None:
     """The last epoch that may prune under `--anneal δ`: epoch e prunes only if e <= δ·n
-    (InfoBatch's rule), so floor(δ·n); None when nothing stops pruning (no δ, or δ >= 1)."""
+    (InfoBatch's rule), so floor(δ·n); None when nothing stops pruning (no δ, or δ >= 1).
+    `in_float`: δ·n as the float product, as SeTa's code compares it (`e > n * delta`), so
+    0.29 x 100 = 28.999... makes 28 the last; otherwise δ·n as the real number (29)."""
     if anneal is None or anneal >= 1:
         return None
     if epochs is None:
         raise ConfigError(f"--anneal {anneal:g} needs the run's length: create the policy with epochs=n")
-    return math.floor(anneal * epochs + 1e-9)  # 0.29 x 100 is 28.999...: still epoch 29
+    return math.floor(anneal * epochs + (0 if in_float else 1e-9))
 
 
 def annealed(epoch: int, last: int | None) -> bool:

@@ -74,6 +74,7 @@ class SeTa(LossScored):
     color = "#e377c2"
     order = 75
     default_anneal = 0.875
+    anneal_in_float = True  # the code anneals once `sampler_iterations > num_epochs * delta`
     description = "Zhou et al. 2025: a random (1-r) draw in k-means loss groups; a window slides easy to hard"
     state_keys = ("seen", "loss")
     own_settings = ("seta_ratio", "seta_groups", "seta_window")
@@ -84,7 +85,7 @@ class SeTa(LossScored):
             return None  # every epoch's draw leaves samples out
         if window_size(cfg.seta_groups, cfg.seta_window) >= cfg.seta_groups:
             return "--seta-ratio 0 draws every sample and --seta-window keeps every group; lower one of them"
-        last = last_pruning_epoch(cls.anneal_of(cfg), epochs)
+        last = last_pruning_epoch(cls.anneal_of(cfg), epochs, cls.anneal_in_float)
         if (epochs if last is None else min(epochs, last)) < 2:
             return (
                 "with --seta-ratio 0 its first epoch trains every sample and the window starts in epoch 2; "
