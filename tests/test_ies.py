@@ -160,8 +160,8 @@ def test_ies_average_is_the_codes_running_sum_not_the_plain_mean():
 
 
 def test_ies_never_drops_every_sample():
-    # Every loss flat: the code would train an empty epoch (and divide by its zero length); the
-    # policy keeps the last set, here none. Catches an epoch planned with no sample.
+    # Every loss flat: the code's run stops at that epoch's end (its shuffled loader over no
+    # sample is refused by RandomSampler); the policy keeps the last set, here none. Catches an epoch planned with no sample.
     policy = create("ies", 6, PruneConfig(), epochs=9)
     for epoch in range(1, 10):
         plan = policy.plan(epoch)

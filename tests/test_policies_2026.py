@@ -99,6 +99,26 @@ def test_rs2_ends_a_round_that_k_does_not_divide_as_the_authors_do():
     assert sorted(i for p in plans[4:8] for i in p.indices.tolist()) != list(range(10))  # epoch 8 repeats one too
 
 
+@pytest.mark.parametrize(
+    "n, fraction, twice",
+    [
+        (60000, 0.3, 23999),  # Fashion-MNIST at the default f: 39.998% of the samples, the page's figure
+        (50000, 0.3, 19999),  # CIFAR-10: k = 35,000, the 2nd epoch 15,000 new + 19,999 again
+        (50000, 0.1, 39999),  # 79.998%
+        (50000, 0.6, 9999),  # rounds of 3 epochs: 20,000, 20,000, 10,000 + 9,999 again
+        (50000, 0.5, 0),  # k divides N: every sample exactly once
+    ],
+)
+def test_rs2_trains_this_many_samples_twice_a_round(n, fraction, twice):
+    # The numbers docs/policies/rs2.md quotes: over the first round, how many samples train twice
+    # (k - 1 - N mod k; none thrice, none missed). Catches a wrap that fills the last epoch from
+    # the next permutation or drops the leftover (no repeats), or a full k in the last epoch.
+    policy = create("rs2", n, PruneConfig(prune_fraction=fraction), seed=0, epochs=20)
+    counts = sum(torch.bincount(p.indices, minlength=n) for p in run(policy, -(-n // policy.budget)))
+    assert int(counts.min()) == 1 and int(counts.max()) <= 2
+    assert int((counts == 2).sum()) == twice
+
+
 def test_rs2_keeps_n_minus_round_f_n_not_the_authors_round_of_the_kept_share():
     # N = 5, f = 0.5: fineprune leaves out round(2.5) = 2 and keeps 3, as the random frontier at 0.5
     # does; the authors' round(0.5 x 5) would keep 2 (docs/choices.md). Catches k = round((1 - f)·N).

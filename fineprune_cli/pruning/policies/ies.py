@@ -101,7 +101,9 @@ class IES(LossScored):
         ready = self.n_history >= LOSSES
         self.diffs, self.n_diffs = push(self.diffs, self.n_diffs, ready, second_difference(self.history))
         below = (self.n_diffs >= SPAN) & (latest_average(self.diffs) < self.cfg.ies_threshold)
-        if 0 < int(below.sum()) < self.num_samples:  # the code would train an empty epoch (and fail)
+        # every sample below: the code's new shuffled loader over none raises (RandomSampler), so
+        # its run ends there; we keep the last set and go on
+        if 0 < int(below.sum()) < self.num_samples:
             self.out = below
 
     @property
