@@ -243,20 +243,69 @@ def frequency_weights(plans, n):
     return weights
 
 
+def per_epoch(weights, plan, n):
+    """The rule's epoch factor s_t: `weights` scaled so that the plan's trained samples sum to N."""
+    return weights * (n / weights[plan.indices].sum())
+
+
 def test_reweight_cumulative_weighs_an_rs2_round_by_hand():
-    # N = 4, k = 2: each sample is kept every other epoch. Epoch 1 keeps A (c = 1, t = 1: weight 1),
-    # epoch 2 the others (c = 1, t = 2: 2), epoch 3 (new round) two (c = 2, t = 3: 1.5), epoch 4 the
-    # rest (c = 2: 2). Catches: c without the current epoch (weights 0 or inf), t / c inverted,
-    # weights from the epoch's own share (1/0.5 = 2 always).
+    # N = 4, k = 2: each sample is kept every other epoch, so every kept sample has the same
+    # count: t / c = 1, 2, 1.5, 2 (the paper's weights), and the epoch factor makes each 4 / 2 = 2,
+    # the inverse of rs2's keep rate 1/2. The paper's own weights would leave epochs 1 and 3 at
+    # half and three quarters of a full epoch's gradient. Catches: the epoch factor left out
+    # (1, 2, 1.5, 2), c without the current epoch (weights 0 or inf), t / c inverted.
     policy = create("rs2", 4, PruneConfig(prune_fraction=0.5, reweight="cumulative"), seed=0, epochs=4)
     plans = run(policy, 4)
-    assert [p.weights[p.indices].tolist() for p in plans] == [[1.0, 1.0], [2.0, 2.0], [1.5, 1.5], [2.0, 2.0]]
+    assert [p.weights[p.indices].tolist() for p in plans] == [[2.0, 2.0]] * 4
+
+
+def gradient_shares(n, d=5):
+    """a_i = <g_i, G> / |G|^2 of a toy linear regression's squared-error gradients g_i at one fixed
+    (not optimal) point, G their sum: an epoch's sum of w_i a_i over its trained samples is its
+    weighted gradient / the full one, projected on the full one (experiments/reweight/bias.py)."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    y = x @ torch.randn(d, generator=gen, dtype=torch.float64) + 0.5 * torch.randn(
+        n, generator=gen, dtype=torch.float64
+    )
+    grads = (x @ torch.randn(d, generator=gen, dtype=torch.float64) - y)[:, None] * x
+    return grads @ grads.sum(0) / grads.sum(0).dot(grads.sum(0))
+
+
+@pytest.mark.parametrize(
+    "policy, settings",
+    [
+        ("random", dict(prune_fraction=0.3, window=1, start=0, block=1, count=1)),  # every epoch
+        ("random", dict(prune_fraction=0.3)),  # its default schedule: every other epoch
+        ("rs2", dict(prune_fraction=0.5)),
+        ("rs2", dict(prune_fraction=0.7)),
+    ],
+)
+def test_reweight_cumulative_makes_every_epochs_expected_gradient_the_full_one(policy, settings):
+    # Over 300 seeds, in every one of 6 epochs, the mean weighted gradient / the full one is 1
+    # within 4 standard errors, and every weighted epoch's weights sum to N. The paper's weights
+    # as written (no epoch factor) give 0.70 in epoch 1 of random every epoch, 1.15 and 0.77 in
+    # epochs 3 and 4 of the every-other-epoch schedule, 0.50 in rs2's first at f 0.5 and 0.30 at
+    # f 0.7 (results/reweight/bias.md). Catches the epoch factor left out or computed over the
+    # wrong samples (all N, or the kept set without repeats).
+    n, epochs, seeds = 100, 6, 300
+    shares = gradient_shares(n)
+    ratios = torch.zeros(seeds, epochs, dtype=torch.float64)
+    for seed in range(seeds):
+        rule = create(policy, n, PruneConfig(**settings, reweight="cumulative"), seed=seed, epochs=epochs)
+        for epoch in range(1, epochs + 1):
+            plan = rule.plan(epoch)
+            w = torch.ones(n, dtype=torch.float64) if plan.weights is None else plan.weights.double()
+            assert w[plan.indices].sum().item() == pytest.approx(n, rel=1e-5)
+            ratios[seed, epoch - 1] = (w[plan.indices] * shares[plan.indices]).sum()
+    mean, se = ratios.mean(0), ratios.std(0) / seeds**0.5
+    assert bool(((mean - 1).abs() <= 4 * se + 1e-9).all()), (mean.tolist(), se.tolist())
 
 
 def test_reweight_reaches_the_loss_the_sampler_backpropagates():
     # The library's PruningSampler (the Lightning callback's and compare --script's path) trains
-    # epoch 2 of rs2 (N = 4, k = 2) at weight 2: its loss of unit losses is 2. Catches a sampler
-    # that plans through something other than policy.plan (the reweighting would not reach it).
+    # rs2 (N = 4, k = 2) at weight 2: its loss of unit losses is 2. Catches a sampler that plans
+    # through something other than policy.plan (the reweighting would not reach it: 1).
     from fineprune_cli.pruning import PruningSampler
 
     sampler = PruningSampler(create("rs2", 4, PruneConfig(prune_fraction=0.5, reweight="cumulative"), epochs=4))
@@ -265,7 +314,7 @@ def test_reweight_reaches_the_loss_the_sampler_backpropagates():
         sampler.set_epoch(epoch)
         idx = torch.tensor(list(sampler))
         means.append(sampler.loss(idx, torch.ones(idx.numel())).item())
-    assert means == [1.0, 2.0]
+    assert means == [2.0, 2.0]
 
 
 # every policy that leaves samples out of an epoch when fed fresh losses each epoch
@@ -275,7 +324,8 @@ NOISE_PRUNING = names(prunes=True, selects_batches=False, prunes_on_noise=True)
 @pytest.mark.parametrize("name", NOISE_PRUNING)
 def test_reweight_cumulative_multiplies_any_policys_own_weights_and_keeps_its_choice(name):
     # The same policy with and without the setting, the same seed and losses: the same samples in
-    # every epoch, and the weights t / c x the policy's own (InfoBatch's 1/(1 - r)). Epochs before
+    # every epoch, and the weights t / c x the policy's own (InfoBatch's 1/(1 - r)) x the epoch's
+    # factor that makes the trained samples' weights sum to N. Epochs before
     # the first that leaves a sample out keep weights None (they train as without the setting).
     # Catches: a policy whose plan escapes the reweighting, the policy's own weights dropped, a
     # reweighting that changes the selection, weights on epochs that have pruned nothing yet.
@@ -294,7 +344,7 @@ def test_reweight_cumulative_multiplies_any_policys_own_weights_and_keeps_its_ch
             assert q.weights is p.weights is None
             continue
         own = torch.ones(n) if p.weights is None else p.weights
-        assert torch.allclose(q.weights[q.indices], (expected[t] * own)[q.indices]), (name, t + 1)
+        assert torch.allclose(q.weights[q.indices], per_epoch(expected[t] * own, q, n)[q.indices]), (name, t + 1)
     assert any(not torch.all(q.weights[q.indices] == 1) for q in b[first:]), name  # the fixture weighs something
 
 

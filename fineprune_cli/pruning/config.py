@@ -162,7 +162,8 @@ class PruneConfig:
         "none",
         choices=("none", "cumulative"),
         help="Loss weights of any pruning policy, times its own: none, or cumulative (RePB's temporal "
-        "rescaling: in epoch t a sample kept in c of epochs 1..t weighs t / c). (default none)",
+        "rescaling: in epoch t a sample kept in c of epochs 1..t weighs t / c, scaled per epoch so that "
+        "the epoch's weights sum to N). (default none)",
     )
 
     def check(self) -> None:
