@@ -6,7 +6,7 @@ FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup test typecheck test-fast demo docs docs-settings simulate shape-reference reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream gpu gpu-data clean-venv
+.PHONY: setup test typecheck test-fast demo docs docs-settings simulate shape-reference reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream bench-selective gpu gpu-data clean-venv
 
 setup: $(STAMP) $(FMNIST)
 
@@ -124,6 +124,15 @@ bench: setup
 STREAM_DATA ?= .data/cifar10-jpeg
 bench-stream: setup
 	OMP_NUM_THREADS=1 taskset -c 0 $(PY) experiments/bench/bench_stream.py --data-dir $(STREAM_DATA) --workers 1
+
+# A Selective-Backprop step against a full one, and its parts, in process CPU time beside the wall
+# clock, LeNet and ResNet-18 on one pinned core at one torch thread (issue 57):
+# results/bench/selective-cputime-<cpu>.{csv,md}. Only on idle cores: another process on the core
+# shares its caches. BENCH_CORE picks the core; SB_ARGS adds flags (--rounds 5).
+BENCH_CORE ?= 0
+SB_ARGS ?=
+bench-selective: setup
+	OMP_NUM_THREADS=1 taskset -c $(BENCH_CORE) $(PY) experiments/bench/bench_selective.py --threads 1 $(SB_ARGS)
 
 # `make gpu`: the CUDA path checked, benchmarked and the ResNet-18 row reproduced (issues 16, 42), in
 # steps that each fit one 10-minute call on a lent GPU machine: STEP=check|bench|reproduce|report|dist|all;
