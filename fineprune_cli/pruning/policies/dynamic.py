@@ -35,7 +35,7 @@ class WholeRunState(Policy):
     @classmethod
     def idle_reason(cls, cfg: PruneConfig, epochs: int) -> str | None:
         anneal = cls.anneal_of(cfg)
-        last = last_pruning_epoch(anneal, epochs)
+        last = last_pruning_epoch(anneal, epochs, cls.anneal_in_float)
         last = epochs if last is None else min(epochs, last)
         if last >= cls.first_choice:
             return None
