@@ -5,8 +5,8 @@ Each epoch t a sample's loss weight is s_t x t / c, c the epochs 1..t whose plan
 inverse of its cumulative selection frequency c / t (the paper's E / N_i(E)), times the
 policy's own weight, and s_t one factor for the whole epoch that makes the weights of the
 samples it trains sum to N. Why s_t: the paper's own weights make an epoch's expected gradient
-the full one only as t grows (0.70 of it in a first epoch of random pruning at f 0.3, 1.17 in a
-full epoch after one: results/reweight/bias.md); with s_t it is the full one in every epoch.
+the full one only as t grows (0.70 of it in a first epoch of random pruning at f 0.3, 1.15-1.17
+in the full epochs between pruned ones: results/reweight/bias.md); with s_t, in every epoch.
 Our reading, and why: docs/choices.md ("Cumulative temporal reweighting").
 """
 
