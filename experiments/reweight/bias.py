@@ -5,11 +5,11 @@ A toy linear regression (N samples, d features) at one fixed parameter point, so
 weights' doing alone: sample i's gradient g_i, the full epoch's G = sum g_i. An epoch that trains
 the plan's samples (with repeats) at weights w sums sum w_i g_i; its projection on G over |G|^2,
 averaged over many seeds of the policy, is the expected weighted gradient / the full one (1.00:
-unbiased). Two weightings of the same plans: the paper's E / N_i(E) as written (counted here from
+unbiased). Two weightings of the same plans: the paper's E / N_i(E) unnormalised (counted here from
 the plans of a `--reweight none` policy of the same seed), and fineprune's `--reweight cumulative`
 (that rule times one factor per epoch that makes the epoch's weights sum to N).
 
-    .venv/bin/python experiments/reweight/bias.py            # 2000 seeds, about a minute on one core
+    .venv/bin/python experiments/reweight/bias.py            # 2000 seeds, about 15 s of CPU
     .venv/bin/python experiments/reweight/bias.py --seeds 50 --out /tmp/bias.md   # a quick check
 """
 
@@ -94,7 +94,7 @@ def table(name: str, rows: dict, n: int) -> list[str]:
     lines = [
         f"### {name}",
         "",
-        "| epoch | samples trained | paper's E/N_i(E) | fineprune's cumulative |",
+        "| epoch | samples trained | t / c (no epoch factor) | fineprune's cumulative |",
         "|---|---|---|---|",
     ]
     for t, samples in enumerate(rows["samples"], start=1):
@@ -127,11 +127,11 @@ def main(argv: list[str] | None = None) -> None:
         f"Measured by `.venv/bin/python {command}` ({args.seeds} seeds of each policy, a toy linear",
         f"model of N = {args.samples} samples at one fixed parameter point, {time.process_time() - began:.0f} s of CPU).",
         "Each cell: the mean over seeds of (Σ over the epoch's trained samples of w_i g_i) projected on",
-        "the full epoch's Σ g_i, over |Σ g_i|², ± its standard error; 1.000 is unbiased. \"paper's\": the",
-        "weight E / N_i(E) as the paper writes it (this epoch counted), from the first epoch that leaves",
-        'a sample out; "fineprune\'s": `--reweight cumulative`, the same weights times one factor per',
-        "epoch that makes the epoch's weights sum to N. Page: docs/choices.md (Cumulative temporal",
-        "reweighting).",
+        'the full epoch\'s Σ g_i, over |Σ g_i|², ± its standard error; 1.000 is unbiased. "t / c": the',
+        "paper's E / N_i(E) unnormalised (the count including this epoch, as fineprune counts), from the",
+        'first epoch that leaves a sample out; "fineprune\'s": `--reweight cumulative`, the same weights',
+        "times one factor per epoch that makes the epoch's weights sum to N. Page: docs/choices.md",
+        "(Cumulative temporal reweighting).",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
