@@ -12,7 +12,7 @@ from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 from conftest import metrics_rows, summary_of, tiny
 from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.study import study
 from factories import tiny_compare as _cfg
 
 runner = CliRunner()

@@ -8,9 +8,9 @@ import pytest
 from conftest import invoke
 from fineprune_cli.analysis.decide import judging
 from fineprune_cli.analysis.decide.judging import Correction, Judging, load_judging, register_family
-from fineprune_cli.analysis.group.numbers import summary_rows
+from fineprune_cli.analysis.render.summary import summary_rows
 from fineprune_cli.analysis.decide.sequence import record
-from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.study import study
 from fineprune_cli.analysis.render.verdict import build
 from fineprune_cli.errors import ConfigError
 from factories import context, pruned, shorter

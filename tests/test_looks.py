@@ -258,7 +258,7 @@ def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):
     """A looks.json edited, or left stale after runs were deleted, was pasted as the decisions that
     hold; the report replays the runs present and names each place the file disagrees."""
     from fineprune_cli.analysis.decide.sequence import disagreements, record
-    from fineprune_cli.analysis.group.study import Study
+    from fineprune_cli.analysis.study import Study
     from fineprune_cli.analysis.render.verdict import looks_lines
 
     runs = [r for r in _recipe_runs() if r.policy in ("regular", "ucb", "shorter-30")]

@@ -16,7 +16,7 @@ from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.analysis.decide.plan import PLAN_FILE, read
 from fineprune_cli.analysis.group.failures import failed, outliers
 from fineprune_cli.analysis.group.groups import group
-from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.study import study
 from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.analysis.render.verdict import build
 from fineprune_cli.analysis.group.groups import Context
@@ -229,7 +229,7 @@ def test_a_plan_from_before_the_failure_rule_is_kept_until_the_rule_sets_a_run_a
     old plan's digest changed by the new keys (every run then 'made under another plan'), or the
     failure rule applied silently."""
     from fineprune_cli.analysis.decide.plan import find
-    from fineprune_cli.analysis.group.study import for_folders
+    from fineprune_cli.analysis.study import for_folders
 
     for name, regular in (("calm", [90.0, 90.1, 89.9, 90.08, 90.05, 89.95, 90.02, 89.98]), ("failed", REGULAR8)):
         root = tmp_path / name

@@ -16,7 +16,12 @@ from fineprune_cli.errors import ConfigError
 PACKAGE = Path(__file__).resolve().parents[1] / "fineprune_cli"
 # where the script's command itself is used: the one read of which trainer, the script
 # trainer's own modules (which run the command) and the library side that sets it
-OWNERS = {"engine/setup/scriptconfig.py", "drivers/trainers/script.py", "drivers/scriptjob.py", "harness/run.py"}
+OWNERS = {
+    "engine/setup/scriptconfig.py",
+    "drivers/trainers/script.py",
+    "drivers/trainers/scriptjob.py",
+    "harness/run.py",
+}
 
 
 def test_which_trainer_is_asked_in_one_place():
@@ -71,3 +76,31 @@ def test_only_the_script_trainer_checks_the_schedule_and_reads_its_data_from_the
     recorded = {"train": "abc"}
     assert TRAINERS["script"].recorded_data(tiny_config(), {"train": "other"}, recorded) is recorded
     assert TRAINERS["builtin"].recorded_data(tiny_config(), {"train": "now"}, recorded) == {"train": "now"}
+
+
+def test_the_matrix_goes_on_past_any_trainers_failed_run_and_knows_no_trainers_own_module(tmp_path, monkeypatch):
+    """A run that fails as the contract's `RunFailed` says (any trainer's, not only the script's
+    exception) is named and the others still train; the matrix then fails naming the count. It
+    imports the trainers' contract and registry, never one trainer's own module."""
+    from fineprune_cli.drivers import matrix
+    from fineprune_cli.drivers.parallel import RunsFailed
+
+    trained = []
+
+    def train_job(job_cfg, state, command, bar):
+        trained.append(job_cfg.run.seed)
+        if job_cfg.run.seed == 0:
+            raise contract.RunFailed("seed 0: this trainer's run failed")
+
+    monkeypatch.setattr(matrix, "train_job", train_job)
+    cfg = tiny_config(tmp_path / "out")
+    c = CompareConfig(policies=["regular"], seeds=[0, 1], out=str(tmp_path / "out"))
+    with pytest.raises(RunsFailed, match="1 of 2"):
+        matrix.run_matrix(cfg, c, show_progress=False)
+    assert trained == [0, 1]
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(Path(matrix.__file__).read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("trainers")
+    }
+    assert imported == {"trainers.contract", "trainers.registry"}

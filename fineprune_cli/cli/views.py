@@ -188,7 +188,7 @@ def _show_collapsed(found: Any) -> None:
 
 def _show_compression(found: Any) -> None:
     """Shorter arms off regular's learning-rate schedule, or not checked, after the decisions."""
-    from ..analysis.read.compression import lines
+    from ..analysis.group.compression import lines
 
     shown = lines(list(found))
     if shown:
@@ -245,7 +245,7 @@ ROW_WIDTH = 26  # the row name's column: the numbers beside it take the rest of 
 
 
 def show_report(rep: Any, as_json: bool) -> None:
-    from ..analysis.group.numbers import summary_rows
+    from ..analysis.render.summary import summary_rows
 
     rows = summary_rows(rep.study) if rep.runs else []
     if as_json:

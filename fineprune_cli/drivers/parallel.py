@@ -16,7 +16,8 @@ from ..engine.setup.config import Config
 from ..engine.records.files import atomic_write_text
 from ..errors import FinepruneError
 from .executors import registry
-from .executors.contract import JOBS, Task, job_file
+from .executors.contract import Task
+from .job import JOBS, job_file
 from .grid import Grid
 
 if TYPE_CHECKING:

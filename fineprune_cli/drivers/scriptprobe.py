@@ -27,7 +27,7 @@ from .drytime import PlannedRun
 from .executors import registry
 from .executors.contract import Placement
 from .executors.local import last_error
-from .scriptjob import prepare
+from .trainers.scriptjob import prepare
 
 POLL_S = 0.1
 

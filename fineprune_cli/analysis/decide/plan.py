@@ -25,7 +25,7 @@ from ...engine.records.files import atomic_write_text, read_regular_text
 from ...errors import ConfigError
 from ...engine.records.record import SUMMARY
 from .judging import DEFAULT_VARIANCE, EARLIER_ALLOCATION, VARIANCES, Judging, variance_key
-from ..read.planfile import LATER, checked
+from .planfile import LATER, checked
 from ..read.planruns import applying
 
 PLAN_FILE = "plan.json"

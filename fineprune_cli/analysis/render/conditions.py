@@ -12,7 +12,7 @@ from ..decide.decision import Decision
 from ..decide.judging import EARLIER_SHAPE, Judging
 from ..decide.plan import unrecorded_text
 from ..decide.shape import skew
-from ..group.study import Study
+from ..study import Study
 from ..read.runs import policy_label
 
 

@@ -2,7 +2,7 @@
 each decision's chain (its two comparisons with the bounds they test, C(p), the p-values, the
 seeds used and left out, how the word moves with δ and with equal noise), the planned looks
 replayed, and what a reader needs about each context. Every claim in it is a decision of the
-study (`analysis.group.study`); the rest describes.
+study (`analysis.study`); the rest describes.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from ...arms import REGULAR
 from ...engine.records.files import to_markdown
-from ..read import leftout, randomequal
+from ..read import randomequal
+from . import leftout
 from ..group import paired
 from ..decide import stats
 from ..decide.advice import advised, pooled_fit
@@ -21,9 +22,9 @@ from ..decide.judging import shares
 from ..decide.plan import describe, seeds_text
 from ..group.rownumbers import Stat
 from ..read.runs import Run, policy_label
-from ..read.compression import beside
+from ..group.compression import beside
 from ..decide.sequence import decidable
-from ..group.study import Study
+from ..study import Study
 from . import conditions
 from .tables import context_title
 

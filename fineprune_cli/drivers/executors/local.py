@@ -24,6 +24,7 @@ from typing import Any
 from ...engine.records.holders import die_with_parent, end_group
 from ...engine.records.jobenv import CONCURRENCY, THREADS
 from ...errors import ConfigError
+from ..job import ended
 from .contract import POLL_S, Kind, Matrix, Outcome, Placement, RunsStopped, Task, Watch, state
 
 
@@ -212,18 +213,6 @@ def last_error(log: Path, code: int | None) -> str:
     errors = [x for x in lines if x.startswith("error:")]
     line = errors[-1][len("error:") :].strip() if errors else (lines[-1] if lines else "no output")
     return f"{line} ({ended(code)}; log: {log})"
-
-
-def ended(code: int | None) -> str:
-    """How a process ended, in words: a negative code is the signal that killed it."""
-    if code is None or code >= 0:
-        return f"exit code {code}"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        return f"killed by signal {-code}"
-    cause = "; perhaps out of memory (the kernel's OOM killer sends it)" if -code == signal.SIGKILL else ""
-    return f"killed by {name} (signal {-code}){cause}"
 
 
 def on_cuda(device: str) -> bool:

@@ -24,7 +24,8 @@ import submitit
 from ... import console
 from ...engine.records.files import atomic_write_text
 from ...errors import ConfigError, FinepruneError
-from .contract import JOBS, POLL_S, Outcome, Task, Watch
+from ..job import JOBS
+from .contract import POLL_S, Outcome, Task, Watch
 from .slurmsettings import SlurmConfig
 from .slurmcalls import Lost, held, submitting
 

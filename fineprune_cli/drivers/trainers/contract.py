@@ -21,12 +21,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ...errors import FinepruneError
+
 if TYPE_CHECKING:
     from ...engine.setup.config import Config
-    from ..compressioncheck import CompressionCheck
+    from .compressioncheck import CompressionCheck
     from ..job import Job
 
 HELD = "its folder is being written by another fineprune process: left to it (compare again once it has finished)"
+
+
+class RunFailed(FinepruneError):
+    """One run failed in a way that leaves the others to train (a user's script that exited
+    non-zero): the matrix names it and goes on, and fails at its end. Any other error stops it."""
+
+    exit_code = 1
 
 
 class Trainer(Protocol):

@@ -1,4 +1,4 @@
-"""The user's own training command (`compare --script`, drivers/scriptjob.py): runs named after
+"""The user's own training command (`compare --script`, drivers/trainers/scriptjob.py): runs named after
 the script, the data known only once a run declares it, the schedule checked as each run ends."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ...errors import ConfigError
 from ..job import Job
 
 if TYPE_CHECKING:  # it reads run records (torch): not imported for --help
-    from ..compressioncheck import CompressionCheck
+    from .compressioncheck import CompressionCheck
 
 
 class Script:
@@ -20,7 +20,7 @@ class Script:
     def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]:
         """A script trains one model on one dataset: their names file its runs (default: the
         script's file name, and 'data')."""
-        from ..scriptjob import script_name
+        from .scriptjob import script_name
 
         if len(models) > 1 or len(datasets) > 1:
             raise ConfigError("--script trains one model on one dataset: give --model and --dataset one name each")
@@ -28,7 +28,7 @@ class Script:
 
     def refuse(self, configs: list[tuple[Job, Config]]) -> None:
         """A command that cannot run would fail every run alike; its --model only names its runs."""
-        from ..scriptjob import probe
+        from .scriptjob import probe
 
         if configs:
             probe(configs[0][1])
@@ -40,12 +40,12 @@ class Script:
         return recorded  # compare cannot read the script's data: the run's own record stands
 
     def schedule_check(self, jobs: list[Job], out: str | Path) -> CompressionCheck:
-        from ..compressioncheck import CompressionCheck
+        from .compressioncheck import CompressionCheck
 
         return CompressionCheck(jobs, str(out))  # the user's own schedule: do the shorter arms compress it?
 
     def train(self, job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
-        from ..scriptjob import clear_attempt, run_script
+        from .scriptjob import clear_attempt, run_script
 
         if state == "incomplete":
             clear_attempt(Path(job_cfg.run.out))
