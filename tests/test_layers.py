@@ -14,7 +14,7 @@ DEVELOPMENT = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 
 # lowest first: a module may import from its own layer or any layer before it
 LAYERS = [
-    {"errors", "settings", "console"},
+    {"errors", "settings", "console", "registry"},
     {"models"},
     {"pruning"},
     {"engine"},
@@ -271,3 +271,38 @@ def test_every_path_the_development_guide_names_exists():
     """A module moved without its line in the guide leaves a contributor a path to nowhere."""
     missing = [p for p in _guide_paths() if not _exists(p)]
     assert not missing, f"docs/development.md names paths that do not exist: {missing}"
+
+
+CALLED_BY_OTHERS = {"on_train_epoch_start", "on_train_epoch_end"}  # Lightning calls a callback's hooks
+ROOT = PACKAGE.parent
+
+
+def _used_names() -> set[str]:
+    """Every name the project reads: a name, an attribute, an import, a word in a string (a
+    lookup by name, `getattr(x, "name")`), in the package, its library, tests and scripts."""
+    used: set[str] = set()
+    for folder in ("fineprune_cli", "models", "fineprune", "experiments", "examples", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Name):
+                    used.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    used.add(node.attr)
+                elif isinstance(node, ast.alias):
+                    used.add(node.name.rsplit(".", 1)[-1])
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    used |= set(re.findall(r"\w+", node.value))
+    return used
+
+
+def test_no_function_is_left_unused():
+    """A function or method nothing calls is code a reader must understand for nothing (issue 58
+    found `Plan.plannedseeds_text`, named for text and returning seeds); one a decorator registers
+    is used by it, and a framework's hooks by the framework."""
+    used, dead = _used_names(), []
+    for name, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("__"):
+                if node.name not in used and not node.decorator_list and node.name not in CALLED_BY_OTHERS:
+                    dead.append(f"{name}.{node.name}")
+    assert not dead, f"defined and never used: {dead}"

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fineprune_cli"
 # trainer's own modules (which run the command) and the library side that sets it
 OWNERS = {
     "engine/setup/scriptconfig.py",
-    "drivers/trainers/script.py",
+    "drivers/trainers/kinds/script.py",
     "drivers/trainers/scriptjob.py",
     "harness/run.py",
 }
@@ -60,6 +60,23 @@ def test_the_config_chooses_the_trainer_and_it_names_the_runs(settings, trainer,
     assert trainer_for(cfg).name == trainer
     jobs = plan(cfg, CompareConfig(policies=["regular"], seeds=[0]))
     assert (jobs[0].model, jobs[0].dataset) == names
+
+
+def test_a_trainer_added_by_a_test_is_chosen_by_its_own_answer(monkeypatch):
+    """The choice asks each trainer whether a config is its own (a registry, not a two-way
+    switch on the script): a third trainer that takes a config gets it; others stay as they were."""
+
+    class Notebook:
+        name = "notebook"
+        help = "a test's trainer: takes configs whose model is named 'notebook'"
+
+        def takes(self, cfg):
+            return cfg.model.name == "notebook"
+
+    monkeypatch.setitem(TRAINERS, "notebook", Notebook())
+    assert trainer_for(tiny_config(**{"model.name": "notebook"})).name == "notebook"
+    assert trainer_for(tiny_config()).name == "builtin"
+    assert trainer_for(tiny_config(**{"script.command": "python t.py"})).name == "script"
 
 
 def test_the_script_trainer_refuses_two_models_and_the_builtin_does_not():

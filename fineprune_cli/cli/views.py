@@ -323,7 +323,7 @@ SCALE_COLUMNS = {
 def show_policies(as_json: bool) -> None:
     from ..pruning.registry import get, list_policies
 
-    entries = [{"name": n, "label": get(n).label, "description": get(n).description} for n in list_policies()]
+    entries = [{"name": n, "label": get(n).label, "description": get(n).help} for n in list_policies()]
     if as_json:
         console.print_json(entries)
         return

@@ -110,8 +110,7 @@ class CompareConfig:
     executor: str = option(
         registry.DEFAULT,
         check=registry.problem,
-        help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
-        "a task of a job array, through submitit; its settings in compare.slurm). (default local)",
+        help=registry.EXECUTORS.help("Where the runs execute"),
     )
     # the chosen executor's own section (compare.<executor>), which load_compare reads; not a setting
     executor_settings: Any = field(default=None, metadata={"section": True})

@@ -11,7 +11,7 @@ The rules are fixed before any run is read (docs: the decision page):
   than the minimum gain δ (Δ_C ≤ δ). Either route suffices, so each runs at a / 2. The two claims
   cover every truth, so at most one of a policy's two claims is false.
 - The family: k policies share the report's alpha by its procedure (`Judging.correction`, an
-  entry of `judging.FAMILIES`, which adjusts a look's claims together and gives the level a of
+  entry of `procedures.FAMILIES`, which adjusts a look's claims together and gives the level a of
   each claim), and over L planned looks
   each policy's alpha / k is split into parts fixed by the plan (`Judging.allocation`), so look
   j tests at a_j = alpha · w_j / k with the w_j summing to 1. Since at most one claim per policy
@@ -19,7 +19,7 @@ The rules are fixed before any run is read (docs: the decision page):
   level: under Bonferroni (the default) the chance of any wrong *worth it* or *not worth it* is
   at most the sum of those levels, alpha, whatever the dependence between them.
 - Every comparison's standard error comes from the judging's variance model (an entry of
-  `judging.VARIANCES`); the default is its own paired spread over the seeds it pairs (a
+  `procedures.VARIANCES`); the default is its own paired spread over the seeds it pairs (a
   one-sample t on the per-seed differences, n − 1 df): no assumption that arms are equally noisy.
 """
 
@@ -33,7 +33,8 @@ from ..group import paired
 from . import stats
 from ..group.failures import Failure, failed, of_arms, seeds_failed, set_aside
 from ..group.groups import Context, is_frontier, is_shorter
-from .judging import Claim, Judging
+from .judging import Judging
+from .procedures import Claim
 from ..read.quantum import quantum_of
 from ..read.runs import Run
 
@@ -258,7 +259,7 @@ def _chain(
         word=CANT_TELL,
         level=judging.alpha,
         family=1,
-        variance=judging.variance_model.name,
+        variance=judging.variance_model.label,
         failures=tuple(of_arms(failures, (REGULAR, policy, *(cheap.arms if cheap else ())))),
         withheld=withheld(failures, policy, cheap),
     )

@@ -117,7 +117,7 @@ def record(planned: tuple[int, ...], looks: list[Look], decisions: list[Decision
     """The looks as scripts read them (looks.json, `compare --json`): the plan, each look, and the
     decisions reached with the look that reached them."""
     return {
-        "rule": judging.correction.name,
+        "rule": judging.correction.label,
         "alpha": judging.alpha,
         "looks": list(planned),
         "done": [asdict(look) for look in looks],

@@ -99,7 +99,7 @@ def family_text(found: Study) -> str:
         "comparison uses its own paired spread (the t statistic of its per-seed differences), so an arm "
         f"noisier than the others widens only its own comparisons; {conditions.tests(j)}. {conditions.failures(j)} The bracket "
         "after a difference holds the bounds its claims test (the lower at a, the upper at a / 2): a claim "
-        f"reads off them. p is the claim's p-value, {j.correction.name}-adjusted in brackets: a claim stands "
+        f"reads off them. p is the claim's p-value, {j.correction.label}-adjusted in brackets: a claim stands "
         f"when that is {j.alpha:g} or less."
     )
 
@@ -186,7 +186,7 @@ def chain(d: Decision, found: Study) -> list[str]:
 
 def _because(d: Decision, found: Study) -> str:
     m, gain = found.judging.margin, found.judging.gain
-    name = found.judging.correction.name
+    name = found.judging.correction.label
     at = f" at look {d.look}" if d.look else ""
     if d.left_out and d.word == CANT_TELL and "diverge" in d.left_out:
         return f": {d.left_out}"

@@ -1,6 +1,10 @@
 """What a compare asks of whoever trains its runs. Each method answers one question compare
 used to answer with `if script:` where it stood; an implementation answers all of them
-(builtin.py, script.py), and registry.py chooses one from the config. The implementations sit
+(one module each in `kinds/`: builtin.py, script.py), and registry.py finds them and chooses one
+from the config.
+
+- `name`, `help`: the registry's key and a line on what it trains.
+- `takes(cfg)`: whether the config is this trainer's (the default's answer is not asked). The implementations sit
 below compare, so they are handed the job configs rather than the matrix.
 
 - `names(cfg, models, datasets)`: the model and dataset names its runs are filed under.
@@ -40,6 +44,9 @@ class RunFailed(FinepruneError):
 
 class Trainer(Protocol):
     name: str
+    help: str
+
+    def takes(self, cfg: Config) -> bool: ...
 
     def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]: ...
 

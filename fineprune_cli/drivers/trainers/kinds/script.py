@@ -6,21 +6,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...engine.setup.config import Config
-from ...errors import ConfigError
-from ..job import Job
+from ....engine.setup.config import Config
+from ....engine.setup.scriptconfig import runs_script
+from ....errors import ConfigError
+from ...job import Job
+from ..registry import TRAINERS
 
 if TYPE_CHECKING:  # it reads run records (torch): not imported for --help
-    from .compressioncheck import CompressionCheck
+    from ..compressioncheck import CompressionCheck
 
 
 class Script:
     name = "script"
+    help = "the user's own training command (compare --script)"
+
+    def takes(self, cfg: Config) -> bool:
+        return runs_script(cfg)
 
     def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]:
         """A script trains one model on one dataset: their names file its runs (default: the
         script's file name, and 'data')."""
-        from .scriptjob import script_name
+        from ..scriptjob import script_name
 
         if len(models) > 1 or len(datasets) > 1:
             raise ConfigError("--script trains one model on one dataset: give --model and --dataset one name each")
@@ -28,7 +34,7 @@ class Script:
 
     def refuse(self, configs: list[tuple[Job, Config]]) -> None:
         """A command that cannot run would fail every run alike; its --model only names its runs."""
-        from .scriptjob import probe
+        from ..scriptjob import probe
 
         if configs:
             probe(configs[0][1])
@@ -40,13 +46,16 @@ class Script:
         return recorded  # compare cannot read the script's data: the run's own record stands
 
     def schedule_check(self, jobs: list[Job], out: str | Path) -> CompressionCheck:
-        from .compressioncheck import CompressionCheck
+        from ..compressioncheck import CompressionCheck
 
         return CompressionCheck(jobs, str(out))  # the user's own schedule: do the shorter arms compress it?
 
     def train(self, job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
-        from .scriptjob import clear_attempt, run_script
+        from ..scriptjob import clear_attempt, run_script
 
         if state == "incomplete":
             clear_attempt(Path(job_cfg.run.out))
         run_script(job_cfg, bar, command)
+
+
+TRAINERS.register(Script())
