@@ -12,8 +12,8 @@ import pytest
 from factories import make_run
 from fineprune_cli.analysis.group.compression import compression, logged, mismatch
 from fineprune_cli.analysis.group.groups import group
-from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.arms import shorter_schedule
 from fineprune_cli.cli import views
 

@@ -13,8 +13,8 @@ import pytest
 from conftest import invoke, summary_of
 from factories import make_run
 from fineprune_cli.drivers.compare import Job
-from fineprune_cli.drivers.trainers.compressioncheck import CompressionCheck
 from fineprune_cli.drivers.executors.contract import Task
+from fineprune_cli.drivers.trainers.compressioncheck import CompressionCheck
 from fineprune_cli.errors import ConfigError
 
 JOBS = [

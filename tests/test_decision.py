@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from factories import N, context, make, pruned, residual_sd, shorter
 from fineprune_cli.analysis.decide import decision, stats
-from fineprune_cli.analysis.group import paired
 from fineprune_cli.analysis.decide.advice import advise, chance, routes
 from fineprune_cli.analysis.decide.decision import CANT_TELL, NOT_WORTH, WORTH, decide
-from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.analysis.decide.shape import SKEWED
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.analysis.read.quantum import quantum
 from fineprune_cli.engine.records.record import EpochRow
-from factories import N, context, make, pruned, residual_sd, shorter
 
 CTX = Context("lenet", "toy")
 
@@ -333,8 +333,8 @@ def test_deleted_seeds_are_counted_and_named_not_hidden_under_the_header():
     d = next(x for x in decide({ctx: by}) if x.policy == "fine")
     assert d.vs_regular.n == 3 and d.regular.seeds == [0, 1, 2]
     assert d.regular.left_out[3] == d.regular.left_out[4] == "no run of this arm"  # (and the looks' seeds 5-7)
-    from fineprune_cli.analysis.study import study
     from fineprune_cli.analysis.render.verdict import chain
+    from fineprune_cli.analysis.study import study
 
     text = "\n".join(chain(d, study([], Judging())))
     assert "over 3 seeds (0–2;" in text and "left out: seed 3 (no run of this arm); seed 4" in text
@@ -356,8 +356,8 @@ def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
     """Regular's mean final 73.84 - 0.5 is 73.34000000000002 as floats: epochs at exactly 73.34%
     did not count. On the test set's grid the target is 73.34 and regular seed 1 reaches it at 164."""
     from fineprune_cli.analysis.group import timing
-    from fineprune_cli.analysis.read.quantum import quantum_of
     from fineprune_cli.analysis.group.reach import target_for
+    from fineprune_cli.analysis.read.quantum import quantum_of
 
     _, by = _committed(CIFAR)
     q = quantum_of(by)
@@ -424,8 +424,8 @@ def test_the_word_moves_with_the_minimum_gain_only_where_the_gain_over_c_p_falls
     at the report's own δ (worth it throughout), the deltas in the wrong order (not worth it at
     0.1), or δ wired to the margin m (at m 0.1 a 0.25 pt loss is worse than regular: not worth it)."""
     from fineprune_cli.analysis.decide.sequence import single
-    from fineprune_cli.analysis.study import study
     from fineprune_cli.analysis.render.verdict import chain
+    from fineprune_cli.analysis.study import study
 
     by = _by_three_arms([-0.23, -0.27, -0.25, -0.21, -0.29, -0.25], [0.30, 0.40, 0.35, 0.32, 0.38, 0.35])
     (d,) = single({CTX: by}, Judging())

@@ -14,8 +14,8 @@ import torch
 import fineprune
 from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.drivers.trainers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.drivers.executors.child import Label
+from fineprune_cli.drivers.trainers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.engine.setup import yamlvalues
 from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError

@@ -6,15 +6,15 @@ import re
 import pytest
 
 from conftest import invoke
+from factories import context, pruned, shorter
 from fineprune_cli.analysis.decide import judging, procedures
 from fineprune_cli.analysis.decide.judging import Judging, load_judging
 from fineprune_cli.analysis.decide.procedures import Correction
-from fineprune_cli.analysis.render.summary import summary_rows
 from fineprune_cli.analysis.decide.sequence import record
-from fineprune_cli.analysis.study import study
+from fineprune_cli.analysis.render.summary import summary_rows
 from fineprune_cli.analysis.render.verdict import build
+from fineprune_cli.analysis.study import study
 from fineprune_cli.errors import ConfigError
-from factories import context, pruned, shorter
 
 FLAGS = ("--margin", "--min-gain", "--alpha", "--family", "--target")
 

@@ -5,11 +5,11 @@ import math
 
 import pytest
 
-from fineprune_cli.analysis.decide.decision import CANT_TELL
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.render.summary import csv_cells, summary_rows
-from fineprune_cli.analysis.group.rownumbers import Stat, epoch_ratio, pace_saving
 from factories import make
+from fineprune_cli.analysis.decide.decision import CANT_TELL
+from fineprune_cli.analysis.group.rownumbers import Stat, epoch_ratio, pace_saving
+from fineprune_cli.analysis.render.summary import csv_cells, summary_rows
+from fineprune_cli.analysis.study import study
 
 
 def test_a_row_of_one_seed_has_a_mean_and_no_spread():

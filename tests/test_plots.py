@@ -3,10 +3,10 @@
 import pytest
 from matplotlib.figure import Figure
 
-from fineprune_cli.analysis.render import plots
+from factories import make_run
 from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.analysis.read.runs import load_runs
-from factories import make_run
+from fineprune_cli.analysis.render import plots
 
 
 @pytest.fixture

@@ -5,15 +5,15 @@ import re
 
 import pytest
 
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group import paired
-from fineprune_cli.analysis.decide.judging import Judging
-from fineprune_cli.analysis.study import study
-from fineprune_cli.analysis.read.quantum import quantum_of
-from fineprune_cli.analysis.group.groups import group, is_frontier, is_shorter
-from fineprune_cli.analysis.render.verdict import build
-from fineprune_cli.arms import shorter_schedule
 from factories import make_run
+from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.group.groups import group, is_frontier, is_shorter
+from fineprune_cli.analysis.read.quantum import quantum_of
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.verdict import build
+from fineprune_cli.analysis.study import study
+from fineprune_cli.arms import shorter_schedule
 
 
 def arm(root, policy, seed, final, train_s=100.0, skipped=0, machine="default", arm_name=None):

@@ -16,10 +16,10 @@ import torch
 from common import median, write_table
 
 from fineprune_cli import models
-from fineprune_cli.engine.setup.config import TrainConfig
 from fineprune_cli.engine.inputs.data import make_synthetic
-from fineprune_cli.engine.training.device import resolve_device, synchronize
 from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.training.device import resolve_device, synchronize
 from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.pruning import PruneConfig, create
 

@@ -15,19 +15,19 @@ from pathlib import Path
 
 from ..arms import REGULAR
 from .decide import plan as plans_
-from .read.collapse import Collapse, collapsed
 from .decide.decision import Decision, scored
-from .group.groups import Context, Groups, group
 from .decide.judging import Judging
 from .decide.leftout import mark
 from .decide.plan import Plan
-from .read.planruns import applying, made_under, nearest
-from .group.reach import Quanta, Reaches, Targets, reaching
-from .group.rownumbers import Compared, RowNumbers, compared, row_numbers
-from .read.runs import Problem, Run
-from .group.compression import Compression, compression
 from .decide.sequence import Look, decidable, disagreements, replay, single
 from .decide.shape import Measured, measured
+from .group.compression import Compression, compression
+from .group.groups import Context, Groups, group
+from .group.reach import Quanta, Reaches, Targets, reaching
+from .group.rownumbers import Compared, RowNumbers, compared, row_numbers
+from .read.collapse import Collapse, collapsed
+from .read.planruns import applying, made_under, nearest
+from .read.runs import Problem, Run
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
 Comparisons = dict[tuple[Context, str], Compared]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
 import math
 from pathlib import Path
 from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
 
 from .. import console
 from ..pruning.estimate import Estimate, timeline

@@ -22,7 +22,6 @@ from .executors import registry, sections
 from .job import Job
 from .trainers.registry import trainer_for
 
-
 # the looks --until-decided plans unless told: in the simulated power table (docs/decisions.md)
 # they decided more policies per seed trained than 3, 5, 8 at every noise level measured
 DEFAULT_LOOKS = (5, 8, 12)

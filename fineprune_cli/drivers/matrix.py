@@ -17,10 +17,10 @@ from ..analysis.study import Study, study, with_left_out
 from ..engine.setup.config import Config
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
-from .reuse import HELD, existing_state, train_job
-from .progress import MatrixProgress, Planned
-from .parallel import RunsFailed
 from .executors import registry
+from .parallel import RunsFailed
+from .progress import MatrixProgress, Planned
+from .reuse import HELD, existing_state, train_job
 from .trainers.contract import RunFailed
 from .trainers.registry import trainer_for
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from .. import console
 from ..arms import REGULAR
-from ..engine.setup.config import Config
 from ..engine.records.record import read_summary
+from ..engine.setup.config import Config
 from ..errors import ConfigError
 from .compare import CompareConfig, job_config, plan
 from .drytime import PlannedRun

@@ -21,20 +21,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import console
-from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decide.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.decide.judging import Judging
+from ..analysis.decide.sequence import Look, decidable, key, record, replay
 from ..analysis.group.groups import group
 from ..analysis.read import leftout
 from ..analysis.read.runs import Run, arm_of, load_runs
-from ..analysis.decide.sequence import Look, decidable, key, record, replay
 from ..analysis.study import Study, study, with_left_out
-from ..engine.setup.config import Config
-from ..engine.records.files import atomic_write_text
-from ..errors import ConfigError
+from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
+from ..drivers import matrix
 from ..drivers.compare import CompareConfig, Job, shorter_runs
 from ..drivers.compare import plan as jobs_of
-from ..drivers import matrix
+from ..engine.records.files import atomic_write_text
+from ..engine.setup.config import Config
+from ..errors import ConfigError
 
 
 def until_decided(

@@ -30,13 +30,13 @@ from dataclasses import dataclass, replace
 
 from ...arms import REGULAR
 from ..group import paired
-from . import stats
 from ..group.failures import Failure, failed, of_arms, seeds_failed, set_aside
 from ..group.groups import Context, is_frontier, is_shorter
-from .judging import Judging
-from .procedures import Claim
 from ..read.quantum import quantum_of
 from ..read.runs import Run
+from . import stats
+from .judging import Judging
+from .procedures import Claim
 
 WORTH, NOT_WORTH, CANT_TELL = "worth it", "not worth it", "can't tell yet"
 ROUTES = ("worse", "worth", "short")  # the claims' routes: worse than regular, worth it, short of C(p)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ...engine.setup.config import load_yaml
 from ...errors import ConfigError
-from ...settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
+from ...settings import check_section, coerce, fields, flag_name, in_range, option, optional, type_of
 from .procedures import (
     DEFAULT_FAMILY,
     DEFAULT_SHAPE,

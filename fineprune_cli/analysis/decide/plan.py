@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ...engine.records.files import atomic_write_text, read_regular_text
-from ...errors import ConfigError
 from ...engine.records.record import SUMMARY
-from .judging import EARLIER_ALLOCATION, Judging, variance_key
-from .procedures import DEFAULT_VARIANCE, VARIANCES
-from .planfile import LATER, checked
+from ...errors import ConfigError
 from ..read.planruns import applying
+from .judging import EARLIER_ALLOCATION, Judging, variance_key
+from .planfile import LATER, checked
+from .procedures import DEFAULT_VARIANCE, VARIANCES
 
 PLAN_FILE = "plan.json"
 LOOKS_FILE = "looks.json"  # what `compare --until-decided` wrote before plans were recorded

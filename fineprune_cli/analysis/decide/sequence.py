@@ -17,9 +17,9 @@ from typing import Any
 
 from ...arms import REGULAR
 from ...engine.records.files import read_regular_text
+from ..group.groups import Groups, subset
 from .advice import enrich
 from .decision import CANT_TELL, Decision, decide
-from ..group.groups import Groups, subset
 from .judging import Judging, shares
 from .plan import seeds_text
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import timing
-from .groups import Context, Groups
 from ..read.quantum import quantum_of
 from ..read.runs import Run
+from . import timing
+from .groups import Context, Groups
 
 TARGET_BELOW = 0.5
 

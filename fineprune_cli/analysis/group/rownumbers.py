@@ -12,9 +12,9 @@ import math
 import statistics
 from dataclasses import dataclass, fields
 
+from ..read.runs import Run
 from . import paired, timing
 from .groups import is_frontier, is_shorter
-from ..read.runs import Run
 
 NA = "—"  # no value: a row without runs, a number no run gave
 

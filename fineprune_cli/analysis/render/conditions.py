@@ -10,11 +10,11 @@ from ...arms import REGULAR
 from ..decide import stats
 from ..decide.decision import Decision
 from ..decide.judging import Judging
-from ..decide.procedures import EARLIER_SHAPE
 from ..decide.plan import unrecorded_text
+from ..decide.procedures import EARLIER_SHAPE
 from ..decide.shape import skew
-from ..study import Study
 from ..read.runs import policy_label
+from ..study import Study
 
 
 def tests(j: Judging) -> str:

@@ -14,15 +14,15 @@ from typing import Any
 
 from ...engine.records.files import atomic_write_text, to_csv, to_markdown
 from ...errors import ConfigError
-from . import plots
+from ..decide.judging import Judging
 from ..group import timing
 from ..group.groups import duplicates, is_shorter, pruned_policies, row_name
-from .index import Report, index_markdown
-from ..decide.judging import Judging
-from .summary import csv_cells, summary_rows
 from ..read.randomequal import random_equal_epochs
 from ..read.runs import Problem, Run, load_runs
 from ..study import Study, for_folders, with_left_out
+from . import plots
+from .index import Report, index_markdown
+from .summary import csv_cells, summary_rows
 from .tables import context_title, table1, table2, table3
 from .verdict import build
 

@@ -16,8 +16,8 @@ import statistics
 from typing import Any
 
 from ..decide import decision
-from ..group import paired, timing
 from ..decide.advice import DELTAS
+from ..group import paired, timing
 from ..group.groups import row_name
 from ..group.reach import Reach
 from ..group.rownumbers import Compared

@@ -11,21 +11,20 @@ from dataclasses import dataclass
 
 from ...arms import REGULAR
 from ...engine.records.files import to_markdown
-from ..read import randomequal
-from . import leftout
-from ..group import paired
 from ..decide import stats
 from ..decide.advice import advised, pooled_fit
 from ..decide.decision import CANT_TELL, Decision
-from ..group.groups import is_frontier, is_shorter, pruned_policies
 from ..decide.judging import shares
 from ..decide.plan import describe, seeds_text
-from ..group.rownumbers import Stat
-from ..read.runs import Run, policy_label
-from ..group.compression import beside
 from ..decide.sequence import decidable
+from ..group import paired
+from ..group.compression import beside
+from ..group.groups import is_frontier, is_shorter, pruned_policies
+from ..group.rownumbers import Stat
+from ..read import randomequal
+from ..read.runs import Run, policy_label
 from ..study import Study
-from . import conditions
+from . import conditions, leftout
 from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}

@@ -26,8 +26,8 @@ from ...engine.records.files import atomic_write_text
 from ...errors import ConfigError, FinepruneError
 from ..job import JOBS
 from .contract import POLL_S, Outcome, Task, Watch
-from .slurmsettings import SlurmConfig
 from .slurmcalls import Lost, held, submitting
+from .slurmsettings import SlurmConfig
 
 LEDGER = "slurm.json"
 

@@ -29,8 +29,8 @@ from ...errors import FinepruneError
 
 if TYPE_CHECKING:
     from ...engine.setup.config import Config
-    from .compressioncheck import CompressionCheck
     from ..job import Job
+    from .compressioncheck import CompressionCheck
 
 HELD = "its folder is being written by another fineprune process: left to it (compare again once it has finished)"
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import console
-from ...engine.setup import yamlvalues
-from ...engine.setup.config import Config
 from ...engine.records.files import atomic_write_text
 from ...engine.records.holders import die_with_parent, end_group
 from ...engine.records.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
+from ...engine.setup import yamlvalues
+from ...engine.setup.config import Config
 from ...errors import ConfigError
 from ...harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
 from ..job import ended, job_file

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import Kind, Matrix, Placement
 from .. import local
+from ..contract import Kind, Matrix, Placement
 from ..registry import EXECUTORS
 
 

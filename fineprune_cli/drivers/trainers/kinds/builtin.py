@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from .... import console
-from ....engine.setup.config import Config
 from ....engine.records.record import CHECKPOINT, CONFIG, SUMMARY, held
+from ....engine.setup.config import Config
 from ....errors import ConfigError
 from ...job import Job
 from ..contract import HELD
