@@ -20,8 +20,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .engine.setup.config import Config, validate
 from .engine.records.record import RunSummary, Status, read_summary
+from .engine.setup.config import Config, validate
 from .engine.training.session import resumable, resume_sync, train_sync
 from .engine.training.world import World, from_env
 

@@ -180,8 +180,8 @@ def toy_trainer(seed=0, augment=True, static=None, **train):
     import torch
 
     from fineprune_cli import models
-    from fineprune_cli.engine.setup.config import TrainConfig
     from fineprune_cli.engine.inputs.devicedata import DeviceData
+    from fineprune_cli.engine.setup.config import TrainConfig
     from fineprune_cli.engine.training.trainer import Trainer
 
     torch.manual_seed(seed)

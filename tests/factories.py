@@ -16,8 +16,8 @@ import torch
 from fineprune_cli.analysis.decide.decision import NOT_WORTH, WORTH, Judging
 from fineprune_cli.analysis.read.runs import Run
 from fineprune_cli.arms import REGULAR, shorter_arm
-from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.engine.records.record import EpochRow, RunRecord, RunSummary, Status
+from fineprune_cli.engine.setup.config import build_config
 
 MACHINE = {"processor": "Test CPU", "threads": 2, "torch": "2.14.1", "device": "cpu"}
 LABEL = "CIFAR-10 (JPEG q75)"

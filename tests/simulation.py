@@ -29,12 +29,12 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
+from factories import N, make
 from fineprune_cli.analysis.decide.decision import NOT_WORTH, WORTH, decide
+from fineprune_cli.analysis.decide.sequence import replay
 from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.analysis.read.runs import Run
-from fineprune_cli.analysis.decide.sequence import replay
 from fineprune_cli.arms import REGULAR, shorter_arm
-from factories import N, make
 
 try:  # the judging settings moved to their own module with the 5%-holds issue; the old code had them here
     from fineprune_cli.analysis.decide.judging import Judging

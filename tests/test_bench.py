@@ -10,7 +10,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-
 BENCH = Path(__file__).resolve().parents[1] / "experiments" / "bench"
 
 

@@ -11,14 +11,14 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from fineprune_cli.engine.training import checkpoint
-from fineprune_cli.engine.training.checkpoint import CHECKPOINT, Interrupted
+from conftest import SignalAt, metrics_rows, summary_of, tiny
+from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.cli import app
 from fineprune_cli.engine.setup.config import build_config
+from fineprune_cli.engine.training import checkpoint
+from fineprune_cli.engine.training.checkpoint import CHECKPOINT, Interrupted
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.runner import resume, train
-from fineprune_cli.analysis.read.runs import load_runs
-from conftest import SignalAt, metrics_rows, summary_of, tiny
 
 
 def _cfg(out, prune, every=1, epochs=6):

@@ -5,10 +5,10 @@ non-numbers where numbers belong are left out under 'Runs left out' with the rea
 import pytest
 from typer.testing import CliRunner
 
-from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.cli import app
 from factories import make_run
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.cli import app
 
 runner = CliRunner()
 

@@ -249,8 +249,8 @@ def _rgb_folder(root: Path, size: int) -> Path:
 def test_auto_augments_rgb_folders_of_any_size(tmp_path, size, pad):
     import torch
 
-    from fineprune_cli.engine.setup.config import DataConfig
     from fineprune_cli.engine.inputs.stream import load_data
+    from fineprune_cli.engine.setup.config import DataConfig
 
     d = DataConfig(dataset="folder", data_dir=str(_rgb_folder(tmp_path / "imgs", size)), loader="device")
     data, channels, _ = load_data(d, 0, torch.device("cpu"))

@@ -6,12 +6,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from conftest import TINY
 from fineprune_cli.cli import app
 from fineprune_cli.cli.conventions import EXAMPLES
 from fineprune_cli.engine.setup.config import build_config, validate
 from fineprune_cli.engine.training.world import from_env
 from fineprune_cli.errors import ConfigError
-from conftest import TINY
 
 runner = CliRunner()
 
@@ -101,8 +101,8 @@ def test_sigterm_while_a_report_is_written_leaves_the_previous_report_and_no_sta
     import os
     import signal
 
-    from fineprune_cli.analysis.render import report
     from factories import make_run
+    from fineprune_cli.analysis.render import report
 
     make_run(tmp_path / "runs", "lenet", "regular", 0, 10.0, [50.0, 60.0])
     assert (

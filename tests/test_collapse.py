@@ -4,12 +4,11 @@ in the terminal and in index.md, with what to try, and stays in the decisions (i
 from typer.testing import CliRunner
 
 from conftest import TINY, invoke, summary_of
-from fineprune_cli.analysis.read.collapse import collapsed
-from fineprune_cli.cli import views
-from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.cli import app
 from factories import make_run
+from fineprune_cli.analysis.read.collapse import collapsed
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.cli import app, views
 
 runner = CliRunner()
 CHANCE = {3: {"train_loss": 1.39}, 4: {"train_loss": 1.39}, 5: {"train_loss": 1.39}}  # ln 4: uniform guesses

@@ -4,16 +4,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from fineprune_cli.cli import app
+from conftest import metrics_rows, summary_of, tiny
+from factories import tiny_compare as _cfg
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.study import study
 from fineprune_cli.arms import shorter_schedule
+from fineprune_cli.cli import app
 from fineprune_cli.drivers.compare import Job, job_config, load_compare, plan
 from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
-from conftest import metrics_rows, summary_of, tiny
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group.study import study
-from factories import tiny_compare as _cfg
 
 runner = CliRunner()
 TINY = tiny(test_subset=500, epochs=4, window=2, start=1, milestones=3)
@@ -423,8 +423,8 @@ def test_compare_leaves_out_a_finished_run_whose_record_a_report_would_refuse(tm
     Now the record checks run on reuse, and the run left out is named with the reason."""
     import shutil
 
-    from fineprune_cli.drivers.matrix import judged_matrix
     from fineprune_cli.analysis.decide.judging import Judging
+    from fineprune_cli.drivers.matrix import judged_matrix
 
     cfg, c = _cfg(tmp_path, policies=["regular"], seeds=[0, 1])
     cfg.train.epochs = 2

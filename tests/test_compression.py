@@ -1,4 +1,4 @@
-"""A shorter arm's learning rate against regular's compressed to its epochs (analysis/read/compression.py,
+"""A shorter arm's learning rate against regular's compressed to its epochs (analysis/group/compression.py,
 issue 48): a cosine with a fixed T_max is named beside each decision that reads the arm, in
 index.md and the terminal; a schedule that follows the epochs is not, whatever the rounding of its
 milestones; runs that log no lr are said not to be checked."""
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from factories import make_run
-from fineprune_cli.analysis.read.compression import compression, logged, mismatch
+from fineprune_cli.analysis.group.compression import compression, logged, mismatch
 from fineprune_cli.analysis.group.groups import group
-from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.arms import shorter_schedule
 from fineprune_cli.cli import views
 

@@ -1,4 +1,4 @@
-"""`compare --script` checks the user's schedule (drivers/compressioncheck.py, issue 48): a shorter
+"""`compare --script` checks the user's schedule (drivers/trainers/compressioncheck.py, issue 48): a shorter
 arm whose learning rate is not regular's compressed to its epochs (a cosine with a fixed T_max) is
 refused with one line as soon as a seed has both runs, before the rest of the matrix trains; one
 whose T_max follows {epochs} is not."""
@@ -13,8 +13,8 @@ import pytest
 from conftest import invoke, summary_of
 from factories import make_run
 from fineprune_cli.drivers.compare import Job
-from fineprune_cli.drivers.compressioncheck import CompressionCheck
 from fineprune_cli.drivers.executors.contract import Task
+from fineprune_cli.drivers.trainers.compressioncheck import CompressionCheck
 from fineprune_cli.errors import ConfigError
 
 JOBS = [

@@ -176,9 +176,9 @@ class StepBar:
 def test_fit_hands_the_bar_each_epochs_step_count_and_the_trainers_counter(tmp_path):
     """210 samples in batches of 50: 5 steps (the last one partial); the pruned epochs train
     fewer samples and so fewer steps. The counter read at the end equals the total."""
+    from conftest import metrics_rows
     from fineprune_cli.engine.setup.config import Config
     from fineprune_cli.runner import train
-    from conftest import metrics_rows
 
     cfg = Config()
     cfg.model.name, cfg.data.dataset, cfg.data.subset, cfg.data.test_subset = "lenet", "synthetic", 210, 100

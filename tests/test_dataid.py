@@ -8,17 +8,17 @@ import shutil
 import time
 
 import pytest
+import torch
 from torchvision.io import read_image, write_png
 
-import torch
 from conftest import invoke
 from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.engine.inputs import dataid
-from fineprune_cli.engine.setup.config import DataConfig
 from fineprune_cli.engine.inputs.imagefolder import identity as listing_identity
 from fineprune_cli.engine.inputs.imagefolder import list_folder
 from fineprune_cli.engine.inputs.stream import data_identity
+from fineprune_cli.engine.setup.config import DataConfig
 
 
 def folder(root, n=8, size=8):

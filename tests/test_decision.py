@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from factories import N, context, make, pruned, residual_sd, shorter
 from fineprune_cli.analysis.decide import decision, stats
-from fineprune_cli.analysis.group import paired
 from fineprune_cli.analysis.decide.advice import advise, chance, routes
 from fineprune_cli.analysis.decide.decision import CANT_TELL, NOT_WORTH, WORTH, decide
-from fineprune_cli.analysis.group.groups import Context
 from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.analysis.decide.shape import SKEWED
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.group.groups import Context
+from fineprune_cli.analysis.read.quantum import quantum
 from fineprune_cli.engine.records.record import EpochRow
-from factories import N, context, make, pruned, residual_sd, shorter
 
 CTX = Context("lenet", "toy")
 
@@ -248,14 +249,14 @@ def test_not_worth_it_by_the_worse_route_reads_off_its_upper_bound(below):
 
 
 def test_the_quantum_is_read_off_the_recorded_accuracies():
-    assert decision.quantum([make("regular", 0, 91.17)]) == pytest.approx(0.01)
+    assert quantum([make("regular", 0, 91.17)]) == pytest.approx(0.01)
     coarse = make("regular", 0, 50.0)
     coarse.metrics[:] = [
         EpochRow(1, 0.1, N, 1.0, 1.0, 1.0, 40.0, 0, 0.0),
         EpochRow(2, 0.1, N, 1.0, 1.0, 1.0, 45.0, 0, 0.0),
     ]
-    assert decision.quantum([coarse]) == pytest.approx(5.0)  # a 20-image test set
-    assert stats.DEFAULT_QUANTUM == decision.quantum([])
+    assert quantum([coarse]) == pytest.approx(5.0)  # a 20-image test set
+    assert stats.DEFAULT_QUANTUM == quantum([])
 
 
 def _curve(*accuracies):
@@ -269,8 +270,8 @@ def test_a_test_set_of_a_million_images_is_the_largest_read_off_the_accuracies()
     """0.0064% is 1/15,625 of the test set and 1.5625% is 1/64: the finest grid both lie on is
     lcm(15,625, 64) = 1,000,000 images, still a test set (0.0001 pt an image). With 0.78125% (1/128)
     instead it would be 2,000,000: past the bound, the accuracies do not tell, DEFAULT_QUANTUM."""
-    assert decision.quantum([_curve(0.0064, 1.5625)]) == pytest.approx(1e-4)
-    assert decision.quantum([_curve(0.0064, 0.78125)]) == stats.DEFAULT_QUANTUM
+    assert quantum([_curve(0.0064, 1.5625)]) == pytest.approx(1e-4)
+    assert quantum([_curve(0.0064, 0.78125)]) == stats.DEFAULT_QUANTUM
 
 
 def test_runs_with_only_baselines_decide_nothing():
@@ -332,8 +333,8 @@ def test_deleted_seeds_are_counted_and_named_not_hidden_under_the_header():
     d = next(x for x in decide({ctx: by}) if x.policy == "fine")
     assert d.vs_regular.n == 3 and d.regular.seeds == [0, 1, 2]
     assert d.regular.left_out[3] == d.regular.left_out[4] == "no run of this arm"  # (and the looks' seeds 5-7)
-    from fineprune_cli.analysis.group.study import study
     from fineprune_cli.analysis.render.verdict import chain
+    from fineprune_cli.analysis.study import study
 
     text = "\n".join(chain(d, study([], Judging())))
     assert "over 3 seeds (0–2;" in text and "left out: seed 3 (no run of this arm); seed 4" in text
@@ -355,13 +356,13 @@ def test_the_cifar_time_to_accuracy_target_counts_epochs_at_exactly_73_34():
     """Regular's mean final 73.84 - 0.5 is 73.34000000000002 as floats: epochs at exactly 73.34%
     did not count. On the test set's grid the target is 73.34 and regular seed 1 reaches it at 164."""
     from fineprune_cli.analysis.group import timing
-    from fineprune_cli.analysis.decide.decision import quantum_of
     from fineprune_cli.analysis.group.reach import target_for
+    from fineprune_cli.analysis.read.quantum import quantum_of
 
     _, by = _committed(CIFAR)
     q = quantum_of(by)
     assert q == pytest.approx(0.01)
-    target = target_for(by, Judging(), q)
+    target = target_for(by, Judging().target, q)
     assert target == pytest.approx(73.34, abs=1e-9)
     assert timing.time_to_accuracy(by["regular"][1], target, q).epoch == 164
     assert 73.34 in [r.test_accuracy for r in by["regular"][1].metrics[163:164]]
@@ -423,8 +424,8 @@ def test_the_word_moves_with_the_minimum_gain_only_where_the_gain_over_c_p_falls
     at the report's own δ (worth it throughout), the deltas in the wrong order (not worth it at
     0.1), or δ wired to the margin m (at m 0.1 a 0.25 pt loss is worse than regular: not worth it)."""
     from fineprune_cli.analysis.decide.sequence import single
-    from fineprune_cli.analysis.group.study import study
     from fineprune_cli.analysis.render.verdict import chain
+    from fineprune_cli.analysis.study import study
 
     by = _by_three_arms([-0.23, -0.27, -0.25, -0.21, -0.29, -0.25], [0.30, 0.40, 0.35, 0.32, 0.38, 0.35])
     (d,) = single({CTX: by}, Judging())

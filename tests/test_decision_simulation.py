@@ -14,7 +14,7 @@ from functools import partial
 import pytest
 
 import simulation as sim
-from fineprune_cli.analysis.decide import judging, stats
+from fineprune_cli.analysis.decide import procedures, stats
 from fineprune_cli.analysis.decide.shape import SKEWED
 from fineprune_cli.analysis.group.paired import Paired
 
@@ -104,8 +104,8 @@ def test_looking_again_at_the_full_level_at_every_look_breaks_it():
 @pytest.mark.slow  # 1,000 simulated reports
 def test_the_harness_fails_a_procedure_without_the_family_correction(monkeypatch):
     """Each policy judged at the full 5% on its own: about 1 - 0.95^4 on the first case."""
-    free = judging.Correction("none", "", "", lambda claims, k: [c.p for c in claims], lambda alpha, k, looks: alpha)
-    monkeypatch.setitem(judging.FAMILIES, "bonferroni", free)
+    free = procedures.Correction("none", "", "", "", lambda claims, k: [c.p for c in claims], lambda alpha, k, s: alpha)
+    monkeypatch.setitem(procedures.FAMILIES, "bonferroni", free)
     assert sim.error_rate(sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.15), 1000) > sim.bound(1000, ses=3)
 
 
@@ -117,7 +117,7 @@ def test_the_harness_fails_a_variance_that_assumes_equal_noise(monkeypatch):
     def pooled(p: Paired, q: float = stats.DEFAULT_QUANTUM):
         return stats.pooled_estimate(p.values(), p.norm_values(), sigma=0.1, df=40)
 
-    monkeypatch.setitem(judging.VARIANCES, "paired", judging.VarianceModel("pooled", "", pooled))
+    monkeypatch.setitem(procedures.VARIANCES, "paired", procedures.VarianceModel("paired", "pooled", "", pooled))
     design = sim.Design((sim.WORTH_EDGE,) * 4, sigma=0.1, noisier=(3.0,) * 4)
     assert sim.error_rate(design, 1000, rule=sim.NORMAL_TAILS) > sim.bound(1000, ses=3)
 

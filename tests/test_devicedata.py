@@ -2,8 +2,8 @@
 
 import torch
 
-from fineprune_cli.engine.inputs.devicedata import CropFlip, DeviceData, pad_images
 from conftest import toy_dataset
+from fineprune_cli.engine.inputs.devicedata import CropFlip, DeviceData, pad_images
 
 
 def test_pad_images_fills_each_channel():

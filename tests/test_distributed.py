@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from conftest import PRUNE_ODD_EPOCHS, free_port, spawn_ranks, tiny
 from fineprune_cli.distributed.launch import without_launch_flags
 from fineprune_cli.engine.training.world import World, from_env, step_slices
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import Pruner
 from fineprune_cli.pruning.schedule import PruneSchedule
-from conftest import PRUNE_ODD_EPOCHS, free_port, spawn_ranks, tiny
 
 N, BATCH, STEPS = 96, 12, 8
 SCHEDULE = dict(window=3, start=1, attenuation=1, block=1, count=1)
@@ -199,9 +199,9 @@ def _padded_rank_main(rank, size, init_file, out_dir):
     """One epoch of 100 samples in global batches of 16 (6 full, then 4) on `size` DDP ranks,
     padded to static shapes and not; records the batch sizes each rank's model ran."""
     from fineprune_cli import models
-    from fineprune_cli.engine.setup.config import TrainConfig
     from fineprune_cli.engine.inputs.data import make_synthetic
     from fineprune_cli.engine.inputs.devicedata import DeviceData
+    from fineprune_cli.engine.setup.config import TrainConfig
     from fineprune_cli.engine.training.trainer import Trainer
 
     dist.init_process_group(
@@ -241,9 +241,9 @@ def _eval_rank_main(rank, size, init_file, out_dir):
     batch-norm buffers: evaluation must end on both; each rank's crops and flips of the same
     samples, and rank 1's over two epochs, are recorded."""
     from fineprune_cli import models
-    from fineprune_cli.engine.setup.config import TrainConfig
     from fineprune_cli.engine.inputs.data import make_synthetic
     from fineprune_cli.engine.inputs.devicedata import DeviceData
+    from fineprune_cli.engine.setup.config import TrainConfig
     from fineprune_cli.engine.training.trainer import Trainer
 
     dist.init_process_group(

@@ -12,8 +12,8 @@ import torch
 
 from fineprune_cli.cli import dryrun_view
 from fineprune_cli.drivers import dryrun, drytime, probe
-from fineprune_cli.drivers.executors import local
 from fineprune_cli.drivers.compare import load_compare
+from fineprune_cli.drivers.executors import local
 from fineprune_cli.drivers.probe import Probe
 from fineprune_cli.engine.setup.config import Config
 

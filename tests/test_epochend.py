@@ -6,15 +6,15 @@ import time
 import pytest
 import torch
 
-from fineprune_cli.engine.training import checkpoint
-from fineprune_cli.engine.setup.config import Config
-from fineprune_cli.engine.training.epochend import EpochEnd, Measured
+from conftest import NoPeers, metrics_rows, tiny_config, toy_trainer
 from fineprune_cli.engine.records.record import RunRecord, Status, read_summary
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.training import checkpoint
+from fineprune_cli.engine.training.epochend import EpochEnd, Measured
 from fineprune_cli.engine.training.totals import Totals, new_summary
 from fineprune_cli.engine.training.world import SINGLE, World
 from fineprune_cli.pruning import create
 from fineprune_cli.runner import train
-from conftest import NoPeers, metrics_rows, tiny_config, toy_trainer
 
 
 def _chief_epoch(out):

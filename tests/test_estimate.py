@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from fineprune_cli.errors import ConfigError
 from fineprune_cli.drivers.estimate import times_from_run
+from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning.estimate import estimate, from_epochs, timeline
 from fineprune_cli.pruning.schedule import PruneSchedule
 

@@ -2,8 +2,8 @@
 
 import copy
 
-from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.engine.records.fingerprint import LATER, drop_unused, fingerprint, matches
+from fineprune_cli.engine.setup.config import Config
 
 
 def _config(**run):

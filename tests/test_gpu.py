@@ -13,10 +13,10 @@ import torch
 
 # The engine pieces these checks drive, as the session's fit loop uses them
 from fineprune_cli import models
-from fineprune_cli.engine.setup.config import TrainConfig
 from fineprune_cli.engine.inputs.data import make_synthetic
-from fineprune_cli.engine.training.device import Stopwatch
 from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.training.device import Stopwatch
 from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.pruning import PruneConfig, create, tracker
 

@@ -7,12 +7,12 @@ import pytest
 from rich.cells import cell_len
 from typer.testing import CliRunner
 
+from factories import make_run
 from fineprune_cli.analysis.group.groups import Context, group
 from fineprune_cli.analysis.read.runs import load_runs, policy_label
-from fineprune_cli.analysis.group.study import study
-from fineprune_cli.analysis.group.numbers import csv_cells, summary_rows
+from fineprune_cli.analysis.render.summary import csv_cells, summary_rows
+from fineprune_cli.analysis.study import study
 from fineprune_cli.cli import app
-from factories import make_run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

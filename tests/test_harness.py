@@ -14,8 +14,8 @@ import torch
 import fineprune
 from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.drivers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.drivers.executors.child import Label
+from fineprune_cli.drivers.trainers.scriptjob import ScriptFailed, fill, run_script, script_name, workdir
 from fineprune_cli.engine.setup import yamlvalues
 from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
@@ -424,7 +424,7 @@ def test_sigterm_to_the_process_running_a_script_stops_the_script_too(tmp_path):
         f"import os, time\nopen({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
     )
     driver = (
-        "import sys\nfrom fineprune_cli.drivers.scriptjob import run_script\n"
+        "import sys\nfrom fineprune_cli.drivers.trainers.scriptjob import run_script\n"
         "from fineprune_cli.drivers.executors.child import Label\nfrom fineprune_cli.engine.setup.config import Config\n"
         f"cfg = Config()\ncfg.script.command = {f'{sys.executable} {script}'!r}\n"
         f"cfg.run.out = {str(tmp_path / 'cmp' / 's-data' / 'regular-seed0')!r}\n"

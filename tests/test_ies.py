@@ -8,6 +8,7 @@ import io
 import numpy as np
 import pytest
 import torch
+from reference import ies_authors
 from torch.utils.data import DataLoader, TensorDataset
 
 from conftest import summary_of, trained_samples
@@ -16,7 +17,6 @@ from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.pruning.policies.ies import latest_average
 from fineprune_cli.pruning.sampler import IndexedDataset, PruningSampler
 from fineprune_cli.settings import check_section
-from reference import ies_authors
 
 COMMIT = "fd51090ee430310afa0f87c9ddbe985839e8bd1b"  # tmllab/2025_ICLR_IES, the code compared against
 

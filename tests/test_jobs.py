@@ -10,11 +10,11 @@ import pytest
 
 from conftest import invoke, metrics_rows, summary_of, tiny
 from fineprune_cli.drivers.compare import load_compare
-from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.drivers.executors.local import slots
+from fineprune_cli.drivers.matrix import run_matrix
 from fineprune_cli.drivers.parallel import RunsFailed
-from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.engine.records.record import held
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 
 CORES = len(os.sched_getaffinity(0))

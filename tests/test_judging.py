@@ -6,14 +6,15 @@ import re
 import pytest
 
 from conftest import invoke
-from fineprune_cli.analysis.decide import judging
-from fineprune_cli.analysis.decide.judging import Correction, Judging, load_judging, register_family
-from fineprune_cli.analysis.group.numbers import summary_rows
-from fineprune_cli.analysis.decide.sequence import record
-from fineprune_cli.analysis.group.study import study
-from fineprune_cli.analysis.render.verdict import build
-from fineprune_cli.errors import ConfigError
 from factories import context, pruned, shorter
+from fineprune_cli.analysis.decide import judging, procedures
+from fineprune_cli.analysis.decide.judging import Judging, load_judging
+from fineprune_cli.analysis.decide.procedures import Correction
+from fineprune_cli.analysis.decide.sequence import record
+from fineprune_cli.analysis.render.summary import summary_rows
+from fineprune_cli.analysis.render.verdict import build
+from fineprune_cli.analysis.study import study
+from fineprune_cli.errors import ConfigError
 
 FLAGS = ("--margin", "--min-gain", "--alpha", "--family", "--target")
 
@@ -48,13 +49,14 @@ def test_switching_the_correction_renames_it_in_every_sentence(monkeypatch):
     """A second correction (Šidák's, for the test) named in the family sentence, every decision's
     chain, the looks record, and nowhere Bonferroni: the name comes from one place."""
     sidak = Correction(
+        "sidak",
         "Šidák",
-        "Šidák over {policies}{looks_text}: each policy's claims are tested at {level}",
         "each policy's claims at 1 - (1 - alpha)^(1 / (policies x looks))",
+        "Šidák over {policies}{looks_text}: each policy's claims are tested at {level}",
         lambda claims, k: [1 - (1 - c.p) ** (k / c.share) for c in claims],
         lambda alpha, k, looks: 1 - (1 - alpha) ** (1 / (k * looks)),
     )
-    monkeypatch.setitem(judging.FAMILIES, "sidak", sidak)
+    monkeypatch.setitem(procedures.FAMILIES, "sidak", sidak)
     found = study(_runs(), Judging(family="sidak"))
     text = "\n".join(build(found).markdown())
     assert "Šidák over 2 policies" in text and "Šidák-adjusted in brackets" in text
@@ -69,11 +71,11 @@ def test_switching_the_correction_renames_it_in_every_sentence(monkeypatch):
 
 def test_the_family_help_lists_each_correction_by_its_entry():
     """`--family`'s help (the flag's and the settings page's) is built from FAMILIES: every entry by
-    the name the flag takes and its own description, and the default the field has."""
+    the name the flag takes and its own help, and the default the field has."""
     text = judging.FIELDS["family"].metadata["help"]
-    assert judging.FAMILIES, "no correction to list"
-    for key, correction in judging.FAMILIES.items():
-        assert f"{key} ({correction.description})" in text
+    assert procedures.FAMILIES, "no correction to list"
+    for key, correction in procedures.FAMILIES.items():
+        assert f"{key} ({correction.help})" in text
     assert text.endswith(f"(default {Judging().family})")
 
 
@@ -93,9 +95,10 @@ def _holm(calls):
         return out
 
     return Correction(
+        "holm-test",
         "Holm (test)",
-        "Holm over {policies}{looks_text}: at most {level}",
         "step-down",
+        "Holm over {policies}{looks_text}: at most {level}",
         adjust,
         lambda alpha, k, share: alpha * share / k,
     )
@@ -105,8 +108,7 @@ def test_a_family_procedure_added_from_a_test_gets_every_claim_of_a_look_at_once
     """A step-down registered by a test alone (no source file edited) is a valid --family, is
     handed all of a report's claims together, and its adjusted p-values decide."""
     calls = []
-    monkeypatch.setitem(judging.FAMILIES, "holm-test", None)  # taken out again after the test
-    register_family("holm-test", _holm(calls))
+    monkeypatch.setitem(procedures.FAMILIES, "holm-test", _holm(calls))  # taken out again after the test
     found = study(_runs(), Judging(family="holm-test"))
     assert len(calls[0]) == 2 * len(found.decisions)  # the decisions: two claims per policy, one call
     assert all(len(c) == 2 for c in calls[1:])  # the what-ifs (another δ, pooled sd): one policy's own
@@ -127,7 +129,7 @@ def test_a_variance_model_added_from_a_test_decides_and_is_named_in_plans_and_re
     this version lacks makes the report post hoc."""
     from fineprune_cli.analysis.decide import plan as plans
     from fineprune_cli.analysis.decide import stats
-    from fineprune_cli.analysis.decide.judging import VarianceModel, register_variance
+    from fineprune_cli.analysis.decide.procedures import VarianceModel
 
     seen = []
 
@@ -136,18 +138,19 @@ def test_a_variance_model_added_from_a_test_decides_and_is_named_in_plans_and_re
         e = stats.paired_estimate(p.values(), q)
         return None if e is None else stats.Estimate(e.mean, 2 * e.se, e.df, e.n, e.sd, False)
 
-    monkeypatch.setitem(judging.VARIANCES, "wide-test", None)
-    register_variance("wide-test", VarianceModel("twice the paired se (test)", "test", wide))
+    monkeypatch.setitem(
+        procedures.VARIANCES, "wide-test", VarianceModel("wide-test", "twice the paired se (test)", "test", wide)
+    )
     j = load_judging(None, {"judging.variance": "wide-test"})
     found = study(_runs(), j)
     assert seen and all(d.variance == "twice the paired se (test)" for d in found.decisions)
     assert "twice the paired se (test), " in "\n".join(build(found).markdown())
     own = {(d.policy, d.p_claim) for d in study(_runs(), Judging()).decisions}
     assert {(d.policy, d.p_claim) for d in found.decisions} != own  # the model decided, not the default
-    recorded = plans.Plan(j, (), j.variance_model.name)
+    recorded = plans.Plan(j, (), j.variance_model.label)
     read_back = plans.from_dict(recorded.to_dict(), "plan.json")
     assert read_back.judging.variance == "wide-test" and read_back.variance == "twice the paired se (test)"
     assert not any("variance" in r for r in plans.post_hoc([read_back], j))
-    del judging.VARIANCES["wide-test"]
+    del procedures.VARIANCES["wide-test"]
     gone = plans.from_dict(recorded.to_dict(), "plan.json")
     assert any("which this version does not have" in r for r in plans.post_hoc([gone], Judging()))

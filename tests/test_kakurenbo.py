@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
+from conftest import SignalAt, metrics_rows, summary_of, toy_trainer
 from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.engine.training.checkpoint import Interrupted
-from fineprune_cli.runner import resume, train
 from fineprune_cli.pruning import PruneConfig, create
-from conftest import SignalAt, metrics_rows, summary_of, toy_trainer
+from fineprune_cli.runner import resume, train
 
 N = 10
 # sample:       0     1     2     3     4     5     6     7     8     9

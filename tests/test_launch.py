@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import free_port, invoke, tiny
 from fineprune_cli import cli, runner
 from fineprune_cli.distributed import launch
 from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
-from conftest import free_port, invoke, tiny
 
 
 def _cfg(mode="sync", batch=128, group=2):

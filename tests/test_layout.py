@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from fineprune_cli.distributed.launch import check_parallel
-from fineprune_cli.runner import weak_scaling
 from fineprune_cli.distributed.layout import Shards, assign_shards, local_size, worker_groups
 from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
+from fineprune_cli.runner import weak_scaling
 
 
 def test_local_size_reads_torchrun_then_slurm():

@@ -1,4 +1,4 @@
-"""The runs a report leaves out, named in their rows (`analysis.read.leftout`), and two records of one
+"""The runs a report leaves out, named in their rows (`analysis.read.leftout`, `analysis.decide.leftout`, `analysis.render.leftout`), and two records of one
 run given to one report (`analysis.render.report.repeats`): no seed vanishes from a decision without a
 word, a policy with diverged runs is not decided on the rest, and two different records of one
 seed are refused rather than one kept by its path."""

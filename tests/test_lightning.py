@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler, create_policy
 from conftest import free_port, spawn_ranks
+from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler, create_policy
 
 L = pytest.importorskip("lightning", reason="the lightning extra is not installed: pip install 'fineprune[lightning]'")
 from fineprune_cli.integrations.lightning import PruningCallback  # noqa: E402

@@ -12,9 +12,9 @@ import torch
 import fineprune
 from conftest import summary_of
 from fineprune_cli.drivers.compare import Job, job_config
-from fineprune_cli.drivers.scriptjob import last_words, probe, script_name
-from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.drivers.trainers.scriptjob import last_words, probe, script_name
 from fineprune_cli.engine.records.files import size_text
+from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.harness import ScriptError
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from factories import context, pruned, shorter, tiny_compare
 from fineprune_cli.analysis.decide.decision import NOT_WORTH, bracketing_shares
-from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.analysis.decide.sequence import replay
+from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.drivers.compare import load_compare
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.sequential.looks import until_decided
-from factories import context, pruned, shorter, tiny_compare
 
 
 def test_the_arms_that_bracket_an_undecided_policys_budget():
@@ -258,8 +258,8 @@ def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):
     """A looks.json edited, or left stale after runs were deleted, was pasted as the decisions that
     hold; the report replays the runs present and names each place the file disagrees."""
     from fineprune_cli.analysis.decide.sequence import disagreements, record
-    from fineprune_cli.analysis.group.study import Study
     from fineprune_cli.analysis.render.verdict import looks_lines
+    from fineprune_cli.analysis.study import Study
 
     runs = [r for r in _recipe_runs() if r.policy in ("regular", "ucb", "shorter-30")]
     decisions, looks = replay(group(runs), Judging(), (2, 3, 4))

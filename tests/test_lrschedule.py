@@ -5,10 +5,10 @@ epoch's lr by N / samples."""
 
 import pytest
 
+from conftest import metrics_rows
 from fineprune_cli.engine.setup.config import TrainConfig, build_config
 from fineprune_cli.engine.training.lrschedule import EpochLr, LrSchedule, lr_at, passed_by_epoch, warmup_length
 from fineprune_cli.runner import train
-from conftest import metrics_rows
 
 
 def _cfg(**kw):

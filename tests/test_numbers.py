@@ -1,15 +1,15 @@
-"""A report's per-row numbers (`analysis.group.rownumbers`, `analysis.group.numbers`): a row's statistics over its seeds and the
+"""A report's per-row numbers (`analysis.group.rownumbers`, `analysis.render.summary`): a row's statistics over its seeds and the
 summary.csv cells they become."""
 
 import math
 
 import pytest
 
-from fineprune_cli.analysis.decide.decision import CANT_TELL
-from fineprune_cli.analysis.group.study import study
-from fineprune_cli.analysis.group.numbers import csv_cells, summary_rows
-from fineprune_cli.analysis.group.rownumbers import Stat, epoch_ratio, pace_saving
 from factories import make
+from fineprune_cli.analysis.decide.decision import CANT_TELL
+from fineprune_cli.analysis.group.rownumbers import Stat, epoch_ratio, pace_saving
+from fineprune_cli.analysis.render.summary import csv_cells, summary_rows
+from fineprune_cli.analysis.study import study
 
 
 def test_a_row_of_one_seed_has_a_mean_and_no_spread():

@@ -3,9 +3,9 @@ arm has, and a variant's random control is the control of that variant."""
 
 import pytest
 
+from factories import make
 from fineprune_cli.analysis.group import paired
 from fineprune_cli.analysis.group.groups import is_frontier
-from factories import make
 
 
 def arm(policy, finals, skipped=0, name=""):

@@ -2,8 +2,8 @@
 
 import csv
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from fineprune_cli import models
-from fineprune_cli.engine.setup.config import TrainConfig
-from fineprune_cli.engine.inputs.data import make_synthetic
-from fineprune_cli.distributed.layout import Shards, flatten
-from fineprune_cli.distributed.worker import worker_step
-from fineprune_cli.distributed.server import Chief, PeerLost, Server
-from fineprune_cli.pruning import PruneConfig, create
-from fineprune_cli.engine.training.lrschedule import lr_at
-from fineprune_cli.engine.inputs.devicedata import DeviceData
-from fineprune_cli.engine.training.trainer import Trainer
 from conftest import PRUNE_ODD_EPOCHS, NoPeers, free_port, invoke, tiny
+from fineprune_cli import models
+from fineprune_cli.distributed.layout import Shards, flatten
+from fineprune_cli.distributed.server import Chief, PeerLost, Server
+from fineprune_cli.distributed.worker import worker_step
+from fineprune_cli.engine.inputs.data import make_synthetic
+from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.training.lrschedule import lr_at
+from fineprune_cli.engine.training.trainer import Trainer
+from fineprune_cli.pruning import PruneConfig, create
 
 
 def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", name=None, **flags):
@@ -392,9 +392,9 @@ def test_the_chief_records_a_stop_and_releases_the_workers(tmp_path, ending):
     checkpoint and the resume command. Either way the workers' next epoch returns 'stop' and the
     other servers are finished, so every process leaves in order."""
     from fineprune_cli.distributed.chief import serve_epoch
-    from fineprune_cli.engine.training import checkpoint
-    from fineprune_cli.engine.setup.config import Config
     from fineprune_cli.engine.records.record import RunRecord
+    from fineprune_cli.engine.setup.config import Config
+    from fineprune_cli.engine.training import checkpoint
     from fineprune_cli.engine.training.totals import Totals, new_summary
     from fineprune_cli.engine.training.world import World
 
@@ -588,8 +588,8 @@ def test_a_server_other_than_the_chief_loads_no_data(monkeypatch):
     """Every server loaded the whole dataset (and took a GPU): now only the chief does; the
     others build the model from the sizes the chief sends, initialised as the chief's."""
     from fineprune_cli.distributed import paramserver
-    from fineprune_cli.engine.training import build
     from fineprune_cli.engine.setup.config import build_config
+    from fineprune_cli.engine.training import build
     from fineprune_cli.engine.training.world import World
 
     cfg = build_config(

@@ -8,12 +8,13 @@ import torch
 import torch.distributed as dist
 import torch.distributed.rpc as rpc
 
+from conftest import free_port, spawn_ranks
 from fineprune_cli.distributed import paramserver
-from fineprune_cli.engine.training import device as devices, world as worlds
 from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.training import device as devices
+from fineprune_cli.engine.training import world as worlds
 from fineprune_cli.engine.training.world import World, cuda_index, from_env
 from fineprune_cli.errors import ConfigError
-from conftest import free_port, spawn_ranks
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ import pytest
 from fineprune_cli.analysis.decide import plan
 from fineprune_cli.analysis.decide.decision import CANT_TELL, NOT_WORTH
 from fineprune_cli.analysis.decide.judging import Judging
-from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group.study import for_folders
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.study import for_folders
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "policies" / "fashion-mnist" / "runs"
 CONTEXT = "lenet-fashion-mnist"

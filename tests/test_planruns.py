@@ -14,7 +14,7 @@ from fineprune_cli.analysis.decide import plan
 from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.analysis.read.planruns import applying, made_under, nearest
 from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group.study import for_folders
+from fineprune_cli.analysis.study import for_folders
 from fineprune_cli.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

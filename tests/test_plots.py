@@ -3,10 +3,10 @@
 import pytest
 from matplotlib.figure import Figure
 
-from fineprune_cli.analysis.render import plots
+from factories import make_run
 from fineprune_cli.analysis.group.groups import group
 from fineprune_cli.analysis.read.runs import load_runs
-from factories import make_run
+from fineprune_cli.analysis.render import plots
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_the_cost_axis_starts_where_the_lines_enter_the_view_not_at_zero(tmp_pat
 
 def test_the_tradeoff_plot_sets_the_random_control_beside_its_policy_at_one_budget(tmp_path):
     """fine and its random control skip the same samples: their intervals were drawn on one x."""
-    from fineprune_cli.analysis.group.study import study
+    from fineprune_cli.analysis.study import study
 
     for seed, (fine, random) in enumerate([(79.0, 78.0), (80.0, 79.5), (78.5, 77.0)]):
         make_run(tmp_path, "lenet", "regular", seed, 100.0, [60.0, 80.0 + seed / 10])

@@ -396,7 +396,7 @@ def test_registry_lists_every_policy_with_label_and_colour():
         "selective-backprop",
     ]  # fmt: skip
     classes = [get(n) for n in names]
-    assert all(c.label and c.description and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
+    assert all(c.label and c.help and re.fullmatch(r"#[0-9a-f]{6}", c.color) for c in classes)
     assert len({c.color for c in classes}) == len(classes)
     assert get("none") is get("regular")
 

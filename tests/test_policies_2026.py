@@ -7,15 +7,15 @@ import io
 import numpy as np
 import pytest
 import torch
-from conftest import TINY_SETTINGS
-from policy_table import names, predictions_for
 from reference.orderdp_authors import OrderDP as AuthorsOrderDP
 from reference.rs2_authors import UniformNoReplacement
 
+from conftest import TINY_SETTINGS
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning import PruneConfig, create
+from policy_table import names, predictions_for
 
 RS2_COMMIT = "99edfc8a323abc8da09217165ecf57fb569240ea"  # PatrikOkanovic/RS2, the code compared against
 ORDERDP_COMMIT = "b48eaccef9ed4390919a7370b4862fcf8abbc86d"  # shengze-xu/OrderDP

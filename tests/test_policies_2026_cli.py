@@ -7,6 +7,7 @@ import re
 
 import pytest
 import yaml
+
 from conftest import TINY, invoke
 
 NEW = ("rs2", "seta", "ies", "orderdp", "selective-backprop")

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from conftest import spawn_ranks
 from fineprune_cli.engine.training.world import World, shard_range
 from fineprune_cli.pruning import PruneConfig, create
-from conftest import spawn_ranks
 
 N, BATCH, EPOCHS, SIZE = 60, 8, 5, 2
 

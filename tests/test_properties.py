@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fineprune_cli.engine.training import build as engine_build
 from fineprune_cli.cli import app
 from fineprune_cli.engine.inputs.data import DataError, load_dataset
+from fineprune_cli.engine.training import build as engine_build
 from fineprune_cli.errors import FinepruneError
 
 cli = CliRunner()

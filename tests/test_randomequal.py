@@ -5,10 +5,10 @@ import csv
 
 import pytest
 
-from fineprune_cli.analysis.read.randomequal import random_equal_epochs
-from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.analysis.read.runs import load_runs
 from factories import make_run
+from fineprune_cli.analysis.read.randomequal import random_equal_epochs
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
 
 ACCS = [60.0, 70.0, 75.0, 78.0, 80.0, 81.0]  # 6 epochs
 

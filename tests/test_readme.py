@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from conftest import tiny
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,12 +231,11 @@ def _server_mode_examples() -> list[list[str]]:
 def test_readme_async_and_mixed_examples_pass_the_tools_checks(tmp_path, monkeypatch):
     """Each example's batch divides over its (mixed groups of) workers as the tool demands
     before it loads anything: `train` as given, `scale` for each run it would start."""
+    from conftest import invoke
     from fineprune_cli.cli import views
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import scale
     from fineprune_cli.errors import ConfigError
-
-    from conftest import invoke
 
     def check_run(cfg, job, out, where):
         """Instead of training: the `fineprune train` command scale would run, checked."""
@@ -333,13 +333,13 @@ def _dry(monkeypatch):
     (and a launch of several processes its layout), `resume` names its folder, `compare` plans
     and validates every run."""
     from fineprune_cli import runner
+    from fineprune_cli.analysis.decide.plan import Plan
+    from fineprune_cli.analysis.read import runs
     from fineprune_cli.cli import views
     from fineprune_cli.distributed import launch
     from fineprune_cli.drivers import compare, matrix
-    from fineprune_cli.analysis.read import runs
-    from fineprune_cli.analysis.decide.plan import Plan
-    from fineprune_cli.sequential import looks
     from fineprune_cli.engine.setup.config import validate
+    from fineprune_cli.sequential import looks
 
     checked = []
 
@@ -389,8 +389,8 @@ def test_every_readme_train_and_compare_passes_the_tools_checks(monkeypatch):
 
 
 def test_readme_epochs_30_prune_example_prunes_a_proportionate_schedule(monkeypatch):
-    from fineprune_cli.pruning.schedule import PruneSchedule
     from conftest import invoke
+    from fineprune_cli.pruning.schedule import PruneSchedule
 
     checked = _dry(monkeypatch)
     (argv,) = [

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fineprune_cli.cli import app
-from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group.study import study
-from fineprune_cli.analysis.group.numbers import summary_rows
-from fineprune_cli.analysis.group.rownumbers import epoch_ratio, pace_saving
-from fineprune_cli.analysis.render.tables import paper_results, table1, table2
 from factories import make_run
+from fineprune_cli.analysis.group.rownumbers import epoch_ratio, pace_saving
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.render.summary import summary_rows
+from fineprune_cli.analysis.render.tables import paper_results, table1, table2
+from fineprune_cli.analysis.study import study
+from fineprune_cli.cli import app
 
 runner = CliRunner()
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import invoke, metrics_rows, tiny, tiny_config
 from fineprune_cli import runner
 from fineprune_cli.engine.records.record import RunRecord, Status, read_summary
 from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.engine.training.world import SINGLE, World
-from conftest import invoke, metrics_rows, tiny, tiny_config
 
 LAUNCH_ENV = (
     "RANK",

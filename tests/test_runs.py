@@ -8,13 +8,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from conftest import tiny
+from factories import make, make_run
+from fineprune_cli.analysis.read.runs import arm_of, check_counts
 from fineprune_cli.analysis.render.plots import slug
 from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.analysis.read.runs import arm_of, check_counts
 from fineprune_cli.cli import app
 from fineprune_cli.errors import ConfigError
-from factories import make, make_run
-from conftest import tiny
 
 runner = CliRunner()
 

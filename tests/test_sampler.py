@@ -13,8 +13,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler, create_policy
 from conftest import spawn_ranks
+from fineprune_cli import DistributedPruningSampler, IndexedDataset, PruneConfig, PruningSampler, create_policy
 
 N, BATCH, EPOCHS = 50, 8, 5
 # fine prunes every epoch (window 3, start 1, then 0 from the second window); counts reset at epoch 3

@@ -6,11 +6,11 @@ import sys
 import pytest
 
 from conftest import invoke, metrics_rows, tiny
-from fineprune_cli.engine.training import scalars
-from fineprune_cli.engine.training.checkpoint import Interrupted
-from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.engine.records.fingerprint import fingerprint
 from fineprune_cli.engine.records.record import EpochRow
+from fineprune_cli.engine.setup.config import Config
+from fineprune_cli.engine.training import scalars
+from fineprune_cli.engine.training.checkpoint import Interrupted
 from fineprune_cli.runner import resume, train
 
 TINY = tiny(epochs=None)

@@ -4,14 +4,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from conftest import tiny
 from fineprune_cli.cli import app
 from fineprune_cli.drivers.scale import BASELINE, Job, Launch, job_config, plan, run_one, run_scale, train_command
 from fineprune_cli.drivers.scale_table import Targets, table, time_to, write_tables
-from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.engine.records.files import to_csv
 from fineprune_cli.engine.records.record import EpochRow, RunSummary, Status
+from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.errors import ConfigError
-from conftest import tiny
 
 
 def _run(tmp_path, name, samples, seconds, losses, accuracies, **extra):

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_slurm import slurm_here  # noqa: F401 (a fixture: the stand-in Slurm on the PATH)
 
 from conftest import invoke, summary_of
-from test_slurm import slurm_here  # noqa: F401 (a fixture: the stand-in Slurm on the PATH)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own_script.py"

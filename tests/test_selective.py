@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from reference import composer_selective_backprop as composer
 
 from conftest import metrics_rows, summary_of, tiny_config, toy_trainer
 from fineprune_cli.errors import ConfigError
@@ -16,7 +17,6 @@ from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.pruning.policies.selective import draw, percentile_probabilities
 from fineprune_cli.pruning.policy import EpochPlan
 from fineprune_cli.runner import train
-from reference import composer_selective_backprop as composer
 
 COMMIT = "6405188805a0054b4551ec49e4919c54c971d0e8"  # mosaicml/composer, the code compared against
 EVERY_STEP = {"sb_start": 0.0, "sb_end": 1.0, "sb_interrupt": 0}

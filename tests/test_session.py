@@ -5,12 +5,12 @@ import time
 
 import pytest
 
+from conftest import invoke, metrics_rows, tiny, tiny_config
 from fineprune_cli.engine.records.record import RunSummary, Status, read_summary
 from fineprune_cli.engine.training.totals import best3
-from fineprune_cli.runner import resume, train
 from fineprune_cli.errors import ConfigError
 from fineprune_cli.pruning.policies.fine import FinePruning
-from conftest import invoke, metrics_rows, tiny, tiny_config
+from fineprune_cli.runner import resume, train
 
 
 def _cfg(out, **extra):
@@ -127,7 +127,9 @@ def test_other_runtime_errors_are_not_called_out_of_memory(tmp_path, monkeypatch
 
 def test_the_summary_records_the_machine_and_its_load(tmp_path, monkeypatch):
     import os
+
     import torch
+
     from fineprune_cli.engine.training import device
 
     monkeypatch.setattr(os, "getloadavg", lambda: (1.504, 0.25, 3.0))

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 import torch
+from reference import seta_authors
 from torch.utils.data import DataLoader, TensorDataset
 
 from conftest import trained_samples
@@ -17,7 +18,6 @@ from fineprune_cli.pruning import PruneConfig, create
 from fineprune_cli.pruning.policies.seta import epoch_seed, loss_groups, slide, window_size
 from fineprune_cli.pruning.sampler import IndexedDataset, PruningSampler
 from fineprune_cli.settings import check_section
-from reference import seta_authors
 
 COMMIT = "341df62f1957420db7ebf53fce2c9c2689536c2a"  # mrazhou/SeTa, the code compared against
 

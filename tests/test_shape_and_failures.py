@@ -15,11 +15,10 @@ from fineprune_cli.analysis.decide.decision import CANT_TELL, WORTH, decide
 from fineprune_cli.analysis.decide.judging import Judging
 from fineprune_cli.analysis.decide.plan import PLAN_FILE, read
 from fineprune_cli.analysis.group.failures import failed, outliers
-from fineprune_cli.analysis.group.groups import group
-from fineprune_cli.analysis.group.study import study
+from fineprune_cli.analysis.group.groups import Context, group
 from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.analysis.render.verdict import build
-from fineprune_cli.analysis.group.groups import Context
+from fineprune_cli.analysis.study import study
 from fineprune_cli.arms import shorter_arm, shorter_schedule
 
 SKEWED = shape.SKEWED
@@ -229,7 +228,7 @@ def test_a_plan_from_before_the_failure_rule_is_kept_until_the_rule_sets_a_run_a
     old plan's digest changed by the new keys (every run then 'made under another plan'), or the
     failure rule applied silently."""
     from fineprune_cli.analysis.decide.plan import find
-    from fineprune_cli.analysis.group.study import for_folders
+    from fineprune_cli.analysis.study import for_folders
 
     for name, regular in (("calm", [90.0, 90.1, 89.9, 90.08, 90.05, 89.95, 90.02, 89.98]), ("failed", REGULAR8)):
         root = tmp_path / name
@@ -272,7 +271,6 @@ def test_the_next_look_chance_says_which_way_it_ran_in_simulation_from_as_many_s
     where the difference was clear (results/decisions/calibration.md): the caveat follows the
     seeds the decision read. Catches the earlier 'with few seeds such chances run high' at 8."""
     from factories import make, pruned, shorter
-
     from fineprune_cli.analysis.decide.sequence import replay
     from fineprune_cli.analysis.render.verdict import chain
 

@@ -9,13 +9,13 @@ import torch
 from torchvision.io import write_jpeg, write_png
 
 from conftest import SignalAt, invoke, metrics_rows
+from fineprune_cli import PruneConfig, create_policy
 from fineprune_cli.engine.inputs import stream
-from fineprune_cli.engine.setup.config import DataConfig, TrainConfig
 from fineprune_cli.engine.records.fingerprint import fingerprint
+from fineprune_cli.engine.setup.config import DataConfig, TrainConfig
 from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.errors import DataError
 from fineprune_cli.models import create
-from fineprune_cli import PruneConfig, create_policy
 
 
 def mixed_folder(root, per_class=(24, 8), sizes=((12, 12), (20, 16), (9, 30)), classes=3):
@@ -243,8 +243,8 @@ def test_a_broken_image_found_mid_epoch_is_one_line(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_a_streamed_run_interrupted_and_resumed_equals_the_whole_run(tmp_path):
-    from fineprune_cli.engine.training.checkpoint import Interrupted
     from fineprune_cli.engine.setup.config import build_config
+    from fineprune_cli.engine.training.checkpoint import Interrupted
     from fineprune_cli.runner import resume, train
 
     mixed_folder(tmp_path / "imgs")

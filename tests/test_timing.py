@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from fineprune_cli.analysis.group import timing
-from fineprune_cli.analysis.render.report import write_report
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.decide.judging import Judging
-from fineprune_cli.analysis.group.study import study
-from fineprune_cli.analysis.group.numbers import summary_rows
-from fineprune_cli.analysis.render.tables import table1, table3
 from factories import MACHINE, make_run
+from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.group import timing
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.report import write_report
+from fineprune_cli.analysis.render.summary import summary_rows
+from fineprune_cli.analysis.render.tables import table1, table3
+from fineprune_cli.analysis.study import study
 
 OTHER = {**MACHINE, "processor": "Other CPU"}
 

@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from fineprune_cli.engine.setup.config import TrainConfig
+from conftest import toy_dataset, toy_trainer
 from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.setup.config import TrainConfig
 from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.pruning.policy import EpochPlan
-from conftest import toy_dataset, toy_trainer
 
 
 def test_hook_sees_every_kept_sample_once_with_its_own_loss():

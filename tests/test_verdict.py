@@ -5,14 +5,15 @@ import re
 
 import pytest
 
-from fineprune_cli.analysis.read.runs import load_runs
-from fineprune_cli.analysis.group import paired
-from fineprune_cli.analysis.decide.judging import Judging
-from fineprune_cli.analysis.group.study import study
-from fineprune_cli.analysis.group.groups import group, is_frontier, is_shorter
-from fineprune_cli.analysis.render.verdict import build
-from fineprune_cli.arms import shorter_schedule
 from factories import make_run
+from fineprune_cli.analysis.decide.judging import Judging
+from fineprune_cli.analysis.group import paired
+from fineprune_cli.analysis.group.groups import group, is_frontier, is_shorter
+from fineprune_cli.analysis.read.quantum import quantum_of
+from fineprune_cli.analysis.read.runs import load_runs
+from fineprune_cli.analysis.render.verdict import build
+from fineprune_cli.analysis.study import study
+from fineprune_cli.arms import shorter_schedule
 
 
 def arm(root, policy, seed, final, train_s=100.0, skipped=0, machine="default", arm_name=None):
@@ -176,7 +177,7 @@ def test_the_tradeoff_plot_draws_both_frontiers_and_descriptive_intervals(tmp_pa
     assert len(set(colours)) == 3
     assert ax.get_title() == "Accuracy change against budget (paired by seed, 90% intervals)"
     by = by_policy_of(tmp_path)
-    e = decision.estimate(paired.vs_regular(by, "fine"), decision.quantum_of(by))
+    e = decision.estimate(paired.vs_regular(by, "fine"), quantum_of(by))
     fine_bar = [c for c in ax.containers if c.lines[0].get_color() == colours[labels.index("fine-pruning")]]
     segments = [seg for c in ax.containers for coll in c.lines[2] for seg in coll.get_segments()]
     assert any(abs(seg[0][1] - e.low) < 1e-9 and abs(seg[1][1] - e.high) < 1e-9 for seg in segments), fine_bar

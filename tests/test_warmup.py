@@ -1,4 +1,4 @@
-"""The schedule check (analysis/read/compression.py, lrphases.py) on timm's own scheduler factory
+"""The schedule check (analysis/group/compression.py, lrphases.py) on timm's own scheduler factory
 (issue 55): a shorter arm whose warm-up is held fixed or scaled and rounded to whole epochs, and
 whose cool-down is folded into {epochs} and held, trains regular's schedule compressed; a main
 schedule whose length does not follow {epochs} is still refused."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 from timm.scheduler import create_scheduler_v2
 
-from fineprune_cli.analysis.read.compression import mismatch
+from fineprune_cli.analysis.group.compression import mismatch
 from fineprune_cli.arms import shorter_schedule
 
 

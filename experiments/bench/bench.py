@@ -28,11 +28,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
-
 from bench_prune import run as prune_ratio
 from bench_trainer import bench as throughput
 from common import table_stem, write_table
+from torch.utils.flop_counter import FlopCounterMode
 
 from fineprune_cli import models
 from fineprune_cli.analysis.render.tables import paper_results

@@ -13,11 +13,10 @@ import tempfile
 
 from common import median, write_table
 
-from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.engine.records.record import read_metrics
-from fineprune_cli.runner import train
+from fineprune_cli.engine.setup.config import Config
 from fineprune_cli.engine.training.device import resolve_device
-
+from fineprune_cli.runner import train
 
 # An epoch's time does not depend on the learning rate, but a run that diverges stops: at the
 # recipe's 0.1 (doubled in the pruned epochs at fraction 0.5) LeNet diverged in bf16 on an H200

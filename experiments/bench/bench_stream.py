@@ -26,15 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from common import ROOT, median
 
-import torch
-
 from fineprune_cli import PruneConfig, create_policy
-from fineprune_cli.engine.setup.config import DataConfig, TrainConfig
+from fineprune_cli.engine.inputs.stream import load_data
 from fineprune_cli.engine.records.files import atomic_write_text
 from fineprune_cli.engine.records.record import git_commit
-from fineprune_cli.engine.inputs.stream import load_data
+from fineprune_cli.engine.setup.config import DataConfig, TrainConfig
 from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.models import create
 
@@ -95,8 +94,8 @@ def mixed_folder(root: Path, n: int, classes: int = 10) -> None:
 def mixed_run(n: int, size: int, workers: int) -> dict:
     """`fineprune train` (runner.train) on a generated mixed-size folder, streamed."""
     from fineprune_cli.engine.setup.config import Config
-    from fineprune_cli.runner import train
     from fineprune_cli.errors import DataError
+    from fineprune_cli.runner import train
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "mixed"

@@ -19,16 +19,15 @@ import time
 
 import torch
 import torch.nn.functional as F
-
 from common import median, write_table
 
 from fineprune_cli import models
-from fineprune_cli.engine.setup.config import TrainConfig
 from fineprune_cli.engine.inputs.data import load_dataset
-from fineprune_cli.engine.training.device import Stopwatch, resolve_device, synchronize
-from fineprune_cli.pruning.tracker import DroppingCount
 from fineprune_cli.engine.inputs.devicedata import DeviceData
+from fineprune_cli.engine.setup.config import TrainConfig
+from fineprune_cli.engine.training.device import Stopwatch, resolve_device, synchronize
 from fineprune_cli.engine.training.trainer import Trainer
+from fineprune_cli.pruning.tracker import DroppingCount
 
 
 def bare_model(name: str, channels: int, classes: int, device: torch.device) -> torch.nn.Module:

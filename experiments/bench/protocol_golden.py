@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
+from fineprune_cli.engine.records.record import read_metrics
 from fineprune_cli.engine.setup.config import build_config
 from fineprune_cli.engine.training.device import machine_signature
-from fineprune_cli.engine.records.record import read_metrics
 from fineprune_cli.runner import train
 
 POLICIES = ("regular", "fine", "random", "infobatch", "ucb", "egreedy")

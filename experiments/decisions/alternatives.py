@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import simulation as sim  # noqa: E402
 from fineprune_cli.analysis.decide import decision, stats  # noqa: E402
-from fineprune_cli.analysis.group import paired
 from fineprune_cli.analysis.decide.judging import Judging  # noqa: E402
+from fineprune_cli.analysis.group import paired
 
 REAL = decision.decide
 CASES = {

@@ -29,8 +29,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import simulation as sim  # noqa: E402
 from simulate import write_page  # noqa: E402
+
+import simulation as sim  # noqa: E402
 from fineprune_cli.analysis.decide import advice  # noqa: E402
 from fineprune_cli.analysis.decide.decision import CANT_TELL, decide  # noqa: E402
 from fineprune_cli.analysis.decide.judging import Judging, shares  # noqa: E402

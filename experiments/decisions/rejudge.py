@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulate import write_page  # noqa: E402
 
 from fineprune_cli.analysis.decide.decision import CANT_TELL  # noqa: E402
-from fineprune_cli.analysis.group.study import for_folders  # noqa: E402
 from fineprune_cli.analysis.read.runs import load_runs, policy_label  # noqa: E402
 from fineprune_cli.analysis.render.tables import context_title  # noqa: E402
+from fineprune_cli.analysis.study import for_folders  # noqa: E402
 from fineprune_cli.engine.records.files import to_markdown  # noqa: E402
 
 REPORTS = {  # report folder: the run folders its command reads

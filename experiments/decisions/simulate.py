@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import robust  # noqa: E402
+
 import simulation as sim  # noqa: E402
 from fineprune_cli.engine.records.files import to_markdown  # noqa: E402
 

@@ -35,8 +35,8 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import torch
 import yaml
-
 from common import describe_device
 from runner import ROOT, TERM_GRACE_S, Ctx, child_env, pack, rel, run_logged, run_summary, shown
 

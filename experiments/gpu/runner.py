@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-
 from common import describe_device, git_commit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,10 +12,9 @@ from typing import Callable
 
 import numpy as np
 import torch
-from PIL import Image
-
 from cases import TINY, Case, Train, flags, with_run
 from crafted import FOLDERS, bigger_test_images_folder, jpeg_header_bomb, make_fifo, png_header_bomb
+from PIL import Image
 
 
 def make_pruned(base: Path, train: Train) -> Path:
@@ -203,9 +202,9 @@ def _same_on_both_paths(name: str) -> Callable[[Path], str | None]:
     the image's own pixels in the folder's mode (PIL's conversion is the reference)."""
 
     def check(work: Path) -> str | None:
-        from fineprune_cli.engine.setup.config import DataConfig
         from fineprune_cli.engine.inputs.imagefolder import list_folder, load_image_folder
         from fineprune_cli.engine.inputs.stream import load_data
+        from fineprune_cli.engine.setup.config import DataConfig
 
         if json.loads((work / "run" / "summary.json").read_text())["status"] != "complete":
             return "the run did not complete"

@@ -41,8 +41,8 @@ from cases_files import FILE_CASES, make_folder_run, make_pruned  # noqa: E402
 from cases_launch import HELD, LAUNCH_CASES  # noqa: E402
 from cases_round4 import ROUND4_CASES  # noqa: E402
 from cases_round5_jobs import ROUND5_JOBS_CASES  # noqa: E402
-from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
 from cases_round5_script import SCRIPT_CASES  # noqa: E402
+from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
 from cases_round6 import ROUND6_CASES, make_compared  # noqa: E402
 from cases_round6_script import ROUND6_SCRIPT_CASES  # noqa: E402
 
@@ -343,6 +343,7 @@ def run_all(
         importlib.import_module(module)
     import torch
     import torch._dynamo  # noqa: F401 - the optimizer imports it on first use (2.5 s)
+
     from fineprune_cli.engine.inputs.data import make_synthetic
     from fineprune_cli.pruning import list_policies
 

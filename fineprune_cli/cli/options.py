@@ -13,8 +13,9 @@ import typing
 from typing import Annotated, Any, Callable, Optional
 
 import typer
-from ..engine.setup.yamlvalues import setting_value
+
 from ..drivers.executors import registry
+from ..engine.setup.yamlvalues import setting_value
 from ..errors import ConfigError
 from ..settings import fields, flag_of, type_of
 

@@ -136,10 +136,10 @@ def compare(
 
     Runs already complete in --out are reused, so an interrupted compare continues."""
     from ..analysis.decide.judging import load_judging
-    from ..analysis.group.numbers import summary_rows
     from ..analysis.decide.plan import recorded_judging
     from ..analysis.decide.sequence import record
     from ..analysis.render.load import lines
+    from ..analysis.render.summary import summary_rows
     from ..analysis.render.verdict import build
     from ..drivers.compare import load_compare
     from ..drivers.matrix import judged_matrix

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
 import math
 from pathlib import Path
 from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
 
 from .. import console
 from ..pruning.estimate import Estimate, timeline
@@ -188,7 +188,7 @@ def _show_collapsed(found: Any) -> None:
 
 def _show_compression(found: Any) -> None:
     """Shorter arms off regular's learning-rate schedule, or not checked, after the decisions."""
-    from ..analysis.read.compression import lines
+    from ..analysis.group.compression import lines
 
     shown = lines(list(found))
     if shown:
@@ -245,7 +245,7 @@ ROW_WIDTH = 26  # the row name's column: the numbers beside it take the rest of 
 
 
 def show_report(rep: Any, as_json: bool) -> None:
-    from ..analysis.group.numbers import summary_rows
+    from ..analysis.render.summary import summary_rows
 
     rows = summary_rows(rep.study) if rep.runs else []
     if as_json:
@@ -323,7 +323,7 @@ SCALE_COLUMNS = {
 def show_policies(as_json: bool) -> None:
     from ..pruning.registry import get, list_policies
 
-    entries = [{"name": n, "label": get(n).label, "description": get(n).description} for n in list_policies()]
+    entries = [{"name": n, "label": get(n).label, "description": get(n).help} for n in list_policies()]
     if as_json:
         console.print_json(entries)
         return

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..engine.training import checkpoint
-from ..engine.setup.config import Config
-from ..engine.training.device import synchronize
-from ..engine.training.epochend import EpochEnd, Measured
 from ..engine.records.fingerprint import matches
 from ..engine.records.record import RunRecord, RunSummary, Status, default_run_dir, read_summary
+from ..engine.setup.config import Config
+from ..engine.training import checkpoint
+from ..engine.training.device import synchronize
+from ..engine.training.epochend import EpochEnd, Measured
 from ..engine.training.lrschedule import lr_schedule
 from ..engine.training.scalars import ScalarLog
 from ..engine.training.totals import Totals, trainer_summary

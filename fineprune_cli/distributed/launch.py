@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from ..engine.setup.config import Config
 from ..engine.records.fingerprint import fingerprint
 from ..engine.records.record import CHECKPOINT, METRICS, SUMMARY, default_run_dir, load_run_config
+from ..engine.setup.config import Config
 from ..errors import ConfigError
 from ..pruning.registry import get as get_policy
 

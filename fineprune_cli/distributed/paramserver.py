@@ -29,11 +29,12 @@ import torch
 import torch.distributed as dist
 import torch.distributed.rpc as rpc
 
-from ..engine.training import checkpoint, world as worlds
-from ..engine.training.checkpoint import to_device
-from ..engine.setup.config import Config
 from ..engine.records.record import RunSummary
+from ..engine.setup.config import Config
+from ..engine.training import checkpoint
+from ..engine.training import world as worlds
 from ..engine.training.build import build_model, trainer_and_policy
+from ..engine.training.checkpoint import to_device
 from ..engine.training.lrschedule import warmup_length
 from ..engine.training.world import World
 from .layout import Shards, gpu_placement, local_size, worker_groups

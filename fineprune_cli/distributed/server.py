@@ -13,8 +13,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..engine.training.checkpoint import to_device
 from ..engine.setup.config import TrainConfig
+from ..engine.training.checkpoint import to_device
 from ..engine.training.lrschedule import lr_at
 from ..errors import FinepruneError
 from .layout import Shards, flatten, load_flat

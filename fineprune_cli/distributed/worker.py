@@ -16,8 +16,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ..engine.training import checkpoint
 from ..engine.setup.config import Config
+from ..engine.training import checkpoint
 from ..engine.training.trainer import predicted
 from ..engine.training.world import World, step_slices
 from .layout import Shards, flatten, load_flat

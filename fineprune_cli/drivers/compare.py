@@ -22,7 +22,6 @@ from .executors import registry, sections
 from .job import Job
 from .trainers.registry import trainer_for
 
-
 # the looks --until-decided plans unless told: in the simulated power table (docs/decisions.md)
 # they decided more policies per seed trained than 3, 5, 8 at every noise level measured
 DEFAULT_LOOKS = (5, 8, 12)
@@ -110,8 +109,7 @@ class CompareConfig:
     executor: str = option(
         registry.DEFAULT,
         check=registry.problem,
-        help="Where the runs execute: 'local' (this machine, --jobs at once) or 'slurm' (each run "
-        "a task of a job array, through submitit; its settings in compare.slurm). (default local)",
+        help=registry.EXECUTORS.help("Where the runs execute"),
     )
     # the chosen executor's own section (compare.<executor>), which load_compare reads; not a setting
     executor_settings: Any = field(default=None, metadata={"section": True})

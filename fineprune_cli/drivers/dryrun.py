@@ -17,19 +17,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
-from ..engine.setup.config import Config, validate
 from ..engine.inputs.datashape import shape_of
+from ..engine.setup.config import Config, validate
 from ..engine.setup.scriptconfig import used_by_script
 from ..pruning.estimate import estimate
 from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
 from .compare import CompareConfig, job_config, plan
+from .drytime import Pace, PlannedRun, contended, ranges, time_runs, wall
 from .matrix import random_equal_lines
+from .probe import Probe, busy, probe, step_text
 from .reuse import existing_state
 from .trainers.registry import trainer_for
-from .drytime import Pace, PlannedRun, contended, ranges, time_runs, wall
-from .probe import Probe, busy, probe, step_text
 
 Timer = Callable[[Config, int, int, int, "int | None"], Probe]  # probe's signature: tests pass their own
 

@@ -9,20 +9,19 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import console
-from ..analysis.read import leftout
 from ..analysis.decide import plan as plans
 from ..analysis.decide.judging import Judging
 from ..analysis.group.paired import is_baseline
 from ..analysis.read.runs import load_runs
-from ..analysis.group.study import Study, study
+from ..analysis.study import Study, study, with_left_out
 from ..engine.setup.config import Config
 from ..pruning.policy import random_equal_note
 from .compare import CompareConfig, Job, job_config, plan
-from .reuse import HELD, existing_state, train_job
-from .progress import MatrixProgress, Planned
-from .parallel import RunsFailed
 from .executors import registry
-from .scriptjob import ScriptFailed
+from .parallel import RunsFailed
+from .progress import MatrixProgress, Planned
+from .reuse import HELD, existing_state, train_job
+from .trainers.contract import RunFailed
 from .trainers.registry import trainer_for
 
 
@@ -76,7 +75,7 @@ def run_matrix(
             try:
                 with matrix.run(i) as labelled:
                     train_job(job_config(cfg, job, c.out), states[job], command, labelled)
-            except ScriptFailed as exc:  # one script run failing must not stop the others
+            except RunFailed as exc:  # one run failing must not stop the others
                 console.error(str(exc))
                 failed.append(job)
                 continue
@@ -161,4 +160,4 @@ def judged_matrix(
     recorded = record_plan(c, judging, refusals(cfg, c))
     dirs = run_matrix(cfg, c, show_progress=show_progress, command=command)
     runs, problems = load_runs(dirs)
-    return leftout.apply(study(runs, judging, [recorded]), problems)
+    return with_left_out(study(runs, judging, [recorded]), problems)

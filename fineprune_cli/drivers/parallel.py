@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import console
+from ..engine.records.files import atomic_write_text
 from ..engine.setup import yamlvalues
 from ..engine.setup.config import Config
-from ..engine.records.files import atomic_write_text
 from ..errors import FinepruneError
 from .executors import registry
-from .executors.contract import JOBS, Task, job_file
+from .executors.contract import Task
 from .grid import Grid
+from .job import JOBS, job_file
 
 if TYPE_CHECKING:
     from .compare import CompareConfig, Job

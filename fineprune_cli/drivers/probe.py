@@ -137,9 +137,9 @@ def probe(cfg: Any, channels: int, size: int, classes: int, threads: int | None)
     count: the run is a process of its own, whose start-up imports torch afresh)."""
     import torch
 
-    from ..engine.training.device import resolve_device, synchronize
-    from ..engine.training.build import build_model, check_factory
     from ..engine.inputs.devicedata import wants_augment
+    from ..engine.training.build import build_model, check_factory
+    from ..engine.training.device import resolve_device, synchronize
     from ..engine.training.trainer import Trainer
 
     device = resolve_device(cfg.run.device)

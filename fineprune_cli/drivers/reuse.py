@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..engine.setup.config import Config, config_from_dict
 from ..engine.inputs.dataid import is_content
 from ..engine.records.files import read_regular_text
 from ..engine.records.fingerprint import data_changes, drop_unused
-from ..engine.setup.scriptconfig import used_by_script
 from ..engine.records.holders import lock_problem
 from ..engine.records.record import SUMMARY, Status, held, load_run_config, read_summary
+from ..engine.setup.config import Config, config_from_dict
+from ..engine.setup.scriptconfig import used_by_script
 from ..errors import ConfigError
 from .trainers.contract import HELD
 from .trainers.registry import trainer_for

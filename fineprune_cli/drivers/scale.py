@@ -26,11 +26,11 @@ from typing import Any
 import yaml
 
 from ..distributed.launch import MAX_NPROC, parse_endpoint
-from ..engine.setup.config import Config, RunConfig, validate
 from ..engine.records.files import atomic_write_text, read_regular_text
 from ..engine.records.fingerprint import drop_unused
 from ..engine.records.record import Status, read_summary
 from ..engine.setup import yamlvalues
+from ..engine.setup.config import Config, RunConfig, validate
 from ..engine.training.world import alone
 from ..errors import ConfigError
 from ..settings import check_section

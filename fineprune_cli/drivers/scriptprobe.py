@@ -19,15 +19,15 @@ from pathlib import Path
 
 from .. import console
 from ..arms import REGULAR
-from ..engine.setup.config import Config
 from ..engine.records.record import read_summary
+from ..engine.setup.config import Config
 from ..errors import ConfigError
 from .compare import CompareConfig, job_config, plan
 from .drytime import PlannedRun
 from .executors import registry
 from .executors.contract import Placement
 from .executors.local import last_error
-from .scriptjob import prepare
+from .trainers.scriptjob import prepare
 
 POLL_S = 0.1
 

@@ -22,18 +22,18 @@ from typing import Any
 import torch
 
 from ..arms import shorter_budget
-from ..engine.training.checkpoint import data_bytes, load_data
-from ..engine.setup.config import Config, config_from_dict, load_yaml, validate
 from ..engine.records.files import atomic_write_bytes
-from ..engine.setup.scriptconfig import PLACEHOLDERS, used_by_script
 from ..engine.records.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
+from ..engine.setup.config import Config, config_from_dict, load_yaml, validate
+from ..engine.setup.scriptconfig import PLACEHOLDERS, used_by_script
+from ..engine.training.checkpoint import data_bytes, load_data
 from ..engine.training.totals import Totals, mark_diverged, new_summary, summarize
 from ..errors import ConfigError
-from . import logged
-from .logged import ScriptError
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
 from ..pruning.sampler import PruningSampler
+from . import logged
+from .logged import ScriptError
 from .version import script_version
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"

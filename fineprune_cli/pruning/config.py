@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..settings import at_least, in_range, optional, option
+from ..settings import at_least, in_range, option, optional
 from .registry import ALIASES, list_policies
 from .schedule import paper_start, paper_window
 

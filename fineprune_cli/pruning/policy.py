@@ -68,7 +68,7 @@ class EpochPlan:
 class Policy:
     """Base class: trains every sample with weight 1 and observes nothing.
 
-    Subclasses set `name`, `label` (for tables and plots), `color` and `description`, and
+    Subclasses set `name`, `label` (for tables and plots), `color` and `help`, and
     override what they need. `scores` is the per-sample vector a run snapshots at the end
     of each window (DroppingCount for `fine`). Under `--reweight` an instance's `plan` is
     `reweighted_plan`, which weights the subclass's own plan (reweight.py)."""
@@ -76,7 +76,7 @@ class Policy:
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     color: ClassVar[str] = "#444444"
-    description: ClassVar[str] = ""
+    help: ClassVar[str] = ""  # a line for `fineprune policies` and the help that lists the policies
     observes: ClassVar[bool] = False  # False: the trainer skips observe() altogether
     # PruneConfig fields only this policy reads: under another policy they are reset to their
     # defaults, so a setting that cannot act neither splits report rows nor blocks compare reuse

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-
 WINDOW_PERCENT, START_PERCENT = 30, 15  # the paper's w = 60, a_0 = 30 of n = 200 epochs
 
 

@@ -21,20 +21,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import console
-from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decide.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.decide.judging import Judging
+from ..analysis.decide.sequence import Look, decidable, key, record, replay
 from ..analysis.group.groups import group
 from ..analysis.read import leftout
 from ..analysis.read.runs import Run, arm_of, load_runs
-from ..analysis.decide.sequence import Look, decidable, key, record, replay
-from ..analysis.group.study import Study, study
-from ..engine.setup.config import Config
-from ..engine.records.files import atomic_write_text
-from ..errors import ConfigError
+from ..analysis.study import Study, study, with_left_out
+from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
+from ..drivers import matrix
 from ..drivers.compare import CompareConfig, Job, shorter_runs
 from ..drivers.compare import plan as jobs_of
-from ..drivers import matrix
+from ..engine.records.files import atomic_write_text
+from ..engine.setup.config import Config
+from ..errors import ConfigError
 
 
 def until_decided(
@@ -45,7 +45,7 @@ def until_decided(
     plan = matrix.record_plan(c, judging, first, c.looks)
     arms = replace(c)
     runs: list = []
-    problems: list = []  # the runs read but left out, named in the decisions (analysis.read.leftout)
+    problems: list = []  # the runs read but left out, named in the decisions (`analysis.study.with_left_out`)
     for number, seeds in enumerate(c.looks, start=1):
         sub = replace(arms, seeds=list(range(seeds)))
         console.info(f"look {number} of {len(c.looks)}: seeds 0–{seeds - 1}")
@@ -63,7 +63,7 @@ def until_decided(
         if not still or len(looks) < number or number == len(c.looks):
             break
         arms = _next_arms(cfg, c, decidable(grouped), still)  # says here which arms it leaves out
-    return leftout.apply(study(runs, judging, [plan]), problems)
+    return with_left_out(study(runs, judging, [plan]), problems)
 
 
 def _later(cfg: Config, c: CompareConfig, now: CompareConfig, number: int) -> tuple[list[Job], str]:
@@ -108,7 +108,7 @@ def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
 
 def _not_diverged(still: list[Decision], problems: list) -> list[Decision]:
     """The undecided policies more seeds could decide: one with a diverged run never will
-    (`analysis.read.leftout`), so the next look trains no more of it, saying so."""
+    (`analysis.decide.leftout`), so the next look trains no more of it, saying so."""
     rows, keep = leftout.by_row(problems), []
     for d in still:
         arm = arm_of(d.policy)

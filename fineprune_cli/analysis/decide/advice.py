@@ -18,11 +18,11 @@ from dataclasses import replace
 from functools import partial
 
 from ..group import paired
+from ..group.groups import Context
+from ..read.runs import Run
 from . import stats
 from .decision import CANT_TELL, Advice, Decision, claims, settle
-from ..group.groups import Context
 from .judging import Judging, shares
-from ..read.runs import Run
 
 DELTAS = (0.1, 0.2, 0.3, 0.5)  # the minimum gains every decision is also read at
 PLAUSIBLE = 0.80  # the two-sided interval whose ends give the range of seeds

@@ -11,7 +11,7 @@ The rules are fixed before any run is read (docs: the decision page):
   than the minimum gain δ (Δ_C ≤ δ). Either route suffices, so each runs at a / 2. The two claims
   cover every truth, so at most one of a policy's two claims is false.
 - The family: k policies share the report's alpha by its procedure (`Judging.correction`, an
-  entry of `judging.FAMILIES`, which adjusts a look's claims together and gives the level a of
+  entry of `procedures.FAMILIES`, which adjusts a look's claims together and gives the level a of
   each claim), and over L planned looks
   each policy's alpha / k is split into parts fixed by the plan (`Judging.allocation`), so look
   j tests at a_j = alpha · w_j / k with the w_j summing to 1. Since at most one claim per policy
@@ -19,7 +19,7 @@ The rules are fixed before any run is read (docs: the decision page):
   level: under Bonferroni (the default) the chance of any wrong *worth it* or *not worth it* is
   at most the sum of those levels, alpha, whatever the dependence between them.
 - Every comparison's standard error comes from the judging's variance model (an entry of
-  `judging.VARIANCES`); the default is its own paired spread over the seeds it pairs (a
+  `procedures.VARIANCES`); the default is its own paired spread over the seeds it pairs (a
   one-sample t on the per-seed differences, n − 1 df): no assumption that arms are equally noisy.
 """
 
@@ -27,39 +27,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from fractions import Fraction
-from functools import lru_cache, reduce
 
 from ...arms import REGULAR
 from ..group import paired
-from . import stats
 from ..group.failures import Failure, failed, of_arms, seeds_failed, set_aside
 from ..group.groups import Context, is_frontier, is_shorter
-from .judging import Claim, Judging
+from ..read.quantum import quantum_of
 from ..read.runs import Run
+from . import stats
+from .judging import Judging
+from .procedures import Claim
 
 WORTH, NOT_WORTH, CANT_TELL = "worth it", "not worth it", "can't tell yet"
 ROUTES = ("worse", "worth", "short")  # the claims' routes: worse than regular, worth it, short of C(p)
-
-
-def quantum(runs: list[Run]) -> float:
-    """Points per test image: 100 / the test set's size, read off the accuracies the runs
-    recorded (the finest grid they all lie on); DEFAULT_QUANTUM when they do not tell."""
-    values = {r.test_accuracy for run in runs for r in run.metrics}  # each distinct value read once
-    denominators = [_denominator(v) for v in values]
-    if not denominators:
-        return stats.DEFAULT_QUANTUM
-    size = reduce(math.lcm, denominators)
-    return 100.0 / size if size <= 1_000_000 else stats.DEFAULT_QUANTUM
-
-
-@lru_cache(maxsize=65536)  # a report's looks, and a simulation's reports, read the same values again
-def _denominator(accuracy: float) -> int:
-    return Fraction(accuracy / 100).limit_denominator(100_000).denominator
-
-
-def quantum_of(by_policy: dict[str, dict[int, Run]]) -> float:
-    return quantum([run for seeds in by_policy.values() for run in seeds.values()])
 
 
 def estimate(p: paired.Paired, q: float = stats.DEFAULT_QUANTUM, judging: Judging = Judging()) -> stats.Estimate | None:
@@ -114,7 +94,7 @@ class Decision:
     sensitivity: tuple[tuple[float, str], ...] = ()  # (δ, the word at that minimum gain)
     pooled_word: str = ""  # the word if every arm were equally noisy (the block model's pooled sd)
     variance: str = ""  # the variance model of its estimates, as reports name it
-    left_out: str = ""  # its row's runs a report left out, and why (analysis.read.leftout)
+    left_out: str = ""  # its row's runs a report left out, and why (analysis.decide.leftout)
     failures: tuple[Failure, ...] = ()  # failed runs of regular, the policy and C(p)'s arms, set aside
     withheld: str = ""  # why worth it is not said though its tests pass: more failures than a baseline
 
@@ -279,7 +259,7 @@ def _chain(
         word=CANT_TELL,
         level=judging.alpha,
         family=1,
-        variance=judging.variance_model.name,
+        variance=judging.variance_model.label,
         failures=tuple(of_arms(failures, (REGULAR, policy, *(cheap.arms if cheap else ())))),
         withheld=withheld(failures, policy, cheap),
     )

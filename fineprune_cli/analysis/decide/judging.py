@@ -2,9 +2,10 @@
 
 `Judging` is an experiment file's `judging:` section and the judging flags of `compare` and
 `report` (`--margin`, `--min-gain`, `--alpha`, `--family`, `--target`). The correction that
-holds the report's family-wise error is one entry of `FAMILIES`: its arithmetic and the words a
-report and `--family`'s help print for it, so no sentence names it on its own; `register_family`
-adds one (a module of its own, or a test's).
+holds the report's family-wise error is one entry of `FAMILIES`, each variance model one of
+`VARIANCES` and each shape one of `SHAPES` (`procedures.py`; each entry a module of its own in
+`families/`, `variances/`, `shapes/`): their arithmetic and the words a report and the flags'
+help print for them, so no sentence names one on its own.
 """
 
 from __future__ import annotations
@@ -13,160 +14,29 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable
 
 from ...engine.setup.config import load_yaml
 from ...errors import ConfigError
-from ...settings import check_section, coerce, fields, flag_name, in_range, optional, option, type_of
+from ...settings import check_section, coerce, fields, flag_name, in_range, option, optional, type_of
+from .procedures import (
+    DEFAULT_FAMILY,
+    DEFAULT_SHAPE,
+    DEFAULT_VARIANCE,
+    FAMILIES,
+    SHAPES,
+    VARIANCES,
+    Correction,
+    ShapeModel,
+    VarianceModel,
+)
 
-T = TypeVar("T")
 POINTS = 100.0  # accuracy points: no margin, gain or target beyond the whole scale
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One claim a report tests (a policy's *worth it* or *not worth it*): its raw p-value, the
-    part of its policy's alpha / k that its look spends (1 at a single look) and its look (1-based;
-    0 outside planned looks)."""
-
-    p: float
-    share: float = 1.0
-    look: int = 0
-
-
-@dataclass(frozen=True)
-class Correction:
-    """A family procedure: its name as reports print it, the sentence a report says it in, what
-    `--family`'s help says of it, the adjusted p-values of a look's claims given all of them at
-    once (two per policy, k policies in the family: so a step-down or a spending rule fits), each
-    compared with alpha, and the level each policy's claims are tested at (the bounds a decision
-    prints). A single policy's what-if (its word at another minimum gain) hands it its own two
-    claims."""
-
-    name: str
-    rule: str  # the sentence that says how, with {policies}, {looks_text} and {level} filled in
-    description: str  # a few words for the help: how each policy's share of alpha is found
-    adjust: Callable[[Sequence[Claim], int], list[float]]
-    level: Callable[[float, int, float], float]  # (alpha, k, share) -> a
-
-
-class Registry(dict[str, T]):
-    """Entries by the value a setting takes. As a setting's choices it is read when checked, so an
-    entry registered later (a test's, a plug-in's) is a valid value."""
-
-    def register(self, key: str, entry: T) -> T:
-        self[key] = entry
-        return entry
-
-
-def _bonferroni(claims: Sequence[Claim], k: int) -> list[float]:
-    return [min(1.0, c.p * k / c.share) for c in claims]
-
-
-DEFAULT_FAMILY = "bonferroni"  # the correction a plan uses unless --family names another
-FAMILIES: Registry[Correction] = Registry()
-register_family = FAMILIES.register  # a value of --family (and of a plan's judging.family)
-
-
-register_family(
-    DEFAULT_FAMILY,
-    Correction(
-        "Bonferroni",
-        "Bonferroni over {policies}{looks_text}: each policy's claims are tested at {level}",
-        "each policy's claims at alpha / policies, split over the planned looks by --allocation",
-        _bonferroni,
-        lambda alpha, k, share: alpha * share / k,
-    ),
-)
-
-
-@dataclass(frozen=True)
-class VarianceModel:
-    """How a comparison's standard error is found from its per-seed paired differences: the name
-    plans and reports print, a few words for `--variance`'s help, and the estimate (a
-    paired.Paired, points per test image) -> stats.Estimate, or None where there is too little
-    spread to judge by."""
-
-    name: str
-    description: str
-    estimate: Callable[[Any, float], Any]
-
-
-def _own_paired_t(comparison: Any, quantum: float) -> Any:
-    from .stats import paired_estimate  # scipy loads when a report decides, not for --help
-
-    return paired_estimate(comparison.values(), quantum)
-
-
-DEFAULT_VARIANCE = "paired"
-VARIANCES: Registry[VarianceModel] = Registry()
-register_variance = VARIANCES.register  # a value of --variance; a plan records the model's name
-
-
-register_variance(
-    DEFAULT_VARIANCE,
-    VarianceModel(
-        "own paired t",
-        "each comparison's own spread over the seeds it pairs, n - 1 df: no arm assumed as noisy as another",
-        _own_paired_t,
-    ),
-)
-
-
-@dataclass(frozen=True)
-class ShapeModel:
-    """The shape of the per-seed differences a decision's one-sided tests hold their level for:
-    the name plans and reports print, a few words for `--shape`'s help, the condition a report
-    states beside its error rate, and the reference its tests read (a stats.Shape, loaded when a
-    report decides)."""
-
-    name: str
-    description: str
-    condition: str
-    reference: Callable[[], Any]
-
-
-def _student() -> Any:
-    from .stats import STUDENT
-
-    return STUDENT
-
-
-def _skewed() -> Any:
-    from .shape import SKEWED
-
-    return SKEWED
-
-
-DEFAULT_SHAPE = "skewed"
-EARLIER_SHAPE = "normal"  # what decisions were judged by before issue 56: Student's t
-SHAPES: Registry[ShapeModel] = Registry()
-register_shape = SHAPES.register  # a value of --shape; a plan records the key
-register_shape(
-    DEFAULT_SHAPE,
-    ShapeModel(
-        "skew-robust t",
-        "critical values that hold when the differences are skewed toward a test's tail by up to 0.71 "
-        "(the worst of five unimodal shapes), never below Student's",
-        "each comparison's per-seed differences normal or skewed by up to 0.71 toward a test's tail "
-        "(unimodal: gamma, lognormal, inverse Gaussian, skew-normal or Weibull, alone or less a normal arm)",
-        _skewed,
-    ),
-)
-register_shape(
-    EARLIER_SHAPE,
-    ShapeModel(
-        "Student's t",
-        "Student's t: holds for normal differences only (the rule before issue 56)",
-        "each comparison's per-seed differences normal",
-        _student,
-    ),
-)
-
-
 def variance_key(name: str) -> str | None:
-    """The `--variance` value of the model a plan names (None: no such model in this version)."""
-    return next((key for key, model in VARIANCES.items() if model.name == name), None)
+    """The `--variance` value of the model a plan names by its label (None: no such model in this version)."""
+    return next((key for key, model in VARIANCES.items() if model.label == name), None)
 
 
 @dataclass(frozen=True)
@@ -206,22 +76,6 @@ def shares(judging: "Judging", looks: tuple[int, ...]) -> tuple[float, ...]:
     return ALLOCATIONS[judging.allocation].shares(looks) if looks else (1.0,)
 
 
-def _families_help() -> str:
-    """`--family`'s help, from the entries of FAMILIES: a new correction is listed by adding it."""
-    listed = "; ".join(f"{key} ({c.description})" for key, c in FAMILIES.items())
-    return f"How the family of policies shares alpha: {listed}. (default {DEFAULT_FAMILY})"
-
-
-def _variances_help() -> str:
-    listed = "; ".join(f"{key} ({m.description})" for key, m in VARIANCES.items())
-    return f"How each comparison's standard error is found: {listed}. (default {DEFAULT_VARIANCE})"
-
-
-def _shapes_help() -> str:
-    listed = "; ".join(f"{key} ({m.description})" for key, m in SHAPES.items())
-    return f"The shape of the per-seed differences each test holds its level for: {listed}. (default {DEFAULT_SHAPE})"
-
-
 def _allocations_help() -> str:
     listed = "; ".join(f"{key} ({a.description})" for key, a in ALLOCATIONS.items())
     return f"How each policy's alpha / policies is split over planned --looks: {listed}. (default {DEFAULT_ALLOCATION})"
@@ -257,10 +111,18 @@ class Judging:
         check=in_range(0.0001, 0.5, closed_high=True),
         help="The chance of any wrong 'worth it' or 'not worth it' in the report (over all planned looks). (default 0.05)",
     )
-    family: str = option(DEFAULT_FAMILY, choices=FAMILIES, help=_families_help())
+    family: str = option(
+        DEFAULT_FAMILY, choices=FAMILIES, help=FAMILIES.help("How the family of policies shares alpha")
+    )
     allocation: str = option(DEFAULT_ALLOCATION, choices=tuple(ALLOCATIONS), help=_allocations_help())
-    variance: str = option(DEFAULT_VARIANCE, choices=VARIANCES, help=_variances_help())
-    shape: str = option(DEFAULT_SHAPE, choices=SHAPES, help=_shapes_help())
+    variance: str = option(
+        DEFAULT_VARIANCE, choices=VARIANCES, help=VARIANCES.help("How each comparison's standard error is found")
+    )
+    shape: str = option(
+        DEFAULT_SHAPE,
+        choices=SHAPES,
+        help=SHAPES.help("The shape of the per-seed differences each test holds its level for"),
+    )
     failure: float = option(
         DEFAULT_FAILURE,
         check=_points(0.0, closed_low=True),

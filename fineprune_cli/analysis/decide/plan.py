@@ -22,15 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from ...engine.records.files import atomic_write_text, read_regular_text
-from ...errors import ConfigError
 from ...engine.records.record import SUMMARY
-from .judging import DEFAULT_VARIANCE, EARLIER_ALLOCATION, VARIANCES, Judging, variance_key
-from ..read.planfile import LATER, checked
+from ...errors import ConfigError
 from ..read.planruns import applying
+from .judging import EARLIER_ALLOCATION, Judging, variance_key
+from .planfile import LATER, checked
+from .procedures import DEFAULT_VARIANCE, VARIANCES
 
 PLAN_FILE = "plan.json"
 LOOKS_FILE = "looks.json"  # what `compare --until-decided` wrote before plans were recorded
-VARIANCE = VARIANCES[DEFAULT_VARIANCE].name  # what a plan recorded before it named its model was judged by
+VARIANCE = VARIANCES[DEFAULT_VARIANCE].label  # what a plan recorded before it named its model was judged by
 SEARCH_UP = 2  # parent folders searched for a plan above each folder a report reads
 
 
@@ -88,10 +89,6 @@ class Plan:
         `plan`), so a report finds a plan.json changed after its runs or not theirs at all."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()
-
-    def plannedseeds_text(self) -> tuple[int, ...]:
-        """Every seed the plan may judge: its single look's, or its last look's 0 .. n - 1."""
-        return tuple(range(self.looks[-1])) if self.looks else self.seeds
 
     @property
     def rules(self) -> tuple[object, ...]:
@@ -155,7 +152,7 @@ def record(
     is post hoc. A compare over other policies or seeds than a kept plan's trains them, and the
     report says where its decisions go beyond the plan (`beyond`)."""
     path = out / PLAN_FILE
-    mine = Plan(judging, tuple(looks or ()), judging.variance_model.name, family=family, seeds=tuple(seeds))
+    mine = Plan(judging, tuple(looks or ()), judging.variance_model.label, family=family, seeds=tuple(seeds))
     if path.is_file():
         found = read(path)
         if looks is None:
@@ -218,13 +215,13 @@ def describe(plan: Plan) -> str:
         looks = f", seeds {seeds_text(plan.seeds)}"
     family = f", family {describe_family(plan.family)}" if plan.family else ""
     rule = f"{plan.variance}, {rule_text(j)}" if not plan.unrecorded else plan.variance
-    return f"m {j.margin:g} pt, δ {j.gain:g} pt, alpha {j.alpha:g}, {j.correction.name}, {rule}{family}{looks}"
+    return f"m {j.margin:g} pt, δ {j.gain:g} pt, alpha {j.alpha:g}, {j.correction.label}, {rule}{family}{looks}"
 
 
 def rule_text(j: Judging) -> str:
     """The test's shape and the failure rule, as a plan and a report name them."""
     failure = f"failed runs: more than {j.failure:g} pt below their arm's median" if j.failure else "no failure rule"
-    return f"{j.shape_model.name}, {failure}"
+    return f"{j.shape_model.label}, {failure}"
 
 
 def unrecorded_text(plan: Plan) -> str:
@@ -291,10 +288,10 @@ def post_hoc(plans: list[Plan], judging: Judging) -> list[str]:
             "the plan does not record its family, the policies and contexts its alpha is shared over "
             "(recorded by an earlier version)"
         )
-    if plan.variance != judging.variance_model.name:
+    if plan.variance != judging.variance_model.label:
         have = "" if variance_key(plan.variance) else ", which this version does not have"
         reasons.append(
-            f"the plan named the variance model '{plan.variance}'{have}; this report uses '{judging.variance_model.name}'"
+            f"the plan named the variance model '{plan.variance}'{have}; this report uses '{judging.variance_model.label}'"
         )
     mine, theirs = judging.decisive(), plan.judging.decisive()
     changed = [

@@ -17,9 +17,9 @@ from typing import Any
 
 from ...arms import REGULAR
 from ...engine.records.files import read_regular_text
+from ..group.groups import Groups, subset
 from .advice import enrich
 from .decision import CANT_TELL, Decision, decide
-from ..group.groups import Groups, subset
 from .judging import Judging, shares
 from .plan import seeds_text
 
@@ -117,7 +117,7 @@ def record(planned: tuple[int, ...], looks: list[Look], decisions: list[Decision
     """The looks as scripts read them (looks.json, `compare --json`): the plan, each look, and the
     decisions reached with the look that reached them."""
     return {
-        "rule": judging.correction.name,
+        "rule": judging.correction.label,
         "alpha": judging.alpha,
         "looks": list(planned),
         "done": [asdict(look) for look in looks],

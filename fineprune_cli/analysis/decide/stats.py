@@ -24,11 +24,12 @@ from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.power import TTestPower
 from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
+from ..read.quantum import DEFAULT_QUANTUM
+
 ALPHA = 0.05  # the family-wise error of a report's decisions (the default of `Judging.alpha`)
 LEVEL = 0.90  # descriptive intervals (tables, summary.csv's ci90 columns): 90%, two-sided
 POWER = 0.80  # "seeds for a decision": the seeds at which one is reached with this chance
 MAX_SEEDS = 50  # beyond this, a number of seeds is not a plan; say what 50 could resolve
-DEFAULT_QUANTUM = 0.01  # points per test image when the test set's size is unknown (10,000 images)
 
 
 @lru_cache(maxsize=4096)  # a report asks for the same few (q, df) again and again

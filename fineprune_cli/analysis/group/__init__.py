@@ -1,1 +1,1 @@
-"""Stage 2: the runs grouped into rows (one study per report), each row's numbers, paired differences, times and reach."""
+"""Stage 2: the runs grouped into rows, each row's numbers, paired differences, failures, times, reach and schedule compression."""

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...arms import REGULAR, frontier_fraction, shorter_budget, shorter_schedule
+from ...engine.records.fingerprint import drop_unused
 from ...engine.setup.config import Config, config_from_dict
 from ...engine.setup.scriptconfig import runs_script, used_by_script
-from ...engine.records.fingerprint import drop_unused
 from ...errors import ConfigError
 from ..read.runs import Run, arm_of, policy_order
 

@@ -19,8 +19,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from ...arms import REGULAR, shorter_budget
-from .groups import is_frontier, is_shorter
 from ..read.runs import Run, arm_of
+from .groups import is_frontier, is_shorter
 
 CONTROL = "random"  # the equal-budget control arm of `compare`
 MIRRORED = "fine"  # the schedule whose epochs the control prunes

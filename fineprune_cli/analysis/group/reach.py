@@ -1,19 +1,18 @@
-"""Time to accuracy, made once per report by `analysis.group.study` and read by Table 3, summary.csv's
+"""Time to accuracy, made once per report by `analysis.study` and read by Table 3, summary.csv's
 tta columns and runs.csv: each context's test-set quantum and its target on it (`target_for`),
 and each row's runs at that target (`Reach`: where each first reached it, `timing.time_to_accuracy`).
 
-Below `study` so that it can make them; `numbers` and `tables` sit above it.
+Below `study` so that it can make them; `render` (summary.csv's rows and the tables) reads them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import timing
-from ..decide.decision import quantum_of
-from .groups import Context, Groups
-from ..decide.judging import Judging
+from ..read.quantum import quantum_of
 from ..read.runs import Run
+from . import timing
+from .groups import Context, Groups
 
 TARGET_BELOW = 0.5
 
@@ -21,11 +20,11 @@ Quanta = dict[Context, float]
 Targets = dict[Context, float | None]  # None: no target (no --target and no regular runs)
 
 
-def target_for(by_policy: dict[str, dict[int, Run]], judging: Judging, quantum: float) -> float | None:
+def target_for(by_policy: dict[str, dict[int, Run]], target: float | None, quantum: float) -> float | None:
     """The time-to-accuracy target on the test set's `quantum`: --target, else regular's mean
     final accuracy minus TARGET_BELOW (a float sum such as 73.34000000000002 would miss 73.34)."""
-    if judging.target is not None:
-        return timing.on_grid(judging.target, quantum)
+    if target is not None:
+        return timing.on_grid(target, quantum)
     return timing.default_target(by_policy, TARGET_BELOW, quantum)
 
 
@@ -50,9 +49,9 @@ def row_reach(seeds: dict[int, Run], target: float | None, quantum: float) -> Re
 Reaches = dict[tuple[Context, str], Reach]  # by (context, row name), the rows present only
 
 
-def reaching(groups: Groups, judging: Judging) -> tuple[Quanta, Targets, Reaches]:
+def reaching(groups: Groups, target: float | None) -> tuple[Quanta, Targets, Reaches]:
     """Each context's quantum and target, and each row's reach: every run once."""
     quanta = {c: quantum_of(by) for c, by in groups.items()}
-    targets = {c: target_for(by, judging, quanta[c]) for c, by in groups.items()}
+    targets = {c: target_for(by, target, quanta[c]) for c, by in groups.items()}
     reaches = {(c, p): row_reach(seeds, targets[c], quanta[c]) for c, by in groups.items() for p, seeds in by.items()}
     return quanta, targets, reaches

@@ -1,4 +1,4 @@
-"""A row's numbers and paired comparisons, made once per report by `analysis.group.study` and read
+"""A row's numbers and paired comparisons, made once per report by `analysis.study` and read
 by every renderer: `RowNumbers`, its figures over its seeds (summary.csv's columns, the tables'
 cells, the verdict's regular accuracy), and `Compared`, its comparisons against regular and,
 for a policy, against the controls at its own budget (`analysis.group.paired`).
@@ -12,9 +12,9 @@ import math
 import statistics
 from dataclasses import dataclass, fields
 
+from ..read.runs import Run
 from . import paired, timing
 from .groups import is_frontier, is_shorter
-from ..read.runs import Run
 
 NA = "—"  # no value: a row without runs, a number no run gave
 

@@ -25,8 +25,8 @@ from ...engine.records.record import (
     read_summary,
 )
 from ...errors import ConfigError
-from .checks import Implausible, check_record
 from ...pruning import registry as policies
+from .checks import Implausible, check_record
 
 
 @dataclass

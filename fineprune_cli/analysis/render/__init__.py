@@ -1,1 +1,1 @@
-"""Stage 4: the report written: its verdict, tables, plots and index.md."""
+"""Stage 5 (after `analysis.study`): the report written: its verdict, tables, plots, summary.csv and index.md."""

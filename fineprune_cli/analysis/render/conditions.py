@@ -9,18 +9,19 @@ from __future__ import annotations
 from ...arms import REGULAR
 from ..decide import stats
 from ..decide.decision import Decision
-from ..decide.judging import EARLIER_SHAPE, Judging
+from ..decide.judging import Judging
 from ..decide.plan import unrecorded_text
+from ..decide.procedures import EARLIER_SHAPE
 from ..decide.shape import skew
-from ..group.study import Study
 from ..read.runs import policy_label
+from ..study import Study
 
 
 def tests(j: Judging) -> str:
     if j.shape == EARLIER_SHAPE:
         return "each test reads Student's t on n − 1 df, which holds for normal differences only"
     return (
-        f"each test reads the {j.shape_model.name}, whose critical values hold when the differences are "
+        f"each test reads the {j.shape_model.label}, whose critical values hold when the differences are "
         "skewed toward its tail by up to 0.71 (never below Student's t)"
     )
 
@@ -51,7 +52,7 @@ def later(found: Study) -> str:
         return parts[0]
     if "shape" in plan.unrecorded and j.shape != EARLIER_SHAPE:
         parts.append(
-            f" Its {j.shape_model.name} tests each claim at least as strictly as the Student's t the plan was "
+            f" Its {j.shape_model.label} tests each claim at least as strictly as the Student's t the plan was "
             "made under, so the plan's bound on wrong decisions still holds."
         )
     if "failure" in plan.unrecorded and j.failure:

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...engine.records.files import to_markdown
-from ..read import collapse, compression
-from . import load
-from ..group import timing
+from ..group import compression, timing
 from ..group.groups import pruned_policies
+from ..read import collapse
 from ..read.runs import Problem, Run
-from ..group.study import Study
+from ..study import Study
+from . import load
 from .tables import context_title, paper_results
 from .verdict import Verdict
 

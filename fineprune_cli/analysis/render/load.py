@@ -9,8 +9,8 @@ from __future__ import annotations
 from ..group import timing
 from ..group.groups import pruned_policies
 from ..group.rownumbers import RowNumbers
-from ..group.study import Study
 from ..read.runs import policy_label
+from ..study import Study
 from .tables import context_title
 
 

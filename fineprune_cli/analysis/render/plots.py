@@ -13,9 +13,9 @@ from ...errors import ConfigError
 from ..decide import decision
 from ..group import timing
 from ..group.groups import Context, is_frontier, is_shorter, pruned_policies
-from .colors import row_colors
 from ..read.runs import Run, arm_of, policy_color, policy_label
-from ..group.study import Study
+from ..study import Study
+from .colors import row_colors
 from .tables import context_title, display_name
 
 MARKERS = "os^vD<>p*h"

@@ -14,16 +14,15 @@ from typing import Any
 
 from ...engine.records.files import atomic_write_text, to_csv, to_markdown
 from ...errors import ConfigError
-from . import plots
-from ..group import timing
-from ..read import leftout
-from ..group.groups import duplicates, is_shorter, pruned_policies, row_name
-from .index import Report, index_markdown
 from ..decide.judging import Judging
-from ..group.numbers import csv_cells, summary_rows
+from ..group import timing
+from ..group.groups import duplicates, is_shorter, pruned_policies, row_name
 from ..read.randomequal import random_equal_epochs
 from ..read.runs import Problem, Run, load_runs
-from ..group.study import Study, for_folders
+from ..study import Study, for_folders, with_left_out
+from . import plots
+from .index import Report, index_markdown
+from .summary import csv_cells, summary_rows
 from .tables import context_title, table1, table2, table3
 from .verdict import build
 
@@ -65,7 +64,7 @@ def write_report(
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [repeats(dup, kept) for dup, kept in repeated]
-    found = leftout.apply(for_folders(runs, paths, judging), problems)
+    found = with_left_out(for_folders(runs, paths, judging), problems)
     report = Report(out, runs, problems, found, notes=notes, verdict=build(found))
     try:
         out.mkdir(parents=True, exist_ok=True)

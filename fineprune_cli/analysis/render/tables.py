@@ -1,5 +1,5 @@
 """The report's tables, formatted from the study's numbers, comparisons and reach of each row
-(`analysis.group.study`, made once): the paper's Tables 1 and 2, and Table 3 (time-to-accuracy). Every
+(`analysis.study`, made once): the paper's Tables 1 and 2, and Table 3 (time-to-accuracy). Every
 policy present gets its rows, named by the policy registry's label; a row a column lacks reads '—'.
 """
 
@@ -19,7 +19,7 @@ from ..group.groups import Context, pruned_policies
 from ..group.reach import Reach
 from ..group.rownumbers import NA, RowNumbers, Stat
 from ..read.runs import Run, policy_label
-from ..group.study import Study
+from ..study import Study
 
 PAPER_FILE = Path(__file__).with_name("paper_results.yaml")
 

@@ -2,7 +2,7 @@
 each decision's chain (its two comparisons with the bounds they test, C(p), the p-values, the
 seeds used and left out, how the word moves with δ and with equal noise), the planned looks
 replayed, and what a reader needs about each context. Every claim in it is a decision of the
-study (`analysis.group.study`); the rest describes.
+study (`analysis.study`); the rest describes.
 """
 
 from __future__ import annotations
@@ -11,20 +11,19 @@ from dataclasses import dataclass
 
 from ...arms import REGULAR
 from ...engine.records.files import to_markdown
-from ..read import leftout, randomequal
-from ..group import paired
 from ..decide import stats
 from ..decide.advice import advised, pooled_fit
 from ..decide.decision import CANT_TELL, Decision
-from ..group.groups import is_frontier, is_shorter, pruned_policies
-from ..decide.judging import shares
-from ..decide.plan import describe, seeds_text
-from ..group.rownumbers import Stat
-from ..read.runs import Run, policy_label
-from ..read.compression import beside
+from ..decide.plan import seeds_text
 from ..decide.sequence import decidable
-from ..group.study import Study
-from . import conditions
+from ..group import paired
+from ..group.compression import beside
+from ..group.groups import is_frontier, is_shorter, pruned_policies
+from ..group.rownumbers import Stat
+from ..read import randomequal
+from ..read.runs import Run, policy_label
+from ..study import Study
+from . import conditions, family, leftout
 from .tables import context_title
 
 ROUTES = {"worse": "worse than regular", "worth": "worth it", "short": "short of C(p)"}
@@ -83,67 +82,6 @@ def table(decisions: list[Decision]) -> tuple[list[str], list[list[str]]]:
     return HEADER, rows
 
 
-def family_text(found: Study) -> str:
-    j, ds = found.judging, found.decisions
-    k = ds[0].family
-    policies = f"{k} polic{'y' if k == 1 else 'ies'}"
-    rule = j.correction.rule.format(policies=policies, looks_text=_looks_text(found), level=_levels(found))
-    here = "" if len(ds) == k else f" ({len(ds)} of them judged here, each at the planned level)"
-    return (
-        f"One decision per policy, {k} in the family{here}; the chance of any wrong *worth it* or "
-        f"*not worth it* among them {_held(found)} ({rule}), since no more than one of a policy's "
-        f"two claims can be false. Worth it: not worse than regular by {j.margin:g} pt or more *and* better than "
-        f"its cheap alternative C(p) (each test at a); not worth it: worse than regular by {j.margin:g} pt or "
-        f"more, or not better than C(p) by more than {j.gain:g} pt (either route, each at a / 2). Each "
-        "comparison uses its own paired spread (the t statistic of its per-seed differences), so an arm "
-        f"noisier than the others widens only its own comparisons; {conditions.tests(j)}. {conditions.failures(j)} The bracket "
-        "after a difference holds the bounds its claims test (the lower at a, the upper at a / 2): a claim "
-        f"reads off them. p is the claim's p-value, {j.correction.name}-adjusted in brackets: a claim stands "
-        f"when that is {j.alpha:g} or less."
-    )
-
-
-def _held(found: Study) -> str:
-    """The promise, with what it rests on: never a bare "at most 5%"."""
-    said = conditions.given(found.judging)
-    if found.post_hoc:
-        return f"would be held to {found.judging.alpha:.0%} for a plan fixed before the data, given {said}"
-    return f"is held to {found.judging.alpha:.0%}, given {said}, and the plan kept"
-
-
-def _looks_text(found: Study) -> str:
-    if not found.looks:
-        return ""
-    parts = shares(found.judging, found.looks)
-    split = " / ".join(f"{100 * w:.0f}%" for w in parts)
-    return (
-        f", each policy's share split over {len(found.looks)} planned looks ({found.judging.allocation}: "
-        f"{split} at {', '.join(map(str, found.looks))} seeds)"
-    )
-
-
-def _levels(found: Study) -> str:
-    if not found.looks:
-        return f"a = {found.decisions[0].level:.4g}"
-    j, k = found.judging, found.decisions[0].family
-    return "a = " + " / ".join(f"{j.correction.level(j.alpha, k, w):.4g}" for w in shares(j, found.looks))
-
-
-def plan_text(found: Study) -> str:
-    later = conditions.later(found)
-    if not found.post_hoc:
-        plan = found.plans[0]
-        note = f" ({plan.note})" if plan.note else ""
-        return (
-            f"Plan: {describe(plan)}, recorded before the first run ({plan.recorded}){note}; these decisions "
-            "keep to it." + later
-        )
-    return (
-        "**Post hoc.** These decisions do not keep to a plan fixed before the data, so that error rate "
-        "does not apply to them: " + "; ".join(found.post_hoc) + ". Read them as a description." + later
-    )
-
-
 def chain(d: Decision, found: Study) -> list[str]:
     """The steps that led to a decision, in the fixed order."""
     m, gain = found.judging.margin, found.judging.gain
@@ -185,7 +123,7 @@ def chain(d: Decision, found: Study) -> list[str]:
 
 def _because(d: Decision, found: Study) -> str:
     m, gain = found.judging.margin, found.judging.gain
-    name = found.judging.correction.name
+    name = found.judging.correction.label
     at = f" at look {d.look}" if d.look else ""
     if d.left_out and d.word == CANT_TELL and "diverge" in d.left_out:
         return f": {d.left_out}"
@@ -359,4 +297,4 @@ def build(found: Study) -> Verdict | None:
             return Verdict("No policy could be judged: every run of these was left out.", HEADER, lost, details)
         return Verdict("No policy to decide: these runs hold regular and its baselines only.", HEADER, [], details)
     header, rows = table(found.decisions)
-    return Verdict(family_text(found) + "\n\n" + plan_text(found), header, rows + lost, details)
+    return Verdict(family.family_text(found) + "\n\n" + family.plan_text(found), header, rows + lost, details)

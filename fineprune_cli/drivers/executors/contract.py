@@ -30,13 +30,6 @@ from ...errors import FinepruneError
 from ...settings import apply_values
 
 POLL_S = 0.5  # how often an executor looks at its tasks and the run folders
-JOBS = ".jobs"
-
-
-def job_file(run_dir: Path) -> Path:
-    """Where the config of the job writing `run_dir` (<out>/<model>-<dataset>/<arm>-seed<seed>)
-    goes: <out>/.jobs/<model>-<dataset>/<arm>-seed<seed>.yaml, its logs beside it."""
-    return run_dir.parent.parent / JOBS / run_dir.parent.name / f"{run_dir.name}.yaml"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from typing import Any
 from ...engine.records.holders import die_with_parent, end_group
 from ...engine.records.jobenv import CONCURRENCY, THREADS
 from ...errors import ConfigError
-from .contract import POLL_S, Kind, Matrix, Outcome, Placement, RunsStopped, Task, Watch, state
+from ..job import ended
+from .contract import POLL_S, Matrix, Outcome, RunsStopped, Task, Watch, state
 
 
 @dataclass(frozen=True)
@@ -195,11 +196,16 @@ class Forwarding:
 
     def end(self, procs: list[subprocess.Popen]) -> None:
         """Wait for the runs still in flight (only when the executor itself failed), asking
-        each to stop after its epoch, and passing on the user's signals meanwhile."""
-        if not self.received and procs:
-            self.received.append(signal.SIGTERM)
-        while any(proc.poll() is None for proc in procs):
-            self.forward(procs)
+        each to stop after its epoch, and passing on the user's signals meanwhile. A run that
+        already ended is asked nothing, and our own stop is not one of `received`: noted there,
+        it read as the user's (`requested`), and a caller that ends after its runs ended
+        normally reported them stopped."""
+        live = [proc for proc in procs if proc.poll() is None]
+        if not self.received:
+            for proc in live:
+                proc.send_signal(signal.SIGTERM)
+        while any(proc.poll() is None for proc in live):
+            self.forward(live)
             time.sleep(POLL_S)
 
 
@@ -212,18 +218,6 @@ def last_error(log: Path, code: int | None) -> str:
     errors = [x for x in lines if x.startswith("error:")]
     line = errors[-1][len("error:") :].strip() if errors else (lines[-1] if lines else "no output")
     return f"{line} ({ended(code)}; log: {log})"
-
-
-def ended(code: int | None) -> str:
-    """How a process ended, in words: a negative code is the signal that killed it."""
-    if code is None or code >= 0:
-        return f"exit code {code}"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        return f"killed by signal {-code}"
-    cause = "; perhaps out of memory (the kernel's OOM killer sends it)" if -code == signal.SIGKILL else ""
-    return f"killed by {name} (signal {-code}){cause}"
 
 
 def on_cuda(device: str) -> bool:
@@ -241,34 +235,3 @@ def local_executor(cfg: Any, c: Matrix) -> LocalExecutor:
     return LocalExecutor(
         slots(c.jobs, c.threads, available_cores(), visible_gpus() if on_cuda(cfg.run.device) else None)
     )
-
-
-class Local(Kind):
-    name = "local"
-    help = "this machine, --jobs at once"
-
-    def make(self, cfg: Any, c: Matrix) -> LocalExecutor:
-        return local_executor(cfg, c)
-
-    def refuse(self, cfg: Any, c: Matrix) -> None:
-        local_executor(cfg, c)
-
-    def in_process(self, c: Matrix) -> bool:
-        return c.jobs == 1 and c.threads == 0
-
-    def pace(self, cfg: Any, c: Matrix) -> tuple[int, int | None]:
-        if self.in_process(c):
-            return 1, None
-        executor = local_executor(cfg, c)
-        return len(executor.slots), executor.threads
-
-    def placement(self, cfg: Any, c: Matrix) -> Placement:
-        """The first slot's threads and cores: a run times as the runs of --jobs and --threads will."""
-        if self.in_process(c):  # compare trains in its own process: torch's threads, compare's cores
-            return Placement({})
-        executor = local_executor(cfg, c)
-        slot = executor.slots[0]
-        return Placement(slot.variables(executor.threads, len(executor.slots)), slot.cores)
-
-
-KIND = Local()

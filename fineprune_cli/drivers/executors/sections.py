@@ -33,7 +33,7 @@ def take(values: Any, sections: Found, source: str, own: list[str]) -> Any:
         return values
     rest = {}
     for key, value in values.items():
-        kind = registry.KINDS.get(str(key))
+        kind = registry.EXECUTORS.get(str(key))
         if kind is not None and kind.settings is not None:
             if not isinstance(value, dict):
                 raise ConfigError(

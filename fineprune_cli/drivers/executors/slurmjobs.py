@@ -24,9 +24,10 @@ import submitit
 from ... import console
 from ...engine.records.files import atomic_write_text
 from ...errors import ConfigError, FinepruneError
-from .contract import JOBS, POLL_S, Outcome, Task, Watch
-from .slurmsettings import SlurmConfig
+from ..job import JOBS
+from .contract import POLL_S, Outcome, Task, Watch
 from .slurmcalls import Lost, held, submitting
+from .slurmsettings import SlurmConfig
 
 LEDGER = "slurm.json"
 

@@ -1,6 +1,10 @@
 """What a compare asks of whoever trains its runs. Each method answers one question compare
 used to answer with `if script:` where it stood; an implementation answers all of them
-(builtin.py, script.py), and registry.py chooses one from the config. The implementations sit
+(one module each in `kinds/`: builtin.py, script.py), and registry.py finds them and chooses one
+from the config.
+
+- `name`, `help`: the registry's key and a line on what it trains.
+- `takes(cfg)`: whether the config is this trainer's (the default's answer is not asked). The implementations sit
 below compare, so they are handed the job configs rather than the matrix.
 
 - `names(cfg, models, datasets)`: the model and dataset names its runs are filed under.
@@ -21,16 +25,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ...errors import FinepruneError
+
 if TYPE_CHECKING:
     from ...engine.setup.config import Config
-    from ..compressioncheck import CompressionCheck
     from ..job import Job
+    from .compressioncheck import CompressionCheck
 
 HELD = "its folder is being written by another fineprune process: left to it (compare again once it has finished)"
 
 
+class RunFailed(FinepruneError):
+    """One run failed in a way that leaves the others to train (a user's script that exited
+    non-zero): the matrix names it and goes on, and fails at its end. Any other error stops it."""
+
+    exit_code = 1
+
+
 class Trainer(Protocol):
     name: str
+    help: str
+
+    def takes(self, cfg: Config) -> bool: ...
 
     def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]: ...
 

@@ -1,16 +1,21 @@
-"""The trainers by name, and the choice of one for a config (from `engine.setup.scriptconfig.runs_script`,
-the one place that reads it). A new trainer: one module, one line here and its setting."""
+"""The trainers by name (the shape of every axis: `fineprune_cli.registry`), and the choice of
+one for a config: each trainer says whether a config is its own (`takes`); the default trains
+what no other takes. A new trainer is one module of `trainers/kinds/`."""
 
 from __future__ import annotations
 
-from ...engine.setup.config import Config
-from ...engine.setup.scriptconfig import runs_script
-from .builtin import Builtin
-from .contract import Trainer
-from .script import Script
+from typing import TYPE_CHECKING
 
-TRAINERS: dict[str, Trainer] = {t.name: t for t in (Builtin(), Script())}
+from ...registry import Registry
+from .contract import Trainer
+
+if TYPE_CHECKING:
+    from ...engine.setup.config import Config
+
+DEFAULT = "builtin"
+TRAINERS: Registry[Trainer] = Registry(__package__ + ".kinds", DEFAULT)
 
 
 def trainer_for(cfg: Config) -> Trainer:
-    return TRAINERS["script" if runs_script(cfg) else "builtin"]
+    taking = [t for name, t in TRAINERS.items() if name != DEFAULT and t.takes(cfg)]
+    return taking[0] if taking else TRAINERS[DEFAULT]

@@ -22,8 +22,8 @@ from ...errors import DataError
 from ..setup.config import DataConfig
 from .data import balanced_subset, load_dataset, source_files
 from .dataid import files_identity, folder_identity, is_content
-from .imagefolder import folder_mode, identity, list_folder, read_image
 from .devicedata import CropFlip, DeviceData, crop_pad, pad_images, wants_augment
+from .imagefolder import folder_mode, identity, list_folder, read_image
 
 STATS_SAMPLES = 2048  # images whose pixels give the normalisation (all of them when fewer)
 MEMORY_SHARE = 0.5  # `auto` holds the data on the device when it takes under this share of free memory

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 
 from ..records.files import atomic_torch_save, cache_home
 
-
 VERSION = 1  # part of the cache file's name: bump it whenever the generator below changes
 
 

@@ -8,7 +8,6 @@ import hashlib
 import json
 from typing import Any
 
-
 # data settings added after the first release, with the defaults that reproduce it
 ADDED_LATER = {"image_size": None, "loader": "auto"}
 # settings of other sections added later (issue 23), at the values that reproduce older runs

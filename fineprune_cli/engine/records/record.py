@@ -25,8 +25,8 @@ import yaml
 
 from ...errors import ConfigError
 from ..setup import yamlvalues
-from .holders import lock_problem, stamp
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
+from .holders import lock_problem, stamp
 
 if TYPE_CHECKING:  # reading records (compare's planning, report) needs no torch
     import torch

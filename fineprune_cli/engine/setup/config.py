@@ -19,11 +19,11 @@ import yaml
 from ...errors import ConfigError
 from ...pruning.config import PruneConfig
 from ...pruning.registry import get as get_policy
-from . import yamlvalues
+from ...settings import apply_values, check_section
 from ..records.files import read_regular_text
+from . import yamlvalues
 from .scriptconfig import ScriptConfig, runs_script
 from .sections import MAX_EPOCHS, DataConfig, ModelConfig, RunConfig, TrainConfig, paper_milestones
-from ...settings import apply_values, check_section
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ...pruning.schedule import percent_of
-from ...settings import at_least, between, in_range, optional, option, positive
+from ...settings import at_least, between, in_range, option, optional, positive
 
 MAX_EPOCHS = 100_000  # schedules are walked epoch by epoch; a typo must not hang the tool
 MAX_WIDEN = 64  # WRN-28-10 uses 10; 10,000 would ask for a 921 GB first layer

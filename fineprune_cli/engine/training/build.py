@@ -6,11 +6,12 @@ from __future__ import annotations
 import torch
 
 from ... import models
-from ...pruning.policy import Policy, create as create_policy
-from . import world as worlds
-from ..setup.config import Config, given_as
-from .device import resolve_device
+from ...pruning.policy import Policy
+from ...pruning.policy import create as create_policy
 from ..inputs.stream import load_data
+from ..setup.config import Config, given_as
+from . import world as worlds
+from .device import resolve_device
 from .trainer import Trainer
 from .world import World
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import re
 import signal
-import warnings
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...pruning.policy import Policy
-from . import checkpoint
-from ..setup.config import Config
 from ..records.fingerprint import fingerprint
 from ..records.record import EpochRow, RunRecord, RunSummary, Status, finite
+from ..setup.config import Config
+from . import checkpoint
 from .totals import Totals, mark_diverged, summarize
 from .world import World
 

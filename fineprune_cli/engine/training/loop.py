@@ -14,12 +14,13 @@ import torch
 
 from ... import console
 from ...pruning.policy import Policy
-from . import checkpoint, world as worlds
+from ..records.record import CHECKPOINT, RunRecord, RunSummary, Status
 from ..setup.config import Config
+from . import checkpoint
+from . import world as worlds
 from .device import Stopwatch, synchronize
 from .epochend import EpochEnd, Measured, resume_command
 from .lrschedule import lr_schedule
-from ..records.record import CHECKPOINT, RunRecord, RunSummary, Status
 from .scalars import ScalarLog
 from .totals import Totals
 from .trainer import Trainer

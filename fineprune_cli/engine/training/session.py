@@ -13,14 +13,14 @@ from typing import Any
 from ... import console
 from ...errors import ConfigError
 from ...pruning.policy import random_equal_note
+from ..inputs.stream import data_identity
+from ..records.fingerprint import data_changes, matches
+from ..records.record import CHECKPOINT, RunRecord, RunSummary, Status, default_run_dir, load_run_config, read_summary
+from ..setup.config import Config, config_from_dict, validate
 from . import checkpoint
 from .build import trainer_and_policy
-from ..setup.config import Config, config_from_dict, validate
 from .device import machine_signature
-from ..records.fingerprint import data_changes, matches
 from .loop import Session, run_session
-from ..records.record import CHECKPOINT, RunRecord, RunSummary, Status, default_run_dir, load_run_config, read_summary
-from ..inputs.stream import data_identity
 from .totals import Totals, trainer_summary
 from .world import World
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import torch
 
-from . import checkpoint
-from ..setup.config import Config
-from .device import describe_device, load_average, machine_signature
-from ..records.record import EpochRow, RunRecord, RunSummary, Status, git_commit
 from ..inputs.stream import data_identity
+from ..records.record import EpochRow, RunRecord, RunSummary, Status, git_commit
+from ..setup.config import Config
+from . import checkpoint
+from .device import describe_device, load_average, machine_signature
 
 
 @dataclass

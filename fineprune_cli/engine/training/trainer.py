@@ -17,8 +17,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ...errors import ConfigError
 from ...pruning.policy import EpochPlan, global_mean
-from ..setup.config import TrainConfig
 from ..inputs.devicedata import DeviceData
+from ..setup.config import TrainConfig
 from .lrschedule import lr_at, warmup_length
 from .selective import Selecting, kept_rows, padded_shape
 from .world import SINGLE, World, all_sum, shard_range, step_slices

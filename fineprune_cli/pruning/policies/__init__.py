@@ -1,7 +1,2 @@
-"""One module per pruning policy; importing this package registers them all."""
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+"""One module per pruning policy (and the bases some share), found by `pruning.registry` on its
+first lookup: adding a policy is adding its module here."""

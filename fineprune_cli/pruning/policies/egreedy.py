@@ -17,7 +17,7 @@ class EpsilonGreedy(RunningLoss):
     label = "epsilon-greedy"
     color = "#8c564b"
     order = 50
-    description = "Raju et al. 2021: keep the highest running mean loss, plus an epsilon share at random"
+    help = "Raju et al. 2021: keep the highest running mean loss, plus an epsilon share at random"
 
     def priority(self) -> torch.Tensor:
         return self.unseen_first(self.mean)

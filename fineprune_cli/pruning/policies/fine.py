@@ -23,7 +23,7 @@ class FinePruning(Scheduled):
     order = 10
     observes = True
     score_name = "dropping_counts"
-    description = "the paper: leave out the highest DroppingCount in the schedule's epochs"
+    help = "the paper: leave out the highest DroppingCount in the schedule's epochs"
 
     @classmethod
     def random_equal_epochs(cls, window: int, pruning_epochs: Iterable[int]) -> list[int]:

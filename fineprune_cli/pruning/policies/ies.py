@@ -53,7 +53,7 @@ class IES(LossScored):
     label = "IES"
     color = "#bcbd22"
     order = 85
-    description = "Yuan et al. 2025: skip samples whose loss stopped moving (2nd difference); re-scored forward-only"
+    help = "Yuan et al. 2025: skip samples whose loss stopped moving (2nd difference); re-scored forward-only"
     state_keys = ("seen", "history", "n_history", "diffs", "n_diffs", "out")
     own_settings = ("ies_threshold",)
     first_choice = LOSSES + SPAN  # the end of epoch 6 holds 6 losses, 4 second differences: 7 can drop

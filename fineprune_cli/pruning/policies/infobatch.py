@@ -23,7 +23,7 @@ class InfoBatch(LossScored):
     color = "#2ca02c"
     order = 30
     default_anneal = 0.875
-    description = "Qin et al. 2024: a random r of the below-mean-loss samples sit out, the rest x 1/(1-r)"
+    help = "Qin et al. 2024: a random r of the below-mean-loss samples sit out, the rest x 1/(1-r)"
     state_keys = ("seen", "loss")
     first_choice = 2  # epoch 1 has no losses yet, so nothing below their mean
 

@@ -26,7 +26,7 @@ class Kakurenbo(WholeRunState):
     label = "KAKURENBO"
     color = "#17becf"
     order = 60
-    description = (
+    help = (
         "Nguyen et al. 2023: hide up to F of the lowest-loss samples unless mispredicted or "
         "unsure (< tau); lr x N/trained"
     )

@@ -25,7 +25,7 @@ class OrderDP(LossScored):
     label = "OrderDP"
     color = "#e6ab02"
     order = 80
-    description = "ICLR 2026: each epoch a random subset, of which the highest last-seen losses train"
+    help = "ICLR 2026: each epoch a random subset, of which the highest last-seen losses train"
     state_keys = ("seen", "loss")
     own_settings = ("orderdp_subset",)
 

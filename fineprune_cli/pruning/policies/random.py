@@ -17,7 +17,7 @@ class RandomControl(Scheduled):
     label = "random control"
     color = "#1f77b4"
     order = 20
-    description = "control: leave out a uniform random m samples in the same epochs"
+    help = "control: leave out a uniform random m samples in the same epochs"
 
     def select(self) -> torch.Tensor:
         perm = torch.randperm(self.num_samples, generator=self.generator, device=self.device)

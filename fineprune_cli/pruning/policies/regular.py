@@ -11,4 +11,4 @@ class Regular(Policy):
     label = "regular"
     color = "#444444"
     order = 0
-    description = "no pruning: every sample in every epoch"
+    help = "no pruning: every sample in every epoch"

@@ -20,7 +20,7 @@ class RS2(WholeRunState):
     label = "RS2"
     color = "#b15928"
     order = 70
-    description = "Okanovic et al. 2024: each epoch the next (1 - f)N of a random permutation, a new one per pass"
+    help = "Okanovic et al. 2024: each epoch the next (1 - f)N of a random permutation, a new one per pass"
     # False although its counts are known before the run: the dry run and `estimate` would read
     # True as fine's schedule, and rs2 prunes every epoch (its budget is read from the run, as ucb's)
     budget_before_run = False

@@ -58,7 +58,7 @@ class SelectiveBackprop(Policy):
     label = "Selective-Backprop"
     color = "#7f7f7f"
     order = 90
-    description = "Jiang et al. 2019 (Composer's code): per step, backprop keep x B rows drawn by loss percentile"
+    help = "Jiang et al. 2019 (Composer's code): per step, backprop keep x B rows drawn by loss percentile"
     selects_batches = True
     budget_before_run = False  # its budget follows from the batch size, which a policy is not told
     own_settings = ("sb_keep", "sb_start", "sb_end", "sb_interrupt")

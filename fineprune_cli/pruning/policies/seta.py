@@ -75,7 +75,7 @@ class SeTa(LossScored):
     order = 75
     default_anneal = 0.875
     anneal_in_float = True  # the code anneals once `sampler_iterations > num_epochs * delta`
-    description = "Zhou et al. 2025: a random (1-r) draw in k-means loss groups; a window slides easy to hard"
+    help = "Zhou et al. 2025: a random (1-r) draw in k-means loss groups; a window slides easy to hard"
     state_keys = ("seen", "loss")
     own_settings = ("seta_ratio", "seta_groups", "seta_window")
 

@@ -17,7 +17,7 @@ class UCB(RunningLoss):
     label = "UCB"
     color = "#9467bd"
     order = 40
-    description = "Raju et al. 2021: keep the highest mean + c x std of each sample's running loss"
+    help = "Raju et al. 2021: keep the highest mean + c x std of each sample's running loss"
 
     def priority(self) -> torch.Tensor:
         return self.unseen_first(self.mean + self.cfg.ucb_c * self.var.sqrt())

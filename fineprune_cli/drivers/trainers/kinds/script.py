@@ -1,4 +1,4 @@
-"""The user's own training command (`compare --script`, drivers/scriptjob.py): runs named after
+"""The user's own training command (`compare --script`, drivers/trainers/scriptjob.py): runs named after
 the script, the data known only once a run declares it, the schedule checked as each run ends."""
 
 from __future__ import annotations
@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...engine.setup.config import Config
-from ...errors import ConfigError
-from ..job import Job
+from ....engine.setup.config import Config
+from ....engine.setup.scriptconfig import runs_script
+from ....errors import ConfigError
+from ...job import Job
+from ..registry import TRAINERS
 
 if TYPE_CHECKING:  # it reads run records (torch): not imported for --help
     from ..compressioncheck import CompressionCheck
@@ -16,6 +18,10 @@ if TYPE_CHECKING:  # it reads run records (torch): not imported for --help
 
 class Script:
     name = "script"
+    help = "the user's own training command (compare --script)"
+
+    def takes(self, cfg: Config) -> bool:
+        return runs_script(cfg)
 
     def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]:
         """A script trains one model on one dataset: their names file its runs (default: the
@@ -50,3 +56,6 @@ class Script:
         if state == "incomplete":
             clear_attempt(Path(job_cfg.run.out))
         run_script(job_cfg, bar, command)
+
+
+TRAINERS.register(Script())

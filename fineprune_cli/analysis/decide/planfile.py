@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ...errors import ConfigError
 from ...settings import short_repr
-from ..decide.judging import EARLIER_ALLOCATION, FIELDS
+from .judging import EARLIER_ALLOCATION, FIELDS
 
 KEYS = ("judging", "looks", "seeds", "family", "variance", "recorded", "runs_before", "note")
 JUDGING = ("margin", "min_gain", "alpha", "family", "allocation", "shape", "failure")  # Judging.decisive()

@@ -17,25 +17,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import console
-from ..engine.setup import yamlvalues
-from ..engine.setup.config import Config
-from ..engine.records.files import atomic_write_text
-from ..engine.records.holders import die_with_parent, end_group
-from ..engine.records.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
-from ..errors import ConfigError, FinepruneError
-from ..harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
-from .executors.contract import job_file
-from .executors.local import ended
+from ... import console
+from ...engine.records.files import atomic_write_text
+from ...engine.records.holders import die_with_parent, end_group
+from ...engine.records.record import CHECKPOINT, METRICS, SUMMARY, Status, read_summary
+from ...engine.setup import yamlvalues
+from ...engine.setup.config import Config
+from ...errors import ConfigError
+from ...harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
+from ..job import ended, job_file
+from .contract import RunFailed
 
 POLL_S = 0.5
 LAUNCH_DIR_ENV = "FINEPRUNE_LAUNCH_DIR"  # where compare runs: for a script's own relative paths (./data)
 
 
-class ScriptFailed(FinepruneError):
+class ScriptFailed(RunFailed):
     """One script run failed; the matrix goes on with the others."""
-
-    exit_code = 1
 
 
 def script_name(command: str) -> str:

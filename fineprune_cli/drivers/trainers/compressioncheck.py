@@ -10,16 +10,22 @@ compresses its own schedule (`arms.shorter_schedule`), so its runs are not read 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Protocol
 
-from ..analysis.read.compression import ADVICE, logged, mismatch
-from ..arms import REGULAR
-from ..engine.records.record import Status, read_metrics, read_summary
-from ..errors import ConfigError
+from ...analysis.group.compression import ADVICE, logged, mismatch
+from ...arms import REGULAR
+from ...engine.records.record import Status, read_metrics, read_summary
+from ...errors import ConfigError
 
 if TYPE_CHECKING:
-    from .job import Job
-    from .executors.contract import Task
+    from ..job import Job
+
+
+class Finished(Protocol):
+    """What the check reads of a task an executor finished (`executors.contract.Task`, which sits
+    above the trainers): the folder its run wrote."""
+
+    run_dir: Path
 
 
 class CompressionCheck:
@@ -43,7 +49,7 @@ class CompressionCheck:
                 if job in (regular, short):
                     self._check(regular, short)
 
-    def task_done(self, task: "Task") -> None:
+    def task_done(self, task: Finished) -> None:
         """The same, for a run an executor finished."""
         job = self.by_dir.get(Path(task.run_dir).resolve())
         if job is not None:

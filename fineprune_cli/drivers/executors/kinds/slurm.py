@@ -1,21 +1,22 @@
 """`--executor slurm`: each run one task of a Slurm job array, submitted through submitit
-(slurmjobs.py; the calls to sbatch, squeue and sacct in slurmcalls.py), with its own settings
+(`executors/slurmjobs.py`; the calls to sbatch, squeue and sacct in `slurmcalls.py`), with its own settings
 section, compare.slurm: the fields below by their flags or YAML keys, and any other name in that
-mapping one of submitit's own sbatch settings (both in slurmsettings.py)."""
+mapping one of submitit's own sbatch settings (both in `executors/slurmsettings.py`)."""
 
 from __future__ import annotations
 
 import shutil
 from typing import Any
 
-from ...errors import ConfigError
-from .contract import Executor, Kind, Matrix
-from .slurmsettings import SlurmConfig, read
+from ....errors import ConfigError
+from ..contract import Executor, Kind, Matrix
+from ..registry import EXECUTORS
+from ..slurmsettings import SlurmConfig, read
 
 
 class Slurm(Kind):
     name = "slurm"
-    help = "each run a task of a Slurm job array, through submitit"
+    help = "each run a task of a Slurm job array, through submitit; its settings in compare.slurm"
     settings = SlurmConfig
     stops_on_refusal = False  # its runs go on on the cluster; they are checked once all ended
     read = staticmethod(read)
@@ -28,7 +29,7 @@ class Slurm(Kind):
         for command in ("sbatch", "srun"):  # submitit's job script runs each task through srun
             if shutil.which(command) is None:
                 raise ConfigError(f"--executor slurm needs Slurm's {command} on the PATH, and there is none here")
-        from .slurmjobs import SlurmRunner
+        from ..slurmjobs import SlurmRunner
 
         return SlurmRunner(self.own(c), c.out)
 
@@ -39,4 +40,4 @@ class Slurm(Kind):
         return self.own(c).detach
 
 
-KIND = Slurm()
+EXECUTORS.register(Slurm())

@@ -5,7 +5,7 @@ comparisons and time to accuracy as the study made them once (`analysis.group.ro
 Savings and accuracy changes are paired: each pruned run is compared with the regular run of the
 same model, dataset and seed. Final-accuracy changes carry a descriptive 90% interval on their own
 paired spread, and each scored policy its decision with the bounds that decision tests
-(`analysis.decide.decision`, computed once by `analysis.group.study`); time saved is averaged only over pairs
+(`analysis.decide.decision`, computed once by `analysis.study`); time saved is averaged only over pairs
 whose wall times compare (`analysis.group.timing`).
 """
 
@@ -16,12 +16,12 @@ import statistics
 from typing import Any
 
 from ..decide import decision
-from . import paired, timing
 from ..decide.advice import DELTAS
-from .groups import row_name
-from .reach import Reach
-from .rownumbers import Compared
-from .study import Study
+from ..group import paired, timing
+from ..group.groups import row_name
+from ..group.reach import Reach
+from ..group.rownumbers import Compared
+from ..study import Study
 
 
 def summary_rows(found: Study) -> list[dict[str, Any]]:

@@ -7,16 +7,21 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ... import console
-from ...engine.setup.config import Config
-from ...engine.records.record import CHECKPOINT, CONFIG, SUMMARY, held
-from ...errors import ConfigError
-from ..job import Job
-from .contract import HELD
+from .... import console
+from ....engine.records.record import CHECKPOINT, CONFIG, SUMMARY, held
+from ....engine.setup.config import Config
+from ....errors import ConfigError
+from ...job import Job
+from ..contract import HELD
+from ..registry import TRAINERS
 
 
 class Builtin:
     name = "builtin"
+    help = "fineprune's own trainer (the engine), on the zoo's models and datasets"
+
+    def takes(self, cfg: Config) -> bool:
+        return True  # the default: it trains whatever no other trainer takes
 
     def names(self, cfg: Config, models: list[str], datasets: list[str]) -> tuple[list[str], list[str]]:
         return models, datasets
@@ -24,8 +29,8 @@ class Builtin:
     def refuse(self, configs: list[tuple[Job, Config]]) -> None:
         """Each user's model (package.module:factory) called and given a tiny batch of its data's
         shape (`engine.training.build.check_factory`) before the plan is written: not a failure at its first run."""
-        from ...engine.training.build import check_factory
-        from ...models import is_factory
+        from ....engine.training.build import check_factory
+        from ....models import is_factory
 
         checked = set()
         for job, job_cfg in configs:
@@ -34,13 +39,13 @@ class Builtin:
                 check_factory(job_cfg)
 
     def data_identity(self, job_cfg: Config) -> dict[str, str]:
-        from ...engine.inputs.stream import data_identity
+        from ....engine.inputs.stream import data_identity
 
         return data_identity(job_cfg.data)
 
     def recorded_data(self, job_cfg: Config, known: dict[str, str] | None, recorded: dict[str, str]) -> Any:
-        from ...engine.inputs.dataid import is_content
-        from ...engine.inputs.stream import data_identity
+        from ....engine.inputs.dataid import is_content
+        from ....engine.inputs.stream import data_identity
 
         if known is None or (recorded and is_content(known) != is_content(recorded)):  # recorded before content ids
             return data_identity(job_cfg.data, recorded)
@@ -69,8 +74,8 @@ def _train(job_cfg: Config, state: str, command: str | None, bar: Any) -> None:
 
 
 def _train_or_note(job_cfg: Config, command: str | None, bar: Any) -> None:
-    from ...engine.training.checkpoint import Diverged
-    from ...runner import train
+    from ....engine.training.checkpoint import Diverged
+    from ....runner import train
 
     try:
         train(job_cfg, show_progress=False, command=command, bar=bar)
@@ -82,8 +87,8 @@ def _resume_or_note(path: Path, bar: Any) -> bool:
     """Resume; False when the checkpoint can never be continued (an older format, or made with
     other settings), so the run is trained again. Any other failure stops the matrix and keeps
     the folder: a CUDA resume once failed this way on every run, and each was deleted."""
-    from ...engine.training.checkpoint import Diverged, StaleCheckpoint
-    from ...runner import resume
+    from ....engine.training.checkpoint import Diverged, StaleCheckpoint
+    from ....runner import resume
 
     console.info(f"{bar.label}: resuming from its checkpoint")
     try:
@@ -104,3 +109,6 @@ def _clear(path: Path) -> None:
     """Remove a run folder we wrote (it has our config or summary), nothing else."""
     if (path / SUMMARY).exists() or (path / CONFIG).exists():
         shutil.rmtree(path)
+
+
+TRAINERS.register(Builtin())

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ...arms import REGULAR
-from ..group.groups import Context, Groups, is_shorter
+from .groups import Context, Groups, is_shorter
 from .lrphases import windows
 
 REL = 1e-4  # of the largest lr logged: float noise, or an lr logged rounded, is no other schedule

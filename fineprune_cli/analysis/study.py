@@ -3,6 +3,9 @@ paired comparisons, each context's quantum and time-to-accuracy target and each 
 it, and the report's one family of decisions, computed once. Every renderer (the verdict,
 summary.csv, runs.csv, index.md, the plots, the terminal tables of `compare` and `report`) reads
 them from here and neither groups, decides nor recomputes a row's numbers or its reach.
+
+The fourth of analysis's five stages: the one place that puts the first three together (it reads,
+groups and decides), below `render/`, which formats what it holds.
 """
 
 from __future__ import annotations
@@ -10,20 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ...arms import REGULAR
-from ..decide import plan as plans_
-from ..read.collapse import Collapse, collapsed
-from ..decide.decision import Decision, scored
-from .groups import Context, Groups, group
-from ..decide.judging import Judging
-from ..decide.plan import Plan
-from ..read.planruns import applying, made_under, nearest
-from .reach import Quanta, Reaches, Targets, reaching
-from .rownumbers import Compared, RowNumbers, compared, row_numbers
-from ..read.runs import Problem, Run
-from ..read.compression import Compression, compression
-from ..decide.sequence import Look, decidable, disagreements, replay, single
-from ..decide.shape import Measured, measured
+from ..arms import REGULAR
+from .decide import plan as plans_
+from .decide.decision import Decision, scored
+from .decide.judging import Judging
+from .decide.leftout import mark
+from .decide.plan import Plan
+from .decide.sequence import Look, decidable, disagreements, replay, single
+from .decide.shape import Measured, measured
+from .group.compression import Compression, compression
+from .group.groups import Context, Groups, group
+from .group.reach import Quanta, Reaches, Targets, reaching
+from .group.rownumbers import Compared, RowNumbers, compared, row_numbers
+from .read.collapse import Collapse, collapsed
+from .read.planruns import applying, made_under, nearest
+from .read.runs import Problem, Run
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
 Comparisons = dict[tuple[Context, str], Compared]
@@ -49,7 +53,7 @@ class Study:
     quanta: Quanta = field(default_factory=dict)  # each context's test-set quantum (pt per image)
     targets: Targets = field(default_factory=dict)  # each context's time-to-accuracy target
     reach: Reaches = field(default_factory=dict)  # every row of `groups` at its context's target
-    left_out: list[Problem] = field(default_factory=list)  # the runs read but not judged (analysis.read.leftout)
+    left_out: list[Problem] = field(default_factory=list)  # the runs read but not judged (`with_left_out`)
     shape: Measured | None = None  # the shape the decisions' own differences show
 
     @property
@@ -76,7 +80,7 @@ def study(
     # the plan's k where the report stays inside its family: a part of it is judged at the planned level
     k = agreed.family.size if agreed and agreed.family and not off else None
     numbers, vs = rows_of(groups)
-    quanta, targets, reach = reaching(groups, judging)
+    quanta, targets, reach = reaching(groups, judging.target)
     made = Study(
         runs,
         groups,
@@ -137,3 +141,9 @@ def for_folders(runs: list[Run], paths: list[Path], judging: Judging | None = No
     looks.json files say otherwise."""
     found = study(runs, judging, plans_.find(paths), by_folder=True)
     return replace(found, recorded=disagreements(paths, found.decisions))
+
+
+def with_left_out(found: Study, problems: list[Problem]) -> Study:
+    """The study with its decisions marked by the runs left out (`decide.leftout.mark`) and the
+    problems kept for the verdict's rows (`render.leftout`)."""
+    return replace(found, decisions=mark(found.decisions, problems), left_out=list(problems))

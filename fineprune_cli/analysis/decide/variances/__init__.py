@@ -1,0 +1,1 @@
+"""The variance models, one module each, found by `procedures.VARIANCES` on its first lookup."""

@@ -1,0 +1,1 @@
+"""The trainers, one module each, found by `trainers.registry` on its first lookup."""
