@@ -134,9 +134,12 @@ def _say(look: Look, decisions: list[Decision], still: list[Decision], more: boo
 
 def _next_arms(cfg: Config, c: CompareConfig, groups: dict, open_: list[Decision]) -> CompareConfig:
     """Regular, the undecided policies, their C(p) arms, and shorter arms where the line misses
-    (one that this recipe cannot shorten, or that trains the same schedule as an arm already
-    planned, is left out with its reason: it could never be trained)."""
+    (one that this recipe cannot shorten is left out with its reason: it could never be trained;
+    one whose schedule an arm planned or trained already has is that arm: `_trainable`)."""
     policies, frontier, shorter = [REGULAR], [], []
+    # the shorter arms earlier looks trained: a share wanted now that rounds to one of their
+    # schedules is that arm, trained again on the new seeds, not a second arm of the same runs
+    trained = [b for by in groups.values() for name in by if (b := shorter_budget(name)) is not None]
     for d in open_:
         names = [d.policy] + (list(d.cheap.arms) if d.cheap else [])
         for name in names:
@@ -146,16 +149,20 @@ def _next_arms(cfg: Config, c: CompareConfig, groups: dict, open_: list[Decision
                 shorter.append(b)
             elif name in c.policies:  # a row of other settings (an ablation folder) is not ours to train
                 policies.append(name)
-        shorter += _trainable(cfg, c.shorter + shorter, bracketing_shares(groups[d.context], d.policy))
+        shorter += _trainable(cfg, c.shorter + trained + shorter, bracketing_shares(groups[d.context], d.policy))
     unique = lambda xs: sorted(set(xs), key=xs.index)  # noqa: E731
     return replace(c, policies=unique(policies), frontier=unique(frontier), shorter=unique(shorter))
 
 
 def _trainable(cfg: Config, planned: list[float], wanted: list[float]) -> list[float]:
-    schedules = {}
+    """The shorter arms that give the `wanted` shares, one per distinct schedule (issue 57: 90% and
+    95% fewer of 6 epochs both train 1, and were trained as two arms of identical runs): a share
+    whose schedule a `planned` (or trained) arm has is that arm, said once; one this recipe
+    cannot shorten is left out with its reason."""
+    schedules: dict = {}
     for share in planned:
         with contextlib.suppress(ConfigError):
-            schedules[shorter_runs(cfg, share)] = share
+            schedules.setdefault(shorter_runs(cfg, share), share)
     keep = []
     for share in wanted:
         try:
@@ -163,14 +170,15 @@ def _trainable(cfg: Config, planned: list[float], wanted: list[float]) -> list[f
         except ConfigError as exc:
             console.info(f"{shorter_arm(share)} is left out of the next look: {exc}")
             continue
-        if schedule in schedules and schedules[schedule] != share:
+        same = schedules.setdefault(schedule, share)
+        if same != share:
+            epochs, milestones = schedule
             console.info(
-                f"{shorter_arm(share)} is left out of the next look: it trains the same schedule as "
-                f"{shorter_arm(schedules[schedule])}"
+                f"{shorter_arm(share)} trains the same schedule as {shorter_arm(same)} ({epochs} epoch{'s' * (epochs != 1)}"
+                + (f", milestones {','.join(map(str, milestones))}" if milestones else "")
+                + f"): one arm, {shorter_arm(same)}, trained once per seed for both"
             )
-            continue
-        schedules.setdefault(schedule, share)
-        keep.append(share)
+        keep.append(same)
     return keep
 
 
