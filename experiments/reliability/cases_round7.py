@@ -3,6 +3,10 @@
 1. a policy that silently does nothing: a `--script` run under rs2 whose script never draws from
    `run.sampler()` fails at its first epoch, naming the sampler, where it was recorded complete
    with 0% skipped (the library's PruningSampler refusing selective-backprop: tests/test_selective.py);
+2. the same run trained twice: shorter arms of one schedule are one arm (tests/test_looks.py);
+3. the plan's conditions: a run whose summary.json lost its plan digest is post hoc, not a run
+   made under the plan; `--policies rs2,seta` under --until-decided is refused (no regular arm, so
+   no look could decide), and a plain matrix without regular says no policy can be decided;
 """
 
 from __future__ import annotations
@@ -11,23 +15,57 @@ import json
 from pathlib import Path
 
 from cases import Case
-from cases_round5_script import FULL, scripted
+from cases_round5_script import FULL, runs_complete, scripted
+from cases_round6 import COMPARED, _compared_copy, _index_says, _report
+
+# a compare of rs2 and seta only, on the tiny synthetic recipe of round 6's template
+NO_REGULAR = [*COMPARED[: COMPARED.index("--policies")], "--policies", "rs2,seta", "--out", "cmp"]
 
 
 def _rs2_not_complete(work: Path) -> str | None:
-    for seed in (0, 1):
-        path = work / "cmp" / "s-data" / f"rs2-seed{seed}" / "summary.json"
-        if path.exists() and json.loads(path.read_text())["status"] == "complete":
-            return f"rs2-seed{seed} never drew from its sampler and is recorded complete"
-    return None
+    """rs2's run is not complete; regular's, which needs no sampler, is."""
+    path = work / "cmp" / "s-data" / "rs2-seed0" / "summary.json"
+    if path.exists() and json.loads(path.read_text())["status"] == "complete":
+        return "rs2-seed0 never drew from its sampler and is recorded complete"
+    return runs_complete("regular-seed0")(work)
+
+
+def _lost_digest(work: Path, outside: Path, templates: dict) -> list[str]:
+    """One run of a compare whose summary.json no longer records the plan it was made under."""
+    summary = _compared_copy(work, templates) / "lenet-synthetic" / "fine-seed1" / "summary.json"
+    data = json.loads(summary.read_text())
+    del data["plan"]
+    summary.write_text(json.dumps(data))
+    return _report()
+
+
+def _says(*words: str):
+    return lambda stderr: None if all(w in stderr for w in words) else f"stderr lacks {words}: {stderr[-300:]!r}"
 
 
 ROUND7_CASES = [
     Case(
         "r7-script-never-draws-from-its-sampler",
-        setup=scripted(FULL, seeds="0,1", policies="regular,rs2"),
+        setup=scripted(FULL, policies="regular,rs2"),
         expect="failed",
         words=("policy rs2", "never drew", "run.sampler()"),
         check=_rs2_not_complete,
+    ),
+    Case(
+        "r7-plan-summary-lost-its-digest",
+        setup=_lost_digest,
+        expect="done",
+        check=_index_says("**Post hoc.**", "lost the plan digest", absent=("these decisions keep to it",)),
+    ),
+    Case(
+        "r7-looks-without-regular",
+        ["compare", *NO_REGULAR, "--until-decided", "--looks", "2,3"],
+        words=("--until-decided", "rs2,seta", "no regular arm", "add regular"),
+    ),
+    Case(
+        "r7-dry-run-without-regular",
+        ["compare", *NO_REGULAR, "--dry-run"],
+        expect="done",
+        said=_says("no regular arm planned (--policies rs2,seta)", "no policy can be decided"),
     ),
 ]

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import console
 from ..arms import shorter_arm, shorter_schedule
 from ..engine.setup.config import Config, load_yaml, resolve, split_experiment, validate
 from ..errors import ConfigError
@@ -162,7 +163,26 @@ def load_compare(config_file: str | Path | None, overrides: dict[str, Any]) -> C
         c.looks = list(DEFAULT_LOOKS)
     if c.until_decided and registry.kind(c.executor).detached(c):  # a look decides on finished runs
         raise ConfigError("--until-decided waits for each look's runs; it cannot --detach")
+    _without_regular(c)
     return c
+
+
+def _without_regular(c: CompareConfig) -> None:
+    """Every policy is decided against regular's runs of its seeds (issue 57: `--policies rs2,seta`
+    planned none, silently). Looks decide over --out's runs alone: refused. A plain matrix may be
+    an ablation a report reads beside regular's runs from another folder (docs/results.md): said."""
+    if "regular" in c.policies:
+        return
+    given = ",".join(c.policies)
+    if c.until_decided:
+        raise ConfigError(
+            f"--until-decided with --policies {given}: no regular arm, and each look decides a policy "
+            "against regular's runs in --out, so no policy could be decided; add regular to --policies"
+        )
+    console.info(
+        f"no regular arm planned (--policies {given}): no policy can be decided without one; a report "
+        "decides these runs only beside regular's of the same recipe and seeds, read from another folder"
+    )
 
 
 def plan(cfg: Config, c: CompareConfig) -> list[Job]:

@@ -17,7 +17,7 @@ from ..decide.decision import Decision, scored
 from .groups import Context, Groups, group
 from ..decide.judging import Judging
 from ..decide.plan import Plan
-from ..read.planruns import applying, made_under, nearest
+from ..read.planruns import applying, made_under, nearest, recorded
 from .reach import Quanta, Reaches, Targets, reaching
 from .rownumbers import Compared, RowNumbers, compared, row_numbers
 from ..read.runs import Problem, Run
@@ -71,7 +71,9 @@ def study(
     groups = group(runs)
     off = plans_.off_plan(agreed, judged(groups)) if agreed else []
     reasons = (
-        plans_.post_hoc(plans, judging) + made_under(plans, [(r.summary.plan, o) for r, o in zip(runs, owners)]) + off
+        plans_.post_hoc(plans, judging)
+        + made_under(plans, [(recorded(r.summary.plan, r.config), o) for r, o in zip(runs, owners)])
+        + off
     )
     # the plan's k where the report stays inside its family: a part of it is judged at the planned level
     k = agreed.family.size if agreed and agreed.family and not off else None
