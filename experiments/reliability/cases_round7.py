@@ -7,11 +7,17 @@
 3. the plan's conditions: a run whose summary.json lost its plan digest is post hoc, not a run
    made under the plan; `--policies rs2,seta` under --until-decided is refused (no regular arm, so
    no look could decide), and a plain matrix without regular says no policy can be decided;
+4. runs from several machines, as `make gpu`'s calls hold them (calls/<call>/runs/, each with its
+   copy of the plan) and its report reads them: two different results for one seed are refused
+   naming both folders; one call's copy of the plan edited (margin 1.0 where the others say 0.3)
+   is post hoc (a torn call.json and an edited experiment plan stop the step in one line:
+   tests/test_gpu_script.py);
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from cases import Case
@@ -37,6 +43,41 @@ def _lost_digest(work: Path, outside: Path, templates: dict) -> list[str]:
     del data["plan"]
     summary.write_text(json.dumps(data))
     return _report()
+
+
+def _calls(work: Path, templates: dict) -> tuple[Path, Path]:
+    """Two calls of `make gpu`'s reproduce step: the template compare's runs split between them
+    (call a: seeds 0, call b: seeds 1), each call's runs/ holding its copy of the plan."""
+    a, b = (_compared_copy(work, templates, f"calls/{name}/runs") for name in ("a", "b"))
+    for seed, runs in ((1, a), (0, b)):
+        for arm in ("regular", "fine"):
+            shutil.rmtree(runs / "lenet-synthetic" / f"{arm}-seed{seed}")
+    return a, b
+
+
+def _two_results_of_one_seed(work: Path, outside: Path, templates: dict) -> list[str]:
+    """Call b trained regular seed 0 again, on another machine: its last epoch 1 image better."""
+    a, b = _calls(work, templates)
+    run = b / "lenet-synthetic" / "regular-seed0"
+    shutil.copytree(a / "lenet-synthetic" / "regular-seed0", run)
+    lines = (run / "metrics.csv").read_text().splitlines()
+    head, last = lines[0].split(","), lines[-1].split(",")
+    at = head.index("test_accuracy")
+    last[at] = str(float(last[at]) + 100 / 32)
+    (run / "metrics.csv").write_text("\n".join([*lines[:-1], ",".join(last)]) + "\n")
+    accs = [float(ln.split(",")[at]) for ln in lines[1:-1]] + [float(last[at])]
+    summary = json.loads((run / "summary.json").read_text())
+    summary.update(final_accuracy=accs[-1], best3_accuracy=sum(sorted(accs)[-3:]) / len(accs[-3:]))
+    (run / "summary.json").write_text(json.dumps(summary))
+    return _report("calls")
+
+
+def _one_calls_plan_edited(work: Path, outside: Path, templates: dict) -> list[str]:
+    _, b = _calls(work, templates)
+    plan = json.loads((b / "plan.json").read_text())
+    plan["judging"]["margin"] = 1.0
+    (b / "plan.json").write_text(json.dumps(plan, indent=2))
+    return _report("calls")
 
 
 def _says(*words: str):
@@ -67,5 +108,16 @@ ROUND7_CASES = [
         ["compare", *NO_REGULAR, "--dry-run"],
         expect="done",
         said=_says("no regular arm planned (--policies rs2,seta)", "no policy can be decided"),
+    ),
+    Case(
+        "r7-calls-two-results-of-one-seed",
+        setup=_two_results_of_one_seed,
+        words=("regular seed 0 is recorded twice with different results", "calls/a/runs", "calls/b/runs"),
+    ),
+    Case(
+        "r7-calls-one-plan-copy-edited",
+        setup=_one_calls_plan_edited,
+        expect="done",
+        check=_index_says("**Post hoc.**", "m 1 pt", absent=("these decisions keep to it",)),
     ),
 ]
