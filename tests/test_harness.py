@@ -60,6 +60,16 @@ def test_a_pruning_run_whose_script_never_draws_from_its_sampler_fails_at_its_fi
         assert drawn.finish().status == "complete"
 
 
+def test_a_script_calling_start_twice_is_told_so_not_that_another_process_writes(tmp_path):
+    """Issue 57: the second start() of one run was told another process was writing its folder."""
+    first = _own(tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"already open for writing in this same process \(fineprune.start\(\) called twice"
+    ):
+        _own(tmp_path)
+    first.close()
+
+
 def test_a_script_training_another_seed_than_compare_told_it_is_refused(tmp_path, monkeypatch):
     _job(tmp_path, monkeypatch, seed=2)
     with pytest.raises(ScriptError, match=r"as seed 2, but it trains seed 0: pass \{seed\}"):

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from cases import Case
-from cases_round5_script import FULL, runs_complete, scripted
+from cases_round5_script import FULL, START, runs_complete, scripted
 from cases_round6 import COMPARED, _compared_copy, _index_says, _report
 
 # a compare of rs2 and seta only, on the tiny synthetic recipe of round 6's template
@@ -119,5 +119,18 @@ ROUND7_CASES = [
         setup=_one_calls_plan_edited,
         expect="done",
         check=_index_says("**Post hoc.**", "m 1 pt", absent=("these decisions keep to it",)),
+    ),
+    Case(
+        "r7-script-starts-twice",
+        setup=scripted(START + START + "run.finish()\n"),
+        expect="failed",
+        words=("already open for writing in this same process", "start() called twice"),
+        check=lambda work: (
+            None
+            if not (work / "cmp" / "s-data" / "regular-seed0" / "summary.json").exists()
+            or json.loads((work / "cmp" / "s-data" / "regular-seed0" / "summary.json").read_text())["status"]
+            != "complete"
+            else "a run whose script started twice is complete"
+        ),
     ),
 ]
