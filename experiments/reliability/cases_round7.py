@@ -80,6 +80,14 @@ def _one_calls_plan_edited(work: Path, outside: Path, templates: dict) -> list[s
     return _report("calls")
 
 
+def _named_once(stderr: str) -> str | None:
+    """Each failure line names its run once (under --jobs it named it twice: compare's label, then
+    the same label opening the line the run's own process said)."""
+    lines = [ln for ln in stderr.splitlines() if "no data here" in ln]
+    twice = [ln for ln in lines if ln.count("s on data, regular, seed 0") != 1]
+    return f"a failure line names its run other than once: {twice or lines}" if twice or not lines else None
+
+
 def _says(*words: str):
     return lambda stderr: None if all(w in stderr for w in words) else f"stderr lacks {words}: {stderr[-300:]!r}"
 
@@ -132,5 +140,12 @@ ROUND7_CASES = [
             != "complete"
             else "a run whose script started twice is complete"
         ),
+    ),
+    Case(
+        "r7-script-failure-under-jobs-names-its-run-once",
+        setup=scripted("raise SystemExit('no data here')", "--jobs", "2", "--threads", "1"),
+        expect="failed",
+        words=("s on data, regular, seed 0: the script failed: no data here",),
+        said=_named_once,
     ),
 ]
