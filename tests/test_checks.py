@@ -2,6 +2,8 @@
 numbers, a summary that contradicts its metrics.csv, numbers too large for the statistics and
 non-numbers where numbers belong are left out under 'Runs left out' with the reason."""
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -155,6 +157,28 @@ def test_a_run_copied_under_another_seeds_name_is_left_out_as_a_copy(tmp_path):
     assert sorted(r.seed for r in runs) == [0, 2]
     assert [(p.path, p.status) for p in problems] == [(copy, "copy")]
     assert "losses are those of seed 0 in" in problems[0].reason
+
+
+def test_a_script_run_copied_under_another_seeds_name_is_left_out_as_a_copy(tmp_path):
+    """Issue 57: a script run records no test loss (NaN), and NaN never equals NaN, so its copy under
+    another seed's name passed as a further seed. Its losses match with the NaN as itself; where
+    the copy's losses were edited too, its start and training time, which its summary.json
+    records, still name the run it copies."""
+    unmeasured = {e: {**LOSSES[e], "test_loss": float("nan")} for e in LOSSES}
+    first = make_run(tmp_path, "lenet", "regular", 0, 10.0, [50.0, 60.0], rows=unmeasured, summary={"started": "t0"})
+    copy = make_run(tmp_path, "lenet", "regular", 1, 10.0, [50.0, 60.0], rows=unmeasured)
+    edited = {1: {"train_loss": 2.2975, "test_loss": float("nan")}, 2: unmeasured[2]}
+    again = make_run(tmp_path, "lenet", "regular", 2, 10.0, [50.0, 60.0], rows=edited)
+    made = json.loads((first / "summary.json").read_text())
+    summary = json.loads((again / "summary.json").read_text())  # the copy's: seed 0's start and time
+    summary.update(started=made["started"], train_seconds=made["train_seconds"])
+    (again / "summary.json").write_text(json.dumps(summary))
+    runs, problems = load_runs([tmp_path])
+    assert [r.seed for r in runs] == [0]
+    assert sorted((p.path, p.status) for p in problems) == [(copy, "copy"), (again, "copy")]
+    reasons = {p.path: p.reason for p in problems}
+    assert reasons[copy].startswith("every epoch's losses are those of seed 0 in")
+    assert reasons[again].startswith("its start and its training time to the 0.1 ms are those of seed 0 in")
 
 
 def test_losses_alike_in_every_epoch_are_no_fingerprint_and_two_arms_of_one_seed_may_match(tmp_path):

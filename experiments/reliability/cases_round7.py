@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from cases import Case
-from cases_round5_script import FULL, START, runs_complete, scripted
+from cases_round5_script import FULL, HEAD, START, compare, runs_complete, scripted
 from cases_round6 import COMPARED, _compared_copy, _index_says, _report
 
 # a compare of rs2 and seta only, on the tiny synthetic recipe of round 6's template
@@ -88,6 +88,23 @@ def _named_once(stderr: str) -> str | None:
     return f"a failure line names its run other than once: {twice or lines}" if twice or not lines else None
 
 
+def _copied_script_run(work: Path, outside: Path, templates: dict) -> list[str]:
+    """A compare --script of regular, seed 0 (its script measures no test loss), its run folder then
+    copied as seed 1 with the seed edited in both records: a report must not count it as a seed."""
+    import subprocess
+    import sys
+
+    (work / "s.py").write_text(HEAD + FULL)
+    subprocess.run([sys.executable, "-m", "fineprune_cli", *compare("s.py")], cwd=work, capture_output=True, timeout=90)
+    runs = work / "cmp" / "s-data"
+    shutil.copytree(runs / "regular-seed0", runs / "regular-seed1")
+    summary = json.loads((runs / "regular-seed1" / "summary.json").read_text())
+    (runs / "regular-seed1" / "summary.json").write_text(json.dumps({**summary, "seed": 1}))
+    config = runs / "regular-seed1" / "config.yaml"
+    config.write_text(config.read_text().replace("  seed: 0\n", "  seed: 1\n"))
+    return _report()
+
+
 def _says(*words: str):
     return lambda stderr: None if all(w in stderr for w in words) else f"stderr lacks {words}: {stderr[-300:]!r}"
 
@@ -147,5 +164,11 @@ ROUND7_CASES = [
         expect="failed",
         words=("s on data, regular, seed 0: the script failed: no data here",),
         said=_named_once,
+    ),
+    Case(
+        "r7-script-run-copied-as-another-seed",
+        setup=_copied_script_run,
+        expect="done",
+        check=_index_says("copied under another seed's name", "not a run of seed 1"),
     ),
 ]

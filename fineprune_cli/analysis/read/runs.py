@@ -154,13 +154,13 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
         Problem(
             run.path,
             "copy",
-            f"every epoch's losses are those of seed {kept.seed} in {kept.path}: a run "
+            f"{what} those of seed {kept.seed} in {kept.path}: a run "
             f"folder copied under another seed's name, not a run of seed {run.seed}",
             *_row_of(run.summary),
         )
-        for run, kept in copied
+        for run, kept, what in copied
     ]
-    return [r for r in runs if all(r is not run for run, _ in copied)], problems
+    return [r for r in runs if all(r is not run for run, _, _ in copied)], problems
 
 
 def _unfinished(summary: RunSummary) -> str:
@@ -169,20 +169,27 @@ def _unfinished(summary: RunSummary) -> str:
     return f"{summary.epochs_completed} of {summary.epochs} epochs done"
 
 
-def copies(runs: list[Run]) -> list[tuple[Run, Run]]:
-    """(run, the run of another seed it copies): the same train and test loss in every epoch.
-    Two seeds never train alike (the seed draws the weights and the order), so such a run is a
-    folder copied and renamed; the one read first is kept. Losses that stay the same from epoch
-    to epoch (records crafted by hand) are no fingerprint and are not compared."""
-    first: dict[tuple[tuple[float, float], ...], Run] = {}
+def copies(runs: list[Run]) -> list[tuple[Run, Run, str]]:
+    """(run, the run of another seed it copies, what they share): the same train and test loss in every epoch, or
+    the same identity (the second it started and its training time to the 0.1 ms, which its
+    summary.json records). Two seeds never train alike (the seed draws the weights and the
+    order), nor are one run, so such a run is a folder copied and renamed; the one read first is kept. Losses that
+    stay the same from epoch to epoch (records crafted by hand) are no fingerprint and are not
+    compared; a test loss not measured (a script's NaN) compares equal to itself (issue 57: a
+    copied script run, its test loss unmeasured, passed as a further seed)."""
+    first: dict[tuple, Run] = {}
     found = []
     for run in runs:
-        losses = tuple((r.train_loss, r.test_loss) for r in run.metrics)
-        if len({train for train, _ in losses}) < 2:
+        losses = tuple((r.train_loss, None if r.test_loss != r.test_loss else r.test_loss) for r in run.metrics)
+        made = (run.summary.started, run.summary.train_seconds)
+        prints = [(losses, "every epoch's losses are")] if len({train for train, _ in losses}) > 1 else []
+        prints += [(made, "its start and its training time to the 0.1 ms are")] if all(made) else []
+        same = [(first[p], what) for p, what in prints if p in first and first[p].seed != run.seed]
+        if same:
+            found.append((run, *same[0]))
             continue
-        kept = first.setdefault(losses, run)
-        if kept.seed != run.seed:
-            found.append((run, kept))
+        for p, _ in prints:
+            first.setdefault(p, run)
     return found
 
 
