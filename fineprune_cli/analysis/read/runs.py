@@ -182,7 +182,8 @@ def copies(runs: list[Run]) -> list[tuple[Run, Run, str]]:
     for run in runs:
         losses = tuple((r.train_loss, None if r.test_loss != r.test_loss else r.test_loss) for r in run.metrics)
         made = (run.summary.started, run.summary.train_seconds)
-        prints = [(losses, "every epoch's losses are")] if len({train for train, _ in losses}) > 1 else []
+        prints: list[tuple[tuple, str]] = []
+        prints += [(losses, "every epoch's losses are")] if len({train for train, _ in losses}) > 1 else []
         prints += [(made, "its start and its training time to the 0.1 ms are")] if all(made) else []
         same = [(first[p], what) for p, what in prints if p in first and first[p].seed != run.seed]
         if same:
