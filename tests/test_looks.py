@@ -214,6 +214,24 @@ def test_the_next_runs_are_the_missing_ones_of_the_first_look_not_yet_whole(tmp_
     assert next_runs(cfg, replace(c_ucb, out=c.out), Judging(), [r for r in decided if r.seed < 2]) == []
 
 
+def test_the_next_runs_refuse_two_results_of_one_seed_and_keep_an_identical_copy_once(tmp_path):
+    """Issue 57: `make gpu`'s calls, from several machines, can hold one seed's run twice. The looks
+    kept whichever was read first (a folder's name decided), as `report` refuses to."""
+    from factories import make_run
+    from fineprune_cli.analysis.read.runs import load_runs
+    from fineprune_cli.sequential.looks import next_runs
+
+    cfg, c = tiny_compare(tmp_path, policies=["regular"], until_decided=True, looks=[2, 3])
+    for call in ("a", "b"):
+        make_run(tmp_path / call, "lenet", "regular", 0, 9.0, [50.0, 60.0])
+    same = load_runs([tmp_path / "a", tmp_path / "b"])[0]
+    assert [(j.arm, j.seed) for j in next_runs(cfg, c, Judging(), same)] == [("regular", 1)]  # seed 0 once
+    make_run(tmp_path / "c", "lenet", "regular", 0, 9.0, [50.0, 61.0])
+    other = load_runs([tmp_path / "a", tmp_path / "c"])[0]
+    with pytest.raises(ConfigError, match=r"regular seed 0 is recorded twice with different results, in .*a.* and"):
+        next_runs(cfg, c, Judging(), other)
+
+
 def _looks(*seeds):
     return {"compare.until_decided": True, "compare.looks": list(seeds)}
 

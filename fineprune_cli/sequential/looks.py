@@ -24,7 +24,8 @@ from .. import console
 from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..analysis.decide.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.decide.judging import Judging
-from ..analysis.group.groups import group
+from ..analysis.group.groups import duplicates, group
+from ..analysis.render.report import repeats
 from ..analysis.read import leftout
 from ..analysis.read.runs import Run, arm_of, load_runs
 from ..analysis.decide.sequence import Look, decidable, key, record, replay
@@ -52,7 +53,7 @@ def until_decided(
         later = _later(cfg, c, sub, number)
         matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command, later=later)
         runs, problems = load_runs([Path(c.out)]) if Path(c.out).is_dir() else ([], [])
-        runs = [r for r in runs if r.seed < seeds]
+        runs = [r for r in one_per_seed(runs) if r.seed < seeds]
         problems = [p for p in problems if p.seed is None or p.seed < seeds]
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
@@ -84,6 +85,7 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
     for (every arm at look 1; later, what the policies still undecided need), in the matrix's
     order; [] when every policy is decided or every look is trained. The same steps as
     `until_decided`, for a procedure whose looks are trained a few runs at a time."""
+    runs = one_per_seed(runs)  # the runs of many calls, on many machines
     have = {(r.summary.model, r.policy, r.seed) for r in runs}
     arms = replace(c)
     for number, seeds in enumerate(c.looks, start=1):
@@ -96,6 +98,16 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
             return []
         arms = _next_arms(cfg, c, decidable(grouped), still)
     return []
+
+
+def one_per_seed(runs: list[Run]) -> list[Run]:
+    """The runs with a second record of one run (its settings and seed) left out when its results
+    are the same, and refused in one line when they differ, as `report` does (issue 57: the looks
+    kept whichever record was read first, deciding by a folder's name)."""
+    repeated = duplicates(runs)
+    for dup, kept in repeated:
+        repeats(dup, kept)  # raises where the results differ
+    return [r for r in runs if all(r is not dup for dup, _ in repeated)]
 
 
 def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
