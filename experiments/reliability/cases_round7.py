@@ -12,6 +12,10 @@
    naming both folders; one call's copy of the plan edited (margin 1.0 where the others say 0.3)
    is post hoc (a torn call.json and an edited experiment plan stop the step in one line:
    tests/test_gpu_script.py);
+5. smaller: `report` over a folder holding no run is refused in one line; a script run copied
+   under another seed's name is left out as a copy; a failure under --jobs names its run once;
+   a script calling start() twice is told so (submitit's result pickle is no longer unpickled:
+   tests/test_slurm.py).
 """
 
 from __future__ import annotations
@@ -105,6 +109,11 @@ def _copied_script_run(work: Path, outside: Path, templates: dict) -> list[str]:
     return _report()
 
 
+def _empty_folder(work: Path, outside: Path, templates: dict) -> list[str]:
+    (work / "empty").mkdir()
+    return _report("empty")
+
+
 def _says(*words: str):
     return lambda stderr: None if all(w in stderr for w in words) else f"stderr lacks {words}: {stderr[-300:]!r}"
 
@@ -170,5 +179,10 @@ ROUND7_CASES = [
         setup=_copied_script_run,
         expect="done",
         check=_index_says("copied under another seed's name", "not a run of seed 1"),
+    ),
+    Case(
+        "r7-report-a-folder-holding-no-run",
+        setup=_empty_folder,
+        words=("no run folders in empty", "nothing to report"),
     ),
 ]
