@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,13 +156,12 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
         Problem(
             run.path,
             "copy",
-            f"{what} those of seed {kept.seed} in {kept.path}: a run "
-            f"folder copied under another seed's name, not a run of seed {run.seed}",
+            f"{why}: a run folder copied under another seed's name, not a run of seed {run.seed}",
             *_row_of(run.summary),
-        )
-        for run, kept, what in copied
+        )  # fmt: skip
+        for run, why in copied
     ]
-    return [r for r in runs if all(r is not run for run, _, _ in copied)], problems
+    return [r for r in runs if all(r is not run for run, _ in copied)], problems
 
 
 def _unfinished(summary: RunSummary) -> str:
@@ -169,29 +170,43 @@ def _unfinished(summary: RunSummary) -> str:
     return f"{summary.epochs_completed} of {summary.epochs} epochs done"
 
 
-def copies(runs: list[Run]) -> list[tuple[Run, Run, str]]:
-    """(run, the run of another seed it copies, what they share): the same train and test loss in every epoch, or
-    the same identity (the second it started and its training time to the 0.1 ms, which its
-    summary.json records). Two seeds never train alike (the seed draws the weights and the
-    order), nor are one run, so such a run is a folder copied and renamed; the one read first is kept. Losses that
-    stay the same from epoch to epoch (records crafted by hand) are no fingerprint and are not
-    compared; a test loss not measured (a script's NaN) compares equal to itself (issue 57: a
-    copied script run, its test loss unmeasured, passed as a further seed)."""
-    first: dict[tuple, Run] = {}
+def copies(runs: list[Run]) -> list[tuple[Run, str]]:
+    """(run, why it is a copy of another seed's run): the same train and test loss in every epoch
+    as a run of another seed, or a summary.json that records the run was made in a folder of
+    another seed's name. Two seeds never train alike (the seed draws the weights and the order),
+    so such a run is a folder copied and renamed; the one read first is kept. Losses that stay the
+    same from epoch to epoch (records crafted by hand) are no fingerprint and are not compared,
+    nor are a script's, whose test loss is often not measured (NaN, equal to nothing): there the
+    folder's recorded name tells (issue 57: a copied script run passed as a further seed)."""
+    first: dict[tuple[tuple[float, float], ...], Run] = {}
     found = []
     for run in runs:
-        losses = tuple((r.train_loss, None if r.test_loss != r.test_loss else r.test_loss) for r in run.metrics)
-        made = (run.summary.started, run.summary.train_seconds)
-        prints: list[tuple[tuple, str]] = []
-        prints += [(losses, "every epoch's losses are")] if len({train for train, _ in losses}) > 1 else []
-        prints += [(made, "its start and its training time to the 0.1 ms are")] if all(made) else []
-        same = [(first[p], what) for p, what in prints if p in first and first[p].seed != run.seed]
-        if same:
-            found.append((run, *same[0]))
+        made = _made_as(run)
+        if made is not None and made[1] != run.seed:
+            found.append((run, f"its summary.json records it was made as {made[0]} (seed {made[1]})"))
             continue
-        for p, _ in prints:
-            first.setdefault(p, run)
+        losses = tuple((r.train_loss, r.test_loss) for r in run.metrics)
+        if len({train for train, _ in losses}) < 2:
+            continue
+        kept = first.setdefault(losses, run)
+        if kept.seed != run.seed:
+            found.append((run, f"every epoch's losses are those of seed {kept.seed} in {kept.path}"))
     return found
+
+
+SEEDED = re.compile(r"^.+-seed(\d+)$")  # a run folder's name in a comparison: <arm>-seed<s>
+
+
+def _made_as(run: Run) -> tuple[str, int] | None:
+    """The folder name and seed a run's summary.json records it was made in, where that name is a
+    comparison's (`read_summary` puts the folder it is in now in its place)."""
+    try:
+        recorded = json.loads((run.path / SUMMARY).read_text()).get("run_dir")
+    except (OSError, ValueError, AttributeError):
+        return None
+    name = Path(str(recorded or "")).name
+    seeded = SEEDED.match(name)
+    return (name, int(seeded.group(1))) if seeded else None
 
 
 def load_run(path: Path, summary: RunSummary) -> Run:
