@@ -2,6 +2,9 @@
 numbers, a summary that contradicts its metrics.csv, numbers too large for the statistics and
 non-numbers where numbers belong are left out under 'Runs left out' with the reason."""
 
+import json
+import shutil
+
 import pytest
 from typer.testing import CliRunner
 
@@ -155,6 +158,27 @@ def test_a_run_copied_under_another_seeds_name_is_left_out_as_a_copy(tmp_path):
     assert sorted(r.seed for r in runs) == [0, 2]
     assert [(p.path, p.status) for p in problems] == [(copy, "copy")]
     assert "losses are those of seed 0 in" in problems[0].reason
+
+
+def test_a_script_run_copied_under_another_seeds_name_is_left_out_as_a_copy(tmp_path):
+    """Issue 57: a script run records no test loss (NaN, equal to nothing), so the losses never
+    told its copy under another seed's name, which passed as a further seed. Its summary.json
+    records the folder it was made in, a comparison's name with seed 0: a copy. A run moved to
+    another folder of its own name, or a run made by `train --out` under any name, is no copy."""
+    unmeasured = {e: {**LOSSES[e], "test_loss": float("nan")} for e in LOSSES}
+    made = {"run_dir": str(tmp_path / "a" / "lenet-folder" / "regular-seed0")}  # as a run records it
+    first = make_run(tmp_path / "a", "lenet", "regular", 0, 10.0, [50.0, 60.0], rows=unmeasured, summary=made)
+    copy = first.parent / "regular-seed1"
+    shutil.copytree(first, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    (copy / "summary.json").write_text(json.dumps({**summary, "seed": 1}))
+    moved = tmp_path / "b" / "lenet-folder" / "regular-seed2"
+    made = {"run_dir": str(tmp_path / "c" / "lenet-folder" / "regular-seed2")}
+    shutil.copytree(make_run(tmp_path / "c", "lenet", "regular", 2, 9.0, [50.0, 61.0], summary=made), moved)
+    runs, problems = load_runs([tmp_path / "a", tmp_path / "b"])
+    assert sorted(r.seed for r in runs) == [0, 2]
+    assert [(p.path, p.status) for p in problems] == [(copy, "copy")]
+    assert problems[0].reason.startswith("its summary.json records it was made as regular-seed0 (seed 0): a run")
 
 
 def test_losses_alike_in_every_epoch_are_no_fingerprint_and_two_arms_of_one_seed_may_match(tmp_path):

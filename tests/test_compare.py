@@ -404,6 +404,19 @@ def test_shorter_arms_that_round_to_one_schedule_are_refused(tmp_path):
         plan(cfg, c)
 
 
+def test_a_matrix_without_regular_says_nothing_can_be_decided_and_looks_refuse_it(tmp_path, capsys):
+    """Issue 57: `--policies rs2,seta` planned no regular arm, silently. A plain matrix is kept (an
+    ablation read beside regular's runs from another folder) and says so; looks, which decide over
+    --out's runs alone, are refused."""
+    c = load_compare(None, {"compare.policies": ["rs2", "seta"], "compare.out": str(tmp_path)})
+    assert c.policies == ["rs2", "seta"]
+    assert "no regular arm planned (--policies rs2,seta): no policy can be decided" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="--until-decided with --policies rs2,seta: no regular arm"):
+        load_compare(None, {"compare.policies": ["rs2", "seta"], "compare.until_decided": True})
+    load_compare(None, {"compare.policies": ["rs2", "regular"], "compare.until_decided": True})
+    assert "no regular arm" not in capsys.readouterr().err
+
+
 def test_a_shorter_arm_that_rounds_to_regulars_schedule_is_refused(tmp_path):
     """10% fewer of 5 epochs rounds to 5: regular's run trained again as 'shorter-10', a cheap
     alternative that costs as much as regular."""

@@ -309,3 +309,42 @@ def test_a_dist_row_passes_only_a_resume_that_continues_where_the_run_stopped(
     (tmp_path / "metrics.csv").write_text("epoch,lr\n" + "".join(f"{e},0.1\n" for e in epochs))
     row = distcheck.dist_row("async", 3, 2, tmp_path, [1, 0], {"status": first_status, "epochs_completed": 2})
     assert row["resumed_ok"] is ok and row["interrupted_after"] == (2 if first_status == "interrupted" else None)
+
+
+def _step(step: str, results: Path, work: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "experiments/gpu/gpu.py", step, "--device", "cpu", "--quick", "--results-dir", str(results)]
+    env = dict(os.environ, OUT=str(work / "out"))
+    return subprocess.run(
+        [*cmd, "--work-dir", str(work)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _one_error_line(proc: subprocess.CompletedProcess, *words: str) -> None:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and all(w in lines[0] for w in words), lines
+
+
+@pytest.mark.parametrize(
+    "text, why", [('{"machine": "NVIDIA H200", "runs": [{"arm": "reg', "JSONDecodeError"), ("[1, 2]", "not a call")]
+)
+def test_a_torn_call_record_stops_the_report_in_one_line(tmp_path, text, why):
+    """Issue 57: a call.json torn in transit (or edited into another shape) ended `make gpu STEP=report`
+    in a JSONDecodeError traceback; it is named in one line, exit 2, before the report is made."""
+    from factories import make_run
+
+    call = tmp_path / "results" / "dry-run-lenet" / "calls" / "20260101T000000Z-cpu"
+    make_run(call / "runs", "lenet", "regular", 0, 1.0, [50.0, 60.0])
+    (call / "call.json").write_text(text)
+    _one_error_line(_step("report", tmp_path / "results", tmp_path / "work"), "report:", "call.json", why)
+    assert not (tmp_path / "results" / "dry-run-lenet" / "index.md").exists()
+
+
+def test_an_edited_experiment_plan_stops_the_reproduce_step_in_one_line(tmp_path):
+    """Issue 57: an experiment's plan.json edited into one that is not a plan ended the reproduce
+    step in a ConfigError traceback; it is named in one line, exit 2, before any run trains."""
+    experiment = tmp_path / "results" / "dry-run-lenet"
+    experiment.mkdir(parents=True)
+    (experiment / "plan.json").write_text('{"judging": {"margin": "wide"}, "looks": [2, 3]}')
+    _one_error_line(_step("reproduce", tmp_path / "results", tmp_path / "work"), "reproduce:", "plan.json")
+    assert not (experiment / "calls").exists()

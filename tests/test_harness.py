@@ -39,6 +39,37 @@ def _own(tmp_path, epochs=2, **kw):
     return fineprune.start(num_train=10, seed=0, epochs=epochs, out=tmp_path / "run", **kw)
 
 
+def test_a_pruning_run_whose_script_never_draws_from_its_sampler_fails_at_its_first_epoch(tmp_path):
+    """Issue 57: a script that never gives run.sampler() to its loader trains every sample; under
+    rs2 it was recorded complete with 0% skipped. Regular needs no sampler; a loop that iterates it,
+    or hands it losses, draws."""
+    run = _own(tmp_path, policy="rs2")
+    with pytest.raises(ScriptError, match=r"epoch 1 was logged under policy rs2, but the script never drew"):
+        run.log(train_loss=1.0, test_accuracy=50.0)
+    run.close()
+    regular = fineprune.start(num_train=10, seed=0, epochs=1, out=tmp_path / "regular")
+    regular.log(train_loss=1.0, test_accuracy=50.0)
+    assert regular.finish().status == "complete"
+    for name, draw in (("iterated", list), ("losses", lambda s: s.loss(torch.arange(3), torch.ones(3)))):
+        drawn = fineprune.start(num_train=10, seed=0, epochs=2, policy="rs2", out=tmp_path / name)
+        sampler = drawn.sampler()
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            draw(sampler)
+            drawn.log(train_loss=1.0, test_accuracy=50.0)
+        assert drawn.finish().status == "complete"
+
+
+def test_a_script_calling_start_twice_is_told_so_not_that_another_process_writes(tmp_path):
+    """Issue 57: the second start() of one run was told another process was writing its folder."""
+    first = _own(tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"already open for writing in this same process \(fineprune.start\(\) called twice"
+    ):
+        _own(tmp_path)
+    first.close()
+
+
 def test_a_script_training_another_seed_than_compare_told_it_is_refused(tmp_path, monkeypatch):
     _job(tmp_path, monkeypatch, seed=2)
     with pytest.raises(ScriptError, match=r"as seed 2, but it trains seed 0: pass \{seed\}"):

@@ -65,6 +65,10 @@ class TestRound6(_Group):
     group = "round6"
 
 
+class TestRound7(_Group):
+    group = "round7"
+
+
 def test_the_groups_hold_every_case_once():
     """The groups the classes above run apart are the whole suite of 700-odd inputs (issue 49:
     at least 700), no case left out of a group or named twice."""
@@ -72,6 +76,13 @@ def test_the_groups_hold_every_case_once():
     assert sorted(hostile.GROUPS) == sorted(c.group for c in _Group.__subclasses__())
     names = [c.name for cases in hostile.GROUPS.values() for c in cases]
     assert len(names) == len(set(names)) == len(hostile.ALL_CASES) >= 700
+
+
+def test_every_refusal_names_the_words_its_cause_must_show():
+    """A refusal that names no expected words passes on any one-line error, whatever its cause
+    (issue 57: 148 did; one, compare-out-a-file, was refused for another flag than the one it tests)."""
+    silent = [c.name for c in _harness()[0].ALL_CASES if c.expect == "refused" and not c.words]
+    assert silent == []
 
 
 @pytest.mark.slow  # the script's inputs, each in a subprocess: minutes

@@ -137,6 +137,10 @@ def test_the_grid_shows_each_run_and_a_line_per_change(tmp_path, capsys):
         "lenet on synthetic, fine, seed 0: failed (1/4 runs finished, elapsed 0:01:00, eta 0:03:30)",
         "lenet on synthetic, regular, seed 0: done, acc 47.25% (2/4 runs finished, elapsed 0:01:00, eta 0:02:00)",
     ]
+    # a line that names its run already (a script's failure, as its child says it) names it once (issue 57)
+    grid.changed(tasks[3], "failed: lenet on synthetic, fine, seed 1: the script failed: x (exit code 1)")
+    said = capsys.readouterr().err.splitlines()[0]
+    assert said == "error: lenet on synthetic, fine, seed 1: the script failed: x (exit code 1)"
     console = Console(width=120, record=True)
     console.print(grid.table())
     shown = console.export_text()

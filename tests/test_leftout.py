@@ -79,10 +79,15 @@ def test_identical_records_of_one_seed_are_kept_once_saying_so(tmp_path):
 
 
 DIVERGING = """import os, sys
+import torch
 import fineprune
 seed, epochs = int(sys.argv[1]), int(sys.argv[2])
 run = fineprune.start(num_train=8, seed=seed, epochs=epochs)
+sampler = run.sampler()
 for e in range(run.epochs):
+    sampler.set_epoch(e)
+    idx = torch.tensor(list(sampler))
+    sampler.loss(idx, torch.ones(len(idx)))
     lost = os.environ['P'] != 'regular' and seed == 0
     run.log(train_loss=float('nan') if lost else 1.0 / (e + 1 + seed), test_accuracy=50.0 + e + seed)
 run.finish()

@@ -149,9 +149,11 @@ def test_each_look_trains_seeds_0_to_n_minus_1_and_then_only_what_is_still_open(
     said = capsys.readouterr().err
     assert "look 1 (a = 0.005556 per policy) decided ucb (lenet on toy): not worth it\n" in said
     assert "still can't tell egreedy (lenet on toy), kakurenbo (lenet on toy): the next look adds seeds" in said
-    # an arm left out is said once a next look is planned, after the look that asked for it
-    assert said.count("left out of the next look") == 2, said
-    assert said.index("left out of the next look") > said.index("look 1 (a = ")
+    # an arm of a schedule already planned is said to be that arm once a next look is planned,
+    # after the look that asked for it
+    same = "shorter-35 trains the same schedule as shorter-30 (7 epochs): one arm, shorter-30, trained once"
+    assert said.count(same) == 2, said
+    assert said.index(same) > said.index("look 1 (a = ")
 
 
 def test_a_changed_plan_of_looks_is_refused_once_runs_exist(tmp_path):
@@ -212,6 +214,24 @@ def test_the_next_runs_are_the_missing_ones_of_the_first_look_not_yet_whole(tmp_
     assert next_runs(cfg, replace(c_ucb, out=c.out), Judging(), [r for r in decided if r.seed < 2]) == []
 
 
+def test_the_next_runs_refuse_two_results_of_one_seed_and_keep_an_identical_copy_once(tmp_path):
+    """Issue 57: `make gpu`'s calls, from several machines, can hold one seed's run twice. The looks
+    kept whichever was read first (a folder's name decided), as `report` refuses to."""
+    from factories import make_run
+    from fineprune_cli.analysis.read.runs import load_runs
+    from fineprune_cli.sequential.looks import next_runs
+
+    cfg, c = tiny_compare(tmp_path, policies=["regular"], until_decided=True, looks=[2, 3])
+    for call in ("a", "b"):
+        make_run(tmp_path / call, "lenet", "regular", 0, 9.0, [50.0, 60.0])
+    same = load_runs([tmp_path / "a", tmp_path / "b"])[0]
+    assert [(j.arm, j.seed) for j in next_runs(cfg, c, Judging(), same)] == [("regular", 1)]  # seed 0 once
+    make_run(tmp_path / "c", "lenet", "regular", 0, 9.0, [50.0, 61.0])
+    other = load_runs([tmp_path / "a", tmp_path / "c"])[0]
+    with pytest.raises(ConfigError, match=r"regular seed 0 is recorded twice with different results, in .*a.* and"):
+        next_runs(cfg, c, Judging(), other)
+
+
 def _looks(*seeds):
     return {"compare.until_decided": True, "compare.looks": list(seeds)}
 
@@ -248,10 +268,51 @@ def test_a_bracketing_arm_that_cannot_be_trained_is_left_out_with_its_reason(tmp
     cfg.train.milestones = []
     assert _trainable(cfg, [0.45], [0.5, 0.3]) == [0.5, 0.3]  # of 10 epochs: 6 and 5, two schedules
     cfg.train.epochs = 6
-    assert _trainable(cfg, [0.45], [0.5]) == []  # of 6 epochs both train 3
-    assert "it trains the same schedule as shorter-45" in capsys.readouterr().err
+    assert _trainable(cfg, [0.45], [0.5]) == [0.45]  # of 6 epochs both train 3: one arm, shorter-45
+    assert "shorter-50 trains the same schedule as shorter-45 (3 epochs)" in capsys.readouterr().err
     assert _trainable(cfg, [], [0.05, 0.3]) == [0.3]  # 5% fewer of 6 epochs: 6, regular's own
     assert "shorter-5 is left out of the next look: shorter-5 of 6 epochs trains 6" in capsys.readouterr().err
+
+
+def test_one_run_per_distinct_schedule_a_share_of_a_trained_arms_schedule_is_that_arm(tmp_path, capsys):
+    """Issue 57: `--epochs 6 --policies regular,fine,ucb --prune-fraction 0.9 --looks 3,6,9`. A look
+    trained shorter-90 (1 epoch of 6) beside ucb at 91%; the next look's bracket wants 95% fewer,
+    also 1 epoch. It was added as a second arm, shorter-95, and the same runs trained again under
+    its name for every seed; now the next look trains shorter-90 on the new seeds, saying so."""
+    from types import SimpleNamespace
+
+    from fineprune_cli.sequential.looks import _next_arms
+
+    cfg, c = tiny_compare(tmp_path, policies=["regular", "ucb"])
+    cfg.train.epochs, cfg.train.milestones = 6, []
+    name, kw = shorter(0.9)
+    by = context({"regular": (0.0, {}), name: (0.0, kw), "ucb": (0.0, pruned("ucb", 0.91))}, seeds=range(3))
+    assert bracketing_shares(by, "ucb") == [0.95]  # the line lies below 91%: the side above is missing
+    ucb = SimpleNamespace(policy="ucb", cheap=None, context="ctx")
+    nxt = _next_arms(cfg, c, {"ctx": by}, [ucb])
+    assert nxt.shorter == [0.9] and nxt.policies == ["regular", "ucb"]
+    said = capsys.readouterr().err
+    assert "shorter-95 trains the same schedule as shorter-90 (1 epoch): one arm, shorter-90, trained once" in said
+    # with no arm of that schedule trained yet, the first share wanted names it
+    fresh = context({"regular": (0.0, {}), "ucb": (0.0, pruned("ucb", 0.91))}, seeds=range(3))
+    assert _next_arms(cfg, c, {"ctx": fresh}, [ucb]).shorter == [0.9]
+
+
+def test_the_dry_run_says_which_shares_a_look_may_add_are_one_schedule(tmp_path):
+    from fineprune_cli.drivers.compare import shared_schedules
+    from fineprune_cli.drivers.dryrun import Probe, dry_compare
+
+    def timer(*_):  # the step's probe: not what is tested here
+        return Probe([0.1] * 5, [0.1] * 5, 1, 128, load=0.5, cores=2)
+
+    cfg, c = tiny_compare(tmp_path, policies=["regular", "ucb"], until_decided=True, looks=[2, 3])
+    cfg.train.epochs, cfg.train.milestones = 6, []
+    said = shared_schedules(cfg)
+    assert said.startswith("shorter arms a later look adds are one arm per distinct schedule of 6 epochs")
+    assert "45–55% fewer all train 3 epochs" in said and said.endswith("80–95% fewer all train 1 epoch")
+    assert dry_compare(cfg, c, timer).shared_schedules == said
+    cfg.train.epochs = 200  # 10 epochs a step: every share its own schedule
+    assert shared_schedules(cfg) == ""
 
 
 def test_a_report_names_where_looks_json_says_otherwise_than_the_runs(tmp_path):

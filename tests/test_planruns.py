@@ -137,6 +137,20 @@ def test_a_plan_changed_after_its_runs_or_over_runs_it_did_not_make_is_post_hoc(
     assert post_hoc(older) == []
 
 
+def test_a_run_whose_summary_lost_its_plan_digest_is_not_made_under_the_plan(tmp_path):
+    """Issue 57: a summary.json without its `plan` passed as a run of an earlier version, and the
+    decisions kept to the plan. Its config.yaml (written by a version that records the plan) tells
+    the two apart: only a run made before runs recorded their plan lacks the digest in both."""
+    out = compared(tmp_path / "cmp")
+    run = out / "lenet-fashion-mnist" / "fine-seed1"
+    config = run / "config.yaml"
+    config.write_text(config.read_text().replace("run:\n", "run:\n  plan: ''\n", 1))
+    assert post_hoc(out) == []  # its summary still records the plan it was made under
+    stamp(run, None)
+    said = post_hoc(out)
+    assert len(said) == 1 and "1 of the runs under" in said[0] and "lost the plan digest" in said[0], said
+
+
 def test_a_parent_plan_over_another_comparisons_runs_is_post_hoc(tmp_path):
     out = compared(tmp_path / "a" / "b")
     (out / "plan.json").rename(tmp_path / "a" / "plan.json")

@@ -193,8 +193,10 @@ def test_cli_report_bad_input(tmp_path):
     assert result.exit_code == 2 and "does not exist" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
+    # a folder holding no run: one line, nothing written (issue 57: an empty report, exit 0)
     result = runner.invoke(app, ["report", str(empty), "--out", str(tmp_path / "o"), "--no-plots"])
-    assert result.exit_code == 0 and "No complete runs" in (tmp_path / "o" / "index.md").read_text()
+    assert result.exit_code == 2 and "no run folders in" in result.output and "nothing to report" in result.output
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow

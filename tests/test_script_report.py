@@ -7,6 +7,8 @@ import sys
 import time
 from types import SimpleNamespace
 
+import torch
+
 import fineprune
 from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.drivers.compare import Job, job_config
@@ -43,7 +45,10 @@ def _script_run(tmp_path, monkeypatch, clock, policy, seed, train_s, test_s):
     monkeypatch.setenv(COMMAND_ENV, COMPARE)
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "main.py"), "--seed", str(seed)])
     run = fineprune.start(num_train=100, seed=seed, epochs=4)
+    sampler = run.sampler()  # a pruning policy acts only through it: an epoch not drawn from it fails
     for epoch in range(4):
+        sampler.set_epoch(epoch)
+        sampler.loss(torch.arange(100), torch.ones(100))
         seconds = train_s(epoch)
         clock.now += seconds + test_s
         run.log(train_loss=1.0, test_accuracy=50.0 + epoch, samples=100, train_seconds=seconds)

@@ -313,9 +313,11 @@ def test_the_paths_that_train_whole_batches_refuse_it():
     script = tiny_config(**{"prune.policy": "selective-backprop", "script.command": "python train.py"})
     with pytest.raises(ConfigError, match="without --script"):
         validate(script)
-    lightning = pytest.importorskip("fineprune_cli.integrations.lightning")
+    # the library's sampler (the Lightning callback's path) refuses it when it is made (issue 57:
+    # it trained every row of every batch under the policy's name, with no word)
+    from fineprune_cli.pruning.distsampler import DistributedPruningSampler
     from fineprune_cli.pruning.sampler import PruningSampler
 
-    callback = lightning.PruningCallback(PruningSampler(sb(**EVERY_STEP)))
-    with pytest.raises(ValueError, match="own-loop"):
-        callback.setup(None, None, "fit")
+    for sampler in (PruningSampler, DistributedPruningSampler):
+        with pytest.raises(ValueError, match="selective-backprop chooses rows inside each training step"):
+            sampler(sb(**EVERY_STEP))

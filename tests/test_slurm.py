@@ -379,3 +379,27 @@ def test_a_submission_from_another_thread_than_the_main_one_goes_through(tmp_pat
     worker.start()
     worker.join(30)
     assert got == ["submitted"]
+
+
+def test_a_tasks_outcome_is_read_from_its_run_and_log_never_by_unpickling_its_result(tmp_path, monkeypatch):
+    """Issue 57: submitit's result pickle under <out>/.jobs/slurm/ was unpickled when a job ended,
+    so a pickle planted there ran code. The outcome comes from the run folder (complete: done) and
+    the task's log (its traceback's last error), the pickle only telling that the task ended."""
+    import submitit
+
+    from fineprune_cli.drivers.executors.contract import Task
+    from fineprune_cli.drivers.executors.slurmjobs import SlurmRunner
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "out" / "lenet-synthetic" / "fine-seed0"
+    run.mkdir(parents=True)
+    task = Task("lenet on synthetic, fine, seed 0", "lenet-synthetic", "fine", 0, tmp_path / "c.yaml", run, 2)
+    job = submitit.SlurmJob(folder=tmp_path / "out" / ".jobs" / "slurm", job_id="4000_0")
+    job.paths.result_pickle.parent.mkdir(parents=True, exist_ok=True)
+    job.paths.result_pickle.write_bytes(b"\x80\x04cos\nsystem\n\x8c\x0btouch PWNED\x85R.")  # `touch PWNED` if loaded
+    job.paths.stderr.write_text("Traceback (most recent call last):\nValueError: bad pixels\n")
+    failed = SlurmRunner._outcome(task, job)
+    assert not failed.ok and failed.error.startswith("bad pixels (Slurm job 4000_0; logs: ")
+    (run / "summary.json").write_text(json.dumps({"status": "complete"}))
+    assert SlurmRunner._outcome(task, job).ok
+    assert not (tmp_path / "PWNED").exists()

@@ -49,7 +49,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "experiments" / "bench"), str(ROOT / "expe
 from common import device_slug, git_commit, table_stem  # noqa: E402
 from distcheck import dist  # noqa: E402
 from reproduce import reproduce  # noqa: E402
-from runner import Ctx, child_env, environment, invocation, pack, rel, run_logged  # noqa: E402
+from runner import Ctx, child_env, environment, invocation, pack, read_call, rel, run_logged  # noqa: E402
 
 STEPS = ("check", "bench", "reproduce", "report", "dist")
 QUICK_BENCH = ["--models", "lenet", "--subset", "256", "--rounds", "1", "--peak-size", "256"]
@@ -159,7 +159,7 @@ def report(ctx: Ctx) -> int:
         )
         return 2
     notes = ctx.experiment / "notes.md"
-    notes.write_text(notes_text(ctx, [json.loads(p.read_text()) for p in calls], [p.parent.name for p in calls]))
+    notes.write_text(notes_text(ctx, [read_call(p) for p in calls], [p.parent.name for p in calls]))
     log = ctx.experiment / "logs" / "report.log"
     cmd = [sys.executable, "-m", "fineprune_cli", "report", rel(ctx.experiment / "calls")]
     rc = run_logged([*cmd, "--out", rel(ctx.experiment), "--notes", rel(notes)], log, ctx)
@@ -195,9 +195,15 @@ def notes_text(ctx: Ctx, calls: list[dict], names: list[str]) -> str:
 
 
 def run_step(ctx: Ctx, step: str) -> int:
+    from fineprune_cli.errors import ConfigError
+
     ctx.start_step()
     print(f"== {step} ({ctx.device}{', quick' if ctx.quick else ''}) ==", flush=True)
-    return {"check": check, "bench": bench, "reproduce": reproduce, "report": report, "dist": dist}[step](ctx)
+    try:
+        return {"check": check, "bench": bench, "reproduce": reproduce, "report": report, "dist": dist}[step](ctx)
+    except ConfigError as exc:  # a record it reads is not one (a torn call.json, an edited plan.json): one line
+        print(f"error: {step}: {exc}", file=sys.stderr, flush=True)
+        return 2
 
 
 # --- command line --------------------------------------------------------------------------

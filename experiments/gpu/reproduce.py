@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 import yaml
 from common import describe_device
-from runner import ROOT, TERM_GRACE_S, Ctx, child_env, pack, rel, run_logged, run_summary, shown
+from runner import ROOT, TERM_GRACE_S, Ctx, child_env, pack, read_call, rel, run_logged, run_summary, shown
 
 from fineprune_cli.analysis.decide import plan as plans
 from fineprune_cli.analysis.decide.judging import load_judging
@@ -111,7 +111,7 @@ def seconds_per_epoch(experiment: Path, machine: str) -> float | None:
     paces = [
         r["seconds"] / r["epochs"]
         for path in (experiment / "calls").glob("*/call.json")
-        for record in [json.loads(path.read_text())]
+        for record in [read_call(path)]
         if record.get("machine") == machine
         for r in record.get("runs", [])
         if r.get("status") == "complete" and r.get("epochs")

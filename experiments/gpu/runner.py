@@ -64,6 +64,29 @@ def rel(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+CALL_RUN = {"arm", "seed", "status", "seconds"}  # what the notes and the pace read of each run of a call
+
+
+def read_call(path: Path) -> dict:
+    """A call's record (call.json, carried back in an archive): one torn in transit or edited into
+    something else stops the step in one line naming it (issue 57: a JSONDecodeError traceback)."""
+    from fineprune_cli.errors import ConfigError
+
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        record = exc
+    runs = record.get("runs") if isinstance(record, dict) else None
+    whole = isinstance(runs, list) and all(isinstance(r, dict) and CALL_RUN <= r.keys() for r in runs)
+    if not whole or not isinstance(record, dict) or not isinstance(record.get("machine"), str):
+        why = type(record).__name__ if isinstance(record, Exception) else "not a call's record"
+        raise ConfigError(
+            f"{rel(path)} is unreadable or corrupt ({why}): unpack that call's archive again, "
+            "or move its folder out of calls/"
+        )
+    return record
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """The project importable without an install (the GPU machine's python3 has none)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)

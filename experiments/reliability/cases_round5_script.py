@@ -18,6 +18,17 @@ HEAD = "import os, signal, sys, time\nseed, epochs = int(sys.argv[1]), int(sys.a
 START = "import fineprune\nrun = fineprune.start(num_train=8, seed=seed, epochs=epochs)\n"
 LOG = "run.log(train_loss=1.0 / (e + 1), test_accuracy=50.0 + e)\n"
 FULL = START + "for e in range(run.epochs):\n    " + LOG + "run.finish()\n"
+# each epoch drawn from run.sampler() with a loss per sample: a pruning policy acts only through it
+# (a run that never draws fails at its first epoch: it would train regular under the policy's name)
+DRAW = "    sampler.set_epoch(e)\n    idx = torch.tensor(list(sampler))\n    sampler.loss(idx, torch.ones(len(idx)))\n"
+DRAWN = (
+    START
+    + "import torch\nsampler = run.sampler()\nfor e in range(run.epochs):\n"
+    + DRAW
+    + "    "
+    + LOG
+    + "run.finish()\n"
+)
 
 
 def compare(script: str, *extra: str, seeds: str = "0", policies: str = "regular") -> list[str]:
@@ -121,7 +132,7 @@ SCRIPT_CASES = [
     Case("script-print-config", setup=scripted(FULL, "--print-config"), expect="done",
          check=lambda w: "print-config wrote its runs" if (w / "cmp").exists() else None),
     Case("script-killed-and-resumed", setup=_stopped_once, expect="done", check=_resumed),
-    Case("script-regular-and-fine", setup=scripted(FULL, "--window", "2", "--start", "1", policies="regular,fine"),
+    Case("script-regular-and-fine", setup=scripted(DRAWN, "--window", "2", "--start", "1", policies="regular,fine"),
          expect="done", check=runs_complete("regular-seed0", "fine-seed0")),  # fmt: skip
     Case("script-out-with-space", setup=scripted(FULL, "--out", "my runs"), expect="done",
          check=lambda w: None if (w / "my runs" / "s-data" / "regular-seed0" / "summary.json").exists() else "no run"),

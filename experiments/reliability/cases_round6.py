@@ -356,11 +356,14 @@ def _reformatted(work: Path, outside: Path, templates: dict) -> list[str]:
 
 
 def _older_runs(work: Path, outside: Path, templates: dict) -> list[str]:
-    """Runs recorded before runs recorded their plan (no `plan` key): judged as before."""
+    """Runs recorded before runs recorded their plan (no `plan` key in summary.json, nor `run.plan`
+    in config.yaml: a summary that lost only its own is a case of round 7): judged as before."""
     for summary in _compared_copy(work, templates).rglob("summary.json"):
         data = json.loads(summary.read_text())
         data.pop("plan", None)
         summary.write_text(json.dumps(data))
+        config = summary.parent / "config.yaml"
+        config.write_text("".join(ln for ln in config.read_text().splitlines(True) if not ln.startswith("  plan: ")))
     return _report()
 
 

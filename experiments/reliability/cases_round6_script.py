@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from cases import Case
-from cases_round5_script import FULL, HEAD, START, compare, runs_complete, scripted
+from cases_round5_script import DRAW, FULL, HEAD, START, compare, runs_complete, scripted
 
 # one epoch's record, its figures spelled in the case
 ONE = START + "for e in range(run.epochs):\n    run.log({})\nrun.finish()\n"
@@ -66,8 +66,10 @@ def diverges(name: str, fields: str, epoch: int = 1) -> Case:
 
 
 FINE_NAN = (
-    START + "for e in range(run.epochs):\n"
-    "    nan = os.environ['P'] != 'regular'\n"
+    START
+    + "import torch\nsampler = run.sampler()\nfor e in range(run.epochs):\n"
+    + DRAW
+    + "    nan = os.environ['P'] != 'regular'\n"
     "    run.log(train_loss=float('nan') if nan else 1.0 / (e + 1 + seed), test_accuracy=50.0 + e + seed)\n"
     "run.finish()\n"
 )

@@ -45,6 +45,7 @@ from cases_round5_script import SCRIPT_CASES  # noqa: E402
 from cases_round5_slurm import ROUND5_SLURM_CASES  # noqa: E402
 from cases_round6 import ROUND6_CASES, make_compared  # noqa: E402
 from cases_round6_script import ROUND6_SCRIPT_CASES  # noqa: E402
+from cases_round7 import ROUND7_CASES  # noqa: E402
 
 # groups run apart (tests/test_hostile.py runs one per test, so they spread over pytest workers)
 GROUPS = {"flags": CASES, "files": FILE_CASES, "launch": LAUNCH_CASES, "round4": ROUND4_CASES}
@@ -52,6 +53,7 @@ GROUPS["round5jobs"] = ROUND5_JOBS_CASES
 GROUPS["round5slurm"] = ROUND5_SLURM_CASES
 GROUPS["script"] = SCRIPT_CASES
 GROUPS["round6"] = ROUND6_CASES + ROUND6_SCRIPT_CASES
+GROUPS["round7"] = ROUND7_CASES
 ALL_CASES = [c for cases in GROUPS.values() for c in cases]
 # what cases copy, each made the first time a case asks for it
 TEMPLATES = {"run": make_run, "folder": make_folder, "pruned": make_pruned, "folder-run": make_folder_run}

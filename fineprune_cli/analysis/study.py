@@ -26,7 +26,7 @@ from .group.groups import Context, Groups, group
 from .group.reach import Quanta, Reaches, Targets, reaching
 from .group.rownumbers import Compared, RowNumbers, compared, row_numbers
 from .read.collapse import Collapse, collapsed
-from .read.planruns import applying, made_under, nearest
+from .read.planruns import applying, made_under, nearest, recorded
 from .read.runs import Problem, Run
 
 Rows = dict[tuple[Context, str], RowNumbers]  # by (context, row name)
@@ -75,7 +75,9 @@ def study(
     groups = group(runs)
     off = plans_.off_plan(agreed, judged(groups)) if agreed else []
     reasons = (
-        plans_.post_hoc(plans, judging) + made_under(plans, [(r.summary.plan, o) for r, o in zip(runs, owners)]) + off
+        plans_.post_hoc(plans, judging)
+        + made_under(plans, [(recorded(r.summary.plan, r.config), o) for r, o in zip(runs, owners)])
+        + off
     )
     # the plan's k where the report stays inside its family: a part of it is judged at the planned level
     k = agreed.family.size if agreed and agreed.family and not off else None

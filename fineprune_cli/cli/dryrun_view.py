@@ -99,6 +99,8 @@ def show_dry_run(dry: Any, as_json: bool) -> None:
         console.result(RANDOM_EQUAL)
     for line in dry.random_equal:
         console.result(Text(line))
+    if dry.shared_schedules:
+        console.result(dry.shared_schedules)
     folders = sorted({r.run_dir for r in dry.runs})
     console.result(
         f"run folder{'s' if len(folders) > 1 else ''}: "

@@ -24,7 +24,7 @@ from ..pruning.estimate import estimate
 from ..pruning.policy import random_equal_note
 from ..pruning.registry import get
 from ..pruning.schedule import PruneSchedule
-from .compare import CompareConfig, job_config, plan
+from .compare import CompareConfig, job_config, plan, shared_schedules
 from .drytime import Pace, PlannedRun, contended, ranges, time_runs, wall
 from .matrix import random_equal_lines
 from .probe import Probe, busy, probe, step_text
@@ -53,6 +53,7 @@ class DryRun:
     estimated_range: tuple[float, float] | None = None  # the same for estimated_seconds
     schedule_check: str = ""  # --script with shorter arms: what compare checks of the script's schedule
     random_equal: list[str] = field(default_factory=list)  # arms whose policy is its random control
+    shared_schedules: str = ""  # --until-decided: the shorter arms a look may add that are one schedule
     range_note: str = ""  # what the bracketed ranges span, where not the probe's repeats
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,7 +112,8 @@ def dry_compare(cfg: Config, c: CompareConfig, timer: Timer | None = None) -> Dr
     """`compare --dry-run`: every arm x seed of the matrix, in run order; with --until-decided
     the seeds of every look, each run tagged with the first look that trains it."""
     matrix = replace(c, seeds=list(range(c.looks[-1]))) if c.until_decided else c
-    return DRY_PLANS[trainer_for(cfg).name](cfg, c, matrix, timer)
+    dry = DRY_PLANS[trainer_for(cfg).name](cfg, c, matrix, timer)
+    return replace(dry, shared_schedules=shared_schedules(cfg)) if c.until_decided else dry
 
 
 def builtin_plan(cfg: Config, c: CompareConfig, matrix: CompareConfig, timer: Timer | None) -> DryRun:

@@ -105,7 +105,9 @@ class Grid:
         if state == "running" or state == "done":
             self._read(task)
         if state.startswith("failed"):  # its own error line, whatever the view
-            console.error(f"{task.label}: {state[len('failed: ') :]}")
+            error = state[len("failed: ") :]
+            # a task's own line may name its run already (a script's failure, said by its child): once
+            console.error(error if error.startswith(f"{task.label}:") else f"{task.label}: {error}")
         self._show(task)
 
     def tick(self) -> None:

@@ -76,3 +76,15 @@ def loss(name: str, value: Any, measured: bool = True) -> tuple[float, bool]:
     if number < 0:
         raise ScriptError(f"run.log(): {name} {value!r} is below 0: not a loss")
     return number, not (math.isfinite(number) and number <= MAX_LOSS)
+
+
+def drawn(policy: str, drew: bool, epoch: int) -> None:
+    """A pruning policy acts only through run.sampler(): an epoch whose DataLoader never drew from
+    it trained every sample, regular training that would be recorded complete under the policy's
+    name with 0% skipped (issue 57); it fails at its first epoch instead."""
+    if policy != "regular" and not drew:
+        raise ScriptError(
+            f"epoch {epoch} was logged under policy {policy}, but the script never drew that epoch's "
+            "samples from run.sampler(): it trained regular under the policy's name; give "
+            "run.sampler() to the training DataLoader (docs/howto/own-script.md)"
+        )

@@ -195,7 +195,9 @@ class ScriptRun:
             raise ScriptError(f"epoch {epoch} recorded where epoch {number} comes next: record epochs in order")
         if number > self.epochs:
             raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs: {MORE_EPOCHS}")
-        plan = self._sampler.plan if self._sampler is not None else None
+        drew = (s := self._sampler) is not None and (s.consumed or s.seen > 0)  # iterated, or given losses
+        logged.drawn(self.policy.name, drew, number)
+        plan = s.plan if s is not None else None
         count = samples if samples is not None else self._trained()
         pruned = plan.pruned if plan is not None and samples is None else count < self.num_train
         seconds = train_seconds if train_seconds is not None else now - self._since

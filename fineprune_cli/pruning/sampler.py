@@ -59,6 +59,13 @@ class PruningSampler(Sampler[int]):
         # variant) the next __init__ in line is DistributedSampler's, which needs a dataset
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy (fineprune_cli.create_policy(...)), got {type(policy).__name__}")
+        if policy.selects_batches:  # a plan of every sample: a loop of whole batches trains regular under its name
+            raise ValueError(
+                f"{policy.name} chooses rows inside each training step (a forward without gradients "
+                "first), which a sampler cannot do: its plan is every sample, so a DataLoader loop would "
+                "train regular batches under its name; use it in a loop of your own "
+                "(batch_keep, select_batch: docs/howto/own-loop.md) or fineprune train"
+            )
         require_int(seed, "seed", 0, 2**63 - 1)
         self.policy, self.seed = policy, seed
         self.epoch: int | None = None  # 0-based; None before the first plan

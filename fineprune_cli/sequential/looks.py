@@ -24,9 +24,10 @@ from .. import console
 from ..analysis.decide.decision import CANT_TELL, Decision, bracketing_shares
 from ..analysis.decide.judging import Judging
 from ..analysis.decide.sequence import Look, decidable, key, record, replay
-from ..analysis.group.groups import group
+from ..analysis.group.groups import duplicates, group
 from ..analysis.read import leftout
 from ..analysis.read.runs import Run, arm_of, load_runs
+from ..analysis.render.report import repeats
 from ..analysis.study import Study, study, with_left_out
 from ..arms import REGULAR, frontier_fraction, shorter_arm, shorter_budget
 from ..drivers import matrix
@@ -52,7 +53,7 @@ def until_decided(
         later = _later(cfg, c, sub, number)
         matrix.run_matrix(cfg, sub, show_progress=show_progress, command=command, later=later)
         runs, problems = load_runs([Path(c.out)]) if Path(c.out).is_dir() else ([], [])
-        runs = [r for r in runs if r.seed < seeds]
+        runs = [r for r in one_per_seed(runs) if r.seed < seeds]
         problems = [p for p in problems if p.seed is None or p.seed < seeds]
         if not runs:  # nothing finished (every run failed, or a dry check): nothing to decide
             break
@@ -84,6 +85,7 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
     for (every arm at look 1; later, what the policies still undecided need), in the matrix's
     order; [] when every policy is decided or every look is trained. The same steps as
     `until_decided`, for a procedure whose looks are trained a few runs at a time."""
+    runs = one_per_seed(runs)  # the runs of many calls, on many machines
     have = {(r.summary.model, r.policy, r.seed) for r in runs}
     arms = replace(c)
     for number, seeds in enumerate(c.looks, start=1):
@@ -96,6 +98,16 @@ def next_runs(cfg: Config, c: CompareConfig, judging: Judging, runs: list[Run]) 
             return []
         arms = _next_arms(cfg, c, decidable(grouped), still)
     return []
+
+
+def one_per_seed(runs: list[Run]) -> list[Run]:
+    """The runs with a second record of one run (its settings and seed) left out when its results
+    are the same, and refused in one line when they differ, as `report` does (issue 57: the looks
+    kept whichever record was read first, deciding by a folder's name)."""
+    repeated = duplicates(runs)
+    for dup, kept in repeated:
+        repeats(dup, kept)  # raises where the results differ
+    return [r for r in runs if all(r is not dup for dup, _ in repeated)]
 
 
 def _at_look(c: CompareConfig, judging: Judging, runs: list[Run], number: int):
@@ -134,9 +146,12 @@ def _say(look: Look, decisions: list[Decision], still: list[Decision], more: boo
 
 def _next_arms(cfg: Config, c: CompareConfig, groups: dict, open_: list[Decision]) -> CompareConfig:
     """Regular, the undecided policies, their C(p) arms, and shorter arms where the line misses
-    (one that this recipe cannot shorten, or that trains the same schedule as an arm already
-    planned, is left out with its reason: it could never be trained)."""
+    (one that this recipe cannot shorten is left out with its reason: it could never be trained;
+    one whose schedule an arm planned or trained already has is that arm: `_trainable`)."""
     policies, frontier, shorter = [REGULAR], [], []
+    # the shorter arms earlier looks trained: a share wanted now that rounds to one of their
+    # schedules is that arm, trained again on the new seeds, not a second arm of the same runs
+    trained = [b for by in groups.values() for name in by if (b := shorter_budget(name)) is not None]
     for d in open_:
         names = [d.policy] + (list(d.cheap.arms) if d.cheap else [])
         for name in names:
@@ -146,16 +161,20 @@ def _next_arms(cfg: Config, c: CompareConfig, groups: dict, open_: list[Decision
                 shorter.append(b)
             elif name in c.policies:  # a row of other settings (an ablation folder) is not ours to train
                 policies.append(name)
-        shorter += _trainable(cfg, c.shorter + shorter, bracketing_shares(groups[d.context], d.policy))
+        shorter += _trainable(cfg, c.shorter + trained + shorter, bracketing_shares(groups[d.context], d.policy))
     unique = lambda xs: sorted(set(xs), key=xs.index)  # noqa: E731
     return replace(c, policies=unique(policies), frontier=unique(frontier), shorter=unique(shorter))
 
 
 def _trainable(cfg: Config, planned: list[float], wanted: list[float]) -> list[float]:
-    schedules = {}
+    """The shorter arms that give the `wanted` shares, one per distinct schedule (issue 57: 90% and
+    95% fewer of 6 epochs both train 1, and were trained as two arms of identical runs): a share
+    whose schedule a `planned` (or trained) arm has is that arm, said once; one this recipe
+    cannot shorten is left out with its reason."""
+    schedules: dict = {}
     for share in planned:
         with contextlib.suppress(ConfigError):
-            schedules[shorter_runs(cfg, share)] = share
+            schedules.setdefault(shorter_runs(cfg, share), share)
     keep = []
     for share in wanted:
         try:
@@ -163,14 +182,15 @@ def _trainable(cfg: Config, planned: list[float], wanted: list[float]) -> list[f
         except ConfigError as exc:
             console.info(f"{shorter_arm(share)} is left out of the next look: {exc}")
             continue
-        if schedule in schedules and schedules[schedule] != share:
+        same = schedules.setdefault(schedule, share)
+        if same != share:
+            epochs, milestones = schedule
             console.info(
-                f"{shorter_arm(share)} is left out of the next look: it trains the same schedule as "
-                f"{shorter_arm(schedules[schedule])}"
+                f"{shorter_arm(share)} trains the same schedule as {shorter_arm(same)} ({epochs} epoch{'s' * (epochs != 1)}"
+                + (f", milestones {','.join(map(str, milestones))}" if milestones else "")
+                + f"): one arm, {shorter_arm(same)}, trained once per seed for both"
             )
-            continue
-        schedules.setdefault(schedule, share)
-        keep.append(share)
+        keep.append(same)
     return keep
 
 

@@ -51,6 +51,17 @@ def applying(plans: list[P], runs: Sequence[Path]) -> list[P]:
     return [p for p in plans if id(p) in used]
 
 
+LOST = "(lost)"  # the digest of a run whose summary.json lost the plan its config.yaml records
+
+
+def recorded(summary_plan: str | None, config: dict) -> str | None:
+    """The plan digest a run records: its summary.json's; LOST where that key is gone but the
+    run's config.yaml has `run.plan` (written by a version that records it: only a run made before
+    runs recorded their plan lacks both), so an edited summary cannot pass as an older run."""
+    run = config.get("run") if isinstance(config, dict) else None
+    return LOST if summary_plan is None and isinstance(run, dict) and "plan" in run else summary_plan
+
+
 def made_under(plans: Sequence[P], runs: Sequence[tuple[str | None, P | None]]) -> list[str]:
     """Why the runs (each the plan digest its summary records, and the plan that applies to it)
     do not keep to their plans ([] when they do): runs under no plan, runs made under another plan
@@ -67,9 +78,15 @@ def made_under(plans: Sequence[P], runs: Sequence[tuple[str | None, P | None]]) 
         if plan.runs_before < 0:  # read from an older looks.json: no plan, already said
             continue
         mine = [digest for digest, p in runs if p is plan]
-        other = sum(digest not in (None, "", plan.digest) for digest in mine)
+        other = sum(digest not in (None, "", LOST, plan.digest) for digest in mine)
         without = sum(digest == "" for digest in mine)
+        lost = sum(digest == LOST for digest in mine)
         name = plan.path or "the plan"
+        if lost:
+            reasons.append(
+                f"{lost} of the runs under {name} lost the plan digest from their summary.json (their "
+                "config.yaml records one): nothing shows they were made under it"
+            )
         if other:
             reasons.append(
                 f"{other} of the runs under {name} were made under another plan (as their summary.json "

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,11 +156,10 @@ def load_runs(paths: list[Path]) -> tuple[list[Run], list[Problem]]:
         Problem(
             run.path,
             "copy",
-            f"every epoch's losses are those of seed {kept.seed} in {kept.path}: a run "
-            f"folder copied under another seed's name, not a run of seed {run.seed}",
+            f"{why}: a run folder copied under another seed's name, not a run of seed {run.seed}",
             *_row_of(run.summary),
-        )
-        for run, kept in copied
+        )  # fmt: skip
+        for run, why in copied
     ]
     return [r for r in runs if all(r is not run for run, _ in copied)], problems
 
@@ -169,21 +170,43 @@ def _unfinished(summary: RunSummary) -> str:
     return f"{summary.epochs_completed} of {summary.epochs} epochs done"
 
 
-def copies(runs: list[Run]) -> list[tuple[Run, Run]]:
-    """(run, the run of another seed it copies): the same train and test loss in every epoch.
-    Two seeds never train alike (the seed draws the weights and the order), so such a run is a
-    folder copied and renamed; the one read first is kept. Losses that stay the same from epoch
-    to epoch (records crafted by hand) are no fingerprint and are not compared."""
+def copies(runs: list[Run]) -> list[tuple[Run, str]]:
+    """(run, why it is a copy of another seed's run): the same train and test loss in every epoch
+    as a run of another seed, or a summary.json that records the run was made in a folder of
+    another seed's name. Two seeds never train alike (the seed draws the weights and the order),
+    so such a run is a folder copied and renamed; the one read first is kept. Losses that stay the
+    same from epoch to epoch (records crafted by hand) are no fingerprint and are not compared,
+    nor are a script's, whose test loss is often not measured (NaN, equal to nothing): there the
+    folder's recorded name tells (issue 57: a copied script run passed as a further seed)."""
     first: dict[tuple[tuple[float, float], ...], Run] = {}
     found = []
     for run in runs:
+        made = _made_as(run)
+        if made is not None and made[1] != run.seed:
+            found.append((run, f"its summary.json records it was made as {made[0]} (seed {made[1]})"))
+            continue
         losses = tuple((r.train_loss, r.test_loss) for r in run.metrics)
         if len({train for train, _ in losses}) < 2:
             continue
         kept = first.setdefault(losses, run)
         if kept.seed != run.seed:
-            found.append((run, kept))
+            found.append((run, f"every epoch's losses are those of seed {kept.seed} in {kept.path}"))
     return found
+
+
+SEEDED = re.compile(r"^.+-seed(\d+)$")  # a run folder's name in a comparison: <arm>-seed<s>
+
+
+def _made_as(run: Run) -> tuple[str, int] | None:
+    """The folder name and seed a run's summary.json records it was made in, where that name is a
+    comparison's (`read_summary` puts the folder it is in now in its place)."""
+    try:
+        recorded = json.loads((run.path / SUMMARY).read_text()).get("run_dir")
+    except (OSError, ValueError, AttributeError):
+        return None
+    name = Path(str(recorded or "")).name
+    seeded = SEEDED.match(name)
+    return (name, int(seeded.group(1))) if seeded else None
 
 
 def load_run(path: Path, summary: RunSummary) -> Run:

@@ -61,6 +61,9 @@ def write_report(
     """`notes` (Markdown, e.g. how the runs were launched) goes at the top of index.md;
     `judging`: how to judge (default: the plan recorded with the runs, else the defaults)."""
     runs, problems = load_runs(paths)
+    if not runs and not problems:  # an empty report, exit 0, would pass for one over runs (issue 57)
+        named = ", ".join(str(p) for p in paths)
+        raise ConfigError(f"no run folders in {named}: nothing to report (a run folder holds a summary.json)")
     repeated = duplicates(runs)
     runs = [r for r in runs if all(r is not dup for dup, _ in repeated)]
     problems += [repeats(dup, kept) for dup, kept in repeated]

@@ -80,7 +80,7 @@ def parameters(s: SlurmConfig) -> dict[str, Any]:
 STOPPED = re.compile(r"^[\w.]*\b(?:Stopped|Interrupted): (.+?)(?:; continue with.*)?$", re.M)
 
 
-def failure_line(error: BaseException | None) -> str:
+def failure_line(error: BaseException | str | None) -> str:
     """The task's own error line out of submitit's report (a traceback between rulers); a task
     that Slurm preempted says so, not 'failed during processing'."""
     text = str(error or "")
@@ -182,10 +182,20 @@ class SlurmRunner:
 
     @staticmethod
     def _outcome(task: Task, job: submitit.SlurmJob) -> Outcome:
-        """Its result, read from the file the task wrote (no sacct: a cluster may have none)."""
+        """Its result, read from the run folder the task wrote and the task's log (no sacct: a cluster
+        may have none), never by unpickling submitit's result file: <out>/.jobs/slurm/ is data like a
+        run folder, and a pickle planted there would run code when loaded (issue 57)."""
+        try:
+            status = json.loads((task.run_dir / "summary.json").read_text()).get("status")
+        except (OSError, ValueError, AttributeError):
+            status = None
+        if status in ("complete", "diverged"):  # as the local executor's exit code 0
+            return Outcome(task, True, "")
         if not job.paths.result_pickle.exists():
             error = "the task ended without a result (killed, or its node failed)"
-        else:
-            exception = job.exception()
-            error = "" if exception is None else failure_line(exception)
-        return Outcome(task, not error, f"{error} (Slurm job {job.job_id}; logs: {job.paths.stderr})" if error else "")
+        else:  # submitit wrote the task's traceback into its log
+            try:
+                error = failure_line(job.paths.stderr.read_text(errors="replace")[-20_000:])
+            except OSError:
+                error = "the task failed, and its log cannot be read"
+        return Outcome(task, False, f"{error} (Slurm job {job.job_id}; logs: {job.paths.stderr})")

@@ -73,6 +73,16 @@ def _openers(lock: Path) -> list[str]:
     return found
 
 
+def held_here(path: Path) -> bool:
+    """Whether the folder's lock names this very process: flock refuses a second open of it here
+    too, and "another process" would be wrong (issue 57: a script calling start() twice)."""
+    try:
+        words = (path / ".lock").read_text().split()
+    except OSError:
+        return False
+    return bool(words) and words[0] == str(os.getpid()) and words[1:2] in ([], [_start_time(os.getpid())])
+
+
 def lock_problem(path: Path) -> str | None:
     """For a folder whose lock is held: None when its holder is the run that took it (alive),
     else what holds it instead, in words. A lock file that names no holder (written before

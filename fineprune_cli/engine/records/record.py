@@ -26,7 +26,7 @@ import yaml
 from ...errors import ConfigError
 from ..setup import yamlvalues
 from .files import UMASK, atomic_torch_save, atomic_write_text, read_regular_text, to_csv
-from .holders import lock_problem, stamp
+from .holders import held_here, lock_problem, stamp
 
 if TYPE_CHECKING:  # reading records (compare's planning, report) needs no torch
     import torch
@@ -107,8 +107,12 @@ class RunRecord:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
+            here = (
+                f"{self.path} is already open for writing in this same process (fineprune.start() called twice "
+                "for one run?): call it once and use the run it returns"
+            )
             raise ConfigError(
-                lock_problem(self.path)
+                (here if held_here(self.path) else lock_problem(self.path))
                 or f"{self.path} is being written by another fineprune process; wait for it or choose another --out"
             ) from None
         stamp(fd)
