@@ -5,13 +5,12 @@
 import argparse
 import time
 
+import fineprune
 import torch
 import torch.nn as nn
 import torchvision.transforms as T
 from torch.utils.data import DataLoader
 from torchvision.datasets import ImageFolder
-
-import fineprune
 
 parser = argparse.ArgumentParser(description="CIFAR-style training")
 parser.add_argument("--data", default="data/cifar10", help="image folder with train/ and test/")

@@ -5,11 +5,10 @@ On its own (`python examples/own_script.py`) it is a regular run of its flags.""
 
 import argparse
 
+import fineprune
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
-
-import fineprune
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--seed", type=int, default=0)

@@ -17,10 +17,9 @@ import argparse
 import lightning as L
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-
 from fineprune import DistributedPruningSampler, IndexedDataset, PruneConfig, create_policy
 from fineprune.integrations.lightning import PruningCallback
+from torch.utils.data import DataLoader, TensorDataset
 
 
 def blobs(n: int, seed: int) -> TensorDataset:

@@ -205,6 +205,10 @@ def test_one_writer_per_run_folder(tmp_path):
     from fineprune_cli.engine.records.record import RunRecord
 
     first = RunRecord(tmp_path / "r")
+    # the lock names this process: a second writer here is a second start(), not another process
+    with pytest.raises(ConfigError, match="already open for writing in this same process"):
+        RunRecord(tmp_path / "r")
+    (tmp_path / "r" / ".lock").write_text("")  # a lock naming no holder: another process's run
     with pytest.raises(ConfigError, match="being written by another fineprune process"):
         RunRecord(tmp_path / "r")
     first.close()  # released (as it is when a writer dies)

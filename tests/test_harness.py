@@ -8,10 +8,10 @@ import shlex
 import sys
 from pathlib import Path
 
+import fineprune
 import pytest
 import torch
 
-import fineprune
 from conftest import invoke, summary_of
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.drivers.executors.child import Label
@@ -490,6 +490,7 @@ def test_the_library_under_its_own_name_loads_torch_only_when_asked_and_has_its_
     assert fineprune.PruningSampler is fineprune_cli.PruningSampler and fineprune.start is fineprune_cli.start
     pytest.importorskip("lightning", reason="the lightning extra is not installed")
     from fineprune.integrations.lightning import PruningCallback
+
     from fineprune_cli.integrations.lightning import PruningCallback as same
 
     assert PruningCallback is same

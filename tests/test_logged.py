@@ -5,11 +5,11 @@ once, and a failed attempt is told by its own last words, bounded."""
 
 import math
 
+import fineprune
 import numpy as np
 import pytest
 import torch
 
-import fineprune
 from conftest import summary_of
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.drivers.trainers.scriptjob import last_words, probe, script_name

@@ -6,10 +6,10 @@ script under compare calls it, from the job config compare writes)."""
 
 import sys
 
+import fineprune
 import pytest
 import torch
 
-import fineprune
 from fineprune_cli.analysis.group.groups import group, settings
 from fineprune_cli.analysis.read.runs import load_runs
 from fineprune_cli.analysis.render.report import write_report

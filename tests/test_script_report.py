@@ -7,9 +7,9 @@ import sys
 import time
 from types import SimpleNamespace
 
+import fineprune
 import torch
 
-import fineprune
 from fineprune_cli.analysis.render.report import write_report
 from fineprune_cli.drivers.compare import Job, job_config
 from fineprune_cli.engine.setup import yamlvalues

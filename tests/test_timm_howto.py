@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import fineprune
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,6 @@ from timm import create_model
 from timm.data import ImageDataset, Mixup, create_loader
 from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
 from timm.scheduler import create_scheduler_v2
-
-import fineprune
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "howto" / "timm.md"
 N_TRAIN, BATCH = 40, 16  # drop_last trains 32 of the 40 in each epoch

@@ -10,14 +10,13 @@ tests/test_real_scripts.py runs it:
 import argparse
 import time
 
+import fineprune
 import lightning as L
 import torch
 import torch.nn.functional as F
+from fineprune.integrations.lightning import PruningCallback
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
 from torch.utils.data import DataLoader, TensorDataset
-
-import fineprune
-from fineprune.integrations.lightning import PruningCallback
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--seed", type=int, default=0)

@@ -14,6 +14,7 @@ The cool-down is folded into --epochs (the cosine runs epochs - cool-down, then 
 import argparse
 import time
 
+import fineprune
 import torch
 import torch.nn.functional as F
 from PIL import Image
@@ -23,8 +24,6 @@ from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
 from timm.optim import create_optimizer_v2
 from timm.scheduler import create_scheduler_v2
 from torch.utils.data import DataLoader, Dataset
-
-import fineprune
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--seed", type=int, default=0)
