@@ -118,3 +118,13 @@ def test_preloading_torch_and_its_compiler_starts_no_thread_pool():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout == "0\n", done.stderr
     assert native_threads() >= 1
+
+
+def test_its_command_line_is_the_commands_for_ps_and_pgrep(server, tmp_path):
+    marker = str(tmp_path / "job.yaml")
+    proc = _started(server.popen(["-c", SLEEP, marker], stdout=subprocess.PIPE, text=True))
+    words = open(f"/proc/{proc.pid}/cmdline", "rb").read().rstrip(b"\0").split(b"\0")
+    assert [w.decode() for w in words] == [sys.executable, "-c", SLEEP, marker]
+    proc.kill()
+    assert proc.wait(30) == -signal.SIGKILL
+    proc.stdout.close()

@@ -9,6 +9,7 @@ search path (PYTHONPATH, and the folder of the script or the working folder for 
 
 from __future__ import annotations
 
+import ctypes
 import io
 import locale
 import os
@@ -57,9 +58,24 @@ def _path(first: str) -> None:
     sys.path[:] = [first, *extra, *rest]
 
 
+def _title(words: list[str]) -> None:
+    """This process's command line (/proc/PID/cmdline, what `ps` and `pgrep -f` read) made the
+    command's, written over the server's own argv (Linux; its room is the server's argv, which
+    forkclient pads): a run is found by its job's path, as it was when it was `python ...`."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48, 49)
+    except (OSError, IndexError, ValueError):
+        return
+    text = "\0".join(words).encode(errors="replace")[: end - start - 1]
+    ctypes.memmove(start, text + b"\0" * (end - start - len(text)), end - start)
+
+
 def run_command(request: dict) -> None:
     """Run `python ARGS` (`-m module ...`, `-c code ...` or `script ...`) in this process; an
     exception or SystemExit leaves it as it would leave `python`."""
+    _title([sys.executable, *request["args"]])
     _streams()
     _threads()
     args = list(request["args"])

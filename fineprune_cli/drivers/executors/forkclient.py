@@ -27,6 +27,7 @@ from .forkserver import HEADER
 
 SERVER = "fineprune_cli.drivers.executors.forkserver"
 Stream = int | IO[Any] | None
+TITLE_ROOM = 4096  # the server's last argument, blank: room for each child's command line
 
 
 class Forked:
@@ -136,7 +137,7 @@ class ForkServer:
         self.log = log or Path(self.folder) / "server.log"
         with open(self.log, "ab") as err:
             self.server = subprocess.Popen(
-                [sys.executable, "-m", SERVER, str(listener.fileno()), *preload],
+                [sys.executable, "-m", SERVER, str(listener.fileno()), *preload, " " * TITLE_ROOM],
                 pass_fds=(listener.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=err,

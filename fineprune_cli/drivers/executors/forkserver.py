@@ -11,7 +11,7 @@ cores; the child takes them on before running the command, as a new interpreter 
 been started with them. The server sends back the child's pid, then its exit status (negative:
 the signal that ended it), as `subprocess` reports them.
 
-Run as `python -m fineprune_cli.drivers.executors.forkserver LISTEN_FD MODULE...`; it exits
+Run as `python -m fineprune_cli.drivers.executors.forkserver LISTEN_FD MODULE... ROOM`; it exits
 when its listening socket's owner says so (SIGTERM) or, with the owner's pdeathsig, dies with it.
 """
 
@@ -153,7 +153,7 @@ def _die_with_server(sig: int) -> None:
 def main(argv: list[str]) -> dict:
     listener = socket.socket(fileno=int(argv[0]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is its owner's to pass on, never the server's
-    preload(argv[1:])
+    preload([name for name in argv[1:] if name.strip()])  # the blank last one is room for titles
     return serve(listener)
 
 

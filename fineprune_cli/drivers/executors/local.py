@@ -26,6 +26,7 @@ from typing import Any
 
 from ...engine.records.holders import end_group
 from ...engine.records.jobenv import CONCURRENCY, THREADS
+from ...engine.setup.scriptconfig import runs_script
 from ...errors import ConfigError
 from .forkclient import Forked, ForkServer
 from .contract import POLL_S, Kind, Matrix, Outcome, Placement, RunsStopped, Task, Watch, state
@@ -85,8 +86,10 @@ def slots(jobs: int, threads: int, cores: list[int], gpus: list[str] | None) -> 
 
 
 # what a run imports, imported once in the fork server (torch's optimizer imports torch._dynamo:
-# seconds of its own); the child module itself is not, so `-m` runs it fresh as __main__
+# seconds of its own); the child module itself is not, so `-m` runs it fresh as __main__. A
+# `--script` run trains in the user's own process: its child needs no torch, and waits for none.
 PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.runner", "fineprune_cli.drivers.reuse"]
+SCRIPT_PRELOAD = ["fineprune_cli.drivers.reuse"]
 
 
 def task_command(task: Task) -> list[str]:
@@ -99,6 +102,7 @@ class LocalExecutor:
     """Runs tasks as child processes of this one, at most one per slot at a time."""
 
     slots: list[Slot]
+    preload: list[str] = field(default_factory=lambda: list(PRELOAD))
     running: dict[Slot, tuple[Task, Forked]] = field(default_factory=dict)
     server: ForkServer | None = None
 
@@ -112,7 +116,7 @@ class LocalExecutor:
         reaches them once, through here): they stop after their epoch, no other starts, and
         RunsStopped says so once they have."""
         queue, outcomes = list(tasks), []
-        with ForkServer(PRELOAD) as self.server, Forwarding() as stop:
+        with ForkServer(self.preload) as self.server, Forwarding() as stop:
             try:
                 while queue or self.running:
                     if stop.requested:
@@ -245,7 +249,8 @@ def on_cuda(device: str) -> bool:
 def local_executor(cfg: Any, c: Matrix) -> LocalExecutor:
     """The slots of this machine; --jobs or --threads beyond it is refused before anything trains."""
     return LocalExecutor(
-        slots(c.jobs, c.threads, available_cores(), visible_gpus() if on_cuda(cfg.run.device) else None)
+        slots(c.jobs, c.threads, available_cores(), visible_gpus() if on_cuda(cfg.run.device) else None),
+        SCRIPT_PRELOAD if runs_script(cfg) else PRELOAD,
     )
 
 
