@@ -36,9 +36,8 @@ class Forked:
     def __init__(self, args: list[str], conn: socket.socket, pipes: dict[int, IO[Any]]):
         self.args, self._conn = args, conn
         self.returncode: int | None = None
-        self._lines = conn.makefile("r")
         self.stdin, self.stdout, self.stderr = (pipes.get(i) for i in range(3))
-        first = self._lines.readline().split()
+        first = self._line().split()
         if not first or first[0] != "pid":
             raise OSError("the fork server did not start the command (it has ended; its log says why)")
         self.pid = int(first[1])
@@ -48,11 +47,21 @@ class Forked:
             self._read_status()
         return self.returncode
 
+    def _line(self) -> str:
+        """One line from the server, read unbuffered: a buffered reader could take the exit line
+        along with the pid line, and select would then wait on a socket with nothing left in it."""
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = self._conn.recv(1)
+            if not chunk:
+                break
+            line += chunk
+        return line.decode()
+
     def _read_status(self) -> None:
-        words = self._lines.readline().split()
+        words = self._line().split()
         # no status: the server was killed, and the child with it (its pdeathsig)
         self.returncode = int(words[1]) if len(words) == 2 and words[0] == "exit" else -signal.SIGKILL
-        self._lines.close()
         self._conn.close()
 
     def wait(self, timeout: float | None = None) -> int:
