@@ -73,6 +73,24 @@ def _own_cache_folder(tmp_path_factory):
     os.environ["FINEPRUNE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
 
 
+# what the tests' fork server imports once: torch, its compiler (torch.optim's constructor imports
+# it: ~2 s a process) and the CLI; not fineprune_cli.__main__ (runpy would warn that `-m` finds it loaded)
+FORK_PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.cli", "fineprune_cli.runner", "fineprune_cli.drivers.compare"]
+
+
+@pytest.fixture(scope="session")
+def forked(_own_cache_folder):
+    """A fork server of this worker's that imported FORK_PRELOAD once: a test whose subject is a
+    real process (its signals, exit code, leftovers, streams) starts `python ARGS` forked from it
+    (`forked.popen(ARGS, ...)`, `forked.run(ARGS, ...)`: Popen's and run's options) in a fraction
+    of a second, not a new interpreter's seconds of imports. Tests of what a fresh interpreter
+    imports, and one or two of the installed entry point (test_cli), start `sys.executable`."""
+    from fineprune_cli.drivers.executors.forkclient import ForkServer
+
+    with ForkServer(FORK_PRELOAD) as server:
+        yield server
+
+
 def invoke(args):
     """Run the CLI in-process; returns click's Result (exit_code, output)."""
     return _runner.invoke(app, [str(a) for a in args])

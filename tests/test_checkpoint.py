@@ -4,7 +4,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -122,10 +121,9 @@ def test_diverged_run_keeps_its_record(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
+def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path, forked):
     out = tmp_path / "run"
     args = [
-        sys.executable,
         "-m",
         "fineprune_cli",
         "train",
@@ -134,7 +132,7 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
         str(out),
         "--json",
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = forked.popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
         # the summary is an epoch's last write (after metrics and checkpoint): wait for it,
@@ -156,10 +154,9 @@ def test_sigkill_keeps_incomplete_and_resume_finishes(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
+def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path, forked):
     out = tmp_path / "run"
     args = [
-        sys.executable,
         "-m",
         "fineprune_cli",
         "train",
@@ -169,7 +166,7 @@ def test_sigint_subprocess_stops_cleanly_with_exit_130(tmp_path):
         "--out",
         str(out),
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = forked.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline and not (out / "metrics.csv").exists():
         time.sleep(0.05)

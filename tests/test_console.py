@@ -6,7 +6,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 
@@ -137,10 +136,10 @@ def test_a_callers_bar_without_steps_or_resumed_still_works():
 
 
 @pytest.mark.slow
-def test_a_sigterm_stop_is_a_plain_line_not_an_error(tmp_path):
+def test_a_sigterm_stop_is_a_plain_line_not_an_error(tmp_path, forked):
     out = tmp_path / "run"
-    args = [sys.executable, "-m", "fineprune_cli", "train", *TINY, "--epochs", "40", "--out", str(out)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = ["-m", "fineprune_cli", "train", *TINY, "--epochs", "40", "--out", str(out)]
+    proc = forked.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (out / "metrics.csv").exists():  # training
         time.sleep(0.05)

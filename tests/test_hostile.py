@@ -13,7 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "reliability" / "hostile.py"
 
 
-def _hostile(*args):
+def _hostile(*args, forked=None):
+    """The script with `args`: forked from the tests' fork server (conftest's `forked`: torch and
+    the CLI imported once per worker), or a new interpreter (`--exec`'s check of the shortcut)."""
+    if forked is not None:
+        return forked.run([str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=900)
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=900)
 
 
@@ -24,8 +28,8 @@ class _Group:
     group = ""
 
     @pytest.mark.slow  # a group's inputs, each in a forked process: a minute
-    def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing(self):
-        done = _hostile("--group", self.group)
+    def test_every_hostile_input_is_refused_in_one_line_and_writes_nothing(self, forked):
+        done = _hostile("--group", self.group, forked=forked)
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
         last = done.stdout.strip().splitlines()[-1]
         handled, total = last.split(" hostile inputs")[0].split(" of ")

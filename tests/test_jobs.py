@@ -3,7 +3,6 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -186,15 +185,15 @@ def _epochs_done(run):
 @pytest.mark.slow
 @pytest.mark.skipif(CORES < 2, reason="two runs at once need two cores")
 @pytest.mark.parametrize("ctrl_c", [False, True], ids=["sigterm-to-compare", "ctrl-c-to-the-group"])
-def test_a_stop_to_compare_jobs_stops_its_runs_after_their_epoch_in_one_line(tmp_path, ctrl_c):
+def test_a_stop_to_compare_jobs_stops_its_runs_after_their_epoch_in_one_line(tmp_path, ctrl_c, forked):
     """SIGTERM to `compare --jobs 2` killed it with no line and left its runs training on their
     own; Ctrl-C ended it with exit 130 and nothing said. Both: the runs stop after their epoch,
     one line says so, and `compare` again resumes them."""
     out = tmp_path / "cmp"
-    args = [sys.executable, "-m", "fineprune_cli", "compare", *tiny(subset=300, test_subset=100, epochs=25)]
+    args = ["-m", "fineprune_cli", "compare", *tiny(subset=300, test_subset=100, epochs=25)]
     args += ["--policies", "regular,fine", "--jobs", "2", "--threads", "1", "--out", str(out)]
     runs = [out / "lenet-synthetic" / f"{arm}-seed0" for arm in ("regular", "fine")]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = forked.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not all(_epochs_done(r) >= 1 for r in runs):
         time.sleep(0.05)  # both runs have recorded an epoch: both in their loops
@@ -212,7 +211,7 @@ def test_a_stop_to_compare_jobs_stops_its_runs_after_their_epoch_in_one_line(tmp
         assert not held(run) and summary_of(run)["status"] == "interrupted"
         assert (run / "checkpoint.pt").exists() and summary_of(run)["epochs_completed"] < 25
     stopped_at = [summary_of(r)["epochs_completed"] for r in runs]
-    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    again = forked.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     for run, epochs in zip(runs, stopped_at):
         assert summary_of(run)["status"] == "complete"
@@ -286,12 +285,12 @@ main()
 
 
 @pytest.mark.slow
-def test_a_sigterm_between_the_runs_of_a_one_job_compare_is_one_line(tmp_path):
+def test_a_sigterm_between_the_runs_of_a_one_job_compare_is_one_line(tmp_path, forked):
     """Between two runs no training loop holds SIGTERM, and its default action ended compare
     with no line (exit -15); now it ends as Ctrl-C does there, and compare again continues."""
     out = tmp_path / "cmp"
     args = ["compare", *tiny(), "--policies", "regular,fine", "--out", str(out)]
-    result = subprocess.run([sys.executable, "-c", BETWEEN_RUNS, *args], capture_output=True, text=True, timeout=300)
+    result = forked.run(["-c", BETWEEN_RUNS, *args], capture_output=True, text=True, timeout=300)
     assert result.returncode == 130, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "interrupted; compare again to continue", result.stderr
     assert summary_of(out / "lenet-synthetic" / "regular-seed0")["status"] == "complete"

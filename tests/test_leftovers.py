@@ -45,11 +45,11 @@ def _gone(marker: str, seconds: float) -> list[int]:
 
 @pytest.mark.slow  # a compare and its run, each a process importing torch
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=["sigkill", "sighup"])
-def test_a_killed_or_hung_up_compare_takes_its_runs_with_it(tmp_path, sig):
+def test_a_killed_or_hung_up_compare_takes_its_runs_with_it(tmp_path, sig, forked):
     out = tmp_path / "leftover-runs"
     args = [*tiny(epochs=2000, policies="regular"), "--threads", "1", "--out", str(out)]
-    compare = subprocess.Popen(
-        [sys.executable, "-m", "fineprune_cli", "compare", *args],
+    compare = forked.popen(
+        ["-m", "fineprune_cli", "compare", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # as a terminal's job: the signal reaches compare alone

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 from cases import Case
+from forked import fineprune
 
 HEAD = "import os, signal, sys, time\nseed, epochs = int(sys.argv[1]), int(sys.argv[2])\n"
 START = "import fineprune\nrun = fineprune.start(num_train=8, seed=seed, epochs=epochs)\n"
@@ -80,7 +80,7 @@ def _stopped_once(work: Path, outside: Path, templates: dict) -> list[str]:
     )
     (work / "s.py").write_text(HEAD + body)
     argv = compare("s.py")
-    subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, capture_output=True, timeout=60)
+    fineprune(argv, work, timeout=60)
     return argv
 
 

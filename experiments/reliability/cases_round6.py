@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 from cases import PICKLE_CODE, TINY, Case, with_run
 from cases_round5_script import HEAD, LOG, START, compare, runs_complete, scripted
+from forked import fineprune
 
 # -- the template: a compare of regular and fine over seeds 0 and 1, its plan recorded first ---------------
 
@@ -110,7 +109,7 @@ def _killed_once(body: str):
     def setup(work: Path, outside: Path, templates: dict) -> list[str]:
         (work / "s.py").write_text(HEAD + body)
         argv = compare("s.py")
-        subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, capture_output=True, timeout=60)
+        fineprune(argv, work, timeout=60)
         return argv
 
     return setup

@@ -17,13 +17,13 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
 
 from cases import Case
 from cases_round5_script import DRAW, FULL, HEAD, START, compare, runs_complete, scripted
+from forked import fineprune
 
 # one epoch's record, its figures spelled in the case
 ONE = START + "for e in range(run.epochs):\n    run.log({})\nrun.finish()\n"
@@ -81,7 +81,7 @@ def _fine_diverged(work: Path, outside: Path, templates: dict) -> list[str]:
     command = f"env P={{policy}} {shlex.quote(sys.executable)} s.py {{seed}} {{epochs}}"
     argv = compare("s.py", "--window", "2", "--start", "1", seeds="0,1", policies="regular,fine")
     argv[argv.index("--script") + 1] = command
-    subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, capture_output=True, timeout=90)
+    fineprune(argv, work, timeout=90)
     return ["report", "cmp", "--out", "rep", "--no-plots"]
 
 
@@ -167,8 +167,7 @@ def _two_machines(bump: str):
         for out, extra in (("m1", "0"), ("m2", bump)):
             argv = compare("s.py", "--out", out)
             env = {**os.environ, "BUMP": extra}
-            subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, env=env, capture_output=True,
-                           timeout=60)  # fmt: skip
+            fineprune(argv, work, env, timeout=60)
         return ["report", "m1", "m2", "--out", "rep", "--no-plots"]
 
     return setup
@@ -219,7 +218,7 @@ SECOND = (
 def _second_attempt(work: Path, outside: Path, templates: dict) -> list[str]:
     (work / "s.py").write_text(HEAD + SECOND)
     argv = compare("s.py")
-    subprocess.run([sys.executable, "-m", "fineprune_cli", *argv], cwd=work, capture_output=True, timeout=60)
+    fineprune(argv, work, timeout=60)
     return argv
 
 
