@@ -3,7 +3,9 @@
 import csv
 import json
 import os
+import shlex
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,6 +91,19 @@ def forked(_own_cache_folder):
 
     with ForkServer(FORK_PRELOAD) as server:
         yield server
+
+
+# `python` for the script of a `compare --script` command: tests/forkrun runs the script forked
+# from the `forked` server (the `preloaded_python` fixture names it), where the script process,
+# its signals or its death, is not what the test is about
+FORKRUN = f"{shlex.quote(sys.executable)} {Path(__file__).with_name('forkrun')}"
+
+
+@pytest.fixture
+def preloaded_python(forked, monkeypatch):
+    """FORKRUN, with this worker's fork server's socket in the environment compare passes on."""
+    monkeypatch.setenv("FINEPRUNE_TEST_FORK", forked.address)
+    return FORKRUN
 
 
 def invoke(args):

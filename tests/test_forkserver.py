@@ -110,6 +110,18 @@ def test_a_preload_that_starts_a_thread_is_refused(tmp_path, monkeypatch):
             own.popen(["-c", "pass"])
 
 
+def test_scipys_blas_pool_is_allowed_and_works_in_a_forked_child():
+    """Lightning's metrics import scipy, whose own OpenBLAS starts a pool at load: a server may
+    preload it (the pool stops and restarts itself around a fork), and a child's solve gives the
+    answer, on two threads, with no deadlock."""
+    code = "import numpy, scipy.linalg as L\nprint(L.solve(numpy.eye(300) * 2, numpy.ones(300)).sum())"
+    with ForkServer(["scipy.linalg"]) as own:
+        done = own.run(
+            ["-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+        )
+    assert (done.returncode, done.stdout) == (0, "150.0\n"), done.stderr
+
+
 def test_preloading_torch_and_its_compiler_starts_no_thread_pool():
     code = (
         "import os, numpy\nfrom fineprune_cli.drivers.executors.forkserver import native_threads\n"

@@ -18,16 +18,30 @@ import pytest
 from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON = shlex.quote(sys.executable)
+# each run of a script is its own process, forked from a server that imported torch, timm and
+# Lightning once (tests/forkrun): a new interpreter spends 4-7 s of CPU importing them, ~100 s
+# over this file's 27 runs; tests/test_script_arms.py runs the shipped example as `python SCRIPT`
+PYTHON = f"{shlex.quote(sys.executable)} {ROOT / 'tests/forkrun'}"
+PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.harness", "PIL.Image", "timm", "timm.data", "timm.loss",
+           "timm.optim", "timm.scheduler", "lightning", "fineprune.integrations.lightning"]  # fmt: skip
 TIMM = f"{PYTHON} {ROOT / 'tests/scripts/timm_train.py'} --seed {{seed}} --epochs {{epochs}}"
 LIGHTNING = f"{PYTHON} {ROOT / 'tests/scripts/lightning_train.py'} --seed {{seed}} --epochs {{epochs}}"
 OWN = f"{PYTHON} {ROOT / 'examples/own_script.py'} --seed {{seed}} --epochs {{epochs}} --milestones {{milestones}}"
 
 
+@pytest.fixture(scope="module")
+def preloaded(_own_cache_folder):
+    from fineprune_cli.drivers.executors.forkclient import ForkServer
+
+    with ForkServer(PRELOAD) as server:
+        yield server.address
+
+
 @pytest.fixture
-def here(tmp_path, monkeypatch):
+def here(tmp_path, monkeypatch, preloaded):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # each script run one thread: CI's two cores, two workers
+    monkeypatch.setenv("FINEPRUNE_TEST_FORK", preloaded)
     return tmp_path
 
 

@@ -53,14 +53,20 @@ def native_threads() -> int:
     return len(os.listdir(tasks)) if os.path.isdir(tasks) else 1
 
 
+# libraries whose thread pools stop and restart themselves around a fork (OpenBLAS's
+# pthread_atfork): numpy's, and scipy's own OpenBLAS, which Lightning's metrics load
+FORK_SAFE_POOLS = ("numpy", "scipy.linalg")
+
+
 def preload(modules: list[str]) -> None:
-    """Import `modules`; refused if that started a thread. numpy's OpenBLAS starts its pool as it
-    loads, and stops it itself around a fork (pthread_atfork), so its threads are counted first
-    and allowed; any other (torch's intra-op pool, CUDA's) would be copied broken into children."""
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        pass
+    """Import `modules`; refused if that started a thread. The FORK_SAFE_POOLS start their pools
+    as they load, so they are imported and their threads counted first, and allowed; any other
+    (torch's intra-op pool, CUDA's) would be copied broken into children."""
+    for pool in FORK_SAFE_POOLS:
+        try:
+            importlib.import_module(pool)
+        except ImportError:
+            pass
     allowed = native_threads()
     for name in modules:
         importlib.import_module(name)
