@@ -4,8 +4,6 @@ refused with one line as soon as a seed has both runs, before the rest of the ma
 whose T_max follows {epochs} is not."""
 
 import math
-import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -80,36 +78,38 @@ run.finish()
 """
 
 
-def _compare(tmp_path, t_max, *more):
+def _compare(tmp_path, python, t_max, *more):
     script = tmp_path / "cos.py"
     script.write_text(SCRIPT)
-    command = f"{shlex.quote(sys.executable)} {script} --seed {{seed}} --epochs {{epochs}}" + (
-        f" --t-max {t_max}" if t_max else ""
-    )
+    command = f"{python} {script} --seed {{seed}} --epochs {{epochs}}" + (f" --t-max {t_max}" if t_max else "")
     return invoke(["compare", "--script", command, "--epochs", "8", "--milestones", "", "--policies", "regular",
                    "--shorter", "0.5", "--seeds", "0,1", "--out", "cmp", *more])  # fmt: skip
 
 
-@pytest.mark.slow  # script runs, each a Python process importing torch
+@pytest.mark.slow  # script runs, each a process forked with torch imported
 @pytest.mark.parametrize("jobs", [[], ["--jobs", "2"]])
-def test_compare_script_refuses_a_fixed_t_max_before_the_next_seed_trains(tmp_path, monkeypatch, jobs):
+def test_compare_script_refuses_a_fixed_t_max_before_the_next_seed_trains(
+    tmp_path, monkeypatch, jobs, preloaded_python
+):
     monkeypatch.chdir(tmp_path)
-    done = _compare(tmp_path, 8, *jobs)  # T_max 8 on the arm's 4 epochs: it stops at half the lr
+    done = _compare(tmp_path, preloaded_python, 8, *jobs)  # T_max 8 on the arm's 4 epochs: it stops at half the lr
     assert done.exit_code == 2, done.output
     said = " ".join(done.output.split())
     assert "shorter-50, seed 0: the script's learning rate is not regular's compressed" in said
     assert "T_max = epochs" in said and "Traceback" not in done.output
     runs = tmp_path / "cmp" / "cos-data"
     assert not (runs / "shorter-50-seed1").exists()  # seed 1's arm never started
-    again = _compare(tmp_path, 8, *jobs)  # refused before anything trains
+    again = _compare(tmp_path, preloaded_python, 8, *jobs)  # refused before anything trains
     assert again.exit_code == 2 and "shorter-50, seed 0" in again.output
     assert not (runs / "shorter-50-seed1").exists()
 
 
 @pytest.mark.slow
-def test_compare_script_with_t_max_from_epochs_trains_and_reports_nothing_of_it(tmp_path, monkeypatch):
+def test_compare_script_with_t_max_from_epochs_trains_and_reports_nothing_of_it(
+    tmp_path, monkeypatch, preloaded_python
+):
     monkeypatch.chdir(tmp_path)
-    done = _compare(tmp_path, None)
+    done = _compare(tmp_path, preloaded_python, None)
     assert done.exit_code == 0, done.output
     runs = Path("cmp") / "cos-data"
     for arm in ("regular-seed0", "regular-seed1", "shorter-50-seed0", "shorter-50-seed1"):
