@@ -334,9 +334,9 @@ def test_a_hanging_script_under_jobs_is_stopped_and_the_others_go_on(tmp_path, m
     )
     command = f"{sys.executable} {script} {{seed}}"
     done = invoke(["compare", "--script", command, "--epochs", "1", "--policies", "regular", "--seeds", "0,1",
-                   "--jobs", "2", "--script-timeout", "20", "--out", "cmp"])  # fmt: skip
+                   "--jobs", "2", "--script-timeout", "6", "--out", "cmp"])  # fmt: skip
     assert done.exit_code == 1, done.output
-    assert "ran past --script-timeout 20 s" in done.output and "1 of 2 runs failed" in done.output
+    assert "ran past --script-timeout 6 s" in done.output and "1 of 2 runs failed" in done.output
     assert summary_of(tmp_path / "cmp" / "hang-data" / "regular-seed0")["status"] == "complete"
 
 
@@ -482,7 +482,9 @@ def test_the_library_under_its_own_name_loads_torch_only_when_asked_and_has_its_
 
     import fineprune_cli
 
-    code = "import sys, fineprune; a = 'torch' in sys.modules; fineprune.PruneConfig; print(a, 'torch' in sys.modules)"
+    code = (
+        "import sys, fineprune; a = 'torch' in sys.modules; fineprune.PruningSampler; print(a, 'torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == [
         "False",
         "True",
@@ -494,6 +496,27 @@ def test_the_library_under_its_own_name_loads_torch_only_when_asked_and_has_its_
     from fineprune_cli.integrations.lightning import PruningCallback as same
 
     assert PruningCallback is same
+
+
+def test_a_script_that_only_records_its_run_never_imports_torch(tmp_path):
+    """start(), resume(), log() and finish() load no torch (1.5 s of CPU each run of a script that
+    trains without it, e.g. a test's stand-in), and its summary still names torch's version and
+    threads; a sampler, which works in tensors, loads it. A new interpreter: this one has torch."""
+    import subprocess
+
+    code = (
+        "import sys, fineprune\n"
+        f"run = fineprune.start(num_train=4, seed=0, epochs=1, out={str(tmp_path / 'run')!r})\n"
+        "run.resume(); run.log(train_loss=1.0, test_accuracy=50.0); run.finish()\n"
+        "print('torch' in sys.modules)\n"
+        "run.sampler(); print('torch' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FINEPRUNE_")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.stdout.split() == ["False", "True"], done.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["torch"] == torch.__version__
+    assert summary["machine"]["torch"] == torch.__version__ and summary["machine"]["threads"] >= 1
 
 
 def test_an_ies_script_run_gets_its_forward_only_pass_through_the_sampler(tmp_path):

@@ -16,7 +16,7 @@ DEVELOPMENT = Path(__file__).resolve().parents[1] / "docs" / "development.md"
 
 # lowest first: a module may import from its own layer or any layer before it
 LAYERS = [
-    {"errors", "settings", "console", "registry"},
+    {"errors", "settings", "console", "registry", "lazytorch"},
     {"models"},
     {"pruning"},
     {"engine"},

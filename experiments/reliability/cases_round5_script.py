@@ -124,8 +124,8 @@ SCRIPT_CASES = [
     failed("script-killed-by-sigkill", "os.kill(os.getpid(), signal.SIGKILL)", ("SIGKILL",), kept=()),
     failed("script-floods-its-log", "sys.stdout.write('x' * 2_000_000 + '\\n'); raise SystemExit('flooded')",
            ("flooded",), kept=()),  # fmt: skip
-    failed("script-hangs-under-jobs", "if seed: time.sleep(600)\n" + FULL, ("ran past --script-timeout 20 s",),
-           "--jobs", "2", "--script-timeout", "20"),  # fmt: skip
+    failed("script-hangs-under-jobs", "if seed: time.sleep(600)\n" + FULL, ("ran past --script-timeout 6 s",),
+           "--jobs", "2", "--script-timeout", "6"),  # fmt: skip
     refused("script-not-found", "--script", "no-such-program {seed}", words=("no-such-program",)),
     Case("script-dry-run", setup=scripted(FULL, "--dry-run"), expect="done",
          check=lambda w: "the dry run wrote its runs" if (w / "cmp").exists() else None),

@@ -7,10 +7,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import torch
-
 from ..engine.inputs import dataid
 from ..engine.inputs.imagefolder import list_folder
+from ..lazytorch import torch
 
 
 def tensor_identity(*tensors: torch.Tensor, name: str = "tensors") -> dict[str, str]:

@@ -17,9 +17,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ..arms import shorter_budget
 from ..engine.records.files import atomic_write_bytes
@@ -27,14 +25,19 @@ from ..engine.records.record import CHECKPOINT, EpochRow, RunRecord, RunSummary,
 from ..engine.setup.config import Config, config_from_dict, load_yaml, validate
 from ..engine.setup.scriptconfig import PLACEHOLDERS, used_by_script
 from ..engine.training.checkpoint import data_bytes, load_data
+from ..engine.training.device import device_kind
 from ..engine.training.totals import Totals, mark_diverged, new_summary, summarize
 from ..errors import ConfigError
+from ..lazytorch import torch
 from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
-from ..pruning.sampler import PruningSampler
+from ..pruning.registry import get as get_policy
 from . import logged
 from .logged import ScriptError
 from .version import script_version
+
+if TYPE_CHECKING:
+    from ..pruning.sampler import PruningSampler
 
 JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
 # a script that trains past {epochs} most often adds a cool-down after its schedule (timm's
@@ -78,7 +81,8 @@ def start(
         cfg.run.out = os.environ.get(RUN_DIR_ENV) or cfg.run.out
     # the run's own values are recorded as such; in the recipe they would set the arms apart
     cfg.script.recipe = {k: v for k, v in (recipe or {}).items() if k not in PLACEHOLDERS}
-    run = ScriptRun(cfg, num_train, torch.device(device), data or {}, model, dataset)
+    # "cpu" as given: torch.device would import torch, which a script that only records never needs
+    run = ScriptRun(cfg, num_train, device if device == "cpu" else torch.device(device), data or {}, model, dataset)
     run.summary.classes, run.summary.num_test = classes or 0, num_test or 0
     return run
 
@@ -141,19 +145,22 @@ class ScriptRun:
     """One run of a script: its settings (`seed`, `epochs`, `milestones`, `policy`), a sampler
     that prunes by its policy, `log()` once per epoch, `finish()` at the end."""
 
-    def __init__(self, cfg: Config, num_train: int, device: torch.device, data: dict, model, dataset):
+    def __init__(self, cfg: Config, num_train: int, device: torch.device | str, data: dict, model, dataset):
         if not isinstance(num_train, int) or num_train < 1:
             raise ScriptError(f"num_train must be a positive number of training samples, got {num_train!r}")
-        self.cfg, self.num_train, self.device = cfg, num_train, device
+        self.cfg, self.num_train, self._device = cfg, num_train, device
         self.path = Path(cfg.run.out or default_run_dir(cfg.model.name, cfg.data.dataset))
         # a folder holding a run is refused, unless that run left a checkpoint this one may resume
         self.record = RunRecord(self.path, fresh=not (self.path / CHECKPOINT).exists())
         self.record.write_config(used_by_script(cfg.to_dict()))
         self.totals = Totals()
         self.summary = self._summary(data, model or cfg.model.name, dataset or cfg.data.dataset)
-        self.policy: Policy = create(cfg.policy, num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
-        if self.policy.selects_batches:  # the script's steps, not a sampler's plan, would have to select
+        kind = get_policy(cfg.policy)
+        if kind.selects_batches:  # the script's steps, not a sampler's plan, would have to select
             raise ScriptError(f"policy {cfg.policy} chooses rows inside each training step: a script run cannot use it")
+        # a pruning policy is made now, its settings meeting num_train at once (its sampler needs
+        # torch anyway); regular's tensors wait for a sampler, which a script may never ask for
+        self._policy: Policy | None = None if kind.name == "regular" else self._made_policy()
         self._sampler: PruningSampler | None = None
         self._since, self._cpu_since = time.perf_counter(), time.process_time()
 
@@ -161,6 +168,17 @@ class ScriptRun:
     epochs = property(lambda self: self.cfg.train.epochs)
     milestones = property(lambda self: list(self.cfg.train.milestones or []))
     out = property(lambda self: self.path)
+    device = property(lambda self: torch.device(self._device))
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None:
+            self._policy = self._made_policy()
+        return self._policy
+
+    def _made_policy(self) -> Policy:
+        cfg = self.cfg
+        return create(cfg.policy, self.num_train, cfg.prune, cfg.run.seed, "cpu", cfg.train.epochs)
 
     @property
     def first_epoch(self) -> int:
@@ -170,6 +188,8 @@ class ScriptRun:
     def sampler(self, seed: int | None = None) -> PruningSampler:
         """A sampler over the run's policy (regular: every sample, shuffled): give it to the
         DataLoader, call `set_epoch(e)` each epoch and backpropagate `sampler.loss(idx, losses)`."""
+        from ..pruning.sampler import PruningSampler  # here: its DataLoader base classes import torch
+
         self._sampler = PruningSampler(self.policy, self.seed if seed is None else seed)
         return self._sampler
 
@@ -196,7 +216,7 @@ class ScriptRun:
         if number > self.epochs:
             raise ScriptError(f"epoch {number} recorded, but this run trains {self.epochs} epochs: {MORE_EPOCHS}")
         drew = (s := self._sampler) is not None and (s.consumed or s.seen > 0)  # iterated, or given losses
-        logged.drawn(self.policy.name, drew, number)
+        logged.drawn(get_policy(self.cfg.policy).name, drew, number)
         plan = s.plan if s is not None else None
         count = samples if samples is not None else self._trained()
         pruned = plan.pruned if plan is not None and samples is None else count < self.num_train
@@ -230,7 +250,7 @@ class ScriptRun:
     def _cpu(self, now: float) -> float:
         """The script process's CPU seconds since its last record (its whole epoch: the harness cannot
         tell its training from its test pass), on a CPU run; a GPU run's time is the device's (NaN)."""
-        return round(now - self._cpu_since, 4) if self.device.type == "cpu" else math.nan
+        return round(now - self._cpu_since, 4) if device_kind(self._device) == "cpu" else math.nan
 
     @property
     def diverged(self) -> bool:
@@ -295,7 +315,7 @@ class ScriptRun:
 
     def _summary(self, data: dict, model: str, dataset: str) -> RunSummary:
         command = shlex.join([sys.executable, *sys.argv])
-        summary = new_summary(self.cfg, self.device, self.path, self.num_train, command=command, data=data)
+        summary = new_summary(self.cfg, self._device, self.path, self.num_train, command=command, data=data)
         summary.model, summary.dataset, summary.dataset_label = model, dataset, dataset
         summary.extra["script_version"] = script_version(sys.argv[0])
         if os.environ.get(COMMAND_ENV):

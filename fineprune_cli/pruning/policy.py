@@ -25,18 +25,18 @@ rank's plan, stay identical. A parameter server does the same in two halves: wor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Iterable
-
-import torch
+from typing import Callable, ClassVar, Iterable, TypeAlias
 
 from ..errors import ConfigError
+from ..lazytorch import torch
 from ..settings import check_section
 from .config import PruneConfig
 from .registry import get
 from .reweight import reweighting
 from .schedule import PruneSchedule, annealed, last_pruning_epoch
 
-Reduce = Callable[[torch.Tensor], torch.Tensor]  # sum over ranks (a new tensor)
+# sum over ranks (a new tensor); a string, so that defining it needs no torch (lazytorch)
+Reduce: TypeAlias = "Callable[[torch.Tensor], torch.Tensor]"
 
 
 def global_mean(total: torch.Tensor, count: int, reduce: Reduce) -> torch.Tensor:

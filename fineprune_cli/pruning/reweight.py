@@ -12,7 +12,7 @@ Our reading, and why: docs/choices.md ("Cumulative temporal reweighting").
 
 from __future__ import annotations
 
-import torch
+from ..lazytorch import torch
 
 
 class CumulativeFrequency:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import torch
+from ..lazytorch import torch
 
 FLUSH_EVERY = 512  # steps buffered before counting; bounds the memory the buffer holds
 
@@ -63,8 +63,11 @@ class DroppingCount:
         self.flush()
         self._counts += counts.to(self._counts.dtype)
 
-    @torch.no_grad()
     def flush(self) -> None:
+        with torch.no_grad():  # a `with`, not the decorator: the module defines it without torch
+            self._flush()
+
+    def _flush(self) -> None:
         if not self._indices:
             return
         dev = self._counts.device

@@ -9,15 +9,15 @@ from __future__ import annotations
 import hashlib
 import io
 from pathlib import Path
-
-import torch
+from typing import TypeAlias
 
 from ...errors import DataError
+from ...lazytorch import torch
 from ..records.files import cache_home, quiet_stderr
 from .imageheader import PNG_SIGNATURE, check_png_chunks, read_header
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
-Folder = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[str]]
+Folder: TypeAlias = "tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[str]]"  # a string: no torch yet
 
 
 def list_folder(root: Path) -> dict[str, list[tuple[Path, int]]]:

@@ -15,9 +15,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ...errors import ConfigError, FinepruneError
+from ...lazytorch import torch
 from ..records.files import atomic_torch_save
 from ..records.record import CHECKPOINT
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import torch
-
 from ...errors import ConfigError
+from ...lazytorch import loaded, torch
 from ..records.jobenv import CONCURRENCY
 
 
@@ -37,27 +38,56 @@ def _cpu_model() -> str:
     return cpu
 
 
-def describe_device(device: torch.device) -> str:
-    if device.type == "cuda":
+def describe_device(device: torch.device | str) -> str:
+    if device_kind(device) == "cuda":
         return torch.cuda.get_device_name(device)
-    threads = torch.get_num_threads()
+    threads = torch_threads()
     return f"cpu: {_cpu_model()}, {threads} thread{'s' if threads != 1 else ''}"
 
 
-def machine_signature(device: torch.device) -> dict[str, object]:
+def machine_signature(device: torch.device | str) -> dict[str, object]:
     """What decides how fast a run trains, beyond its settings: wall times are compared only
     between runs whose signatures are equal."""
-    processor = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_model()
+    kind = device_kind(device)
+    processor = torch.cuda.get_device_name(device) if kind == "cuda" else _cpu_model()
     signature: dict[str, object] = {
         "processor": processor,
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "device": device.type,
+        "threads": torch_threads(),
+        "torch": torch_version(),
+        "device": kind,
     }
     concurrency = concurrent_runs()
     if concurrency > 1:  # runs beside it share memory bandwidth and caches: another pace
         signature["concurrency"] = concurrency
     return signature
+
+
+def device_kind(device: torch.device | str) -> str:
+    return device.split(":")[0] if isinstance(device, str) else device.type
+
+
+def torch_threads() -> int:
+    """torch's intra-op threads: its own count where this process imported torch, else the count it
+    would start with (OMP_NUM_THREADS, else the cores this process may use, as OpenMP counts them:
+    the fork server's children are set so), for a script that records its runs but never uses torch."""
+    module = loaded()
+    if module is not None:
+        return module.get_num_threads()
+    wanted = os.environ.get("OMP_NUM_THREADS", "")
+    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))
+
+
+def torch_version() -> str:
+    """torch.__version__ (with its build, e.g. '+cu130', which the package's metadata leaves out),
+    read from its version.py where torch is not imported: importing it costs 1.5 s of CPU."""
+    module = loaded()
+    if module is not None:
+        return str(module.__version__)
+    spec = importlib.util.find_spec("torch")  # finds the package without running it
+    folder = spec.submodule_search_locations if spec is not None else None
+    text = Path(next(iter(folder)), "version.py").read_text() if folder else ""
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return found.group(1) if found else str(torch.__version__)
 
 
 def concurrent_runs() -> int:

@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from ..inputs.stream import data_identity
+from ...lazytorch import torch
 from ..records.record import EpochRow, RunRecord, RunSummary, Status, git_commit
 from ..setup.config import Config
 from . import checkpoint
-from .device import describe_device, load_average, machine_signature
+from .device import describe_device, load_average, machine_signature, torch_version
 
 
 @dataclass
@@ -78,7 +76,7 @@ def summarize(summary: RunSummary, totals: Totals) -> None:
 
 def new_summary(
     cfg: Config,
-    device: torch.device,
+    device: torch.device | str,
     path: Path,
     num_train: int,
     world_size: int = 1,
@@ -106,17 +104,24 @@ def new_summary(
         num_test=num_test,
         device=describe_device(device),
         run_dir=str(path),
-        torch=torch.__version__,
+        torch=torch_version(),
         git_commit=git_commit(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S"),
         command=command,
         world_size=world_size,
         schedule=schedule if cfg.policy != "regular" else {},
-        data=data_identity(cfg.data) if data is None else dict(data),
+        data=_data_identity(cfg) if data is None else dict(data),
         machine=machine_signature(device),
         load_average=load_average(),
         extra=extra,
     )
+
+
+def _data_identity(cfg: Config) -> dict[str, str]:
+    # here, not at the top: reading datasets needs torch, a script's run (which declares its data) does not
+    from ..inputs.stream import data_identity
+
+    return data_identity(cfg.data)
 
 
 def trainer_summary(cfg: Config, trainer: Any, path: Path, world_size: int, command: str | None) -> RunSummary:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-import torch
-
+from ...lazytorch import torch
 from ..policy import EpochPlan, pruned_count
 from ..tracker import highest
 from .dynamic import LossScored

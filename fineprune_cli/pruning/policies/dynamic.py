@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import torch
-
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan, Policy
 from ..schedule import last_pruning_epoch

@@ -4,8 +4,7 @@ samples with the highest running mean loss, plus round(ε·k) drawn uniformly fr
 
 from __future__ import annotations
 
-import torch
-
+from ...lazytorch import torch
 from ..registry import register
 from ..tracker import highest
 from .bandit import RunningLoss

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import torch
-
+from ...lazytorch import torch
 from ..registry import register
 from ..schedule import counts_empty
 from ..tracker import DroppingCount, highest

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-import torch
-
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan
 from ..registry import register

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-import torch
-
+from ...lazytorch import torch
 from ..policy import EpochPlan
 from ..registry import register
 from .dynamic import LossScored

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-import torch
-
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan, pruned_count
 from ..registry import register

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from ...errors import ConfigError
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan, every_epoch_idle, pruned_count
 from ..registry import register

@@ -5,8 +5,7 @@ epochs as `fine` (same schedule, same fraction). With `--window 1 --start 0 --bl
 
 from __future__ import annotations
 
-import torch
-
+from ...lazytorch import torch
 from ..registry import register
 from .scheduled import Scheduled
 

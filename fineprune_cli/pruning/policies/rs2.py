@@ -6,8 +6,7 @@ after a full pass. No scores. Page, and where N is no multiple of k: docs/polici
 
 from __future__ import annotations
 
-import torch
-
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan, every_epoch_idle, pruned_count
 from ..registry import register

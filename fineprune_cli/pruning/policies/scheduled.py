@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import torch
-
 from ...errors import ConfigError
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan, Policy, pruned_count
 from ..schedule import PruneSchedule, annealed, last_pruning_epoch

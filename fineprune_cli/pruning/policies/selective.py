@@ -8,8 +8,8 @@ goes forward and backward. Page and where we differ: docs/policies/selective-bac
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import Policy
 from ..registry import register

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from ...errors import ConfigError
+from ...lazytorch import torch
 from ..config import PruneConfig
 from ..policy import EpochPlan
 from ..registry import register

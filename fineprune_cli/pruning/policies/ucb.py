@@ -5,8 +5,7 @@ exploration term. Page and our reading of the paper: docs/policies/ucb.md."""
 
 from __future__ import annotations
 
-import torch
-
+from ...lazytorch import torch
 from ..registry import register
 from .bandit import RunningLoss
 
