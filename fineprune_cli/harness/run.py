@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..arms import shorter_budget
 from ..engine.records.files import atomic_write_bytes
 from ..engine.records.record import CHECKPOINT, EpochRow, RunRecord, RunSummary, Status, default_run_dir
-from ..engine.setup.config import Config, config_from_dict, load_yaml, validate
+from ..engine.setup.config import Config
 from ..engine.setup.scriptconfig import PLACEHOLDERS, used_by_script
 from ..engine.training.checkpoint import data_bytes, load_data
 from ..engine.training.device import device_kind
@@ -33,21 +32,14 @@ from ..pruning.config import PruneConfig
 from ..pruning.policy import Policy, create
 from ..pruning.registry import get as get_policy
 from . import logged
+from .job import JOB_ENV, MORE_EPOCHS, job_config, own_config, refuse_other_run
 from .logged import ScriptError
 from .version import script_version
 
 if TYPE_CHECKING:
     from ..pruning.sampler import PruningSampler
 
-JOB_ENV, RUN_DIR_ENV = "FINEPRUNE_JOB", "FINEPRUNE_RUN_DIR"
-# a script that trains past {epochs} most often adds a cool-down after its schedule (timm's
-# train.py trains --epochs + --cooldown-epochs): what to do, in words a user can follow
-MORE_EPOCHS = (
-    "the script trains more epochs than {epochs} gives it, as a cool-down added after its schedule does "
-    "(timm's --cooldown-epochs); fold the cool-down into {epochs} (the script trains {epochs} epochs in all, its "
-    "schedule {epochs} less the cool-down; with timm's train.py: --cooldown-epochs 0 and compare's --epochs the "
-    "whole length), or drop it (--cooldown-epochs 0)"
-)
+RUN_DIR_ENV = "FINEPRUNE_RUN_DIR"
 COMMAND_ENV = "FINEPRUNE_COMMAND"  # the compare command that runs the script: it makes each run again
 
 
@@ -75,9 +67,9 @@ def start(
     are the run's own); `classes`, `num_test`: let a report name a run at chance level and check
     that accuracies are whole test images."""
     job = os.environ.get(JOB_ENV)
-    cfg = _job(Path(job)) if job else _own(seed, epochs, milestones, policy, prune, model, dataset, out)
+    cfg = job_config(Path(job)) if job else own_config(seed, epochs, milestones, policy, prune, model, dataset, out)
     if job:
-        _refuse_other_run(cfg, seed, epochs, milestones, policy)
+        refuse_other_run(cfg, seed, epochs, milestones, policy)
         cfg.run.out = os.environ.get(RUN_DIR_ENV) or cfg.run.out
     # the run's own values are recorded as such; in the recipe they would set the arms apart
     cfg.script.recipe = {k: v for k, v in (recipe or {}).items() if k not in PLACEHOLDERS}
@@ -85,60 +77,6 @@ def start(
     run = ScriptRun(cfg, num_train, device if device == "cpu" else torch.device(device), data or {}, model, dataset)
     run.summary.classes, run.summary.num_test = classes or 0, num_test or 0
     return run
-
-
-def _job(path: Path) -> Config:
-    try:
-        return validate(config_from_dict(load_yaml(path), str(path)))
-    except ConfigError as exc:
-        raise ScriptError(f"{JOB_ENV}={path}: {exc}") from None
-
-
-def _own(seed, epochs, milestones, policy, prune, model, dataset, out) -> Config:
-    cfg = Config()
-    cfg.model.name, cfg.data.dataset = model or Path(sys.argv[0]).stem or "script", dataset or "data"
-    cfg.run.seed, cfg.train.epochs, cfg.train.milestones = seed, epochs, list(milestones or [])
-    cfg.prune = prune or PruneConfig()
-    cfg.prune.enabled, cfg.prune.policy = (policy or "regular") != "regular", policy or cfg.prune.policy
-    cfg.run.out = str(out or default_run_dir(cfg.model.name, cfg.data.dataset))
-    cfg.script.command = "(run on its own)"
-    return validate(cfg)
-
-
-def _refuse_other_run(cfg: Config, seed: int, epochs: int, milestones: list[int] | None, policy: str | None) -> None:
-    """compare told the script its run; a script training another one would be filed under the
-    wrong seed or arm, so it stops here, saying which placeholder to pass."""
-    told = {"seed": cfg.run.seed, "epochs": cfg.train.epochs, "policy": cfg.policy}
-    given = {"seed": seed, "epochs": epochs, "policy": policy}
-    if milestones is not None:  # a script without lr steps declares none
-        told["milestones"] = ",".join(map(str, cfg.train.milestones or []))
-        given["milestones"] = ",".join(map(str, milestones))
-    for name, value in given.items():
-        if name == "milestones" and value is not None and value != told[name]:
-            raise ScriptError(_milestones_advice(str(told[name]), str(value), shorter_budget(cfg.run.arm) is not None))
-        if value is not None and value != told[name]:
-            more = f"; if it does, {MORE_EPOCHS}" if name == "epochs" and epochs > cfg.train.epochs else ""
-            raise ScriptError(
-                f"compare runs this script as {name} {told[name]}, but it trains {name} {value}: pass "
-                f"{{{name}}} to it in --script (e.g. --{name} {{{name}}}) and use that value{more}"
-            )
-
-
-def _milestones_advice(told: str, trains: str, shorter: bool) -> str:
-    """A script that steps its lr elsewhere, or not at all, is told what compare must be given:
-    passing {milestones} to a cosine script (the advice once given) changes nothing it trains. A
-    shorter arm's milestones are regular's compressed: only {milestones} brings them."""
-    if not trains and not shorter:
-        return (
-            f"compare runs this script as milestones {told}, but it trains none (a schedule without "
-            "steps, such as cosine): run compare with --milestones '' (and derive the schedule's length "
-            "from {epochs})"
-        )
-    own = "" if shorter or not trains else f", or run compare with its own: --milestones {trains}"
-    return (
-        f"compare runs this script as milestones {told}, but it trains milestones {trains or 'none'}: pass "
-        f"{{milestones}} to it in --script (e.g. --milestones {{milestones}}) and use that value{own}"
-    )
 
 
 class ScriptRun:
