@@ -19,11 +19,13 @@ import yaml
 
 from fineprune_cli.engine.records import record as records
 
+# make test's pytest-xdist (--dist loadgroup) hands out tests one by one, but a group whole:
+# its module fixtures (the dry run) are made once, in one worker
+pytestmark = pytest.mark.xdist_group("test_gpu_script")
+
 ROOT = Path(__file__).resolve().parents[1]
 GPU_DIR = ROOT / "experiments" / "gpu"
 STEPS = ("check", "bench", "reproduce", "report", "dist")
-# the module fixtures below are made once: make test's pytest-xdist (--dist loadscope) runs a
-# module's tests in one worker
 
 
 @pytest.fixture(scope="module")

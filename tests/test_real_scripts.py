@@ -17,6 +17,10 @@ import pytest
 
 from conftest import invoke
 
+# make test's pytest-xdist (--dist loadgroup) hands out tests one by one, but a group whole:
+# its fork server (torch, timm, Lightning preloaded) is started once, in one worker
+pytestmark = pytest.mark.xdist_group("test_real_scripts")
+
 ROOT = Path(__file__).resolve().parents[1]
 # each run of a script is its own process, forked from a server that imported torch, timm and
 # Lightning once (tests/forkrun): a new interpreter spends 4-7 s of CPU importing them, ~100 s
