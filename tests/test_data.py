@@ -44,6 +44,24 @@ def test_fashion_mnist_idx_round_trip(tmp_path, gz):
     assert ds.train_y.tolist() == list(range(6)) and ds.train_y.dtype == torch.int64
 
 
+def test_idx_files_are_decoded_once_a_process_until_they_change(tmp_path, monkeypatch):
+    """compare trains its runs in one process: the second load reads no file, a rewritten
+    file is read again, and what callers get is theirs to change."""
+    import gzip as gz
+
+    arrays = _write_fashion(tmp_path)
+    first = load_dataset("fashion-mnist", tmp_path)
+    first.train_x.zero_()
+    monkeypatch.setattr(gz, "open", lambda *a: pytest.fail("decoded again"))
+    again = load_dataset("fashion-mnist", tmp_path)
+    assert np.array_equal(again.train_x[:, 0].numpy(), arrays["train-images-idx3-ubyte"])
+    monkeypatch.undo()
+    changed = _write_fashion(tmp_path, n_train=8)
+    assert np.array_equal(
+        load_dataset("fashion-mnist", tmp_path).train_x[:, 0].numpy(), changed["train-images-idx3-ubyte"]
+    )
+
+
 def test_truncated_idx_names_the_file(tmp_path):
     _write_fashion(tmp_path, gz=False)
     path = tmp_path / "train-images-idx3-ubyte"
