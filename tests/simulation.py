@@ -122,8 +122,9 @@ def draw(rng: np.random.Generator, design: Design, seeds: int | None = None) -> 
     by: dict[str, dict[int, Run]] = {}
     for name, (mean, factor, kw) in arms.items():
         noise = _noise(rng, design, name, design.sigma * factor, n)
-        # rounded at once: np.round is what round() of each numpy float did, at a tenth of the cost
-        finals = np.round(90.0 + mean + seed_effect + noise, 2)
+        # rounded at once: np.round is what round() of each numpy float did, at a tenth of the cost;
+        # as Python floats, the same numbers, which `make` rounds again far faster than numpy's
+        finals = np.round(90.0 + mean + seed_effect + noise, 2).tolist()
         rest = _rest(kw)
         by[name] = {s: _run(kw.get("policy", name), s, finals[s], **rest) for s in range(n)}
     return by

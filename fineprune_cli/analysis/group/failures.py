@@ -79,6 +79,8 @@ def failed(by: dict[str, dict[int, Run]], drop: float, level: float = LEVEL) -> 
         if len(values) < 3:
             continue
         median = statistics.median(values)
+        if median - min(values) <= drop:  # no run is low enough to fail, outlier or not: no test to run
+            continue
         for i in sorted(outliers(values, level)):
             if median - values[i] > drop:
                 out.append(Failure(arm, seeds[i], median - values[i]))
