@@ -84,7 +84,22 @@ def mean_budget(by_policy: dict[str, dict[int, Run]], policy: str) -> float:
 
 
 def _mean_in(regular: Schedule, runs: dict[int, Run]) -> float:
-    return statistics.fmean(budget_in(regular, r) for r in runs.values()) if runs else float("nan")
+    return statistics.fmean([budget_in(regular, r) for r in runs.values()]) if runs else float("nan")
+
+
+class Budgets:
+    """Each arm's mean budget in one context (`mean_budget`), read once: a decision reads every
+    line's for each policy it judges."""
+
+    def __init__(self, by_policy: dict[str, dict[int, Run]]) -> None:
+        self.by_policy = by_policy
+        self.regular = schedule(by_policy)
+        self._means: dict[str, float] = {}
+
+    def mean(self, arm: str) -> float:
+        if arm not in self._means:
+            self._means[arm] = _mean_in(self.regular, self.by_policy.get(arm, {}))
+        return self._means[arm]
 
 
 @dataclass(frozen=True)
@@ -124,6 +139,8 @@ class Miss:
 
 
 def _left_out(mine: dict[int, Run], others: dict[str, dict[int, Run]]) -> dict[int, str]:
+    if all(v.keys() == mine.keys() for v in others.values()):  # the usual case: every arm has every seed
+        return {}
     seeds = set(mine).union(*[set(v) for v in others.values()])
     out = {}
     for s in sorted(seeds):
@@ -172,17 +189,21 @@ def vs_control(by_policy: dict[str, dict[int, Run]], policy: str) -> Paired | No
     )
 
 
-def vs_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> Paired | Miss | None:
+def vs_line(
+    by_policy: dict[str, dict[int, Run]], policy: str, on_line, budgets: Budgets | None = None
+) -> Paired | Miss | None:
     """The policy against a frontier (the arms `on_line` picks) at its mean budget; None when
-    the runs hold no such line, a Miss when the line does not reach that budget."""
+    the runs hold no such line, a Miss when the line does not reach that budget. `budgets`: the
+    context's, when read already."""
     against = SHORTER_LINE if on_line is is_shorter else RANDOM_LINE
     line = {p: seeds for p, seeds in by_policy.items() if on_line(p) and seeds}
     mine = by_policy.get(policy, {})
     if not line or not mine:
         return None
-    regular = schedule(by_policy)
-    at = _mean_in(regular, mine)
-    where = {p: _mean_in(regular, line[p]) for p in line}
+    budgets = budgets or Budgets(by_policy)
+    regular = budgets.regular
+    at = budgets.mean(policy)
+    where = {p: budgets.mean(p) for p in line}
     arms = _bracket(where, at)
     if arms is None:
         reach = ", ".join(f"{where[p]:.1f}%" for p in sorted(line, key=where.__getitem__))
