@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ...arms import REGULAR
 from ..group import paired
@@ -47,7 +48,7 @@ def estimate(p: paired.Paired, q: float = stats.DEFAULT_QUANTUM, judging: Judgin
     over the seeds it pairs: None below two seeds or one image of spread), its tests holding
     for the judging's shape."""
     found = judging.variance_model.estimate(p, q) if p.diffs else None
-    return replace(found, shape=judging.shape_model.reference()) if found is not None else None
+    return found.with_shape(judging.shape_model.reference()) if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,9 @@ def decide(
     """Every scored policy of every context, as one family of `family` policies (default: those
     found), at look `look` (one of `looks` planned) that spends `share` of each policy's alpha / k;
     the family procedure adjusts all their claims together."""
-    quanta = {c: quantum_of(by) for c, by in groups.items()}
-    failures = {c: failed(by, judging.failure) for c, by in groups.items()}
-    chains = [_chain(c, by, p, judging, quanta[c], failures[c]) for c, by in groups.items() for p in scored(by)]
+    read = {c: _Read(quantum_of(by), failed(by, judging.failure), paired.Budgets(by)) for c, by in groups.items()}
+    chains = [_chain(c, by, p, judging, read[c], looks, look) for c, by in groups.items() for p in scored(by)]
     k = family or max(len(chains), 1)
-    chains = [replace(d, looks=looks, look=look) for d in chains]
     adjusted = judging.correction.adjust([c for d in chains for c in _claims(d, share)], k)
     pairs = [(adjusted[2 * i], adjusted[2 * i + 1]) for i in range(len(chains))]
     return [settle(d, judging, k, share, pair) for d, pair in zip(chains, pairs)]
@@ -187,21 +186,25 @@ def _route(p: dict[str, float], p_worth: float, p_not: float) -> str:
     return "worse" if p.get("worse", 2.0) <= p.get("short", 2.0) else "short"
 
 
-def cheap_alternative(by: dict[str, dict[int, Run]], policy: str) -> tuple[paired.Paired | None, str]:
+def cheap_alternative(
+    by: dict[str, dict[int, Run]], policy: str, budgets: paired.Budgets | None = None
+) -> tuple[paired.Paired | None, str]:
     """C(p) and a sentence on the choice: the first of fewer epochs, the random frontier, the
-    random control that the runs hold at the policy's budget."""
+    random control that the runs hold at the policy's budget (each read only when the one
+    before it is not there)."""
+    budgets = budgets or paired.Budgets(by)
     notes: list[str] = []
-    for kind, found in (
-        ("training fewer epochs", paired.vs_line(by, policy, is_shorter)),
-        ("random pruning in every epoch", paired.vs_line(by, policy, is_frontier)),
-        ("the random control", paired.vs_control(by, policy)),
+    for kind, find in (
+        ("training fewer epochs", lambda: paired.vs_line(by, policy, is_shorter, budgets)),
+        ("random pruning in every epoch", lambda: paired.vs_line(by, policy, is_frontier, budgets)),
+        ("the random control", lambda: paired.vs_control(by, policy)),
     ):
+        found = find()
         if isinstance(found, paired.Paired) and found.diffs:
             return found, "; ".join(notes)
         if isinstance(found, paired.Miss):
             notes.append(
-                f"{kind} does not reach {paired.mean_budget(by, policy):.1f}% ({found.reason}; "
-                f"{_suggest(by, policy, kind)})"
+                f"{kind} does not reach {budgets.mean(policy):.1f}% ({found.reason}; {_suggest(by, policy, kind)})"
             )
     if not notes:
         notes.append("no cheap alternative measured (`compare --shorter 0.1,0.3` adds training fewer epochs)")
@@ -232,19 +235,34 @@ def _suggest(by: dict[str, dict[int, Run]], policy: str, kind: str) -> str:
     return f"`compare {'--shorter' if shorter else '--frontier'} {shares}` would add the arm it lacks"
 
 
+class _Read(NamedTuple):
+    """What a decision reads off its context's runs, read once for all its policies."""
+
+    quantum: float
+    failures: list[Failure]
+    budgets: paired.Budgets
+
+
 def _chain(
-    context: Context, by: dict[str, dict[int, Run]], policy: str, judging: Judging, q: float, failures: list[Failure]
+    context: Context,
+    by: dict[str, dict[int, Run]],
+    policy: str,
+    judging: Judging,
+    read: _Read,
+    looks: int = 1,
+    look: int = 0,
 ) -> Decision:
+    q, failures = read.quantum, read.failures
     regular = set_aside(paired.vs_regular(by, policy), failures)
     reg = estimate(regular, q, judging)
-    cheap, why = cheap_alternative(by, policy)
+    cheap, why = cheap_alternative(by, policy, read.budgets)
     cheap = set_aside(cheap, failures) if cheap else None
     alt = estimate(cheap, q, judging) if cheap else None
     p, p_worth, p_not = claims(reg, alt, judging)
     return Decision(
         context,
         policy,
-        paired.mean_budget(by, policy),
+        read.budgets.mean(policy),
         regular,
         reg,
         cheap,
@@ -259,6 +277,8 @@ def _chain(
         word=CANT_TELL,
         level=judging.alpha,
         family=1,
+        looks=looks,
+        look=look,
         variance=judging.variance_model.label,
         failures=tuple(of_arms(failures, (REGULAR, policy, *(cheap.arms if cheap else ())))),
         withheld=withheld(failures, policy, cheap),

@@ -74,7 +74,7 @@ def replay(
         new: list[str] = []
         still: list[str] = []
         for d in found:
-            last[key(d)] = replace(d, look=number)
+            last[key(d)] = d if d.look == number else replace(d, look=number)
             (new if d.word != CANT_TELL else still).append(key(d))
         reached.update({name: last[name] for name in new})
         level = judging.correction.level(judging.alpha, k or 1, parts[number - 1])

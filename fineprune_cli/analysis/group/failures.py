@@ -54,17 +54,29 @@ def outliers(values: list[float], level: float = LEVEL, side: int = -1) -> list[
         if len(left) < 3:
             break
         xs = [values[j] for j in left]
-        mean, sd = statistics.fmean(xs), statistics.stdev(xs)
+        mean = statistics.fmean(xs)
         away = [(side * (values[j] - mean) if side else abs(values[j] - mean), j) for j in left]
         gap, worst = max(away)
         m = len(left)
         t = float(special.stdtrit(m - 2, 1 - (level if side else level / 2) / m))
         critical = (m - 1) * t / math.sqrt((m - 2 + t * t) * m)
-        if gap > 0 and (sd == 0 or gap / sd > critical):
+        if gap > 0 and _beyond(gap, xs, mean, critical):
             found = i
         removed.append(worst)
         left.remove(worst)
     return removed[:found]
+
+
+def _beyond(gap: float, xs: list[float], mean: float, critical: float) -> bool:
+    """gap / sd > critical, sd the sample sd of xs (none: beyond). statistics.stdev's is exact
+    (in fractions) and costs 40 times the float one, which is within a few units in the last
+    place of it unless the spread is near zero: the exact one decides only that case, or a ratio
+    within a billionth of the critical value."""
+    sd = math.sqrt(math.fsum([(x - mean) ** 2 for x in xs]) / (len(xs) - 1))
+    if sd > 1e-9 * max(abs(x) for x in xs) and abs(gap / sd - critical) > 1e-9 * critical:
+        return gap / sd > critical
+    sd = statistics.stdev(xs)
+    return sd == 0 or gap / sd > critical
 
 
 def failed(by: dict[str, dict[int, Run]], drop: float, level: float = LEVEL) -> list[Failure]:
@@ -79,6 +91,8 @@ def failed(by: dict[str, dict[int, Run]], drop: float, level: float = LEVEL) -> 
         if len(values) < 3:
             continue
         median = statistics.median(values)
+        if median - min(values) <= drop:  # no run is low enough to fail, outlier or not: no test to run
+            continue
         for i in sorted(outliers(values, level)):
             if median - values[i] > drop:
                 out.append(Failure(arm, seeds[i], median - values[i]))

@@ -45,26 +45,61 @@ def own_skipped_pct(run: Run) -> float:
     return 100.0 * s.samples_skipped / (s.epochs * s.num_train)
 
 
+Schedule = tuple[int, float] | None  # regular's epochs and samples an epoch of it trained; None: no regular
+
+
+def schedule(by_policy: dict[str, dict[int, Run]]) -> Schedule:
+    """Regular's schedule, which every run's budget is measured against: read once per arm and
+    line rather than once per run (a simulated report measures thousands)."""
+    regular = list(by_policy.get(REGULAR, {}).values())
+    if not regular:
+        return None
+    full = max(r.summary.epochs for r in regular)
+    # samples_seen 0: recorded before it was (every sample trained then)
+    per_epoch = max((r.summary.samples_seen / r.summary.epochs for r in regular if r.summary.samples_seen), default=0)
+    return full, per_epoch
+
+
 def budget(by_policy: dict[str, dict[int, Run]], run: Run) -> float:
     """Share (%) of the regular schedule's sample-epochs the run did not train: its skipped
     samples, and for a shorter schedule the epochs it left out (against regular's epochs). An
     epoch of regular's is what its runs trained in one: a loader with drop_last (timm's) trains
     up to a batch less one of the training set in every epoch, every arm alike, and that is no
     one's pruning."""
+    return budget_in(schedule(by_policy), run)
+
+
+def budget_in(regular: Schedule, run: Run) -> float:
+    """`budget` against regular's schedule read once (`schedule`)."""
     s = run.summary
-    regular = list(by_policy.get(REGULAR, {}).values())
-    full = max((r.summary.epochs for r in regular), default=None)
-    if full is None:  # no regular to measure against: a shorter arm's name says its budget
+    if regular is None:  # no regular to measure against: a shorter arm's name says its budget
         b = shorter_budget(run.summary.arm or "")
         return 100.0 * b if b is not None else own_skipped_pct(run)
-    # samples_seen 0: recorded before it was (every sample trained then)
-    per_epoch = max((r.summary.samples_seen / r.summary.epochs for r in regular if r.summary.samples_seen), default=0)
+    full, per_epoch = regular
     return 100.0 * (1 - (s.epochs * s.num_train - s.samples_skipped) / (full * (per_epoch or s.num_train)))
 
 
 def mean_budget(by_policy: dict[str, dict[int, Run]], policy: str) -> float:
-    runs = by_policy.get(policy, {})
-    return statistics.fmean(budget(by_policy, r) for r in runs.values()) if runs else float("nan")
+    return _mean_in(schedule(by_policy), by_policy.get(policy, {}))
+
+
+def _mean_in(regular: Schedule, runs: dict[int, Run]) -> float:
+    return statistics.fmean([budget_in(regular, r) for r in runs.values()]) if runs else float("nan")
+
+
+class Budgets:
+    """Each arm's mean budget in one context (`mean_budget`), read once: a decision reads every
+    line's for each policy it judges."""
+
+    def __init__(self, by_policy: dict[str, dict[int, Run]]) -> None:
+        self.by_policy = by_policy
+        self.regular = schedule(by_policy)
+        self._means: dict[str, float] = {}
+
+    def mean(self, arm: str) -> float:
+        if arm not in self._means:
+            self._means[arm] = _mean_in(self.regular, self.by_policy.get(arm, {}))
+        return self._means[arm]
 
 
 @dataclass(frozen=True)
@@ -104,6 +139,8 @@ class Miss:
 
 
 def _left_out(mine: dict[int, Run], others: dict[str, dict[int, Run]]) -> dict[int, str]:
+    if all(v.keys() == mine.keys() for v in others.values()):  # the usual case: every arm has every seed
+        return {}
     seeds = set(mine).union(*[set(v) for v in others.values()])
     out = {}
     for s in sorted(seeds):
@@ -152,16 +189,21 @@ def vs_control(by_policy: dict[str, dict[int, Run]], policy: str) -> Paired | No
     )
 
 
-def vs_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> Paired | Miss | None:
+def vs_line(
+    by_policy: dict[str, dict[int, Run]], policy: str, on_line, budgets: Budgets | None = None
+) -> Paired | Miss | None:
     """The policy against a frontier (the arms `on_line` picks) at its mean budget; None when
-    the runs hold no such line, a Miss when the line does not reach that budget."""
+    the runs hold no such line, a Miss when the line does not reach that budget. `budgets`: the
+    context's, when read already."""
     against = SHORTER_LINE if on_line is is_shorter else RANDOM_LINE
     line = {p: seeds for p, seeds in by_policy.items() if on_line(p) and seeds}
     mine = by_policy.get(policy, {})
     if not line or not mine:
         return None
-    at = mean_budget(by_policy, policy)
-    where = {p: mean_budget(by_policy, p) for p in line}
+    budgets = budgets or Budgets(by_policy)
+    regular = budgets.regular
+    at = budgets.mean(policy)
+    where = {p: budgets.mean(p) for p in line}
     arms = _bracket(where, at)
     if arms is None:
         reach = ", ".join(f"{where[p]:.1f}%" for p in sorted(line, key=where.__getitem__))
@@ -169,7 +211,7 @@ def vs_line(by_policy: dict[str, dict[int, Run]], policy: str, on_line) -> Paire
     diffs, norms = {}, {}
     for s in sorted(mine):
         if all(s in line[a] for a in arms):
-            y, k = _read(by_policy, [line[a][s] for a in arms], budget(by_policy, mine[s]))
+            y, k = _read(regular, [line[a][s] for a in arms], budget_in(regular, mine[s]))
             diffs[s], norms[s] = final(mine[s]) - y, 1.0 + k
     return Paired(against, diffs, norms, _left_out(mine, {a: line[a] for a in arms}), arms, policy)
 
@@ -185,11 +227,11 @@ def _bracket(where: dict[str, float], at: float) -> tuple[str, ...] | None:
     return max(below, key=where.__getitem__), min(above, key=where.__getitem__)
 
 
-def _read(by_policy: dict[str, dict[int, Run]], runs: list[Run], at: float) -> tuple[float, float]:
+def _read(regular: Schedule, runs: list[Run], at: float) -> tuple[float, float]:
     """A seed's line value at budget `at`, and the squared norm of its coefficients."""
     if len(runs) == 1:
         return final(runs[0]), 1.0
-    (x0, y0), (x1, y1) = [(budget(by_policy, r), final(r)) for r in runs]
+    (x0, y0), (x1, y1) = [(budget_in(regular, r), final(r)) for r in runs]
     w = min(1.0, max(0.0, (at - x0) / (x1 - x0))) if x1 > x0 else 0.0
     return y0 + w * (y1 - y0), (1 - w) ** 2 + w**2
 
