@@ -13,6 +13,13 @@ from typer.testing import CliRunner
 
 from fineprune_cli.cli import app
 
+# make test runs two pytest-xdist workers on CI's two cores: torch's default, a thread per core
+# in each worker and in each process a test starts, put four or more threads on two cores, which
+# then spin-wait on each other in every parallel op (test_compare + test_checkpoint, one worker,
+# loaded machine: 151 s of CPU at 2 threads, 35 s at 1). Set before torch is imported (children
+# inherit it); a test of the unset default pops it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 TIMING = {"train_seconds", "overhead_seconds", "cpu_seconds"}  # columns that differ between identical runs
 # a LeNet run of seconds on synthetic data: test_subset trims the synthetic set's 10,000 test
 # images (seconds of evaluation an epoch)
