@@ -14,7 +14,8 @@ from conftest import invoke, summary_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own_script.py"
-COMMAND = f"{shlex.quote(sys.executable)} {EXAMPLE} --seed {{seed}} --epochs {{epochs}} --milestones {{milestones}}"
+ARGS = f"{EXAMPLE} --seed {{seed}} --epochs {{epochs}} --milestones {{milestones}}"
+COMMAND = f"{shlex.quote(sys.executable)} {ARGS}"
 MATRIX = ["--script", COMMAND, "--epochs", "6", "--milestones", "3,5", "--policies", "regular,fine,random"]
 
 
@@ -32,14 +33,18 @@ def _decisions(report: Path) -> list[str]:
     return [line.split("|")[1].strip() for line in table]
 
 
-@pytest.mark.slow  # 12 script runs, each a Python process importing torch
-def test_compare_script_runs_every_arm_with_its_controls_under_jobs_and_looks_and_decides(tmp_path, monkeypatch):
+@pytest.mark.slow  # 12 script runs, each a process forked with torch imported
+def test_compare_script_runs_every_arm_with_its_controls_under_jobs_and_looks_and_decides(
+    tmp_path, monkeypatch, preloaded_python
+):
     """Every arm (a policy, its random control, a shorter schedule) of the user's script, through
     `--jobs 2` and planned looks, then `report`: one comparison for all of it, since each script
     run is a process start of its own (the serial executor runs scripts in tests/test_harness.py
-    and the hostile script cases)."""
+    and the hostile script cases). The script runs forked (conftest's preloaded_python), whole;
+    the through-Slurm test below starts it as `python SCRIPT`."""
     monkeypatch.chdir(tmp_path)
-    argv = ["compare", *MATRIX, "--shorter", "0.1", "--until-decided", "--looks", "2,3", "--jobs", "2", "--out", "cmp"]
+    matrix = [*MATRIX[:1], f"{preloaded_python} {ARGS}", *MATRIX[2:]]
+    argv = ["compare", *matrix, "--shorter", "0.1", "--until-decided", "--looks", "2,3", "--jobs", "2", "--out", "cmp"]
     done = invoke(argv)
     assert done.exit_code == 0, done.output
     runs = tmp_path / "cmp" / "own_script-data"
