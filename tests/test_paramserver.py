@@ -332,12 +332,12 @@ def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path, for
 def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path, forked):
     """Two servers, two workers. SIGKILL to the whole job after an epoch's checkpoint; `train
     --resume --nproc-per-node` continues from it: the checkpointed epochs kept as they were,
-    the rest trained, the update count carried on; the loss falls and some pushes are stale."""
+    the rest trained, the update count carried on; the loss falls and some pushes are stale.
+    The killed job's four ranks are forked (`_ranks`); the resume is launched through torchrun,
+    as a user resumes."""
     out = tmp_path / "run"
     argv = [
         "train",
-        "--nproc-per-node",
-        "4",
         "--dist-mode",
         "async",
         "--num-ps",
@@ -348,24 +348,17 @@ def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path, forke
         "--out",
         str(out),
     ]
-    env = dict(os.environ, MASTER_PORT=str(free_port()))
-    # forked: the launching command; torchrun and its ranks are new interpreters
-    job = forked.popen(
-        ["-m", "fineprune_cli", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    job = _ranks(forked, argv, 4)
     try:
         deadline = time.monotonic() + 120
         while not (out / "checkpoint.pt").exists() or len(_rows(out)) < 2:
-            assert time.monotonic() < deadline and job.poll() is None
+            assert time.monotonic() < deadline and job[0].poll() is None, job[0].log.read_text()[-2000:]
             time.sleep(0.1)
-    finally:  # torchrun starts its ranks in sessions of their own: kill them by command line
-        os.killpg(job.pid, 9)
-        subprocess.run(["pkill", "-9", "-f", f"out {out}"])
-        job.wait()
+    finally:
+        for p in job:  # SIGKILL to every process of the job
+            p.kill()
+        for p in job:
+            p.wait()
     saved = torch.load(out / "checkpoint.pt", weights_only=True)["totals"]["rows"]
     before = _rows(out)
     proc = _launch(forked, ["train", "--resume", str(out), "--nproc-per-node", "4"])
