@@ -87,6 +87,24 @@ def _own_cache_folder(tmp_path_factory):
 FORK_PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.cli", "fineprune_cli.runner", "fineprune_cli.drivers.compare"]
 
 
+_FORK_SERVERS: list = []  # this worker's, started on first use
+
+
+def fork_server():
+    """This worker's fork server, which imported FORK_PRELOAD once (started on first use; the
+    session's end closes it): see `forked`."""
+    if not _FORK_SERVERS:
+        from fineprune_cli.drivers.executors.forkclient import ForkServer
+
+        _FORK_SERVERS.append(ForkServer(FORK_PRELOAD))
+    return _FORK_SERVERS[0]
+
+
+def pytest_sessionfinish(session):
+    while _FORK_SERVERS:
+        _FORK_SERVERS.pop().close()
+
+
 @pytest.fixture(scope="session")
 def forked(_own_cache_folder):
     """A fork server of this worker's that imported FORK_PRELOAD once: a test whose subject is a
@@ -94,10 +112,7 @@ def forked(_own_cache_folder):
     (`forked.popen(ARGS, ...)`, `forked.run(ARGS, ...)`: Popen's and run's options) in a fraction
     of a second, not a new interpreter's seconds of imports. Tests of what a fresh interpreter
     imports, and one or two of the installed entry point (test_cli), start `sys.executable`."""
-    from fineprune_cli.drivers.executors.forkclient import ForkServer
-
-    with ForkServer(FORK_PRELOAD) as server:
-        yield server
+    return fork_server()
 
 
 # `python` for the script of a `compare --script` command: tests/forkrun runs the script forked
@@ -164,19 +179,39 @@ class NoPeers:
 
 def spawn_ranks(rank_main, size, tmp_path, seconds=120):
     """Run rank_main(rank, size, init_file, out_dir) in `size` processes that meet through a
-    file; each saves `rank<r>.pt` in out_dir, returned in rank order. A hang fails the test
+    file; each saves `rank<r>.pt` in out_dir, returned in rank order. The processes are forked
+    from the fork server (a spawned one spent ~3 s importing torch and the test module before
+    its rank began). A rank that fails fails the test with its output; a hang fails it too,
     instead of blocking CI."""
-    import pytest
-    import torch
-    import torch.multiprocessing as mp
+    import subprocess
+    import time
 
-    ctx = mp.spawn(rank_main, args=(size, str(tmp_path / "rdzv"), str(tmp_path)), nprocs=size, join=False)
-    for _ in range(seconds):
-        if ctx.join(timeout=1):
-            return [torch.load(tmp_path / f"rank{r}.pt") for r in range(size)]
-    for p in ctx.processes:
-        p.kill()
-    pytest.fail(f"distributed ranks did not finish within {seconds} s")
+    import torch
+
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"from {rank_main.__module__} import {rank_main.__name__} as main; "
+        f"main(int(sys.argv[1]), {size}, {str(tmp_path / 'rdzv')!r}, {str(tmp_path)!r})"
+    )
+    logs = [tmp_path / f"rank{r}.log" for r in range(size)]
+    procs = []
+    for rank, log in enumerate(logs):
+        with open(log, "w") as out:
+            procs.append(fork_server().popen(["-c", code, str(rank)], stdout=out, stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + seconds
+    try:
+        while (codes := [p.poll() for p in procs]) != [0] * size:
+            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                pytest.fail(f"rank {failed[0]} exited {codes[failed[0]]}:\n{logs[failed[0]].read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"distributed ranks did not finish within {seconds} s")
+            time.sleep(0.05)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    return [torch.load(tmp_path / f"rank{r}.pt") for r in range(size)]
 
 
 # --- suite order, tiny trainer and signal helpers (test_trainer, test_checkpoint, test_kakurenbo, test_stream) ---

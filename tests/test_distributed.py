@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
@@ -171,10 +169,9 @@ def test_launch_flags_are_not_passed_on():
 
 
 @pytest.mark.slow
-def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
+def test_two_process_pruned_run_writes_one_run_folder(tmp_path, forked):
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
+    cmd = [  # forked: the command that starts torchrun (torchrun and its ranks are new interpreters)
         "-m",
         "fineprune_cli",
         "train",
@@ -186,7 +183,7 @@ def test_two_process_pruned_run_writes_one_run_folder(tmp_path):
         "--json",
     ]
     env = dict(os.environ, MASTER_PORT=str(free_port()))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    proc = forked.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["status"] == "complete" and s["world_size"] == 2 and s["pruning_epochs"] == [1, 3]

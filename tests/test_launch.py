@@ -215,10 +215,9 @@ def _rank_pid(launcher_pid, rank):
 
 
 @pytest.mark.slow
-def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_completes(tmp_path):
+def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_completes(tmp_path, forked):
     out, epochs = tmp_path / "run", 3
-    cmd = [
-        sys.executable,
+    cmd = [  # forked: the command that starts torchrun (torchrun and its ranks are new interpreters)
         "-m",
         "fineprune_cli",
         "train",
@@ -232,7 +231,7 @@ def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_comple
         "--json",
     ]
     env = dict(os.environ, MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = forked.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 180
         while not (out / "checkpoint.pt").exists():  # epoch 1 is checkpointed
@@ -252,14 +251,14 @@ def test_a_rank_killed_under_max_restarts_resumes_from_the_checkpoint_and_comple
 
 
 @pytest.mark.slow
-def test_a_signal_to_the_launcher_ends_it_in_one_line(tmp_path):
+def test_a_signal_to_the_launcher_ends_it_in_one_line(tmp_path, forked):
     """torchrun turned SIGTERM into a SignalException traceback and exit 1, though its ranks
-    stopped cleanly (`make gpu`'s time limit and every scheduler stop SIGTERM it)."""
+    stopped cleanly (`make gpu`'s time limit and every scheduler stop SIGTERM it). The
+    launcher is forked from the fork server (torch imported): a real process, signalled."""
     ready = tmp_path / "ready"
     rank = f"import pathlib, time; pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
-    proc = subprocess.Popen(
+    proc = forked.popen(
         [
-            sys.executable,
             "-m",
             "fineprune_cli.distributed.torchrun",
             "--standalone",

@@ -26,15 +26,48 @@ from fineprune_cli.engine.training.trainer import Trainer
 from fineprune_cli.pruning import PruneConfig, create
 
 
-def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", name=None, **flags):
-    out = tmp_path / (name or mode)
-    cmd = [
-        sys.executable,
-        "-m",
-        "fineprune_cli",
+def _launch(forked, argv, timeout=300):
+    """`fineprune ARGV` (a `--nproc-per-node` launch) on a port of its own, forked from the fork
+    server: the command that starts torchrun needs no interpreter of its own (torchrun and its
+    ranks are new ones, as a user's are)."""
+    env = dict(os.environ, MASTER_PORT=str(free_port()))
+    return forked.run(["-m", "fineprune_cli", *argv], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _ranks(forked, argv, size):
+    """`fineprune ARGV` as `size` ranks forked from the fork server, each with the variables
+    torchrun gives its ranks, meeting on a port of their own: a run whose subject is what the
+    ranks do together, not how they were launched (the launch's own tests start torchrun).
+    Each rank's stderr goes to a file beside the run folder, `proc.log` (no pipe to fill)."""
+    out = Path(argv[argv.index("--out") + 1])
+    port = str(free_port())
+    procs = []
+    for rank in range(size):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(size))
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, TORCHELASTIC_RESTART_COUNT="0", OMP_NUM_THREADS="1")
+        log = out.parent / f"{out.name}-rank{rank}.err"
+        with open(log, "w") as err:
+            proc = forked.popen(["-m", "fineprune_cli", *argv], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc.log = log
+        procs.append(proc)
+    return procs
+
+
+def _ranks_ran(procs, timeout=300):
+    """Wait for every rank; each must end with exit 0 (else the test fails with its stderr)."""
+    deadline = time.monotonic() + timeout
+    try:
+        for rank, p in enumerate(procs):
+            code = p.wait(timeout=max(1.0, deadline - time.monotonic()))
+            assert code == 0, (rank, p.log.read_text()[-3000:])
+    finally:
+        for p in procs:
+            p.kill()
+
+
+def _args(out, mode, *extra, lr="0.03", epochs="4", subset="2048", **flags):
+    return [
         "train",
-        "--nproc-per-node",
-        str(nproc),
         "--dist-mode",
         mode,
         "--group-size",
@@ -46,28 +79,23 @@ def _run(tmp_path, mode, nproc, *extra, lr="0.03", epochs="4", subset="2048", na
         str(out),
         *extra,
     ]
-    env = dict(os.environ, MASTER_PORT=str(free_port()))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _results(out):
     with open(out / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     return json.loads((out / "summary.json").read_text()), rows
 
 
 @pytest.mark.slow
-def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
+def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path, forked):
+    """Launched as a user launches it (`train --nproc-per-node 3`, through torchrun)."""
     # stale, momentum-carrying updates need a smaller lr than the synchronous recipe
     # no milestones: the default 30/60/80% of 5 epochs would cut the lr after epoch 2
-    s, rows = _run(
-        tmp_path,
-        "mixed",
-        3,
-        "--milestones",
-        "",
-        lr="0.01",
-        epochs="5",
-        **PRUNE_ODD_EPOCHS,
-    )
+    argv = _args(tmp_path / "mixed", "mixed", "--milestones", "", lr="0.01", epochs="5", **PRUNE_ODD_EPOCHS)
+    proc = _launch(forked, [*argv, "--nproc-per-node", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    s, rows = _results(tmp_path / "mixed")
     losses = [float(r["train_loss"]) for r in rows]
     assert s["groups"] == 1 and s["workers"] == 2  # workers 1+2 average, 1 pushes
     assert min(losses[1:]) < 0.9 * losses[0]
@@ -79,7 +107,7 @@ def test_mixed_groups_push_averaged_gradients_with_pruning(tmp_path):
 
 
 @pytest.mark.slow
-def test_every_mode_counts_as_one_process_does_with_the_tolerance_given(tmp_path):
+def test_every_mode_counts_as_one_process_does_with_the_tolerance_given(tmp_path, forked):
     """One batch of the whole (unaugmented) subset and an lr too small to move the weights:
     each sample's loss and its batch's mean are the same however the batch is split, so every
     mode must count exactly what one process counts with --tolerance 0.05, and that differs
@@ -94,30 +122,22 @@ def test_every_mode_counts_as_one_process_does_with_the_tolerance_given(tmp_path
         "run.group_size=2",
     ]
     # sync: tests/test_distributed.py checks its counts against one process
-    runs = {
-        "single": [],
-        "async": ["--nproc-per-node", "2", "--dist-mode", "async"],
-        "mixed": ["--nproc-per-node", "3", "--dist-mode", "mixed"],
-        "tolerance 0": [],
-    }
+    runs = {"single": 1, "async": 2, "mixed": 3, "tolerance 0": 1}
+    launched = {}
     counts = {}
-    for name, extra in runs.items():
+    for name, size in runs.items():
         out = tmp_path / name.replace(" ", "")
         tol = "0" if name == "tolerance 0" else "0.05"
-        argv = ["train", *common, "--tolerance", tol, *extra, "--out", str(out)]
-        if extra:  # a launch: its own processes
-            proc = subprocess.run(
-                [sys.executable, "-m", "fineprune_cli", *argv],
-                capture_output=True,
-                text=True,
-                timeout=300,
-                env=dict(os.environ, MASTER_PORT=str(free_port())),
-            )
-            assert proc.returncode == 0, (name, proc.stderr[-2000:])
+        argv = ["train", *common, "--tolerance", tol, "--out", str(out)]
+        if size > 1:  # ranks of their own, both modes at once
+            launched[name] = _ranks(forked, [*argv, "--dist-mode", name], size)
         else:  # one process: in this one (a process start costs seconds of imports)
             result = invoke(argv)
             assert result.exit_code == 0, (name, result.output[-2000:])
-        counts[name] = torch.load(out / "dropping_counts_window0.pt")
+    for procs in launched.values():
+        _ranks_ran(procs)
+    for name in runs:
+        counts[name] = torch.load(tmp_path / name.replace(" ", "") / "dropping_counts_window0.pt")
     assert 0 < counts["single"].sum() < counts["tolerance 0"].sum()
     for mode in ("async", "mixed"):
         assert torch.equal(counts[mode], counts["single"]), mode
@@ -232,13 +252,10 @@ def test_a_worker_step_runs_on_bf16_data_under_autocast():
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in trainer.model.parameters())
 
 
-def _by_hand(out, size, *extra, epochs="3"):
-    """Processes started by hand (as srun would: no torchrun to notice a death)."""
-    port = str(free_port())
-    cmd = [
-        sys.executable,
-        "-m",
-        "fineprune_cli",
+def _by_hand(forked, out, size, *extra, epochs="3"):
+    """Processes started by hand (as srun would: no torchrun to notice a death), forked from
+    the fork server: real processes, killed for real, without an interpreter's imports each."""
+    argv = [
         "train",
         "--dist-mode",
         "async",
@@ -250,20 +267,10 @@ def _by_hand(out, size, *extra, epochs="3"):
         "--json",
         *extra,
     ]
-    procs = []
-    for rank in range(size):
-        env = dict(
-            os.environ,
-            RANK=str(rank),
-            WORLD_SIZE=str(size),
-            LOCAL_RANK=str(rank),
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=port,
-        )
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    procs = _ranks(forked, argv, size)
     deadline = time.monotonic() + 120
     while not (out / "config.yaml").exists():  # the chief is serving: every rank has joined
-        assert time.monotonic() < deadline and procs[0].poll() is None, procs[0].stderr.read()[-2000:]
+        assert time.monotonic() < deadline and procs[0].poll() is None, procs[0].log.read_text()[-2000:]
         time.sleep(0.2)
     return procs
 
@@ -276,7 +283,7 @@ def _survivors_end(procs, victim):
     rest = [p for i, p in enumerate(procs) if i != victim]
     codes = [p.wait(timeout=90) for p in rest]
     assert time.monotonic() - killed < 60
-    errs = [p.stderr.read() for p in rest]
+    errs = [p.log.read_text() for p in rest]
     for err in errs:  # shown only if the test fails: where a stray traceback came from
         print(err[-3000:])
     lines = [(err.strip().splitlines() or [""])[-1] for err in errs]
@@ -285,10 +292,10 @@ def _survivors_end(procs, victim):
 
 
 @pytest.mark.slow
-def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path):
+def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path, forked):
     """Worker 2 is killed once the run has started: the server and worker 1 end within
     --dist-timeout, with one line naming the cause, instead of waiting forever."""
-    procs = _by_hand(tmp_path / "run", 3)
+    procs = _by_hand(forked, tmp_path / "run", 3)
     try:
         chief, worker = _survivors_end(procs, victim=2)
         # the kill lands in whichever epoch is running (start-up time varies with the machine)
@@ -302,10 +309,10 @@ def test_a_dead_worker_ends_the_job_within_the_timeout(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path):
+def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path, forked):
     """--num-ps 2: the chief (rank 0) dies; the second server hears nobody and the workers
     lose their server: all end within the timeout, each with one line."""
-    procs = _by_hand(tmp_path / "run", 4, "--num-ps", "2", epochs="20")
+    procs = _by_hand(forked, tmp_path / "run", 4, "--num-ps", "2", epochs="20")
     try:
         # once an epoch is recorded every process is past new_group, which needs the chief's
         # store (a death before that is test_a_chief_that_dies_while_a_worker_builds_its_groups)
@@ -322,18 +329,15 @@ def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path):
 
 
 @pytest.mark.slow
-def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path):
+def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path, forked):
     """Two servers, two workers. SIGKILL to the whole job after an epoch's checkpoint; `train
     --resume --nproc-per-node` continues from it: the checkpointed epochs kept as they were,
-    the rest trained, the update count carried on; the loss falls and some pushes are stale."""
+    the rest trained, the update count carried on; the loss falls and some pushes are stale.
+    The killed job's four ranks are forked (`_ranks`); the resume is launched through torchrun,
+    as a user resumes."""
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "fineprune_cli",
+    argv = [
         "train",
-        "--nproc-per-node",
-        "4",
         "--dist-mode",
         "async",
         "--num-ps",
@@ -344,26 +348,20 @@ def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path):
         "--out",
         str(out),
     ]
-    env = dict(os.environ, MASTER_PORT=str(free_port()))
-    job = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    job = _ranks(forked, argv, 4)
     try:
         deadline = time.monotonic() + 120
         while not (out / "checkpoint.pt").exists() or len(_rows(out)) < 2:
-            assert time.monotonic() < deadline and job.poll() is None
+            assert time.monotonic() < deadline and job[0].poll() is None, job[0].log.read_text()[-2000:]
             time.sleep(0.1)
-    finally:  # torchrun starts its ranks in sessions of their own: kill them by command line
-        os.killpg(job.pid, 9)
-        subprocess.run(["pkill", "-9", "-f", f"out {out}"])
-        job.wait()
+    finally:
+        for p in job:  # SIGKILL to every process of the job
+            p.kill()
+        for p in job:
+            p.wait()
     saved = torch.load(out / "checkpoint.pt", weights_only=True)["totals"]["rows"]
     before = _rows(out)
-    proc = subprocess.run(
-        [sys.executable, "-m", "fineprune_cli", "train", "--resume", str(out), "--nproc-per-node", "4"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, MASTER_PORT=str(free_port())),
-    )
+    proc = _launch(forked, ["train", "--resume", str(out), "--nproc-per-node", "4"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     s, after = json.loads((out / "summary.json").read_text()), _rows(out)
     assert s["status"] == "complete" and s["resumed_after_epochs"] == [len(saved)] and len(saved) >= 1
@@ -694,11 +692,10 @@ def test_the_chief_hands_out_each_epochs_lr_and_servers_step_with_it():
 
 
 @pytest.mark.slow
-def test_kakurenbo_runs_async_with_its_refresh_pass_and_scaled_lr(tmp_path):
-    s, rows = _run(
-        tmp_path,
+def test_kakurenbo_runs_async_with_its_refresh_pass_and_scaled_lr(tmp_path, forked):
+    argv = _args(
+        tmp_path / "async",
         "async",
-        3,
         "--prune",
         "--policy",
         "kakurenbo",
@@ -711,6 +708,8 @@ def test_kakurenbo_runs_async_with_its_refresh_pass_and_scaled_lr(tmp_path):
         subset="512",
         epochs="3",
     )
+    _ranks_ran(_ranks(forked, argv, 3))
+    s, rows = _results(tmp_path / "async")
     assert int(rows[0]["samples"]) == 512 and any(int(r["samples"]) < 512 for r in rows[1:])
     assert s["refresh_seconds"] > 0
     for r in rows[1:]:  # warm-up over after epoch 1

@@ -1,4 +1,5 @@
 import json
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -177,7 +178,21 @@ def test_time_to_loss_and_accuracy():
 
 
 @pytest.mark.slow  # two trainings and a torchrun start: over a minute on one busy core
-def test_cli_scale_adds_the_baseline_and_runs_two_processes(tmp_path):
+def test_cli_scale_adds_the_baseline_and_runs_two_processes(tmp_path, forked, monkeypatch):
+    """scale's `python -m fineprune_cli train` commands are forked from the fork server (the
+    1-process baseline, and the command that starts torchrun for the 2-process run): processes
+    of their own as before, without a new interpreter's seconds of imports each; torchrun and
+    its ranks are new interpreters, as a user's are."""
+    import subprocess
+    import sys
+
+    from fineprune_cli.drivers import scale
+
+    def forking(cmd, **options):
+        assert cmd[0] == sys.executable, cmd
+        return forked.run(cmd[1:], **options)
+
+    monkeypatch.setattr(scale, "subprocess", SimpleNamespace(run=forking, CompletedProcess=subprocess.CompletedProcess))
     out = tmp_path / "scale"
     result = CliRunner().invoke(
         app,

@@ -104,8 +104,19 @@ elif name == "srun":  # run the step in this process, output where srun's --outp
     for flag, fd in (("--output", 1), ("--error", 2)):
         if flag in files:
             os.dup2(os.open(files[flag], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), fd)
-    (STATE / f"{key}.pid").write_text(str(os.getpid()))
-    os.execvp(args[i], args[i:])
+    command, server = args[i:], os.environ.get("STANDIN_FORK_SERVER")
+    if not (server and command[:3] == [sys.executable, "-u", "-m"]):
+        (STATE / f"{key}.pid").write_text(str(os.getpid()))
+        os.execvp(command[0], command)
+    # the task's python forked from the tests' fork server (torch imported): a process of its
+    # own, signalled by its pid, whose exit code is the step's, without an interpreter's imports
+    from fineprune_cli.drivers.executors.forkclient import ForkServer
+    client = object.__new__(ForkServer)  # a client of the tests' server, which they close
+    client.address, client.log = server, Path(server).with_name("server.log")
+    task = client.popen(command[2:], env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=1, stderr=2)
+    (STATE / f"{key}.pid").write_text(str(task.pid))
+    code = task.wait()
+    sys.exit(128 - code if code < 0 else code)
 elif name == "sacct":
     jobs = [j for i, a in enumerate(args) if a == "-j" for j in args[i + 1].split(",")]
     if "--noheader" not in args:
@@ -130,9 +141,10 @@ elif name == "scancel":
 
 
 @pytest.fixture
-def slurm_here(tmp_path, monkeypatch):
+def slurm_here(tmp_path, monkeypatch, forked):
     """A bin folder of stand-in Slurm commands first on the PATH; returns the state folder
-    (its `bin` beside it: a test removes a command there to take it away)."""
+    (its `bin` beside it: a test removes a command there to take it away). The stand-in srun
+    forks a task's python from the fork server (`forked`)."""
     bin_dir, state = tmp_path / "bin", tmp_path / "slurm-state"
     bin_dir.mkdir()
     (bin_dir / "standin.py").write_text(STANDIN)
@@ -142,6 +154,7 @@ def slurm_here(tmp_path, monkeypatch):
         path.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_STATE", str(state))
+    monkeypatch.setenv("STANDIN_FORK_SERVER", forked.address)
     return state
 
 

@@ -17,6 +17,7 @@ when its listening socket's owner says so (SIGTERM) or, with the owner's pdeaths
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -86,6 +87,9 @@ def serve(listener: socket.socket) -> dict:
             except (EOFError, OSError, ValueError):
                 conn.close()
                 continue
+            # the preloaded objects out of the collector's reach: a child's collections (and its
+            # exit's) touched each one, copying every page of them (~1.5 CPU s a child, 0.4 now)
+            gc.freeze()
             pid = os.fork()
             if pid == 0:
                 listener.close()
