@@ -41,7 +41,7 @@ test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(MAKE) --no-print-directory typecheck
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder
 
 # the type checker over the packages pyproject's [tool.mypy] names
 typecheck: setup
@@ -49,7 +49,7 @@ typecheck: setup
 
 # the unit tests only (no `slow` mark): the loop while editing (measured: 93 s on 2 idle cores, a fresh clone)
 test-fast: setup
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow"
+	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder -m "not slow"
 
 # The documentation site (MkDocs Material, pinned in the test extra) into the ignored site/;
 # --strict: a broken link or a page left out of the nav fails, as in tests/test_docs.py.

@@ -13,14 +13,10 @@ import pytest
 from fineprune_cli.drivers.executors.forkclient import ForkServer
 from fineprune_cli.drivers.executors.forkserver import native_threads
 
-# make test's pytest-xdist (--dist loadgroup) hands out tests one by one, but a group whole:
-# its module's server is started once, in one worker
-pytestmark = pytest.mark.xdist_group("test_forkserver")
-
 SLEEP = "import time\nprint('up', flush=True)\ntime.sleep(60)"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server():
     with ForkServer(["torch", "torch._dynamo"]) as s:
         yield s

@@ -19,16 +19,12 @@ import yaml
 
 from fineprune_cli.engine.records import record as records
 
-# make test's pytest-xdist (--dist loadgroup) hands out tests one by one, but a group whole:
-# its module fixtures (the dry run) are made once, in one worker
-pytestmark = pytest.mark.xdist_group("test_gpu_script")
-
 ROOT = Path(__file__).resolve().parents[1]
 GPU_DIR = ROOT / "experiments" / "gpu"
 STEPS = ("check", "bench", "reproduce", "report", "dist")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dry_run(tmp_path_factory):
     """`gpu.py all`: the seven steps in order, each as it runs alone (it finds what the steps before
     it wrote on disk only); returns the results root, $OUT and the finished process."""
@@ -245,7 +241,7 @@ def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
 # --- the matrix over two calls on two machines ---------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def two_machines(dry_run, tmp_path_factory):
     """The dry run's results (its reproduce call trained three runs on its machine) carried to a
     fresh machine (its own work folder: no data, caches or runs of the other), where the reproduce

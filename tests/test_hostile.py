@@ -22,8 +22,8 @@ def _hostile(*args, forked=None):
 
 
 class _Group:
-    """One group of the script's cases. A test each, so that `make test`'s pytest-xdist
-    (--dist loadgroup: a test to a worker) runs the groups side by side."""
+    """One group of the script's cases. A class each, so that `make test`'s pytest-xdist
+    (--dist loadscope: a class or a module to one worker) runs the groups side by side."""
 
     group = ""
 

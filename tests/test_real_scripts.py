@@ -17,10 +17,6 @@ import pytest
 
 from conftest import invoke
 
-# make test's pytest-xdist (--dist loadgroup) hands out tests one by one, but a group whole:
-# its fork server (torch, timm, Lightning preloaded) is started once, in one worker
-pytestmark = pytest.mark.xdist_group("test_real_scripts")
-
 ROOT = Path(__file__).resolve().parents[1]
 # each run of a script is its own process, forked from a server that imported torch, timm and
 # Lightning once (tests/forkrun): a new interpreter spends 4-7 s of CPU importing them, ~100 s
@@ -33,7 +29,7 @@ LIGHTNING = f"{PYTHON} {ROOT / 'tests/scripts/lightning_train.py'} --seed {{seed
 OWN = f"{PYTHON} {ROOT / 'examples/own_script.py'} --seed {{seed}} --epochs {{epochs}} --milestones {{milestones}}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def preloaded(_own_cache_folder):
     from fineprune_cli.drivers.executors.forkclient import ForkServer
 

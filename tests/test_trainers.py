@@ -20,7 +20,7 @@ OWNERS = {
     "engine/setup/scriptconfig.py",
     "drivers/trainers/kinds/script.py",
     "drivers/trainers/scriptjob.py",
-    "harness/run.py",
+    "harness/job.py",
 }
 
 
