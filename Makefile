@@ -37,6 +37,9 @@ $(FMNIST):
 # test_checkpoint and test_console files took 302 CPU s before and 250 after; the whole suite at
 # bbe4bbe (2026-12-02, this checkout, 2 idle cores): 1256 s of tests, 1796 passed (1263 s, 1661 passed, on CI at
 # 191b587): still over the 8-minute goal (issue 58); slowest: round-6 hostile 138 s, timm's train.py 107 s
+# at 18ce5eb (a fresh clone's bash .ci/run, 2 idle cores, 2026-12-02): 582 s of tests, 1799 passed (scripts
+# forked where the process is not the subject: tests/forkrun; OMP_NUM_THREADS=1 a worker, set in conftest;
+# simulations 3.7x cheaper); still over 8 minutes; slowest: round-6 hostile 79 s, the GPU dry run 67 s
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
