@@ -80,11 +80,7 @@ def budget_in(regular: Schedule, run: Run) -> float:
 
 
 def mean_budget(by_policy: dict[str, dict[int, Run]], policy: str) -> float:
-    return _mean_in(schedule(by_policy), by_policy.get(policy, {}))
-
-
-def _mean_in(regular: Schedule, runs: dict[int, Run]) -> float:
-    return statistics.fmean([budget_in(regular, r) for r in runs.values()]) if runs else float("nan")
+    return Budgets(by_policy).mean(policy)
 
 
 class Budgets:
@@ -98,7 +94,8 @@ class Budgets:
 
     def mean(self, arm: str) -> float:
         if arm not in self._means:
-            self._means[arm] = _mean_in(self.regular, self.by_policy.get(arm, {}))
+            runs = self.by_policy.get(arm, {}).values()
+            self._means[arm] = statistics.fmean([budget_in(self.regular, r) for r in runs]) if runs else float("nan")
         return self._means[arm]
 
 
