@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -139,4 +140,20 @@ def test_its_command_line_is_the_commands_for_ps_and_pgrep(server, tmp_path):
     assert [w.decode() for w in words] == [sys.executable, "-c", SLEEP, marker]
     proc.kill()
     assert proc.wait(30) == -signal.SIGKILL
+    proc.stdout.close()
+
+
+def test_forkrun_exits_as_its_script_and_passes_a_sigterm_on(forked, tmp_path):
+    """tests/forkrun, the `python` of scripts the tests fork: a script's exit code is its own, and
+    a SIGTERM to the shim ends the script (ended by it, as a Popen'd script would be)."""
+    env = {**os.environ, "FINEPRUNE_TEST_FORK": forked.address}
+    shim = [sys.executable, str(Path(__file__).with_name("forkrun"))]
+    (tmp_path / "three.py").write_text("import sys\nprint('ran', sys.argv[1:])\nraise SystemExit(3)\n")
+    done = subprocess.run([*shim, str(tmp_path / "three.py"), "a"], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (3, "ran ['a']\n"), done.stderr
+    (tmp_path / "sleeps.py").write_text(SLEEP)
+    proc = subprocess.Popen([*shim, str(tmp_path / "sleeps.py")], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "up"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == -signal.SIGTERM
     proc.stdout.close()
