@@ -340,6 +340,26 @@ def test_a_hanging_script_under_jobs_is_stopped_and_the_others_go_on(tmp_path, m
     assert summary_of(tmp_path / "cmp" / "hang-data" / "regular-seed0")["status"] == "complete"
 
 
+@pytest.mark.parametrize("jobs, waiter", [("1", "trainers.scriptjob"), ("2", "executors.local")])
+def test_a_script_runs_end_is_seen_when_it_ends_not_at_the_next_look(tmp_path, monkeypatch, jobs, waiter):
+    """compare looked at a script (under --jobs, at its task) every POLL_S, sleeping in between: a
+    run of 0.2 s took half a second. With the look a minute apart it must still end in seconds."""
+    import importlib
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(importlib.import_module(f"fineprune_cli.drivers.{waiter}"), "POLL_S", 60)
+    (tmp_path / "s.py").write_text(
+        "import sys\nimport fineprune\nrun = fineprune.start(num_train=4, seed=int(sys.argv[1]), epochs=1)\n"
+        "run.log(train_loss=1.0, test_accuracy=50.0)\nrun.finish()\n"
+    )
+    started = time.monotonic()
+    done = invoke(["compare", "--script", f"{sys.executable} s.py {{seed}}", "--epochs", "1", "--policies", "regular",
+                   "--seeds", "0", "--jobs", jobs, "--out", "cmp"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert time.monotonic() - started < 30
+
+
 def test_a_dry_run_of_a_script_comparison_lists_its_runs_and_says_why_it_has_no_time(tmp_path, monkeypatch):
     """It tracebacked: the dry run probed fineprune's trainer on the script's dataset name. A
     script that cannot run has no epoch to time: the plan is listed, with the script's words."""

@@ -47,6 +47,10 @@ class Forked:
             self._read_status()
         return self.returncode
 
+    def fileno(self) -> int:
+        """The socket the server writes our exit status to: readable once we ended (select on it)."""
+        return self._conn.fileno()
+
     def _line(self) -> str:
         """One line from the server, read unbuffered: a buffered reader could take the exit line
         along with the pid line, and select would then wait on a socket with nothing left in it."""

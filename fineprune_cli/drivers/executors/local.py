@@ -16,6 +16,7 @@ the setting's, not the number of neighbours'. On CUDA each slot is one visible G
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -135,8 +136,8 @@ class LocalExecutor:
                             outcomes.append(self._outcome(task, code, stop.requested))
                             watch.changed(task, state(outcomes[-1]))
                     watch.tick()
-                    if queue or self.running:
-                        time.sleep(POLL_S)
+                    if queue or self.running:  # woken by a run's end, not a fixed sleep
+                        select.select([proc for _, proc in self.running.values()], [], [], POLL_S)
             finally:  # an error of our own: the runs in flight stop after their epoch too
                 stop.end([proc for _, proc in self.running.values()])
         if stop.requested:

@@ -28,7 +28,7 @@ from ...harness import COMMAND_ENV, JOB_ENV, RUN_DIR_ENV
 from ..job import ended, job_file
 from .contract import RunFailed
 
-POLL_S = 0.5
+POLL_S = 0.5  # how often the bar reads the script's metrics
 LAUNCH_DIR_ENV = "FINEPRUNE_LAUNCH_DIR"  # where compare runs: for a script's own relative paths (./data)
 
 
@@ -200,7 +200,10 @@ def _wait(proc: subprocess.Popen, run_dir: Path, timeout: int, bar: Any) -> int 
                 _stop(proc)
                 return None
             seen = _advance(run_dir, seen, bar)
-            time.sleep(POLL_S)
+            try:  # not a sleep: a script that ends is seen at once (a short run waited half a second)
+                proc.wait(POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
     except BaseException:  # Ctrl-C or SIGTERM to compare: the script stops with it
         _stop(proc)
         raise
