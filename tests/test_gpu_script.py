@@ -25,13 +25,12 @@ STEPS = ("check", "bench", "reproduce", "report", "dist")
 
 
 @pytest.fixture(scope="session")
-def dry_run(tmp_path_factory):
+def dry_run(tmp_path_factory, forked):
     """`gpu.py all`: the seven steps in order, each as it runs alone (it finds what the steps before
     it wrote on disk only); returns the results root, $OUT and the finished process."""
     base = tmp_path_factory.mktemp("gpu-dry-run")
     results, out = base / "results", base / "out"
     cmd = [
-        sys.executable,
         "experiments/gpu/gpu.py",
         "all",
         "--device",
@@ -44,10 +43,10 @@ def dry_run(tmp_path_factory):
         "--runs",
         "3",
     ]
-    # five steps, each starting processes; under pytest-xdist they share the cores with another worker
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)), capture_output=True, text=True, timeout=600
-    )
+    # five steps, each starting processes; under pytest-xdist they share the cores with another worker.
+    # gpu.py itself is forked from the tests' fork server (`forked`): a process of its own, without
+    # a new interpreter's seconds of importing torch (its steps' commands are its own business)
+    proc = forked.run(cmd, cwd=ROOT, env=dict(os.environ, OUT=str(out)), capture_output=True, text=True, timeout=600)
     return results, out, proc
 
 
@@ -177,9 +176,9 @@ def test_archives_come_back_whole_and_small(dry_run):
 
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given where CUDA is missing")
-def test_cuda_steps_refuse_to_start_without_cuda(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "experiments/gpu/gpu.py", "check", "--results-dir", str(tmp_path)],
+def test_cuda_steps_refuse_to_start_without_cuda(tmp_path, forked):
+    proc = forked.run(
+        ["experiments/gpu/gpu.py", "check", "--results-dir", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -242,7 +241,7 @@ def test_a_step_stops_its_command_at_the_deadline_and_records_it(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def two_machines(dry_run, tmp_path_factory):
+def two_machines(dry_run, tmp_path_factory, forked):
     """The dry run's results (its reproduce call trained three runs on its machine) carried to a
     fresh machine (its own work folder: no data, caches or runs of the other), where the reproduce
     step trains the next four runs, then the report over both calls. Built on the dry run's call,
@@ -252,10 +251,10 @@ def two_machines(dry_run, tmp_path_factory):
     shutil.copytree(dry_run[0], results)
     procs = []
     for i, step in enumerate(("reproduce", "report")):
-        cmd = [sys.executable, "experiments/gpu/gpu.py", step, "--device", "cpu", "--quick"]
+        cmd = ["experiments/gpu/gpu.py", step, "--device", "cpu", "--quick"]
         cmd += ["--results-dir", str(results), "--work-dir", str(base / "machine1"), "--runs", "4"]
         env = dict(os.environ, OUT=str(base / f"out{i}"))
-        procs.append(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
+        procs.append(forked.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
     return results, procs
 
 
@@ -309,12 +308,10 @@ def test_a_dist_row_passes_only_a_resume_that_continues_where_the_run_stopped(
     assert row["resumed_ok"] is ok and row["interrupted_after"] == (2 if first_status == "interrupted" else None)
 
 
-def _step(step: str, results: Path, work: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "experiments/gpu/gpu.py", step, "--device", "cpu", "--quick", "--results-dir", str(results)]
+def _step(forked, step: str, results: Path, work: Path) -> subprocess.CompletedProcess:
+    cmd = ["experiments/gpu/gpu.py", step, "--device", "cpu", "--quick", "--results-dir", str(results)]
     env = dict(os.environ, OUT=str(work / "out"))
-    return subprocess.run(
-        [*cmd, "--work-dir", str(work)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
+    return forked.run([*cmd, "--work-dir", str(work)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def _one_error_line(proc: subprocess.CompletedProcess, *words: str) -> None:
@@ -326,7 +323,7 @@ def _one_error_line(proc: subprocess.CompletedProcess, *words: str) -> None:
 @pytest.mark.parametrize(
     "text, why", [('{"machine": "NVIDIA H200", "runs": [{"arm": "reg', "JSONDecodeError"), ("[1, 2]", "not a call")]
 )
-def test_a_torn_call_record_stops_the_report_in_one_line(tmp_path, text, why):
+def test_a_torn_call_record_stops_the_report_in_one_line(tmp_path, text, why, forked):
     """Issue 57: a call.json torn in transit (or edited into another shape) ended `make gpu STEP=report`
     in a JSONDecodeError traceback; it is named in one line, exit 2, before the report is made."""
     from factories import make_run
@@ -334,15 +331,15 @@ def test_a_torn_call_record_stops_the_report_in_one_line(tmp_path, text, why):
     call = tmp_path / "results" / "dry-run-lenet" / "calls" / "20260101T000000Z-cpu"
     make_run(call / "runs", "lenet", "regular", 0, 1.0, [50.0, 60.0])
     (call / "call.json").write_text(text)
-    _one_error_line(_step("report", tmp_path / "results", tmp_path / "work"), "report:", "call.json", why)
+    _one_error_line(_step(forked, "report", tmp_path / "results", tmp_path / "work"), "report:", "call.json", why)
     assert not (tmp_path / "results" / "dry-run-lenet" / "index.md").exists()
 
 
-def test_an_edited_experiment_plan_stops_the_reproduce_step_in_one_line(tmp_path):
+def test_an_edited_experiment_plan_stops_the_reproduce_step_in_one_line(tmp_path, forked):
     """Issue 57: an experiment's plan.json edited into one that is not a plan ended the reproduce
     step in a ConfigError traceback; it is named in one line, exit 2, before any run trains."""
     experiment = tmp_path / "results" / "dry-run-lenet"
     experiment.mkdir(parents=True)
     (experiment / "plan.json").write_text('{"judging": {"margin": "wide"}, "looks": [2, 3]}')
-    _one_error_line(_step("reproduce", tmp_path / "results", tmp_path / "work"), "reproduce:", "plan.json")
+    _one_error_line(_step(forked, "reproduce", tmp_path / "results", tmp_path / "work"), "reproduce:", "plan.json")
     assert not (experiment / "calls").exists()

@@ -3,10 +3,12 @@ limit (stopping it early when a watcher says so), and packing what the step wrot
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 import tarfile
@@ -24,6 +26,12 @@ PACK_RESERVE_S = 20  # kept back from --budget to pack the results
 TERM_GRACE_S = 30  # between SIGTERM and SIGKILL: a run finishes its epoch and checkpoints
 POLL_S = 0.05  # how often a watcher looks at the run it follows
 MAX_ARCHIVE = 16 * 2**20  # the device tool brings back files up to 16 MiB
+# `python -m fineprune_cli ...` starts forked from a server that imported torch and the CLI once, as
+# compare --jobs starts its runs (CUDA is first touched in the child): a new interpreter spent ~3 s
+# of CPU on imports, a dozen of them in a dry run; pytest and bench.py start as new interpreters
+FORKED = [sys.executable, "-m", "fineprune_cli"]
+PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.cli", "fineprune_cli.runner"]
+_SERVERS: list = []  # this process's fork server, started on first use
 
 
 @dataclass
@@ -110,20 +118,15 @@ def run_logged(
     print("$", shown(cmd), flush=True)
     t0 = time.monotonic()
     end = min(ctx.deadline, t0 + limit_s) if limit_s is not None else ctx.deadline
-    with (
-        open(log, "w") as f,
-        subprocess.Popen(
-            cmd, cwd=ROOT, env=env or child_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        ) as proc,
-    ):
+    with open(log, "w") as f, _start(cmd, env or child_env()) as proc:
         stopped: list[str] = []
         guard = threading.Thread(target=_guard, args=(proc, watch, end, stopped), daemon=True)
         guard.start()
         for line in proc.stdout:
             f.write(line)
             sys.stdout.write(line)
+        guard.join()  # before wait: a forked command's status is read from a socket, by one thread at a time
         rc = proc.wait()
-        guard.join()
     record = {
         "command": shown(cmd),
         "returncode": rc,
@@ -134,6 +137,20 @@ def run_logged(
     }
     log.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
     return rc
+
+
+def _start(cmd: list[str], env: dict[str, str]):
+    """`cmd` started in the repository root, its output (stderr too) in a text pipe: a Popen, or
+    for FORKED commands its fork server's Forked, which answers the same (it dies with us: SIGTERM)."""
+    options = {"cwd": ROOT, "env": env, "text": True, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+    if cmd[: len(FORKED)] != FORKED:
+        return subprocess.Popen(cmd, **options)
+    if not _SERVERS:
+        from fineprune_cli.drivers.executors.forkclient import ForkServer
+
+        _SERVERS.append(ForkServer(PRELOAD, env=child_env()))
+        atexit.register(_SERVERS[0].close)
+    return _SERVERS[0].popen(cmd[1:], pdeathsig=signal.SIGTERM, **options)
 
 
 def _guard(proc: subprocess.Popen, watch: Watch | None, end: float, stopped: list[str]) -> None:

@@ -141,7 +141,9 @@ def _child_end(spec: Stream, index: int, opened: list[int], pipes: dict[int, IO[
 class ForkServer:
     """A fork server owned by this process (a context manager: it ends with the block)."""
 
-    def __init__(self, preload: list[str], log: Path | None = None):
+    def __init__(self, preload: list[str], log: Path | None = None, env: dict[str, str] | None = None):
+        """`env`: the server's own environment (this process's if None), where it finds what it
+        preloads; each command gets the environment its `popen` names."""
         self.folder = tempfile.mkdtemp(prefix="fineprune-fork-")
         self.address = os.path.join(self.folder, "socket")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -151,6 +153,7 @@ class ForkServer:
         with open(self.log, "ab") as err:
             self.server = subprocess.Popen(
                 [sys.executable, "-m", SERVER, str(listener.fileno()), *preload, " " * TITLE_ROOM],
+                env=env,
                 pass_fds=(listener.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=err,
