@@ -83,8 +83,11 @@ def _own_cache_folder(tmp_path_factory):
 
 
 # what the tests' fork server imports once: torch, its compiler (torch.optim's constructor imports
-# it: ~2 s a process) and the CLI; not fineprune_cli.__main__ (runpy would warn that `-m` finds it loaded)
-FORK_PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.cli", "fineprune_cli.runner", "fineprune_cli.drivers.compare"]
+# it: ~2 s a process) and the CLI; the decisions' statistics (scipy, statsmodels: 0.9 s) and pyplot
+# (0.4 s), which compare and report import late and every hostile group imports; not
+# fineprune_cli.__main__ (runpy would warn that `-m` finds it loaded)
+FORK_PRELOAD = ["torch", "torch._dynamo", "fineprune_cli.cli", "fineprune_cli.runner", "fineprune_cli.drivers.compare",
+                "fineprune_cli.analysis.study", "matplotlib.pyplot"]  # fmt: skip
 
 
 _FORK_SERVERS: list = []  # this worker's, started on first use
