@@ -5,6 +5,10 @@ STAMP   := $(VENV)/.installed
 FMNIST  := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TORCH   := torch==2.14.1 torchvision==0.29.1
+# bytecode caches written (ignored by git) even where the environment turns them off: the suite's
+# hundreds of interpreters each compiled the project's modules again, and each pytest worker
+# rewrote every test module's asserts again (collection 10.2 -> 6.6 s of CPU a worker)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup test typecheck test-fast demo docs docs-settings simulate shape-reference reproduce cifar10-jpeg cifar10-lenet-cpu bench bench-stream bench-selective gpu gpu-data clean-venv
 
