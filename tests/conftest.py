@@ -131,6 +131,15 @@ def preloaded_python(forked, monkeypatch):
     return FORKRUN
 
 
+def synthetic_on_disk():
+    """The synthetic set in this worker's cache before a test starts processes that load it: a
+    first use generates it (~4 CPU s, one rank while the others wait), inside the run's start-up
+    and its --dist-timeout; here once, kept in memory for this worker's in-process runs too."""
+    from fineprune_cli.engine.inputs.data import make_synthetic
+
+    make_synthetic()
+
+
 def invoke(args):
     """Run the CLI in-process; returns click's Result (exit_code, output)."""
     return _runner.invoke(app, [str(a) for a in args])

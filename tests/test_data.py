@@ -280,6 +280,37 @@ def test_synthetic_data_is_kept_on_disk_and_read_back_identical(tmp_path, monkey
     assert all(torch.equal(a, b) for a, b in zip(fresh, repaired))
 
 
+def test_processes_that_miss_the_synthetic_cache_together_generate_it_once(tmp_path, monkeypatch):
+    """The ranks of a run on a fresh cache start at once: each generated the images (seconds of
+    CPU apiece, on shared cores); one generates now and the others read its file. Two threads
+    stand in for two processes: each call opens the lock file on its own."""
+    import threading
+    import time
+
+    from fineprune_cli.engine.inputs import synthetic
+
+    monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path))
+    generate, calls = synthetic._generate, []
+
+    def slow(*args):
+        calls.append(args)
+        time.sleep(0.5)  # the other call arrives meanwhile
+        return generate(*args)
+
+    monkeypatch.setattr(synthetic, "_generate", slow)
+    got = []
+    threads = [
+        threading.Thread(target=lambda: got.append(synthetic.synthetic_tensors.__wrapped__(300, 100, 10, 8, 3, 5)))
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(got) == 2
+    assert all(torch.equal(a, b) for a, b in zip(*got))
+
+
 def test_missing_cifar10_names_the_offline_route(tmp_path):
     with pytest.raises(DataError) as err:
         load_dataset("cifar10", tmp_path)

@@ -129,6 +129,21 @@ def test_max_restarts_goes_to_torchrun_and_every_attempt_writes_one_named_folder
     assert out.startswith("results/runs/") and out.endswith("-lenet-synthetic")
 
 
+def test_a_resume_with_nproc_goes_to_torchrun_as_the_resume_alone(tmp_path, monkeypatch):
+    """`train --resume RUN --nproc-per-node 4`: torchrun starts 4 processes of `train --resume
+    RUN` (each continues the folder in its saved mode: test_paramserver's resume after SIGKILL)."""
+    launched = []
+    monkeypatch.setattr(launch, "call_forwarding_signals", lambda cmd: launched.append(cmd) or 0)
+    args = ["train", "--resume", str(tmp_path / "run"), "--nproc-per-node", "4"]
+    monkeypatch.setattr(sys, "argv", ["fineprune", *args])
+    assert invoke(args).exit_code == 0
+    cmd = launched[0]
+    launcher, ranks = cmd[: cmd.index("-m", 3)], cmd[cmd.index("--") + 1 :]
+    assert launcher[1:3] == ["-m", "fineprune_cli.distributed.torchrun"]
+    assert launcher[launcher.index("--nproc-per-node") + 1] == "4"
+    assert ranks == ["train", "--resume", str(tmp_path / "run")]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

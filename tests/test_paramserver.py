@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import PRUNE_ODD_EPOCHS, NoPeers, free_port, invoke, tiny
+from conftest import PRUNE_ODD_EPOCHS, NoPeers, free_port, invoke, synthetic_on_disk, tiny
 from fineprune_cli import models
 from fineprune_cli.distributed.layout import Shards, flatten
 from fineprune_cli.distributed.server import Chief, PeerLost, Server
@@ -30,6 +30,7 @@ def _launch(forked, argv, timeout=300):
     """`fineprune ARGV` (a `--nproc-per-node` launch) on a port of its own, forked from the fork
     server: the command that starts torchrun needs no interpreter of its own (torchrun and its
     ranks are new ones, as a user's are)."""
+    synthetic_on_disk()
     env = dict(os.environ, MASTER_PORT=str(free_port()))
     return forked.run(["-m", "fineprune_cli", *argv], capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -38,14 +39,17 @@ def _ranks(forked, argv, size):
     """`fineprune ARGV` as `size` ranks forked from the fork server, each with the variables
     torchrun gives its ranks, meeting on a port of their own: a run whose subject is what the
     ranks do together, not how they were launched (the launch's own tests start torchrun).
-    Each rank's stderr goes to a file beside the run folder, `proc.log` (no pipe to fill)."""
-    out = Path(argv[argv.index("--out") + 1])
+    Each rank's stderr goes to a file beside the run folder (--out, or --resume), `proc.log` (no
+    pipe to fill)."""
+    flag = "--out" if "--out" in argv else "--resume"
+    out = Path(argv[argv.index(flag) + 1])
+    synthetic_on_disk()
     port = str(free_port())
     procs = []
     for rank in range(size):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(size))
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, TORCHELASTIC_RESTART_COUNT="0", OMP_NUM_THREADS="1")
-        log = out.parent / f"{out.name}-rank{rank}.err"
+        log = out.parent / f"{out.name}{flag}-rank{rank}.err"
         with open(log, "w") as err:
             proc = forked.popen(["-m", "fineprune_cli", *argv], env=env, stdout=subprocess.DEVNULL, stderr=err)
         proc.log = log
@@ -252,6 +256,12 @@ def test_a_worker_step_runs_on_bf16_data_under_autocast():
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in trainer.model.parameters())
 
 
+# the death tests' --dist-timeout: what the survivors wait before they end. The ranks read the
+# synthetic set from the cache and are forked (no imports): the chief serves within a second of
+# the start, so 5 s leaves margin on a loaded 2-core machine, and a hang still fails the test
+DEAD_TIMEOUT = 5
+
+
 def _by_hand(forked, out, size, *extra, epochs="3"):
     """Processes started by hand (as srun would: no torchrun to notice a death), forked from
     the fork server: real processes, killed for real, without an interpreter's imports each."""
@@ -261,7 +271,7 @@ def _by_hand(forked, out, size, *extra, epochs="3"):
         "async",
         *tiny(subset=512, epochs=epochs, batch_size=64),
         "--dist-timeout",
-        "10",
+        str(DEAD_TIMEOUT),
         "--out",
         str(out),
         "--json",
@@ -321,7 +331,7 @@ def test_a_dead_chief_server_ends_the_other_server_and_the_workers(tmp_path, for
             assert time.monotonic() < deadline and procs[0].poll() is None
             time.sleep(0.1)
         server, *workers = _survivors_end(procs, victim=0)
-        assert "parameter server 1: no call for 10 s" in server
+        assert f"parameter server 1: no call for {DEAD_TIMEOUT} s" in server
         assert all("lost parameter server" in w for w in workers), workers
     finally:
         for p in procs:
@@ -333,8 +343,10 @@ def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path, forke
     """Two servers, two workers. SIGKILL to the whole job after an epoch's checkpoint; `train
     --resume --nproc-per-node` continues from it: the checkpointed epochs kept as they were,
     the rest trained, the update count carried on; the loss falls and some pushes are stale.
-    The killed job's four ranks are forked (`_ranks`); the resume is launched through torchrun,
-    as a user resumes."""
+    Both jobs' four ranks are forked (`_ranks`, with torchrun's variables): the ranks' resume is
+    the subject here; test_launch checks that `train --resume --nproc-per-node` hands torchrun
+    `train --resume RUN`, and test_mixed_groups_push_averaged_gradients_with_pruning launches a
+    parameter-server run through torchrun itself."""
     out = tmp_path / "run"
     argv = [
         "train",
@@ -361,8 +373,7 @@ def test_async_with_two_servers_trains_and_resumes_after_sigkill(tmp_path, forke
             p.wait()
     saved = torch.load(out / "checkpoint.pt", weights_only=True)["totals"]["rows"]
     before = _rows(out)
-    proc = _launch(forked, ["train", "--resume", str(out), "--nproc-per-node", "4"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _ranks_ran(_ranks(forked, ["train", "--resume", str(out)], 4))
     s, after = json.loads((out / "summary.json").read_text()), _rows(out)
     assert s["status"] == "complete" and s["resumed_after_epochs"] == [len(saved)] and len(saved) >= 1
     assert after[: len(saved)] == before[: len(saved)] and len(after) == 6

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
 
-from ..records.files import atomic_torch_save, cache_home
+from ..records.files import UMASK, atomic_torch_save, cache_home
 
 VERSION = 1  # part of the cache file's name: bump it whenever the generator below changes
 
@@ -22,19 +27,48 @@ def synthetic_tensors(
     path = cache_home() / (
         f"synthetic-v{VERSION}-{num_train}-{num_test}-{num_classes}-{image_size}-{channels}-{seed}.pt"
     )
+    saved = _read(path)
+    if saved is not None:
+        return saved
+    # the processes of a run on a fresh cache start together: one generates, the others wait for
+    # its file (each of N ranks generating took N times the seconds, on the cores they share)
+    with _filling(path):
+        saved = _read(path)
+        if saved is not None:
+            return saved
+        tensors = _generate(num_train, num_test, num_classes, image_size, channels, seed)
+        try:
+            atomic_torch_save(list(tensors), path)
+        except OSError:
+            pass  # a read-only home still works, only without the cache
+    return tensors
+
+
+def _read(path: Path) -> tuple[torch.Tensor, ...] | None:
     try:
         saved = torch.load(path, weights_only=True)
         if isinstance(saved, (list, tuple)) and len(saved) == 4:
             return tuple(saved)
     except Exception:  # missing, half-copied or foreign: generate again
         pass
-    tensors = _generate(num_train, num_test, num_classes, image_size, channels, seed)
+    return None
+
+
+@contextmanager
+def _filling(path: Path) -> Iterator[None]:
+    """Held while `path` is generated: an exclusive lock on a file beside it (released by the
+    kernel if its holder dies); without a writable cache folder, no lock."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_torch_save(list(tensors), path)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o666 & ~UMASK)
     except OSError:
-        pass  # a read-only home still works, only without the cache
-    return tensors
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _generate(
