@@ -48,6 +48,9 @@ def factory(name: str) -> Callable[..., nn.Module]:
     if not module or not attr.isidentifier():
         raise ConfigError("is not package.module:factory")
     sys.path.insert(0, os.getcwd())
+    # no __pycache__ left in the user's folder (Python writes one beside a module it imports): a
+    # command refused for its factory writes nothing, whatever PYTHONDONTWRITEBYTECODE says
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         fn = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
@@ -57,6 +60,7 @@ def factory(name: str) -> Callable[..., nn.Module]:
                           f"{first_line(exc)}") from None  # fmt: skip
     finally:
         sys.path.remove(os.getcwd())
+        sys.dont_write_bytecode = writes
     if not callable(fn):
         raise ConfigError("names a factory that is not callable")
     arguments(fn, 3, 10)

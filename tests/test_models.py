@@ -156,9 +156,15 @@ def test_your_own_model_by_its_factory_is_trained_and_recorded_by_its_shapes(tmp
 
 
 def test_a_model_factory_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
+    """...and writes nothing: not even the __pycache__ Python writes beside a module it imports
+    (unless PYTHONDONTWRITEBYTECODE, which hid it: set where the suite first ran)."""
+    import sys
+
     from conftest import invoke
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.delitem(sys.modules, "mynet", raising=False)  # imported here, not found loaded
     (tmp_path / "mynet.py").write_text(FACTORY)
     common = ["--dataset", "synthetic", "--subset", "64", "--epochs", "1", "--device", "cpu"]
     for name, said in [
@@ -170,6 +176,8 @@ def test_a_model_factory_that_cannot_be_used_is_one_line(tmp_path, monkeypatch):
     ]:
         done = invoke(["train", "--model", name, *common, "--out", "r"])
         assert done.exit_code == 2 and said in done.output and "Traceback" not in done.output, (name, done.output)
+    assert [p.name for p in tmp_path.iterdir()] == ["mynet.py"]
+    assert sys.dont_write_bytecode is False  # as it found it
 
 
 def test_a_factory_is_called_with_what_it_names_and_nothing_else():
