@@ -44,6 +44,9 @@ $(FMNIST):
 # at 18ce5eb (a fresh clone's bash .ci/run, 2 idle cores, 2026-12-02): 582 s of tests, 1799 passed (scripts
 # forked where the process is not the subject: tests/forkrun; OMP_NUM_THREADS=1 a worker, set in conftest;
 # simulations 3.7x cheaper); still over 8 minutes; slowest: round-6 hostile 79 s, the GPU dry run 67 s
+# at 9f6afc6 (a fresh clone's bash .ci/run, 2 idle cores, an Intel Xeon, 2026-12-02): 381 s of tests, 1804 passed,
+# 17 skipped (491 s with the venv's install, ruff and mypy); the AMD EPYC of earlier sessions ran the same code ~1.26x
+# slower (462 s here at 17773b5, 582 s there at 18ce5eb); slowest: round-6 hostile 43 s, the GPU dry run 33 + 11 s
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
