@@ -145,6 +145,33 @@ def test_image_folder_labels_and_cache(tmp_path, monkeypatch):
     assert torch.equal(again.train_x, ds.train_x) and torch.equal(again.test_y, ds.test_y)
 
 
+def test_processes_that_miss_the_folder_cache_together_decode_it_once(tmp_path, monkeypatch):
+    """As the synthetic set's: the ranks of a run on a fresh cache each decoded every image. Two
+    threads stand in for two processes (each opens the lock file on its own)."""
+    import threading
+    import time
+
+    _image_folder(tmp_path / "data")
+    monkeypatch.setenv("FINEPRUNE_CACHE", str(tmp_path / "cache"))
+    decode, calls = imagefolder._decode_all, []
+
+    def slow(items, mode, size=None):
+        calls.append(len(items))
+        time.sleep(0.5)  # the other call arrives meanwhile
+        return decode(items, mode, size)
+
+    monkeypatch.setattr(imagefolder, "_decode_all", slow)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(imagefolder.load_image_folder(tmp_path / "data")))
+               for _ in range(2)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [6, 4] and len(got) == 2  # train and test, decoded once
+    assert all(torch.equal(a, b) for a, b in zip(got[0][:4], got[1][:4]))
+
+
 def test_cache_follows_files_that_move_between_classes(tmp_path):
     """Count, bytes and newest mtime survive a move between class folders; labels must not."""
     _image_folder(tmp_path)

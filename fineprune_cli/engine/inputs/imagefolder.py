@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 from ...errors import DataError
 from ...lazytorch import torch
-from ..records.files import cache_home, quiet_stderr
+from ..records.files import cache_home, filling, quiet_stderr
 from .imageheader import PNG_SIGNATURE, check_png_chunks, read_header
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -185,13 +185,24 @@ def load_image_folder(data_dir: Path | None, image_size: int | None = None) -> F
     listing = list_folder(data_dir)
     fingerprint = _fingerprint(data_dir, listing) + ("" if image_size is None else f"-{image_size}")
     cache = cache_path(data_dir, image_size)
-    if cache.is_file():
-        try:
-            found = _cached(torch.load(cache, weights_only=True), fingerprint)
-            if found is not None:
-                return found
-        except Exception:
-            pass  # a stale or broken cache is simply rebuilt
+    found = _read_cache(cache, fingerprint)
+    if found is not None:
+        return found
+    # the ranks of a run on a fresh cache start together: one decodes, the others read its file
+    with filling(cache):
+        return _read_cache(cache, fingerprint) or _decode_and_keep(listing, image_size, fingerprint, cache)
+
+
+def _read_cache(cache: Path, fingerprint: str) -> Folder | None:
+    if not cache.is_file():
+        return None
+    try:
+        return _cached(torch.load(cache, weights_only=True), fingerprint)
+    except Exception:
+        return None  # a stale or broken cache is simply rebuilt
+
+
+def _decode_and_keep(listing: dict, image_size: int | None, fingerprint: str, cache: Path) -> Folder:
     mode, _ = folder_mode(listing, image_size)
     train_x, train_y = _decode_all(listing["train"], mode, image_size)
     test_x, test_y = _decode_all(listing["test"], mode, image_size)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import torch
 import torch.nn.functional as F
 
-from ..records.files import UMASK, atomic_torch_save, cache_home
+from ..records.files import atomic_torch_save, cache_home, filling
 
 VERSION = 1  # part of the cache file's name: bump it whenever the generator below changes
 
@@ -32,7 +28,7 @@ def synthetic_tensors(
         return saved
     # the processes of a run on a fresh cache start together: one generates, the others wait for
     # its file (each of N ranks generating took N times the seconds, on the cores they share)
-    with _filling(path):
+    with filling(path):
         saved = _read(path)
         if saved is not None:
             return saved
@@ -52,23 +48,6 @@ def _read(path: Path) -> tuple[torch.Tensor, ...] | None:
     except Exception:  # missing, half-copied or foreign: generate again
         pass
     return None
-
-
-@contextmanager
-def _filling(path: Path) -> Iterator[None]:
-    """Held while `path` is generated: an exclusive lock on a file beside it (released by the
-    kernel if its holder dies); without a writable cache folder, no lock."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o666 & ~UMASK)
-    except OSError:
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _generate(

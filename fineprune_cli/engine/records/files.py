@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import fcntl
 import io
 import os
 import stat
@@ -25,6 +26,24 @@ def cache_home() -> Path:
     return (
         Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fineprune"
     )
+
+
+@contextmanager
+def filling(path: Path) -> Iterator[None]:
+    """Held while a cache file `path` is made: an exclusive lock on a file beside it (released by
+    the kernel if its holder dies), so the processes of a run that all miss a fresh cache make it
+    once: each re-reads the cache once it holds the lock. Without a writable folder, no lock."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o666 & ~UMASK)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 READ_LIMIT = 64 * 2**20  # a record, config or notes file larger than this is none of ours
